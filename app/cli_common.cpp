@@ -1,0 +1,67 @@
+#include "cli_common.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "mlaplan/errors.hpp"
+
+namespace mlaplan::cli {
+
+void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", message); }
+void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", message); }
+
+void write_output(const std::string& path, const std::string& content) {
+  if (path.empty() || path == "-") {
+    std::fwrite(content.data(), 1, content.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp{}", target.filename().string(), ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(fmt::format("{}: cannot write the output file; check that its folder exists", path));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw InputError(fmt::format("{}: writing the output failed (disk full?)", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot replace the output file: {}", path, ec.message()));
+  }
+}
+
+void add_backend_options(CLI::App& cmd, BackendOptions& options) {
+  cmd.add_option_function<std::string>(
+         "--backend",
+         [&options](const std::string& v) {
+           options.backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic;
+         },
+         "Where to plan: auto (the GPU when one is usable, else the CPU, saying so), gpu or cpu")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->default_str("auto");
+  cmd.add_option_function<std::string>(
+         "--kernel", [&options](const std::string& v) { options.kernel = v == "seed" ? GpuKernel::seed : GpuKernel::fast; },
+         "GPU kernel: fast, or seed (the port of the seed's kernel, the baseline)")
+      ->check(CLI::IsMember({"fast", "seed"}))
+      ->default_str("fast");
+}
+
+PlannerChoice choose(const BackendOptions& options) {
+  PlannerChoice choice = choose_planner(options.backend, options.kernel);
+  if (!choice.fallback_note.empty()) note(choice.fallback_note);
+  return choice;
+}
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,35 @@
+// Plumbing shared by the subcommands: exit codes, messages, output files and common options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "mlaplan/backend.hpp"
+#include "mlaplan/gpu_planner.hpp"
+
+namespace mlaplan::cli {
+
+// Exit status, interface.md.
+enum Exit : int { kOk = 0, kWrongPlan = 1, kBadInput = 2, kDeviceFailure = 3 };
+
+// "mlaplan: note: ..." on stderr, for things a user should know that are not errors.
+void note(const std::string& message);
+// "mlaplan: error: ..." on stderr: one line.
+void error(const std::string& message);
+
+// Writes `content` to `path` atomically (a temporary beside it, then rename), so a failed run never
+// leaves a partial file; an empty path or "-" means stdout.
+void write_output(const std::string& path, const std::string& content);
+
+// --backend auto|gpu|cpu and --kernel seed|fast, the same on every subcommand.
+struct BackendOptions {
+  Backend backend = Backend::automatic;
+  GpuKernel kernel = GpuKernel::fast;
+};
+void add_backend_options(CLI::App& cmd, BackendOptions& options);
+
+// Picks the planner and prints the fallback note, if any.
+PlannerChoice choose(const BackendOptions& options);
+
+}  // namespace mlaplan::cli

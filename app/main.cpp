@@ -1,0 +1,60 @@
+// mlaplan: plan, check and profile chunked MLA prefill. Subcommands live one per file.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <new>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "mlaplan/build_info.hpp"
+#include "mlaplan/errors.hpp"
+
+namespace {
+
+std::string version_text() {
+  const auto& info = mlaplan::build_info();
+  std::string cuda = info.cuda ? fmt::format("CUDA {} support built in, for {}", info.cuda_version, info.cuda_architectures)
+                               : std::string("no CUDA support built in (CPU planner only)");
+  return fmt::format("mlaplan {}\n{}", info.version, cuda);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mlaplan;
+  CLI::App app{"mlaplan: plan, check and profile chunked MLA prefill (the chunk tables of mla_prefill_plan)", "mlaplan"};
+  app.set_version_flag("--version", version_text, "Print the version, and whether and for which GPUs CUDA support is built in");
+  app.require_subcommand(1);
+  app.footer("Exit status: 0 ok, 1 a plan was wrong, 2 bad usage or input (an infeasible batch included), 3 device failure.\n"
+             "Run `mlaplan SUBCOMMAND --help` for a subcommand's options.");
+
+  int exit_code = cli::kOk;
+  cli::add_run_command(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    cli::error(fmt::format("{}; see `mlaplan --help`", e.what()));
+    return cli::kBadInput;
+  } catch (const InputError& e) {
+    cli::error(e.what());
+    return cli::kBadInput;
+  } catch (const DeviceError& e) {
+    cli::error(e.what());
+    return cli::kDeviceFailure;
+  } catch (const std::bad_alloc&) {
+    cli::error("out of host memory; plan a smaller batch");
+    return cli::kDeviceFailure;
+  } catch (const std::exception& e) {
+    cli::error(fmt::format("internal error: {}", e.what()));
+    return cli::kDeviceFailure;
+  }
+  return exit_code;
+}

@@ -1,0 +1,23 @@
+// Choosing the planner for --backend auto|gpu|cpu.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "mlaplan/gpu_planner.hpp"
+#include "mlaplan/planner.hpp"
+
+namespace mlaplan {
+
+enum class Backend { automatic, cpu, gpu };
+
+struct PlannerChoice {
+  std::unique_ptr<Planner> planner;
+  std::string fallback_note;  // set when auto fell back to the CPU: why, for stderr
+};
+
+// auto: the GPU when one is usable, else the CPU reference with a note; gpu: throws DeviceError
+// when no GPU is usable; cpu: the reference.
+PlannerChoice choose_planner(Backend backend, GpuKernel kernel = GpuKernel::fast);
+
+}  // namespace mlaplan

@@ -1,0 +1,33 @@
+// The three ways a plan request fails, each mapped to one exit status of the CLI.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace mlaplan {
+
+// Bad input: a malformed or out-of-range scenario (exit 2). The message names the field and the fix.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A valid batch that does not fit in max_chunks chunks (exit 2, like any bad input).
+class InfeasibleBatch : public InputError {
+ public:
+  InfeasibleBatch(const std::string& message, uint64_t min_max_chunks)
+      : InputError(message), min_max_chunks_(min_max_chunks) {}
+  uint64_t min_max_chunks() const { return min_max_chunks_; }
+
+ private:
+  uint64_t min_max_chunks_;
+};
+
+// The device or runtime failed: no usable GPU, a CUDA error, out of memory (exit 3).
+class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace mlaplan

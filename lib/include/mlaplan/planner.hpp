@@ -1,0 +1,28 @@
+// One way of producing a plan (the CPU reference, a GPU kernel, an engine's port), behind one
+// interface so run, verify and bench treat them alike.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/plan_tables.hpp"
+
+namespace mlaplan {
+
+class Planner {
+ public:
+  virtual ~Planner() = default;
+  virtual std::string name() const = 0;     // "cpu-reference", "gpu-fast", ...
+  virtual std::string backend() const = 0;  // "cpu" or "gpu"
+  virtual std::optional<std::string> device() const { return std::nullopt; }
+  // Plans a validated batch, recording its phases in `timer`. Throws InfeasibleBatch when the batch
+  // does not fit (every planner refuses the same batches) and DeviceError when the device fails.
+  virtual PlanTables plan(const Batch& batch, PhaseTimer& timer) = 0;
+};
+
+std::unique_ptr<Planner> make_reference_planner();
+
+}  // namespace mlaplan

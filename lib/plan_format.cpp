@@ -1,0 +1,119 @@
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "mlaplan/plan_report.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
+// A table as a JSON list of rows, one row per line: readable, and far faster than a DOM for large B.
+template <typename T>
+void append_rows(fmt::memory_buffer& out, const std::vector<T>& flat, size_t rows, size_t cols) {
+  out.push_back('[');
+  for (size_t r = 0; r < rows; ++r) {
+    fmt::format_to(std::back_inserter(out), "{}\n    [", r ? "," : "");
+    for (size_t c = 0; c < cols; ++c) fmt::format_to(std::back_inserter(out), c ? ", {}" : "{}", flat[r * cols + c]);
+    out.push_back(']');
+  }
+  fmt::format_to(std::back_inserter(out), "{}]", rows ? "\n  " : "");
+}
+
+}  // namespace
+
+std::string format_plan_json(const PlanReport& r) {
+  const Batch& b = r.scenario->batch;
+  const size_t m = b.max_chunks, n = b.batch_size();
+  fmt::memory_buffer out;
+  auto put = [&](auto&&... args) { fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...); };
+  put("{{\n  \"scenario\": {},\n", quoted(r.scenario->name));
+  put("  \"backend\": {},\n  \"planner\": {},\n", quoted(r.backend), quoted(r.planner));
+  put("  \"device\": {},\n", r.device ? quoted(*r.device) : "null");
+  put("  \"batch_size\": {},\n  \"page_size\": {},\n  \"buffer_token_size\": {},\n  \"max_chunks\": {},\n", n, b.page_size,
+      b.buffer_token_size, m);
+  put("  \"chunks_used\": {},\n  \"padded_tokens\": {},\n  \"input_tokens\": {},\n", r.shape.chunks_used,
+      r.shape.padded_tokens, r.shape.input_tokens);
+  put("  \"buffer_row_offsets\": ");
+  append_rows(out, r.tables.buffer_row_offsets, m, n + 1);
+  put(",\n  \"cache_offsets\": ");
+  append_rows(out, r.tables.cache_offsets, m, n);
+  put(",\n  \"buffer_lengths\": [");
+  for (size_t c = 0; c < m; ++c) put(c ? ", {}" : "{}", r.tables.buffer_lengths[c]);
+  const Verification& v = r.verification;
+  put("],\n  \"verification\": {{\"status\": {}, \"reference\": {}, \"properties\": {}, \"expected\": {}", quoted(v.status),
+      quoted(v.reference), quoted(v.properties), quoted(v.expected));
+  if (!v.detail.empty()) put(", \"detail\": {}", quoted(v.detail));
+  put("}},\n  \"timings_us\": {{");
+  for (size_t i = 0; i < r.timings_us.size(); ++i)
+    put("{}{}: {:.3f}", i ? ", " : "", quoted(r.timings_us[i].first), r.timings_us[i].second);
+  put("}}\n}}\n");
+  return fmt::to_string(out);
+}
+
+std::string format_plan_csv(const PlanReport& r, bool header) {
+  const PlanTables& t = r.tables;
+  fmt::memory_buffer out;
+  if (header) fmt::format_to(std::back_inserter(out), "chunk,sequence,buffer_row_offset,cache_offset,buffer_length\n");
+  for (uint32_t c = 0; c < t.max_chunks; ++c) {
+    for (uint32_t b = 0; b < t.batch_size; ++b)
+      fmt::format_to(std::back_inserter(out), "{},{},{},{},{}\n", c, b, t.row_offset(c, b), t.cache_offset(c, b),
+                     t.buffer_lengths[c]);
+    fmt::format_to(std::back_inserter(out), "{},{},{},,{}\n", c, t.batch_size, t.row_offset(c, t.batch_size),
+                   t.buffer_lengths[c]);
+  }
+  return fmt::to_string(out);
+}
+
+std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
+  const Scenario& s = *r.scenario;
+  const Batch& b = s.batch;
+  const PlanTables& t = r.tables;
+  const uint64_t n = b.buffer_token_size;
+  fmt::memory_buffer out;
+  auto put = [&](auto&&... args) { fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...); };
+
+  put("scenario  {}{}\n", s.name, s.file.empty() ? "" : fmt::format("  ({})", s.file));
+  if (!s.description.empty()) put("          {}\n", s.description);
+  put("batch     {} sequences, page {} tokens, buffer {} rows, max {} chunks\n", b.batch_size(), b.page_size, n,
+      b.max_chunks);
+  put("planner   {} on {}{}\n\n", r.planner, r.backend, r.device ? fmt::format(" ({})", *r.device) : "");
+
+  put("chunk    rows    fill  sequences: s<b> [buffer rows) <- [cache tokens)\n");
+  size_t shown_chunks = 0;
+  for (uint32_t c = 0; c < t.max_chunks; ++c) {
+    const int32_t len = t.buffer_lengths[c];
+    if (len <= 0) continue;
+    ++shown_chunks;
+    put("{:>5} {:>7} {:>6.1f}%  ", c, len, 100.0 * len / static_cast<double>(n));
+    size_t listed = 0, total = 0;
+    for (uint32_t q = 0; q < t.batch_size; ++q) {
+      const uint32_t lo = t.row_offset(c, q), hi = t.row_offset(c, q + 1);
+      if (hi <= lo) continue;
+      ++total;
+      if (listed == max_sequences) continue;
+      ++listed;
+      const uint32_t from = t.cache_offset(c, q);
+      put("{}s{} [{}, {}) <- [{}, {})", listed > 1 ? "  " : "", q, lo, hi, from, from + (hi - lo));
+    }
+    if (total > listed) put("  ... {} more", total - listed);
+    put("\n");
+  }
+  if (shown_chunks == 0) put("    (no chunk is used: {})\n", b.batch_size() ? "every sequence is empty" : "the batch is empty");
+
+  const uint64_t e = r.shape.padded_tokens, used = r.shape.chunks_used;
+  put("\n{} of {} chunks used | {} padded tokens ({} tokens + {} page padding) | buffer fill {:.1f}%\n", used,
+      b.max_chunks, e, r.shape.input_tokens, e - r.shape.input_tokens,
+      used ? 100.0 * static_cast<double>(e) / static_cast<double>(used * n) : 0.0);
+  const Verification& v = r.verification;
+  put("verification: {} (reference {}, properties {}, expected {})\n", v.status, v.reference, v.properties, v.expected);
+  if (!v.detail.empty()) put("  {}\n", v.detail);
+  put("timings (us):");
+  for (const auto& [name, us] : r.timings_us) put(" {} {:.1f}", name, us);
+  put("\n");
+  return fmt::to_string(out);
+}
+
+}  // namespace mlaplan
