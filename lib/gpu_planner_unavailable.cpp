@@ -4,8 +4,6 @@
 
 namespace mlaplan {
 
-const char* to_string(GpuKernel kernel) { return kernel == GpuKernel::seed ? "seed" : "fast"; }
-
 std::optional<std::string> find_usable_gpu(std::string* why) {
   if (why) *why = "this mlaplan was built without CUDA support";
   return std::nullopt;

@@ -7,13 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "mlaplan/gpu_kernel.hpp"
 #include "mlaplan/planner.hpp"
 
 namespace mlaplan {
-
-enum class GpuKernel { seed, fast };
-
-const char* to_string(GpuKernel kernel);
 
 // The usable GPU's name, or nothing, with `why` saying what is missing (no CUDA in this build,
 // no device, a driver too old, ...).
