@@ -1,0 +1,36 @@
+// Random batches aimed at the shapes that break planners, reproducible from a seed: the fuzzing
+// source of `verify --fuzz` and of the randomized tests.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "mlaplan/batch.hpp"
+
+namespace mlaplan {
+
+struct BatchGeneratorOptions {
+  uint32_t max_batch_size = 64;  // B of the ordinary shapes; the "large-batch" shape goes up to 64x this
+  uint32_t max_chunks = 4096;    // upper bound of M
+  bool infeasible = true;        // also produce batches one past capacity
+};
+
+class BatchGenerator {
+ public:
+  explicit BatchGenerator(uint64_t seed, BatchGeneratorOptions options = {});
+
+  // A valid batch (validate_batch passes); `shape` names the kind, e.g. "exact-multiple".
+  Batch next(std::string* shape = nullptr);
+
+ private:
+  uint64_t uniform(uint64_t lo, uint64_t hi);  // inclusive
+  bool chance(double p);
+  Batch sequences(uint32_t count, uint32_t page_size, uint32_t max_tokens, double empty_share);
+  void set_max_chunks(Batch& b, int64_t relative_to_minimum);
+
+  std::mt19937_64 rng_;
+  BatchGeneratorOptions options_;
+};
+
+}  // namespace mlaplan

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what mlaplan needs to build and test on Debian/Ubuntu. Idempotent, and silent when
+# everything is already present. The CUDA toolkit is optional: without it the CPU planner is built.
+set -euo pipefail
+
+packages=(cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq >/dev/null
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# matplotlib draws the benchmark plot (scripts/plot_bench.py); its test is skipped without it.
+if ! python3 -c "import matplotlib" 2>/dev/null; then
+  echo "install-deps: installing matplotlib (pip)" >&2
+  python3 -m pip install -q --disable-pip-version-check matplotlib >/dev/null 2>&1 ||
+    echo "install-deps: matplotlib could not be installed; the plot test will be skipped" >&2
+fi
+exit 0
