@@ -37,7 +37,7 @@ Batch random_batch(std::mt19937_64& rng) {
       b.buffer_token_size = E == 0 ? 1 : static_cast<uint32_t>(std::max<uint64_t>(1, E / pick(1, b.max_chunks)));
       break;
     case 1:  // about as tight as feasibility allows, sometimes just under
-      b.buffer_token_size = static_cast<uint32_t>(std::max<uint64_t>(1, (E + b.max_chunks - 1) / b.max_chunks - pick(0, 1)));
+      b.buffer_token_size = static_cast<uint32_t>(std::max<int64_t>(1, int64_t((E + b.max_chunks - 1) / b.max_chunks) - pick(0, 1)));
       break;
     default:
       b.buffer_token_size = pick(1, 5000);
