@@ -1,0 +1,285 @@
+// The fast planning kernel: O(B + M*B) work with coalesced writes, for any batch size and chunk
+// count. The plan has a closed form (semantics.md, "Properties"): with S[b] the exclusive prefix
+// sum of the padded lengths L[b] and S[B] = E,
+//   buffer_row_offsets[c][b] = clamp(S[b] - c*N, 0, N),  cache_offsets[c][b] = clamp(c*N - S[b], 0, L[b]),
+// so once a block knows S for its columns, every table cell is independent and the kernel is a
+// scan followed by a bandwidth-bound fill.
+//
+// Batches of one tile (B <= kTile) take a single launch: each block loads the whole batch, scans
+// it (cub::BlockScan) and fills its slice of the chunk rows. Larger batches reduce-then-fill:
+// a reduce launch writes each tile's sum to the workspace, and its last block to finish (an
+// atomic ticket) scans the tile sums into tile prefixes and writes the status; the fill launch
+// then scans each tile locally from its prefix. The ticket counter is reset by that last block,
+// so the workspace is zeroed once and self-resetting (graph replay safe).
+//
+// Chunks are parallel too: the grid is tiles x splits, each split owning a run of chunk rows, so a
+// tiny batch with many chunks (B = 1, M = 4096) still spreads over many threads.
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "kernels.hpp"
+#include "plan_math.cuh"
+
+namespace mlaplan::cuda_detail {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kItems = 8;
+constexpr uint32_t kTile = kThreads * kItems;  // columns (sequences) per tile
+// A block should write at least this many cells of each table, or splitting costs more in
+// redundant scans and launch width than it buys.
+constexpr uint64_t kMinCellsPerBlock = 16384;
+// Enough blocks to keep every multiprocessor of an H100/H200 streaming stores.
+constexpr uint64_t kTargetBlocks = 1024;
+constexpr uint64_t kBadBit = uint64_t{1} << 63;  // a tile sum's flag: offsets decrease in this tile
+
+// The multi-tile workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
+struct Workspace {
+  unsigned int done_blocks;  // reduce blocks finished in this launch; reset to 0 by the last
+  int32_t ok;                // the status said kPlanOk
+  uint64_t padded_tokens;    // E
+  uint64_t tiles[1];         // flexible: `tiles` values
+};
+constexpr size_t kWorkspaceHeader = offsetof(Workspace, tiles);
+
+__device__ __forceinline__ uint64_t min64(uint64_t x, uint64_t y) { return x < y ? x : y; }
+
+__host__ __device__ inline uint32_t tile_columns(uint32_t batch, uint64_t tile) {
+  const uint64_t b0 = tile * kTile;
+  const uint64_t rest = batch - b0;
+  return static_cast<uint32_t>(rest < kTile ? rest : kTile);
+}
+
+// Padded lengths of one tile's columns in a striped arrangement (item k of thread t is column
+// k * kThreads + t, so every load is coalesced); 0 past the batch. Returns "offsets decrease here".
+__device__ __forceinline__ bool load_striped(const DevicePlanArgs& a, uint64_t b0, uint32_t n_cols,
+                                             uint64_t (&len)[kItems]) {
+  bool bad_any = false;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const uint32_t col = k * kThreads + threadIdx.x;
+    len[k] = 0;
+    if (col < n_cols) {
+      bool bad;
+      len[k] = padded_length(a.input_row_offsets, a.cache_lengths, b0 + col, a.page_size, bad);
+      bad_any |= bad;
+    }
+  }
+  return bad_any;
+}
+
+__global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a, Workspace* ws, uint32_t tiles) {
+  using BlockReduce = cub::BlockReduce<uint64_t, kThreads>;
+  using BlockScan = cub::BlockScan<uint64_t, kThreads>;
+  __shared__ union {
+    typename BlockReduce::TempStorage reduce;
+    typename BlockScan::TempStorage scan;
+  } temp;
+  __shared__ bool is_last;
+
+  const uint64_t tile = blockIdx.x;
+  uint64_t len[kItems];
+  const bool bad = __syncthreads_or(load_striped(a, tile * kTile, tile_columns(a.batch_size, tile), len));
+  const uint64_t sum = BlockReduce(temp.reduce).Sum(len);
+  if (threadIdx.x == 0) {
+    ws->tiles[tile] = sum | (bad ? kBadBit : 0);
+    __threadfence();  // publish the sum before taking a ticket
+    is_last = atomicAdd(&ws->done_blocks, 1u) == tiles - 1;
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+
+  // The last block: every tile sum is visible; turn them into exclusive prefixes, in rounds of
+  // kTile tiles, reading through L2 (__ldcg) since other blocks wrote them.
+  uint64_t running = 0;
+  bool bad_any = false;
+  for (uint64_t r0 = 0; r0 < tiles; r0 += kTile) {
+    uint64_t v[kItems];
+    bool bad_here = false;
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const uint64_t t = r0 + threadIdx.x * kItems + k;
+      v[k] = 0;
+      if (t < tiles) {
+        const uint64_t x = __ldcg(&ws->tiles[t]);
+        bad_here |= (x & kBadBit) != 0;
+        v[k] = x & ~kBadBit;
+      }
+    }
+    uint64_t aggregate;
+    __syncthreads();  // the scan's temp storage is reused across rounds
+    BlockScan(temp.scan).ExclusiveSum(v, v, aggregate);
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const uint64_t t = r0 + threadIdx.x * kItems + k;
+      if (t < tiles) ws->tiles[t] = running + v[k];
+    }
+    running += aggregate;
+    bad_any |= __syncthreads_or(bad_here);
+  }
+  if (threadIdx.x == 0) {
+    const uint32_t batch = a.batch_size;
+    bool bad_last;
+    const uint64_t last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, bad_last);
+    const DevicePlanStatus st =
+        batch_status(batch, running, running - last_len, bad_any, a.buffer_token_size, a.max_chunks);
+    *a.status = st;
+    ws->ok = st.code == kPlanOk;
+    ws->padded_tokens = running;
+    ws->done_blocks = 0;  // self-reset for the next call on this workspace
+  }
+}
+
+// One block: tile `blockIdx.x / splits`, chunk rows [c0, c1) of split `blockIdx.x % splits`.
+template <bool kMultiTile>
+__global__ void __launch_bounds__(kThreads)
+    fast_fill_kernel(DevicePlanArgs a, const Workspace* ws, uint32_t splits, uint32_t rows_per_split) {
+  using BlockExchange = cub::BlockExchange<uint64_t, kThreads, kItems>;
+  using BlockScan = cub::BlockScan<uint64_t, kThreads>;
+  __shared__ union {
+    typename BlockExchange::TempStorage exchange;
+    typename BlockScan::TempStorage scan;
+  } temp;
+  __shared__ uint32_t s_start[kTile];  // S[b] of the tile's columns (32 bits suffice when the plan is ok)
+  __shared__ uint32_t s_len[kTile];    // L[b]
+  __shared__ uint64_t s_total;
+  __shared__ bool s_ok;
+
+  const uint32_t batch = a.batch_size;
+  const uint64_t tile = blockIdx.x / splits;
+  const uint32_t split = blockIdx.x % splits;
+  const uint64_t b0 = tile * kTile;
+  const uint32_t n_cols = tile_columns(batch, tile);
+  const bool last_tile = b0 + n_cols == batch;
+  const uint64_t c0_wide = uint64_t{split} * rows_per_split;
+  const uint64_t c1_wide = c0_wide + rows_per_split < a.max_chunks ? c0_wide + rows_per_split : a.max_chunks;
+  const uint64_t n = a.buffer_token_size;
+
+  // Scan the tile: striped loads, exchange to blocked, block-wide exclusive sum.
+  uint64_t len[kItems];
+  const bool bad = __syncthreads_or(load_striped(a, b0, n_cols, len));
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) s_len[k * kThreads + threadIdx.x] = static_cast<uint32_t>(len[k]);
+  BlockExchange(temp.exchange).StripedToBlocked(len, len);
+  __syncthreads();
+  uint64_t aggregate;
+  BlockScan(temp.scan).ExclusiveSum(len, len, aggregate);
+  const uint64_t prefix = kMultiTile ? ws->tiles[tile] : 0;
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) s_start[threadIdx.x * kItems + k] = static_cast<uint32_t>(prefix + len[k]);
+  if (last_tile && threadIdx.x == 0) {
+    if (kMultiTile) {  // the reduce launch judged the whole batch
+      s_total = ws->padded_tokens;
+      s_ok = ws->ok != 0;
+    } else {  // this tile is the whole batch
+      const uint64_t total = prefix + aggregate;
+      uint64_t last_len = 0;
+      if (batch > 0) {
+        bool unused;
+        last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, unused);
+      }
+      const DevicePlanStatus st = batch_status(batch, total, total - last_len, bad, a.buffer_token_size, a.max_chunks);
+      if (split == 0) *a.status = st;
+      s_total = total;
+      s_ok = st.code == kPlanOk;
+    }
+  }
+  __syncthreads();
+
+  uint32_t* __restrict__ row_offsets = a.buffer_row_offsets;
+  uint32_t* __restrict__ cache_offsets = a.cache_offsets;
+  const uint64_t pitch = uint64_t{batch} + 1;
+  if (n_cols >= kThreads) {
+    // Wide tile: each thread keeps its columns' S and L in registers and writes them row by row.
+    uint32_t s[kItems], l[kItems];
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const uint32_t col = k * kThreads + threadIdx.x;
+      s[k] = col < n_cols ? s_start[col] : 0;
+      l[k] = col < n_cols ? s_len[col] : 0;
+    }
+    for (uint64_t c = c0_wide; c < c1_wide; ++c) {
+      const uint64_t cn = c * n;
+      uint32_t* ro = row_offsets + c * pitch + b0;
+      uint32_t* co = cache_offsets + c * batch + b0;
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const uint32_t col = k * kThreads + threadIdx.x;
+        if (col < n_cols) {
+          ro[col] = s[k] >= cn ? static_cast<uint32_t>(min64(s[k] - cn, n)) : 0u;
+          co[col] = cn > s[k] ? static_cast<uint32_t>(min64(cn - s[k], l[k])) : 0u;
+        }
+      }
+    }
+  } else if (n_cols > 0) {
+    // Narrow tile (small batch): flatten rows x columns over the block so that many chunk rows
+    // are written at once; (c, col) advance by the block size without a division per cell.
+    const uint32_t step_c = kThreads / n_cols;
+    const uint32_t step_col = kThreads % n_cols;
+    uint64_t c = c0_wide + threadIdx.x / n_cols;
+    uint32_t col = threadIdx.x % n_cols;
+    while (c < c1_wide) {
+      const uint64_t cn = c * n;
+      const uint64_t sb = s_start[col];
+      row_offsets[c * pitch + b0 + col] = sb >= cn ? static_cast<uint32_t>(min64(sb - cn, n)) : 0u;
+      cache_offsets[c * batch + b0 + col] = cn > sb ? static_cast<uint32_t>(min64(cn - sb, s_len[col])) : 0u;
+      c += step_c;
+      col += step_col;
+      if (col >= n_cols) {
+        col -= n_cols;
+        ++c;
+      }
+    }
+  }
+
+  // The sentinel column (S[B] = E) and the chunk lengths, one chunk row per thread.
+  if (last_tile) {
+    const uint64_t total = s_total;
+    const bool ok = s_ok;
+    for (uint64_t c = c0_wide + threadIdx.x; c < c1_wide; c += kThreads) {
+      const uint64_t cn = c * n;
+      row_offsets[c * pitch + batch] = total >= cn ? static_cast<uint32_t>(min64(total - cn, n)) : 0u;
+      a.buffer_lengths[c] = chunk_length(static_cast<uint32_t>(c), batch, total, a.buffer_token_size, ok);
+    }
+  }
+}
+
+}  // namespace
+
+size_t fast_workspace_bytes(uint32_t batch_size) {
+  const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;
+  return tiles <= 1 ? 0 : kWorkspaceHeader + tiles * sizeof(uint64_t);
+}
+
+cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_t stream) {
+  const uint32_t batch = args.batch_size;
+  const uint64_t m = args.max_chunks;
+  const uint64_t tiles = batch == 0 ? 1 : (uint64_t{batch} + kTile - 1) / kTile;
+  const uint64_t cols = batch < kTile ? uint64_t{batch} + 1 : kTile;
+  uint64_t splits = (kTargetBlocks + tiles - 1) / tiles;
+  const uint64_t by_work = m * cols / kMinCellsPerBlock;
+  if (splits > by_work) splits = by_work;
+  if (splits < 1) splits = 1;
+  if (splits > m) splits = m;
+  const uint64_t rows_per_split = (m + splits - 1) / splits;
+  splits = (m + rows_per_split - 1) / rows_per_split;
+  const uint64_t blocks = tiles * splits;
+  if (blocks > 0x7fffffffu) return cudaErrorInvalidConfiguration;
+
+  auto* ws = static_cast<Workspace*>(workspace);
+  if (tiles == 1) {
+    fast_fill_kernel<false><<<static_cast<uint32_t>(blocks), kThreads, 0, stream>>>(
+        args, nullptr, static_cast<uint32_t>(splits), static_cast<uint32_t>(rows_per_split));
+    return cudaGetLastError();
+  }
+  fast_reduce_kernel<<<static_cast<uint32_t>(tiles), kThreads, 0, stream>>>(args, ws, static_cast<uint32_t>(tiles));
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  fast_fill_kernel<true><<<static_cast<uint32_t>(blocks), kThreads, 0, stream>>>(
+      args, ws, static_cast<uint32_t>(splits), static_cast<uint32_t>(rows_per_split));
+  return cudaGetLastError();
+}
+
+}  // namespace mlaplan::cuda_detail

@@ -1,0 +1,207 @@
+// The GPU planner behind the Planner interface: copy the batch in, plan_on_device, copy the
+// tables and status out. Device buffers grow and are reused across calls, so verifying 100k
+// batches costs copies and launches, not allocations.
+#include "mlaplan/gpu_planner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda_error.hpp"
+#include "kernels.hpp"
+#include "mlaplan/device_plan.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/plan_shape.hpp"
+
+namespace mlaplan {
+
+namespace {
+
+using cuda_detail::check_cuda;
+
+// Device memory that only grows.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr_); }
+
+  // Returns true when the buffer was (re)allocated, i.e. its contents are undefined.
+  bool reserve(size_t bytes, const char* what) {
+    if (bytes <= bytes_) return false;
+    check_cuda(cudaFree(ptr_), fmt::format("freeing the {} buffer", what));
+    ptr_ = nullptr;
+    bytes_ = 0;
+    check_cuda(cudaMalloc(&ptr_, bytes), fmt::format("allocating {} bytes for {}", bytes, what));
+    bytes_ = bytes;
+    return true;
+  }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+class GpuPlanner final : public Planner {
+ public:
+  GpuPlanner(GpuKernel kernel, std::string device_name) : kernel_(kernel), device_name_(std::move(device_name)) {
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+    check_cuda(cudaEventCreate(&start_), "creating an event");
+    check_cuda(cudaEventCreate(&stop_), "creating an event");
+  }
+  ~GpuPlanner() override {
+    cudaEventDestroy(stop_);
+    cudaEventDestroy(start_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return std::string("gpu-") + to_string(kernel_); }
+  std::string backend() const override { return "gpu"; }
+  std::optional<std::string> device() const override { return device_name_; }
+
+  PlanTables plan(const Batch& batch, PhaseTimer& timer) override {
+    const uint32_t b = batch.batch_size();
+    const uint32_t m = batch.max_chunks;
+    DevicePlanArgs args;
+    args.batch_size = b;
+    args.page_size = batch.page_size;
+    args.buffer_token_size = batch.buffer_token_size;
+    args.max_chunks = m;
+    {
+      auto scope = timer.phase("copy in");
+      offsets_.reserve((size_t{b} + 1) * sizeof(uint32_t), "input_row_offsets");
+      cache_lengths_.reserve(std::max<size_t>(b, 1) * sizeof(uint32_t), "cache_lengths");
+      row_offsets_.reserve(size_t{m} * (size_t{b} + 1) * sizeof(uint32_t), "buffer_row_offsets");
+      cache_offsets_.reserve(std::max<size_t>(size_t{m} * b, 1) * sizeof(uint32_t), "cache_offsets");
+      lengths_.reserve(size_t{m} * sizeof(int32_t), "buffer_lengths");
+      status_.reserve(sizeof(DevicePlanStatus), "the plan status");
+      const size_t ws_bytes = plan_workspace_bytes(b, m, kernel_);
+      if (workspace_.reserve(std::max<size_t>(ws_bytes, 1), "the planner workspace"))
+        check_cuda(cudaMemsetAsync(workspace_.as<void>(), 0, workspace_.bytes(), stream_), "zeroing the workspace");
+      check_cuda(cudaMemcpyAsync(offsets_.as<uint32_t>(), batch.input_row_offsets.data(),
+                                 (size_t{b} + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_),
+                 "copying input_row_offsets to the GPU");
+      if (b > 0)
+        check_cuda(cudaMemcpyAsync(cache_lengths_.as<uint32_t>(), batch.cache_lengths.data(), size_t{b} * sizeof(uint32_t),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "copying cache_lengths to the GPU");
+      check_cuda(cudaStreamSynchronize(stream_), "copying the batch to the GPU");
+    }
+    args.input_row_offsets = offsets_.as<uint32_t>();
+    args.cache_lengths = cache_lengths_.as<uint32_t>();
+    args.buffer_row_offsets = row_offsets_.as<uint32_t>();
+    args.cache_offsets = cache_offsets_.as<uint32_t>();
+    args.buffer_lengths = lengths_.as<int32_t>();
+    args.status = status_.as<DevicePlanStatus>();
+
+    // The plan phase is the kernels alone, timed with events on the stream.
+    check_cuda(cudaEventRecord(start_, stream_), "recording an event");
+    check_cuda(plan_on_device(args, workspace_.as<void>(), workspace_.bytes(), stream_, kernel_),
+               fmt::format("launching the {} kernel", to_string(kernel_)));
+    check_cuda(cudaEventRecord(stop_, stream_), "recording an event");
+    check_cuda(cudaEventSynchronize(stop_), fmt::format("running the {} kernel", to_string(kernel_)));
+    float ms = 0;
+    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "reading the kernel time");
+    timer.add("plan", ms * 1000.0);
+
+    PlanTables tables;
+    DevicePlanStatus status{};
+    {
+      auto scope = timer.phase("copy out");
+      check_cuda(cudaMemcpyAsync(&status, args.status, sizeof(status), cudaMemcpyDeviceToHost, stream_),
+                 "copying the plan status from the GPU");
+      check_cuda(cudaStreamSynchronize(stream_), "copying the plan status from the GPU");
+      if (status.code == kPlanOk) {
+        tables = PlanTables(b, m);
+        copy_out(tables.buffer_row_offsets.data(), args.buffer_row_offsets, tables.buffer_row_offsets.size(),
+                 "buffer_row_offsets");
+        copy_out(tables.cache_offsets.data(), args.cache_offsets, tables.cache_offsets.size(), "cache_offsets");
+        copy_out(tables.buffer_lengths.data(), args.buffer_lengths, tables.buffer_lengths.size(), "buffer_lengths");
+        check_cuda(cudaStreamSynchronize(stream_), "copying the plan from the GPU");
+      }
+    }
+    if (status.code != kPlanOk) refuse(batch, status);
+    return tables;
+  }
+
+ private:
+  template <typename T>
+  void copy_out(T* host, const T* device, size_t count, const char* what) {
+    if (count == 0) return;
+    check_cuda(cudaMemcpyAsync(host, device, count * sizeof(T), cudaMemcpyDeviceToHost, stream_),
+               fmt::format("copying {} from the GPU", what));
+  }
+
+  // The device refused the batch: throw what the CPU would, with the CPU's own message, so both
+  // backends refuse alike. A disagreement between them is a device failure.
+  [[noreturn]] void refuse(const Batch& batch, const DevicePlanStatus& status) const {
+    if (status.code == kPlanInfeasible) {
+      const PlanShape shape = require_feasible(batch);  // throws InfeasibleBatch for an infeasible batch
+      throw DeviceError(fmt::format("the GPU planner refused a batch the CPU finds feasible (device: min_max_chunks {}, "
+                                    "padded tokens {}; CPU: {}, {})",
+                                    status.min_max_chunks, status.padded_tokens, shape.min_max_chunks,
+                                    shape.padded_tokens));
+    }
+    if (status.code == kPlanOverflow || status.code == kPlanBadOffsets) {
+      validate_batch(batch);  // throws InputError naming the field
+      throw DeviceError(fmt::format("the GPU planner reported {} for a batch that passed validation",
+                                    status.code == kPlanOverflow ? "a 32-bit overflow" : "decreasing offsets"));
+    }
+    throw DeviceError(fmt::format("the GPU planner returned an unknown status code {}", status.code));
+  }
+
+  GpuKernel kernel_;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+  DeviceBuffer offsets_, cache_lengths_, row_offsets_, cache_offsets_, lengths_, status_, workspace_;
+};
+
+}  // namespace
+
+std::optional<std::string> find_usable_gpu(std::string* why) {
+  auto fail = [why](std::string reason) -> std::optional<std::string> {
+    cudaGetLastError();
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  int count = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
+    return fail(fmt::format("no CUDA device: {}", cudaGetErrorString(e)));
+  if (count == 0) return fail("no CUDA device: none is visible");
+  int driver = 0;
+  if (const cudaError_t e = cudaDriverGetVersion(&driver); e != cudaSuccess)
+    return fail(fmt::format("cannot read the driver version: {}", cudaGetErrorString(e)));
+  if (driver / 1000 < CUDART_VERSION / 1000)
+    return fail(fmt::format("the NVIDIA driver supports CUDA {}.{} but this mlaplan needs CUDA {}.x; update the driver",
+                            driver / 1000, driver % 1000 / 10, CUDART_VERSION / 1000));
+  int device = 0;
+  cudaDeviceProp prop{};
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess)
+    return fail(fmt::format("no CUDA device: {}", cudaGetErrorString(e)));
+  if (const cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess)
+    return fail(fmt::format("cannot query CUDA device {}: {}", device, cudaGetErrorString(e)));
+  if (const cudaError_t e = cuda_detail::check_kernel_image(); e != cudaSuccess)
+    return fail(fmt::format("{} (compute capability {}.{}) cannot run this build's kernels ({}): {}", prop.name,
+                            prop.major, prop.minor, MLAPLAN_CUDA_TARGETS, cudaGetErrorString(e)));
+  if (why) why->clear();
+  return std::string(prop.name);
+}
+
+std::unique_ptr<Planner> make_gpu_planner(GpuKernel kernel) {
+  std::string why;
+  std::optional<std::string> name = find_usable_gpu(&why);
+  if (!name) throw DeviceError("no usable GPU: " + why + "; use --backend cpu");
+  return std::make_unique<GpuPlanner>(kernel, *name);
+}
+
+}  // namespace mlaplan
