@@ -2,6 +2,9 @@
 // its index) and the fix; good files in every accepted form load.
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <ostream>
+
 #include "mlaplan/errors.hpp"
 #include "mlaplan/scenario_io.hpp"
 
@@ -41,6 +44,13 @@ struct BadCase {
   std::string text;
   std::string message;  // must appear in the error
 };
+
+// Names each case by the start of its message, so test listings stay short and readable.
+void PrintTo(const BadCase& c, std::ostream* os) {
+  std::string label = c.message.substr(0, 40);
+  for (char& ch : label) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  *os << label;
+}
 
 class BadScenario : public testing::TestWithParam<BadCase> {};
 
