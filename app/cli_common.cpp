@@ -6,8 +6,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/trace_recorder.hpp"
 
 namespace mlaplan::cli {
 
@@ -62,6 +66,23 @@ PlannerChoice choose(const BackendOptions& options) {
   PlannerChoice choice = choose_planner(options.backend, options.kernel);
   if (!choice.fallback_note.empty()) note(choice.fallback_note);
   return choice;
+}
+
+std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
+  auto path = std::make_shared<std::string>();
+  cmd.add_option("--trace", *path,
+                 "Also write a Chrome/Perfetto trace of every phase (host ranges and CUDA event times, in us) to FILE.json");
+  return [path, name = "mlaplan " + cmd.get_name(), body = std::move(body)] {
+    TraceRecorder recorder;
+    std::optional<ActiveTrace> active;
+    if (!path->empty()) active.emplace(recorder);
+    {
+      PhaseTimer root;
+      auto scope = root.phase(name);
+      body();
+    }
+    if (!path->empty()) write_output(*path, recorder.to_json());
+  };
 }
 
 }  // namespace mlaplan::cli

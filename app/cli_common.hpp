@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 
 #include "mlaplan/backend.hpp"
@@ -31,5 +32,11 @@ void add_backend_options(CLI::App& cmd, BackendOptions& options);
 
 // Picks the planner and prints the fallback note, if any.
 PlannerChoice choose(const BackendOptions& options);
+
+// Adds `--trace FILE.json` to `cmd` and wraps its body in a root range named after the command
+// ("mlaplan run"): an NVTX range always, and with --trace a Chrome/Perfetto trace of every
+// PhaseTimer phase, written when the body returns (not when it throws). Usage, one line:
+//   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run(*opt); }));
+std::function<void()> traced(CLI::App& cmd, std::function<void()> body);
 
 }  // namespace mlaplan::cli

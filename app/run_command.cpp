@@ -68,21 +68,28 @@ int run(const RunOptions& opt) {
     reports.push_back(std::move(r));
   }
 
+  PhaseTimer output_timer;  // phases after timings_us was filled in: NVTX and --trace only
   std::string text;
-  if (opt.format == Format::json) {
-    if (reports.size() == 1) {
-      text = format_plan_json(reports[0]);
-    } else {  // still one object on stdout: a list under "scenarios"
-      text = "{\"scenarios\": [\n";
-      for (size_t i = 0; i < reports.size(); ++i) text += (i ? ",\n" : "") + format_plan_json(reports[i]);
-      text += "]}\n";
+  {
+    auto format_scope = output_timer.phase("format");
+    if (opt.format == Format::json) {
+      if (reports.size() == 1) {
+        text = format_plan_json(reports[0]);
+      } else {  // still one object on stdout: a list under "scenarios"
+        text = "{\"scenarios\": [\n";
+        for (size_t i = 0; i < reports.size(); ++i) text += (i ? ",\n" : "") + format_plan_json(reports[i]);
+        text += "]}\n";
+      }
+    } else if (opt.format == Format::csv) {
+      for (size_t i = 0; i < reports.size(); ++i) text += format_plan_csv(reports[i], i == 0);
+    } else {
+      for (size_t i = 0; i < reports.size(); ++i) text += (i ? "\n" : "") + format_plan_table(reports[i], opt.max_sequences);
     }
-  } else if (opt.format == Format::csv) {
-    for (size_t i = 0; i < reports.size(); ++i) text += format_plan_csv(reports[i], i == 0);
-  } else {
-    for (size_t i = 0; i < reports.size(); ++i) text += (i ? "\n" : "") + format_plan_table(reports[i], opt.max_sequences);
   }
-  write_output(opt.output, text);
+  {
+    auto write_scope = output_timer.phase("write");
+    write_output(opt.output, text);
+  }
 
   int status = kOk;
   for (const PlanReport& r : reports) {
@@ -112,7 +119,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-sequences", opt->max_sequences, "Table format: sequences spelled out per chunk")
       ->default_str("8")
       ->check(CLI::PositiveNumber);
-  cmd->callback([opt, &exit_code] { exit_code = run(*opt); });
+  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run(*opt); }));
 }
 
 }  // namespace mlaplan::cli

@@ -1,0 +1,103 @@
+#include "mlaplan/trace_recorder.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace mlaplan {
+
+namespace {
+std::atomic<TraceRecorder*> g_active{nullptr};
+}
+
+TraceRecorder::TraceRecorder() : origin_(Clock::now()) {}
+
+double TraceRecorder::since_origin(Clock::time_point t) const {
+  return std::chrono::duration<double, std::micro>(t - origin_).count();
+}
+
+int TraceRecorder::track_of_this_thread() {
+  const auto id = std::this_thread::get_id();
+  auto it = tracks_.find(id);
+  if (it == tracks_.end()) it = tracks_.emplace(id, static_cast<int>(tracks_.size()) + 1).first;
+  return it->second;
+}
+
+void TraceRecorder::begin(const std::string& name) {
+  const double now = since_origin(Clock::now());
+  std::lock_guard<std::mutex> lock(mutex_);
+  Event e;
+  e.name = name;
+  e.category = "host";
+  e.track = track_of_this_thread();
+  e.start_us = now;
+  open_[std::this_thread::get_id()].push_back(std::move(e));
+}
+
+void TraceRecorder::end() {
+  const double now = since_origin(Clock::now());
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& stack = open_[std::this_thread::get_id()];
+  if (stack.empty()) return;  // an end without a begin (the recorder was installed mid-scope)
+  Event e = std::move(stack.back());
+  stack.pop_back();
+  e.duration_us = now - e.start_us;
+  events_.push_back(std::move(e));
+}
+
+void TraceRecorder::add_device(const std::string& name, Clock::time_point start, double duration_us) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Event e;
+  e.name = name;
+  e.category = "device";
+  e.track = kDeviceTrack;
+  e.start_us = std::max(since_origin(start), device_end_us_);
+  e.duration_us = std::max(0.0, duration_us);
+  device_end_us_ = e.start_us + e.duration_us;
+  events_.push_back(std::move(e));
+}
+
+std::vector<TraceRecorder::Event> TraceRecorder::events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_;
+}
+
+std::string TraceRecorder::to_json() const {
+  using nlohmann::json;
+  std::lock_guard<std::mutex> lock(mutex_);
+  json list = json::array();
+  // Track names, so the timeline reads without the source.
+  list.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "mlaplan"}}}});
+  for (const auto& [id, track] : tracks_) {
+    const std::string name = track == 1 ? "host" : "host thread " + std::to_string(track);
+    list.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", track}, {"args", {{"name", name}}}});
+  }
+  const bool any_device = std::any_of(events_.begin(), events_.end(), [](const Event& e) { return e.track == kDeviceTrack; });
+  if (any_device)
+    list.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", kDeviceTrack},
+                    {"args", {{"name", "GPU (CUDA event times)"}}}});
+  // Sorted by start, outer ranges first, so viewers and readers see parents before children.
+  std::vector<const Event*> sorted;
+  for (const Event& e : events_) sorted.push_back(&e);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
+    return a->start_us != b->start_us ? a->start_us < b->start_us : a->duration_us > b->duration_us;
+  });
+  // Whole nanoseconds; rounding both ends (not the duration) keeps children inside their parents.
+  auto ns = [](double us) { return std::round(us * 1000.0) / 1000.0; };
+  for (const Event* e : sorted) {
+    const double ts = ns(e->start_us);
+    list.push_back({{"name", e->name}, {"cat", e->category}, {"ph", "X"}, {"pid", 1}, {"tid", e->track},
+                    {"ts", ts}, {"dur", ns(e->start_us + e->duration_us) - ts}});
+  }
+  json doc = {{"traceEvents", std::move(list)}, {"displayTimeUnit", "ns"},
+              {"otherData", {{"producer", "mlaplan"}, {"time_unit", "us"}}}};
+  return doc.dump(1) + "\n";
+}
+
+TraceRecorder* TraceRecorder::active() { return g_active.load(std::memory_order_acquire); }
+
+ActiveTrace::ActiveTrace(TraceRecorder& recorder) : previous_(g_active.exchange(&recorder)) {}
+ActiveTrace::~ActiveTrace() { g_active.store(previous_); }
+
+}  // namespace mlaplan
