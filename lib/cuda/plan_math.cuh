@@ -18,6 +18,9 @@ __device__ __forceinline__ uint64_t padded_length(const uint32_t* __restrict__ o
   const uint32_t hi = offsets[b + 1];
   bad = hi < lo;
   const uint64_t raw = uint64_t{cache_lengths[b]} + (hi - lo);
+  // Page sizes are powers of two in practice (the seed's is a compile-time constant): a mask
+  // then, not a 64-bit division, which would dominate the seed kernel's O(B^2) prefix loop.
+  if ((page_size & (page_size - 1)) == 0) return (raw + page_size - 1) & ~uint64_t{page_size - 1};
   return (raw + page_size - 1) / page_size * page_size;
 }
 

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Checks a GPU machine with mlaplan: prints nvidia-smi, runs the GPU tests, compute-sanitizer
+# memcheck and racecheck on both kernels, the scenarios on the GPU backend, and a short benchmark.
+# Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
+#
+# Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build; build it first with CUDA enabled)
+set -uo pipefail
+
+build_dir=${1:-build}
+log_dir=${OUT:-./gpu-check-logs}
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$log_dir"
+gpu_tests="$build_dir/tests/mlaplan_gpu_tests"
+exe="$build_dir/mlaplan"
+for f in "$gpu_tests" "$exe"; do
+  if [[ ! -x $f ]]; then
+    echo "gpu-check: $f not found; build with CUDA first: cmake -S . -B $build_dir && cmake --build $build_dir" >&2
+    exit 2
+  fi
+done
+
+summary=()
+failed=0
+# step NAME LOG COMMAND...: runs the command with its output in LOG, records PASS/FAIL and time.
+step() {
+  local name=$1 log=$2
+  shift 2
+  echo "== $name (log: $log_dir/$log)"
+  local start=$SECONDS rc=0
+  "$@" >"$log_dir/$log" 2>&1 || rc=$?
+  local took=$((SECONDS - start))
+  tail -n 4 "$log_dir/$log"
+  if [[ $rc -eq 0 ]]; then
+    summary+=("$(printf '%-34s PASS   %5ss  %s' "$name" "$took" "$log")")
+  else
+    summary+=("$(printf '%-34s FAIL   %5ss  %s (exit %s)' "$name" "$took" "$log" "$rc")")
+    failed=1
+  fi
+}
+
+# The scenarios on the GPU backend with one kernel: feasible ones must plan and verify (exit 0),
+# infeasible-* ones must be refused as bad input (exit 2).
+run_scenarios() {
+  local kernel=$1 rc=0 want got
+  for f in "$source_dir"/scenarios/*.json; do
+    [[ -e $f ]] || continue
+    want=0
+    [[ $(basename "$f") == infeasible* ]] && want=2
+    "$exe" run --backend gpu --kernel "$kernel" "$f" >/dev/null 2>"$log_dir/.stderr" && got=0 || got=$?
+    echo "$(basename "$f"): exit $got (want $want) $(head -c 300 "$log_dir/.stderr")"
+    [[ $got -eq $want ]] || rc=1
+  done
+  rm -f "$log_dir/.stderr"
+  return $rc
+}
+
+# A sample of every kernel path that stays quick under the sanitizers' instrumentation.
+sanitizer_filter='GpuDifferential.SanitizerSample:GpuDevicePlan.DecreasingOffsetsAreReported:GpuDevicePlan.OverflowIsReported:GpuPlanner.*'
+
+step "nvidia-smi" nvidia-smi.log nvidia-smi
+cat "$log_dir/nvidia-smi.log"
+step "mlaplan --version" version.log "$exe" --version
+step "GPU tests (ctest -L gpu)" ctest.log ctest --test-dir "$build_dir" -L gpu --output-on-failure
+step "memcheck, both kernels" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 1 \
+  "$gpu_tests" --gtest_filter="$sanitizer_filter"
+step "racecheck, both kernels" racecheck.log compute-sanitizer --tool racecheck --error-exitcode 1 \
+  "$gpu_tests" --gtest_filter="$sanitizer_filter"
+step "scenarios, --kernel seed" scenarios-seed.log run_scenarios seed
+step "scenarios, --kernel fast" scenarios-fast.log run_scenarios fast
+step "benchmark (seed vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \
+  --gtest_filter='GpuTiming.DISABLED_FastVsSeedVsEmptyVsCopy'
+grep '^|' "$log_dir/benchmark.log" || true
+
+echo
+echo "gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in $log_dir)"
+printf '%-34s %-6s %6s  %s\n' "step" "result" "time" "log"
+printf '%s\n' "${summary[@]}"
+exit $failed
