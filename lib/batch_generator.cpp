@@ -106,7 +106,7 @@ Batch BatchGenerator::next(std::string* shape_name) {
       slack = kind == 7 ? 0 : -1;
       break;
     case 9: {  // a large batch, in a few chunks so the tables stay small
-      const uint32_t count = static_cast<uint32_t>(uniform(max_b, 64ull * max_b));
+      const uint32_t count = static_cast<uint32_t>(uniform(max_b, std::max(options_.large_batch_size, max_b)));
       b = sequences(count, p, 2 * p, 0.1);
       b.buffer_token_size = static_cast<uint32_t>(std::min<uint64_t>(uniform(count / 8 + 1, count) * p, 0x7fffffff));
       break;

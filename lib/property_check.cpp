@@ -48,43 +48,37 @@ PropertyReport check_properties(const Batch& batch, const PlanTables& t, size_t 
   }
   const int64_t E = S[B];
 
+  // One pass, row by row (the tables' memory order). `rows[b]` counts the rows sequence b got in
+  // earlier chunks: its cache offset must equal that, and its total must come to L[b].
+  std::vector<int64_t> rows(B, 0);
   for (uint32_t c = 0; c < M; ++c) {
     const int64_t base = int64_t{c} * N;
+    const uint32_t* ro = &t.buffer_row_offsets[size_t{c} * (B + 1)];
+    const uint32_t* co = &t.cache_offsets[size_t{c} * B];
     const int64_t want_len = E > base ? std::min(E - base, N) : -1;
     if (t.buffer_lengths[c] != want_len)
       r.fail("chunk {}: buffer_lengths must be min(E - c*N, N) = {} when used, else -1; got {}", c, want_len,
              t.buffer_lengths[c]);
+    if (want_len >= 0 && ro[B] != static_cast<uint32_t>(want_len))
+      r.fail("chunk {}: the sentinel column ({}) must equal the chunk's length {}", c, ro[B], want_len);
     for (uint32_t b = 0; b <= B; ++b) {
       const int64_t want = clamp64(S[b] - base, 0, N);
-      if (t.row_offset(c, b) != want)
-        r.fail("chunk {}, sequence {}: buffer_row_offsets must be clamp(S[b] - c*N, 0, N) = {}, got {}", c, b, want,
-               t.row_offset(c, b));
-      if (b > 0 && t.row_offset(c, b) < t.row_offset(c, b - 1))
-        r.fail("chunk {}, sequence {}: buffer_row_offsets decreases from {} to {}", c, b, t.row_offset(c, b - 1),
-               t.row_offset(c, b));
+      if (ro[b] != want)
+        r.fail("chunk {}, sequence {}: buffer_row_offsets must be clamp(S[b] - c*N, 0, N) = {}, got {}", c, b, want, ro[b]);
+      if (b > 0 && ro[b] < ro[b - 1])
+        r.fail("chunk {}, sequence {}: buffer_row_offsets decreases from {} to {}", c, b, ro[b - 1], ro[b]);
     }
-    if (want_len >= 0 && t.row_offset(c, B) != static_cast<uint32_t>(want_len))
-      r.fail("chunk {}: the sentinel column ({}) must equal the chunk's length {}", c, t.row_offset(c, B), want_len);
     for (uint32_t b = 0; b < B; ++b) {
       const int64_t want = clamp64(base - S[b], 0, L[b]);
-      if (t.cache_offset(c, b) != want)
-        r.fail("chunk {}, sequence {}: cache_offsets must be clamp(c*N - S[b], 0, L[b]) = {}, got {}", c, b, want,
-               t.cache_offset(c, b));
+      if (co[b] != want)
+        r.fail("chunk {}, sequence {}: cache_offsets must be clamp(c*N - S[b], 0, L[b]) = {}, got {}", c, b, want, co[b]);
+      else if (co[b] != rows[b])
+        r.fail("chunk {}, sequence {}: cache_offsets {} but earlier chunks gave it {} rows", c, b, co[b], rows[b]);
+      rows[b] += int64_t{ro[b + 1]} - int64_t{ro[b]};
     }
   }
-
-  // Each sequence's rows across all chunks add up to its padded length, and its cache offset
-  // advances by exactly the rows it got in the previous chunk.
   for (uint32_t b = 0; b < B; ++b) {
-    int64_t rows = 0;
-    for (uint32_t c = 0; c < M; ++c) {
-      if (t.cache_offset(c, b) != rows) {
-        r.fail("chunk {}, sequence {}: cache_offsets {} but earlier chunks gave it {} rows", c, b, t.cache_offset(c, b), rows);
-        break;
-      }
-      rows += int64_t{t.row_offset(c, b + 1)} - int64_t{t.row_offset(c, b)};
-    }
-    if (rows != L[b]) r.fail("sequence {}: gets {} rows across all chunks, its padded length is {}", b, rows, L[b]);
+    if (rows[b] != L[b]) r.fail("sequence {}: gets {} rows across all chunks, its padded length is {}", b, rows[b], L[b]);
   }
   return report;
 }

@@ -13,7 +13,7 @@
 using namespace mlaplan;
 
 TEST(PropertyCheck, ReferenceSatisfiesThePropertiesOnRandomBatches) {
-  BatchGenerator gen(20261129, {64, 4096, true});
+  BatchGenerator gen(20261129, {64, 4096, 4096, true});
   std::map<std::string, int> shapes;
   int planned = 0, refused = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -44,7 +44,7 @@ TEST(PropertyCheck, ReferenceSatisfiesThePropertiesOnRandomBatches) {
 }
 
 TEST(PropertyCheck, CatchesOneCorruptedCellInEachTable) {
-  BatchGenerator gen(7, {32, 64, false});
+  BatchGenerator gen(7, {32, 2048, 64, false});
   int checked = 0;
   for (int i = 0; i < 300; ++i) {
     const Batch b = gen.next();

@@ -11,7 +11,8 @@
 namespace mlaplan {
 
 struct BatchGeneratorOptions {
-  uint32_t max_batch_size = 64;  // B of the ordinary shapes; the "large-batch" shape goes up to 64x this
+  uint32_t max_batch_size = 64;      // B of the ordinary shapes
+  uint32_t large_batch_size = 4096;  // B of the "large-batch" shape, drawn from max_batch_size up to this
   uint32_t max_chunks = 4096;    // upper bound of M
   bool infeasible = true;        // also produce batches one past capacity
 };

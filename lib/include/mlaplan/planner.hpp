@@ -24,5 +24,7 @@ class Planner {
 };
 
 std::unique_ptr<Planner> make_reference_planner();
+// The closed-form CPU planner (fast_cpu_planner.hpp), bit-identical to the reference.
+std::unique_ptr<Planner> make_fast_cpu_planner();
 
 }  // namespace mlaplan

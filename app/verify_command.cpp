@@ -1,0 +1,364 @@
+// `mlaplan verify`: the planner's conformance gate. Every scenario given, random batches and the
+// built-in edge cases are planned and checked three ways; failures are shrunk to reproducers.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "mlaplan/batch_generator.hpp"
+#include "mlaplan/builtin_suite.hpp"
+#include "mlaplan/case_check.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/plan_shape.hpp"
+#include "mlaplan/plan_tables_io.hpp"
+#include "mlaplan/reference_planner.hpp"
+#include "mlaplan/scenario_io.hpp"
+#include "mlaplan/shrink.hpp"
+#include "mlaplan/verify_report.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct VerifyOptions {
+  std::vector<std::string> paths;
+  uint64_t fuzz = 0;
+  std::optional<uint64_t> seed;
+  uint32_t max_batch_size = 64;
+  uint32_t large_batch_size = 4096;
+  Backend backend = Backend::automatic;
+  std::string kernel = "fast";
+  std::string plan_file;
+  std::string scenario;
+  std::string report;
+  std::string junit;
+  std::string repro_dir = ".";
+  size_t max_reproducers = 10;
+};
+
+constexpr uint64_t kBuiltinFuzz = 1000;
+
+// The planners to check: on the GPU, its kernels; on the CPU, seed means the reference (the
+// seed's loop) and fast the closed-form planner.
+std::vector<std::unique_ptr<Planner>> make_planners(const VerifyOptions& opt, std::string* backend) {
+  std::vector<std::unique_ptr<Planner>> planners;
+  std::vector<GpuKernel> kernels;
+  if (opt.kernel != "fast") kernels.push_back(GpuKernel::seed);
+  if (opt.kernel != "seed") kernels.push_back(GpuKernel::fast);
+  bool gpu = opt.backend == Backend::gpu;
+  if (opt.backend == Backend::automatic) {
+    std::string why;
+    gpu = find_usable_gpu(&why).has_value();
+    if (!gpu) note("no usable GPU (" + why + "); verifying the CPU planners");
+  }
+  *backend = gpu ? "gpu" : "cpu";
+  for (GpuKernel k : kernels) {
+    if (gpu) {
+      planners.push_back(make_gpu_planner(k));
+    } else {
+      planners.push_back(k == GpuKernel::seed ? make_reference_planner() : make_fast_cpu_planner());
+    }
+  }
+  return planners;
+}
+
+// Progress on stderr, only on a terminal and only once a run has taken a while.
+class Progress {
+ public:
+  explicit Progress(uint64_t total) : total_(total), enabled_(::isatty(2) != 0), start_(Clock::now()) {}
+  void update(uint64_t done, uint64_t failed) {
+    if (!enabled_ || (done & 255) != 0) return;
+    const auto now = Clock::now();
+    if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200)) return;
+    last_ = now;
+    shown_ = true;
+    fmt::print(stderr, "\rverify: {}/{} cases, {} failed", done, total_, failed);
+  }
+  ~Progress() {
+    if (shown_) fmt::print(stderr, "\r\033[K");
+  }
+
+ private:
+  uint64_t total_;
+  bool enabled_;
+  bool shown_ = false;
+  Clock::time_point start_, last_;
+};
+
+std::string safe_name(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '_';
+  return out;
+}
+
+class Verifier {
+ public:
+  Verifier(const VerifyOptions& opt, std::vector<std::unique_ptr<Planner>> planners, VerifyRun& run)
+      : opt_(opt), planners_(std::move(planners)), run_(run) {}
+
+  // Checks one scenario with every planner; returns the number of failures.
+  uint64_t check(const Scenario& s, const std::string& group, const std::string& shape) {
+    uint64_t failures = 0;
+    for (auto& planner : planners_) {
+      PhaseTimer timer;
+      const CaseResult r = check_case(s, *planner, timer);
+      VerifyCaseRecord rec{group, s.name, shape, planner->name(), r.passed, r.refused, r.detail, "", 0, 0};
+      for (const auto& [phase, us] : timer.phases()) (phase == "reference" || phase == "check" ? rec.check_us : rec.plan_us) += us;
+      if (!r.passed) {
+        ++failures;
+        report_failure(s, *planner, rec);
+      }
+      run_.cases.push_back(std::move(rec));
+    }
+    return failures;
+  }
+
+  void report_failure(const Scenario& s, Planner& planner, VerifyCaseRecord& rec) {
+    ++failures_reported_;
+    if (failures_reported_ > opt_.max_reproducers) {
+      if (failures_reported_ == opt_.max_reproducers + 1)
+        fmt::print("  (further failures are counted, not shown or shrunk)\n");
+      return;
+    }
+    fmt::print("  FAIL {} [{}]{}: {}\n", s.name, planner.name(), rec.shape.empty() ? "" : " (" + rec.shape + ")",
+               rec.detail);
+    fmt::print("       batch: B={} P={} N={} M={}\n", s.batch.batch_size(), s.batch.page_size,
+               s.batch.buffer_token_size, s.batch.max_chunks);
+    rec.reproducer = write_reproducer(s, planner, rec.detail);
+    if (!rec.reproducer.empty()) fmt::print("       reproducer: {}\n", rec.reproducer);
+  }
+
+  // Shrinks the failing case and writes it, with the reference's plan as its expected block.
+  std::string write_reproducer(const Scenario& s, Planner& planner, const std::string& detail) {
+    auto still_fails = [&](const Scenario& candidate) {
+      PhaseTimer scratch;
+      return !check_case(candidate, planner, scratch).passed;
+    };
+    Scenario small = shrink_scenario(s, still_fails);
+    PhaseTimer scratch;
+    const CaseResult again = check_case(small, planner, scratch);
+    small.name = s.name + "-repro";
+    small.description = fmt::format("Fails on {}: {} (shrunk from {}{})", planner.name(),
+                                    again.passed ? detail : again.detail, s.name, s.file.empty() ? "" : " in " + s.file);
+    if (!small.expected) {  // a golden plan makes the file a failing case for any planner
+      const PlanShape shape = plan_shape(small.batch);
+      ExpectedPlan e;
+      if (shape.feasible) {
+        const PlanTables ref = plan_reference(small.batch);
+        e.buffer_row_offsets = ref.buffer_row_offsets;
+        e.cache_offsets = ref.cache_offsets;
+        e.buffer_lengths = ref.buffer_lengths;
+      } else {
+        e.infeasible = true;
+        e.min_max_chunks = shape.min_max_chunks;
+      }
+      small.expected = e;
+    }
+    std::error_code ec;
+    fs::create_directories(opt_.repro_dir, ec);
+    const std::string path = (fs::path(opt_.repro_dir) / (safe_name(small.name) + ".json")).string();
+    try {
+      write_output(path, scenario_to_json(small));
+    } catch (const InputError& e) {
+      note(fmt::format("could not write the reproducer: {}", e.what()));
+      return "";
+    }
+    return path;
+  }
+
+ private:
+  const VerifyOptions& opt_;
+  std::vector<std::unique_ptr<Planner>> planners_;
+  VerifyRun& run_;
+  size_t failures_reported_ = 0;
+};
+
+void print_group(const std::string& group, uint64_t cases, uint64_t failed, double seconds) {
+  fmt::print("{}  {:<48} {:>7} case{} {:>10.3f} ms{}\n", failed ? "FAIL" : "PASS", group, cases, cases == 1 ? " " : "s",
+             seconds * 1e3, failed ? fmt::format("  ({} failed)", failed) : "");
+}
+
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::recursive_directory_iterator(p)) {
+        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) throw InputError(fmt::format("{}: no *.json scenario files in this folder", p));
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::exists(p, ec)) {
+      files.push_back(p);
+    } else {
+      throw InputError(fmt::format("{}: no such file or folder", p));
+    }
+  }
+  return files;
+}
+
+void write_reports(const VerifyOptions& opt, const VerifyRun& run) {
+  if (!opt.report.empty()) write_output(opt.report, format_verify_json(run));
+  if (!opt.junit.empty()) write_output(opt.junit, format_verify_junit(run));
+}
+
+int verify_plan_file(const VerifyOptions& opt) {
+  if (opt.paths.size() != 1)
+    throw InputError("--plan: give exactly one scenario file: mlaplan verify --plan TABLES.json SCENARIO.json");
+  if (opt.fuzz) throw InputError("--plan: cannot be combined with --fuzz");
+  std::vector<Scenario> scenarios = load_scenario_file(opt.paths[0]);
+  if (!opt.scenario.empty()) {
+    auto it = std::find_if(scenarios.begin(), scenarios.end(), [&](const Scenario& s) { return s.name == opt.scenario; });
+    if (it == scenarios.end()) throw InputError(fmt::format("{}: --scenario {}: no such scenario", opt.paths[0], opt.scenario));
+    scenarios = {*it};
+  }
+  if (scenarios.size() != 1)
+    throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME",
+                                 opt.paths[0], scenarios.size()));
+  const Scenario& s = scenarios[0];
+  const auto start = Clock::now();
+  const LoadedPlan plan = load_plan_tables(opt.plan_file, s.batch.batch_size(), s.batch.max_chunks);
+  VerifyRun run;
+  run.backend = "external";
+  run.planners = {opt.plan_file};
+  VerifyCaseRecord rec;
+  rec.group = opt.paths[0];
+  rec.name = s.name;
+  rec.planner = opt.plan_file;
+  if (!plan.problem.empty()) {
+    rec.detail = plan.problem;
+  } else {
+    PhaseTimer timer;
+    const CaseResult r = check_tables(s, plan.tables, timer);
+    rec.passed = r.passed;
+    rec.refused = r.refused;
+    rec.detail = r.detail;
+    for (const auto& [phase, us] : timer.phases()) rec.check_us += us;
+  }
+  run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!rec.passed) fmt::print("  FAIL {} [{}]: {}\n", s.name, opt.plan_file, rec.detail);
+  print_group(opt.plan_file + " vs " + opt.paths[0], 1, rec.passed ? 0 : 1, run.wall_seconds);
+  run.cases.push_back(rec);
+  fmt::print("{} passed, {} failed\n", rec.passed ? 1 : 0, rec.passed ? 0 : 1);
+  write_reports(opt, run);
+  return rec.passed ? kOk : kWrongPlan;
+}
+
+int verify(const VerifyOptions& opt) {
+  if (!opt.plan_file.empty()) return verify_plan_file(opt);
+  const bool builtin = opt.paths.empty() && opt.fuzz == 0;
+  const uint64_t fuzz = builtin ? kBuiltinFuzz : opt.fuzz;
+  const uint64_t seed = opt.seed ? *opt.seed : std::random_device{}();
+
+  // Load everything first: bad input stops the run before any planning (exit 2).
+  std::vector<std::pair<std::string, std::vector<Scenario>>> groups;
+  if (builtin) groups.emplace_back("built-in edge cases", builtin_edge_cases());
+  for (const auto& f : scenario_files(opt.paths)) groups.emplace_back(f, load_scenario_file(f));
+
+  VerifyRun run;
+  auto planners = make_planners(opt, &run.backend);
+  for (const auto& p : planners) run.planners.push_back(p->name());
+  if (fuzz) {
+    run.seed = seed;
+    run.fuzz = fuzz;
+  }
+  fmt::print("mlaplan verify: {} on the {}; each plan checked against the reference, the properties and any expected block\n",
+             fmt::join(run.planners, ", "), run.backend == "gpu" ? "GPU" : "CPU");
+  if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
+
+  uint64_t total = fuzz;
+  for (const auto& g : groups) total += g.second.size();
+  Progress progress(total * planners.size());
+  Verifier verifier(opt, std::move(planners), run);
+  const auto start = Clock::now();
+  uint64_t done = 0, failed = 0;
+  for (const auto& [group, scenarios] : groups) {
+    const auto t0 = Clock::now();
+    uint64_t group_failed = 0;
+    for (const Scenario& s : scenarios) {
+      group_failed += verifier.check(s, group, "");
+      progress.update(++done, failed + group_failed);
+    }
+    failed += group_failed;
+    print_group(group, scenarios.size(), group_failed, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  if (fuzz) {
+    const auto t0 = Clock::now();
+    BatchGeneratorOptions gen_options;
+    gen_options.max_batch_size = opt.max_batch_size;
+    gen_options.large_batch_size = opt.large_batch_size;
+    BatchGenerator gen(seed, gen_options);
+    uint64_t group_failed = 0;
+    const std::string group = fmt::format("fuzz (seed {})", seed);
+    Scenario s;
+    for (uint64_t i = 0; i < fuzz; ++i) {
+      std::string shape;
+      s.batch = gen.next(&shape);
+      s.name = fmt::format("fuzz-{}-{}", seed, i);
+      group_failed += verifier.check(s, group, shape);
+      progress.update(++done, failed + group_failed);
+    }
+    failed += group_failed;
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    print_group(fmt::format("{} random batches (seed {}, {:.0f} cases/s)", fuzz, seed, fuzz / seconds), fuzz,
+                group_failed, seconds);
+  }
+  run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  fmt::print("{} passed, {} failed\n", run.cases.size() - failed, failed);
+  write_reports(opt, run);
+  return failed ? kWrongPlan : kOk;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify",
+      "Check a planner: every scenario in PATHs (folders recursively) plus --fuzz random batches, or with no PATH and no "
+      "--fuzz the built-in edge cases and 1,000 random batches");
+  cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json)");
+  cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners");
+  cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
+                                     "Seed of the random batches (default: random, and printed so any run can be repeated)");
+  cmd->add_option("--max-batch-size", opt->max_batch_size, "Largest B of ordinary random batches")
+      ->default_str("64")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--large-batch-size", opt->large_batch_size, "Largest B of the random large-batch shape")
+      ->default_str("4096")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option_function<std::string>(
+         "--backend",
+         [opt](const std::string& v) {
+           opt->backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic;
+         },
+         "auto (the GPU when one is usable, else the CPU, saying so), gpu or cpu")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->default_str("auto");
+  cmd->add_option("--kernel", opt->kernel,
+                  "Which planner: fast (GPU fast kernel; on the CPU the closed-form planner), seed (GPU seed port; on the "
+                  "CPU the reference loop) or all")
+      ->check(CLI::IsMember({"fast", "seed", "all"}))
+      ->default_str("fast");
+  cmd->add_option("--plan", opt->plan_file,
+                  "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
+                  "against the one SCENARIO given");
+  cmd->add_option("--scenario", opt->scenario, "With --plan: the scenario of a multi-scenario file the tables belong to");
+  cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE");
+  cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE");
+  cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->default_str(".");
+  cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
+      ->default_str("10");
+  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = verify(*opt); }));
+}
+
+}  // namespace mlaplan::cli

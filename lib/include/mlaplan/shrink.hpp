@@ -1,0 +1,16 @@
+// Shrinking a failing case to a minimal reproducer: fewer sequences, fewer chunks, smaller values,
+// as long as the failure persists.
+#pragma once
+
+#include <functional>
+
+#include "mlaplan/scenario.hpp"
+
+namespace mlaplan {
+
+// Greedily simplifies `failing` (dropping its expected block) while `still_fails` holds, calling it
+// at most `budget` times. Every candidate passed to `still_fails` is a valid batch.
+Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails,
+                         int budget = 4000);
+
+}  // namespace mlaplan

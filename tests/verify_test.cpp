@@ -1,0 +1,147 @@
+// verify's checking core against deliberately wrong planners: each must be caught with the exact
+// cell named, and the shrunk reproducer must still fail.
+#include <gtest/gtest.h>
+
+#include "mlaplan/batch_generator.hpp"
+#include "mlaplan/builtin_suite.hpp"
+#include "mlaplan/case_check.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/plan_shape.hpp"
+#include "mlaplan/reference_planner.hpp"
+#include "mlaplan/scenario_io.hpp"
+#include "mlaplan/shrink.hpp"
+#include "mlaplan/verify_report.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+// The reference with one cell of buffer_row_offsets corrupted: chunk 1, the last column before the sentinel.
+class CorruptOneCell final : public Planner {
+ public:
+  std::string name() const override { return "corrupt-one-cell"; }
+  std::string backend() const override { return "cpu"; }
+  PlanTables plan(const Batch& b, PhaseTimer&) override {
+    PlanTables t = plan_reference(b);
+    if (t.max_chunks > 1 && t.batch_size > 0) t.row_offset(1, t.batch_size - 1) += 7;
+    return t;
+  }
+};
+
+// Forgets the page padding: plans as if the page size were 1.
+class DropsPagePadding final : public Planner {
+ public:
+  std::string name() const override { return "drops-padding"; }
+  std::string backend() const override { return "cpu"; }
+  PlanTables plan(const Batch& b, PhaseTimer&) override {
+    Batch unpadded = b;
+    unpadded.page_size = 1;
+    return plan_reference(unpadded);
+  }
+};
+
+// Like the seed: never refuses, silently planning what fits.
+class NeverRefuses final : public Planner {
+ public:
+  std::string name() const override { return "never-refuses"; }
+  std::string backend() const override { return "cpu"; }
+  PlanTables plan(const Batch& b, PhaseTimer&) override {
+    Batch roomy = b;
+    roomy.max_chunks = static_cast<uint32_t>(plan_shape(b).min_max_chunks);
+    PlanTables t = plan_reference(roomy);
+    t.max_chunks = b.max_chunks;
+    t.buffer_row_offsets.resize(size_t{b.max_chunks} * (b.batch_size() + 1));
+    t.cache_offsets.resize(size_t{b.max_chunks} * b.batch_size());
+    t.buffer_lengths.resize(b.max_chunks);
+    return t;
+  }
+};
+
+Scenario worked() { return builtin_edge_cases().front(); }
+
+}  // namespace
+
+TEST(Verify, TheReferencePassesEveryBuiltInCase) {
+  auto ref = make_reference_planner();
+  auto fast = make_fast_cpu_planner();
+  for (const Scenario& s : builtin_edge_cases()) {
+    PhaseTimer t;
+    EXPECT_TRUE(check_case(s, *ref, t).passed) << s.name << ": " << check_case(s, *ref, t).detail;
+    EXPECT_TRUE(check_case(s, *fast, t).passed) << s.name << ": " << check_case(s, *fast, t).detail;
+  }
+}
+
+TEST(Verify, ACorruptedCellIsNamedExactly) {
+  CorruptOneCell bad;
+  PhaseTimer t;
+  const CaseResult r = check_case(worked(), bad, t);
+  ASSERT_FALSE(r.passed);
+  EXPECT_EQ(r.detail.rfind("chunk 1, sequence 2: buffer_row_offsets expected 256, got 263", 0), 0u) << r.detail;
+  ASSERT_TRUE(r.diff);
+  EXPECT_EQ(r.diff->buffer_row_offsets, 1u);
+  EXPECT_EQ(r.diff->cache_offsets, 0u);
+  EXPECT_EQ(r.diff->buffer_lengths, 0u);
+}
+
+TEST(Verify, DroppedPaddingIsCaughtAndShrunkToAFailingReproducer) {
+  DropsPagePadding bad;
+  BatchGenerator gen(11, {64, 64, 64, false});
+  int caught = 0;
+  for (int i = 0; i < 200 && caught < 5; ++i) {
+    Scenario s;
+    s.name = "case";
+    s.batch = gen.next();
+    PhaseTimer t;
+    const CaseResult r = check_case(s, bad, t);
+    if (r.passed) continue;  // page size 1, or lengths already page multiples
+    ++caught;
+    auto fails = [&](const Scenario& c) {
+      PhaseTimer scratch;
+      return !check_case(c, bad, scratch).passed;
+    };
+    const Scenario small = shrink_scenario(s, fails);
+    EXPECT_TRUE(fails(small));
+    EXPECT_LE(small.batch.batch_size(), 1u) << "one unpadded sequence is enough to fail";
+    EXPECT_LE(small.batch.batch_size(), s.batch.batch_size());
+    // The reproducer survives a round trip through the scenario format and still fails.
+    const Scenario back = parse_scenarios(scenario_to_json(small), "repro.json", "repro")[0];
+    EXPECT_TRUE(fails(back));
+  }
+  EXPECT_EQ(caught, 5);
+}
+
+TEST(Verify, PlanningAnInfeasibleBatchIsCaught) {
+  NeverRefuses bad;
+  Scenario s = worked();
+  s.expected.reset();
+  s.batch.max_chunks = 1;
+  PhaseTimer t;
+  const CaseResult r = check_case(s, bad, t);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.detail.find("produced a plan for an infeasible batch (it needs max_chunks >= 2, has 1)"), std::string::npos)
+      << r.detail;
+}
+
+TEST(Verify, RefusalsMustAgreeOnTheMinimum) {
+  Scenario s = worked();
+  s.expected.reset();
+  s.batch.max_chunks = 1;
+  PhaseTimer t;
+  EXPECT_TRUE(check_tables(s, std::nullopt, t).passed);  // refused, minimum not stated
+  s.batch.max_chunks = 4;
+  const CaseResult r = check_tables(s, std::nullopt, t);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.detail.find("refused a feasible batch"), std::string::npos) << r.detail;
+}
+
+TEST(Verify, JunitCountsCasesAndFailures) {
+  VerifyRun run;
+  run.cases.push_back({"g1", "a", "", "p", true, false, "", "", 1, 1});
+  run.cases.push_back({"g1", "b<&>", "", "p", false, false, "chunk 0: buffer_lengths expected 1, got \"2\"", "r.json", 1, 1});
+  run.cases.push_back({"g2", "c", "", "p", true, false, "", "", 1, 1});
+  const std::string xml = format_verify_junit(run);
+  EXPECT_NE(xml.find("<testsuites name=\"mlaplan verify\" tests=\"3\" failures=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"b&lt;&amp;&gt; [p]\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("got &quot;2&quot;"), std::string::npos) << xml;
+  EXPECT_EQ(run.failed(), 1u);
+}
