@@ -6,6 +6,7 @@
 namespace mlaplan::cli {
 
 void add_run_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
 void add_verify_command(CLI::App& app, int& exit_code);
 
 }  // namespace mlaplan::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
 
   int exit_code = cli::kOk;
   cli::add_run_command(app, exit_code);
+  cli::add_bench_command(app, exit_code);
   cli::add_verify_command(app, exit_code);
 
   try {

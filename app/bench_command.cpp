@@ -1,0 +1,124 @@
+// `mlaplan bench`: time every planner over a range of batch sizes, with the GPU's launch and copy
+// limits measured in the same run.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "mlaplan/bench/bench_format.hpp"
+#include "mlaplan/bench/bench_report.hpp"
+#include "mlaplan/bench/size_list.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/phase_timer.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+struct BenchCliOptions {
+  std::string sizes = "1,16,128,1024,16384,1048576";
+  std::string kernels = "all";
+  std::string mode = "both";
+  std::string distribution = "lognormal";
+  std::string format = "table";
+  std::string output;
+  bench::WorkloadOptions workload;
+  bench::StoppingRule rule;
+  double max_noise_percent = 0.5;
+  bool no_progress = false;
+};
+
+int run_bench_command(const BenchCliOptions& opt) {
+  bench::BenchOptions o;
+  o.sizes = bench::parse_sizes(opt.sizes);
+  o.kernels = bench::parse_kernels(opt.kernels);
+  o.modes = opt.mode == "hot" ? std::vector<bench::Mode>{bench::Mode::hot}
+            : opt.mode == "cold" ? std::vector<bench::Mode>{bench::Mode::cold}
+                                 : std::vector<bench::Mode>{bench::Mode::hot, bench::Mode::cold};
+  o.workload = opt.workload;
+  o.workload.distribution = bench::parse_distribution(opt.distribution);
+  o.rule = opt.rule;
+  o.rule.max_noise = opt.max_noise_percent / 100.0;
+  // Progress only for a person watching: never into a redirected log or CI output.
+  if (!opt.no_progress && ::isatty(STDERR_FILENO)) {
+    o.progress = [](const std::string& what) { fmt::print(stderr, "\r\033[Kmlaplan: bench: {}", what); };
+  }
+
+  bench::BenchReport report;
+  try {
+    report = bench::run_bench(o);
+  } catch (const bench::PlanMismatch& e) {
+    if (o.progress) fmt::print(stderr, "\r\033[K");
+    error(e.what());
+    return kWrongPlan;
+  }
+  if (o.progress) fmt::print(stderr, "\r\033[K");
+  for (const bench::Unavailable& u : report.unavailable) note(fmt::format("{}: unavailable: {}", bench::to_string(u.kernel), u.reason));
+  if (report.sm_mhz_before && report.sm_mhz_after && *report.sm_mhz_after < 0.9 * *report.sm_mhz_before)
+    fmt::print(stderr, "mlaplan: warning: the SM clock fell from {:.0f} to {:.0f} MHz during the run (throttling?); "
+               "later rows may be slow\n", *report.sm_mhz_before, *report.sm_mhz_after);
+
+  PhaseTimer timer;
+  std::string text;
+  {
+    auto scope = timer.phase("format");
+    text = opt.format == "json" ? bench::format_bench_json(report)
+           : opt.format == "csv" ? bench::format_bench_csv(report)
+           : opt.format == "md"  ? bench::format_bench_markdown(report)
+                                 : bench::format_bench_table(report);
+  }
+  auto scope = timer.phase("write");
+  write_output(opt.output, text);
+  return kOk;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<BenchCliOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "Time every planner (GPU kernels, CPU paths) over batch sizes, with the launch and copy limits");
+  cmd->add_option("--sizes", opt->sizes,
+                  "Batch sizes: a list (1,16,128), ranges FIRST:LAST:xFACTOR (1:1048576:x4) or FIRST:LAST:+STEP, or a mix")
+      ->capture_default_str();
+  cmd->add_option("--kernels", opt->kernels,
+                  "What to time: seed, fast, graph (fast replayed from a CUDA graph), cpu (the reference), cpu-fast, "
+                  "cpu+copy (copy to host, plan, copy back), empty (an empty launch), copy (device memcpy), or all")
+      ->capture_default_str();
+  cmd->add_option("--mode", opt->mode, "hot (back-to-back launches), cold (caches flushed before each sample) or both")
+      ->check(CLI::IsMember({"hot", "cold", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--max-chunks", opt->workload.max_chunks, "M, chunk rows in the tables")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+  cmd->add_option("--page-size", opt->workload.page_size, "P, the KV cache page size")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+  cmd->add_option("--buffer-tokens", opt->workload.buffer_tokens, "N, rows in the buffer (default: chosen per size from --fill)")
+      ->check(CLI::Range(1u, 0x7fffffffu));
+  cmd->add_option("--fill", opt->workload.fill, "Without --buffer-tokens: N is chosen so a batch uses this share of the M chunks")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--distribution", opt->distribution, "Sequence lengths: fixed, uniform, lognormal (sigma 1) or zipf (s 1.1)")
+      ->check(CLI::IsMember({"fixed", "uniform", "lognormal", "zipf"}))
+      ->capture_default_str();
+  cmd->add_option("--mean-length", opt->workload.mean_length, "Mean tokens per sequence (cached + new), before page padding")
+      ->check(CLI::Range(1u, 1u << 30))
+      ->capture_default_str();
+  cmd->add_option("--seed", opt->workload.seed, "Seed of the random sequence lengths")->capture_default_str();
+  cmd->add_option("--input-sets", opt->workload.input_sets, "Input sets per size, rotated while timing")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  cmd->add_option("--max-time", opt->rule.max_time_s, "Seconds per measurement at most (each kernel, size and mode)")
+      ->check(CLI::Range(0.001, 600.0))
+      ->capture_default_str();
+  cmd->add_option("--min-samples", opt->rule.min_samples, "Samples per measurement at least")->check(CLI::Range(3, 1000000))->capture_default_str();
+  cmd->add_option("--max-noise", opt->max_noise_percent, "Stop sampling once the median is known to this many percent (95% CI)")
+      ->check(CLI::Range(0.001, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--format", opt->format, "Output: table (for people), md (Markdown), csv or json (for scripts/plot_bench.py)")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+      ->capture_default_str();
+  cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)");
+  cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
+  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run_bench_command(*opt); }));
+}
+
+}  // namespace mlaplan::cli

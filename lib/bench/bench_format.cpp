@@ -1,0 +1,179 @@
+#include "mlaplan/bench/bench_format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "mlaplan/build_info.hpp"
+
+namespace mlaplan::bench {
+
+namespace {
+
+std::string us(double x) {
+  if (x < 10) return fmt::format("{:.3f}", x);
+  if (x < 1000) return fmt::format("{:.1f}", x);
+  return fmt::format("{:.0f}", x);
+}
+std::string ratio(const std::optional<double>& x) {
+  if (!x) return "-";
+  return *x < 10 ? fmt::format("{:.2f}x", *x) : fmt::format("{:.0f}x", *x);
+}
+std::string percent(double x) { return fmt::format("{:.1f}%", 100.0 * x); }
+std::string gbps(double x) { return x < 10 ? fmt::format("{:.2f}", x) : fmt::format("{:.0f}", x); }
+
+const std::vector<std::string> kHeader = {"batch", "kernel", "mode", "median us", "spread", "GB/s", "% copy", "x empty", "vs seed", "vs cpu+copy"};
+
+std::vector<std::string> cells(const BenchRow& r) {
+  return {std::to_string(r.size),
+          to_string(r.kernel),
+          to_string(r.mode),
+          us(r.measurement.stats.median),
+          percent(r.measurement.stats.spread()),
+          gbps(r.gbps),
+          r.pct_copy ? fmt::format("{:.1f}%", *r.pct_copy) : "-",
+          ratio(r.x_empty),
+          ratio(r.speedup_vs_seed),
+          ratio(r.speedup_vs_cpu_copy)};
+}
+
+// The lines above the table: where and on what it ran, and the limits.
+std::vector<std::string> preamble(const BenchReport& r) {
+  const auto& w = r.options.workload;
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format("mlaplan {} bench on {}", build_info().version, r.host_device));
+  lines.push_back(fmt::format("workload: {} lengths, mean {} tokens, page_size {}, max_chunks {}, {}, {} input sets, seed {}",
+                              to_string(w.distribution), w.mean_length, w.page_size, w.max_chunks,
+                              w.buffer_tokens ? fmt::format("buffer_tokens {}", w.buffer_tokens)
+                                              : fmt::format("buffer_tokens chosen to fill {:.0f}% of the chunks", 100 * w.fill),
+                              w.input_sets, w.seed));
+  lines.push_back(fmt::format("stopping: median known to {:.2f}% (95% CI) after >= {} samples, or {} s per measurement",
+                              100 * r.options.rule.max_noise, r.options.rule.min_samples, r.options.rule.max_time_s));
+  if (r.sm_mhz_before)
+    lines.push_back(fmt::format("SM clock: {:.0f} MHz before, {:.0f} MHz after (rated {:.0f} MHz)", *r.sm_mhz_before,
+                                r.sm_mhz_after.value_or(0), r.sm_mhz_max.value_or(0)));
+  if (r.empty_hot) lines.push_back(fmt::format("empty launch (hot): {} us median, spread {}", us(r.empty_hot->stats.median), percent(r.empty_hot->stats.spread())));
+  if (r.empty_cold) lines.push_back(fmt::format("empty launch (cold): {} us median, spread {}", us(r.empty_cold->stats.median), percent(r.empty_cold->stats.spread())));
+  if (r.copy)
+    lines.push_back(fmt::format("device copy: {:.0f} GB/s (read + write, {:.0f} MiB each way, {} us median, spread {})", r.copy->gbps(),
+                                r.copy->bytes / 2 / (1 << 20), us(r.copy->time.stats.median), percent(r.copy->time.stats.spread())));
+  for (const Unavailable& u : r.unavailable) lines.push_back(fmt::format("{}: unavailable: {}", to_string(u.kernel), u.reason));
+  return lines;
+}
+
+}  // namespace
+
+std::string format_bench_table(const BenchReport& report) {
+  std::vector<std::vector<std::string>> table = {kHeader};
+  for (const BenchRow& r : report.rows) table.push_back(cells(r));
+  std::vector<size_t> width(kHeader.size(), 0);
+  for (const auto& row : table)
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  std::string out;
+  for (const std::string& line : preamble(report)) out += line + "\n";
+  out += "\n";
+  for (const auto& row : table) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i)
+      line += i < 3 ? fmt::format("{:<{}}  ", row[i], width[i]) : fmt::format("{:>{}}  ", row[i], width[i]);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string format_bench_markdown(const BenchReport& report) {
+  std::string out;
+  for (const std::string& line : preamble(report)) out += "- " + line + "\n";
+  out += "\n|";
+  for (const auto& h : kHeader) out += " " + h + " |";
+  out += "\n|";
+  for (size_t i = 0; i < kHeader.size(); ++i) out += i < 3 ? " --- |" : " ---: |";
+  out += "\n";
+  for (const BenchRow& r : report.rows) {
+    out += "|";
+    for (const auto& c : cells(r)) out += " " + c + " |";
+    out += "\n";
+  }
+  return out;
+}
+
+std::string format_bench_csv(const BenchReport& report) {
+  std::string out =
+      "batch_size,kernel,mode,median_us,min_us,max_us,p25_us,p75_us,spread,noise,samples,launches_per_sample,buffer_tokens,"
+      "padded_tokens,bytes,gbps,pct_copy,x_empty,speedup_vs_seed,speedup_vs_cpu_copy\n";
+  auto opt = [](const std::optional<double>& x) { return x ? fmt::format("{:.6g}", *x) : std::string(); };
+  for (const BenchRow& r : report.rows) {
+    const SampleStats& s = r.measurement.stats;
+    out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{:.0f},{:.6g},{},{},{},{}\n", r.size,
+                       to_string(r.kernel), to_string(r.mode), s.median, s.min, s.max, s.p25, s.p75, s.spread(), s.noise, s.samples,
+                       r.measurement.launches_per_sample, r.buffer_tokens, r.padded_tokens, r.bytes, r.gbps, opt(r.pct_copy),
+                       opt(r.x_empty), opt(r.speedup_vs_seed), opt(r.speedup_vs_cpu_copy));
+  }
+  return out;
+}
+
+std::string format_bench_json(const BenchReport& report) {
+  using nlohmann::json;
+  auto stats = [](const Measurement& m) {
+    const SampleStats& s = m.stats;
+    return json{{"median_us", s.median}, {"min_us", s.min},     {"max_us", s.max},         {"p25_us", s.p25},
+                {"p75_us", s.p75},       {"mean_us", s.mean},   {"spread", s.spread()},    {"noise", s.noise},
+                {"samples", s.samples},  {"launches_per_sample", m.launches_per_sample}, {"elapsed_s", m.elapsed_s}};
+  };
+  auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };
+  const auto& o = report.options;
+  json settings = {{"sizes", o.sizes},
+                   {"modes", json::array()},
+                   {"kernels", json::array()},
+                   {"distribution", to_string(o.workload.distribution)},
+                   {"mean_length", o.workload.mean_length},
+                   {"page_size", o.workload.page_size},
+                   {"max_chunks", o.workload.max_chunks},
+                   {"buffer_tokens", o.workload.buffer_tokens ? json(o.workload.buffer_tokens) : json(nullptr)},
+                   {"fill", o.workload.fill},
+                   {"seed", o.workload.seed},
+                   {"input_sets", o.workload.input_sets},
+                   {"min_samples", o.rule.min_samples},
+                   {"max_noise", o.rule.max_noise},
+                   {"max_time_s", o.rule.max_time_s}};
+  for (Mode m : o.modes) settings["modes"].push_back(to_string(m));
+  for (Kernel k : o.kernels) settings["kernels"].push_back(to_string(k));
+  json limits = json::object();
+  if (report.empty_hot) limits["empty"]["hot"] = stats(*report.empty_hot);
+  if (report.empty_cold) limits["empty"]["cold"] = stats(*report.empty_cold);
+  if (report.copy) limits["copy"] = {{"bytes", report.copy->bytes}, {"gbps", report.copy->gbps()}, {"time", stats(report.copy->time)}};
+  json unavailable = json::array();
+  for (const Unavailable& u : report.unavailable) unavailable.push_back({{"kernel", to_string(u.kernel)}, {"reason", u.reason}});
+  json rows = json::array();
+  for (const BenchRow& r : report.rows) {
+    json row = {{"batch_size", r.size},
+                {"kernel", to_string(r.kernel)},
+                {"mode", to_string(r.mode)},
+                {"buffer_tokens", r.buffer_tokens},
+                {"padded_tokens", r.padded_tokens},
+                {"bytes", r.bytes},
+                {"gbps", r.gbps},
+                {"pct_copy", opt(r.pct_copy)},
+                {"x_empty", opt(r.x_empty)},
+                {"speedup_vs_seed", opt(r.speedup_vs_seed)},
+                {"speedup_vs_cpu_copy", opt(r.speedup_vs_cpu_copy)}};
+    row.update(stats(r.measurement));
+    rows.push_back(std::move(row));
+  }
+  const auto& info = build_info();
+  json doc = {{"mlaplan_bench", 1},
+              {"version", info.version},
+              {"cuda", info.cuda ? json(info.cuda_version) : json(nullptr)},
+              {"device", report.host_device},
+              {"settings", settings},
+              {"sm_clock_mhz", {{"before", opt(report.sm_mhz_before)}, {"after", opt(report.sm_mhz_after)}, {"rated", opt(report.sm_mhz_max)}}},
+              {"limits", limits},
+              {"unavailable", unavailable},
+              {"rows", rows},
+              {"elapsed_s", report.elapsed_s}};
+  return doc.dump(1) + "\n";
+}
+
+}  // namespace mlaplan::bench

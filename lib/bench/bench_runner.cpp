@@ -1,0 +1,134 @@
+// The bench loop: limits first, then every size, kernel and mode, then the derived columns.
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "mlaplan/bench/bench_report.hpp"
+#include "mlaplan/bench/cpu_measurements.hpp"
+#include "mlaplan/bench/gpu_measurements.hpp"
+#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/plan_shape.hpp"
+#include "mlaplan/reference_planner.hpp"
+
+namespace mlaplan::bench {
+
+namespace {
+
+bool wants(const BenchOptions& o, Kernel k) {
+  for (Kernel x : o.kernels)
+    if (x == k) return true;
+  return false;
+}
+
+const BenchRow* find_row(const std::vector<BenchRow>& rows, uint32_t size, Kernel k, Mode m) {
+  for (const BenchRow& r : rows)
+    if (r.size == size && r.kernel == k && r.mode == m) return &r;
+  return nullptr;
+}
+
+void derive(BenchReport& report) {
+  for (BenchRow& r : report.rows) {
+    const double median = r.measurement.stats.median;
+    if (median <= 0) continue;
+    r.gbps = r.bytes / median / 1e3;
+    if (report.copy && gpu_resident(r.kernel) && report.copy->gbps() > 0) r.pct_copy = 100.0 * r.gbps / report.copy->gbps();
+    const auto& empty = r.mode == Mode::hot ? report.empty_hot : report.empty_cold;
+    if (empty && empty->stats.median > 0) r.x_empty = median / empty->stats.median;
+    if (const BenchRow* seed = find_row(report.rows, r.size, Kernel::seed, r.mode)) r.speedup_vs_seed = seed->measurement.stats.median / median;
+    if (const BenchRow* cc = find_row(report.rows, r.size, Kernel::cpu_copy, r.mode)) r.speedup_vs_cpu_copy = cc->measurement.stats.median / median;
+  }
+}
+
+}  // namespace
+
+BenchReport run_bench(const BenchOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  BenchReport report;
+  report.options = o;
+  PhaseTimer timer;
+  auto say = [&o](const std::string& s) {
+    if (o.progress) o.progress(s);
+  };
+
+  bool any_gpu = false;
+  for (Kernel k : o.kernels) any_gpu = any_gpu || on_gpu(k);
+  std::unique_ptr<GpuBench> gpu;
+  std::string why;
+  if (any_gpu) {
+    auto scope = timer.phase("open device");
+    gpu = open_gpu_bench(&why);
+  }
+  report.host_device = gpu ? gpu->device() : "none";
+  for (Kernel k : o.kernels) {
+    if (!on_gpu(k)) continue;
+    if (!gpu) {
+      report.unavailable.push_back({k, why});
+    } else if (auto reason = gpu->unavailable(k)) {
+      report.unavailable.push_back({k, *reason});
+    }
+  }
+  auto runnable = [&](Kernel k) {
+    if (!wants(o, k)) return false;
+    for (const Unavailable& u : report.unavailable)
+      if (u.kernel == k) return false;
+    return true;
+  };
+
+  if (gpu) {
+    auto scope = timer.phase("clock before");
+    report.sm_mhz_max = gpu->max_sm_clock_mhz();
+    report.sm_mhz_before = gpu->sm_clock_mhz();
+  }
+  if (runnable(Kernel::empty)) {
+    for (Mode m : o.modes) {
+      say(fmt::format("empty launch ({})", to_string(m)));
+      auto scope = timer.phase(fmt::format("empty {}", to_string(m)));
+      (m == Mode::hot ? report.empty_hot : report.empty_cold) = gpu->measure_empty(m, o.rule);
+    }
+  }
+  if (runnable(Kernel::copy)) {
+    say("device-to-device copy");
+    auto scope = timer.phase("copy");
+    report.copy = gpu->measure_copy(o.rule);
+  }
+
+  for (uint32_t size : o.sizes) {
+    auto size_scope = timer.phase(fmt::format("size {}", size));
+    std::vector<Batch> sets;
+    {
+      auto scope = timer.phase("inputs");
+      sets = make_input_sets(size, o.workload);
+    }
+    std::vector<PlanTables> references;
+    {
+      auto scope = timer.phase("reference");
+      for (const Batch& b : sets) references.push_back(plan_reference(b));
+    }
+    for (Kernel k : o.kernels) {
+      if (is_limit(k) || !runnable(k)) continue;
+      for (Mode m : o.modes) {
+        say(fmt::format("batch {}: {} ({})", size, to_string(k), to_string(m)));
+        auto scope = timer.phase(fmt::format("{} {}", to_string(k), to_string(m)));
+        BenchRow row;
+        row.size = size;
+        row.kernel = k;
+        row.mode = m;
+        row.buffer_tokens = sets[0].buffer_token_size;
+        row.padded_tokens = plan_shape(sets[0]).padded_tokens;
+        row.bytes = plan_bytes(size, o.workload.max_chunks);
+        row.measurement = on_gpu(k) ? gpu->measure(k, sets, references, m, o.rule) : measure_cpu(k, sets, references, m, o.rule);
+        report.rows.push_back(std::move(row));
+      }
+    }
+  }
+
+  if (gpu) {
+    auto scope = timer.phase("clock after");
+    report.sm_mhz_after = gpu->sm_clock_mhz();
+  }
+  derive(report);
+  report.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace mlaplan::bench

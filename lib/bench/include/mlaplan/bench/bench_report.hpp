@@ -1,0 +1,61 @@
+// Everything one `mlaplan bench` run measured, and the numbers derived from it. Filled in by
+// run_bench, printed by bench_format.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlaplan/bench/gpu_measurements.hpp"
+#include "mlaplan/bench/measurement.hpp"
+#include "mlaplan/bench/workload.hpp"
+
+namespace mlaplan::bench {
+
+struct BenchOptions {
+  std::vector<uint32_t> sizes;
+  std::vector<Kernel> kernels;
+  std::vector<Mode> modes;
+  WorkloadOptions workload;
+  StoppingRule rule;
+  std::function<void(const std::string&)> progress;  // called before each measurement, if set
+};
+
+struct BenchRow {
+  uint32_t size = 0;  // B
+  Kernel kernel = Kernel::fast;
+  Mode mode = Mode::hot;
+  Measurement measurement;
+  uint32_t buffer_tokens = 0;   // N used at this size
+  uint64_t padded_tokens = 0;   // E of input set 0
+  double bytes = 0;             // minimal bytes moved (plan_bytes)
+  double gbps = 0;              // bytes / median
+  std::optional<double> pct_copy;            // gbps / measured copy bandwidth (GPU-resident kernels)
+  std::optional<double> x_empty;             // median / empty-launch median (same mode)
+  std::optional<double> speedup_vs_seed;     // seed median / median (same size and mode)
+  std::optional<double> speedup_vs_cpu_copy; // cpu+copy median / median
+};
+
+struct Unavailable {
+  Kernel kernel;
+  std::string reason;
+};
+
+struct BenchReport {
+  BenchOptions options;
+  std::string host_device;  // the GPU's name, or "none"
+  std::optional<Measurement> empty_hot, empty_cold;
+  std::optional<CopyMeasurement> copy;
+  std::optional<double> sm_mhz_before, sm_mhz_after, sm_mhz_max;
+  std::vector<Unavailable> unavailable;
+  std::vector<BenchRow> rows;
+  double elapsed_s = 0;
+};
+
+// Measures every requested kernel at every size and mode. Throws PlanMismatch when a planner
+// disagrees with the reference, InputError for an impossible workload.
+BenchReport run_bench(const BenchOptions& options);
+
+}  // namespace mlaplan::bench

@@ -1,0 +1,51 @@
+// What bench measures and what one measurement yields. Kept apart from how each is timed
+// (cpu_measurements, gpu_measurements) and from how results are printed (bench_format).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mlaplan/bench/sample_stats.hpp"
+#include "mlaplan/plan_tables.hpp"
+
+namespace mlaplan::bench {
+
+// The planners (seed, fast, graph, cpu, cpu-fast, cpu+copy) and the two limits (empty, copy).
+enum class Kernel { seed, fast, graph, cpu, cpu_fast, cpu_copy, empty, copy };
+const char* to_string(Kernel k);
+std::vector<Kernel> all_kernels();
+std::vector<Kernel> parse_kernels(const std::string& list);  // throws InputError naming --kernels
+bool on_gpu(Kernel k);       // needs a GPU to run at all
+bool is_limit(Kernel k);     // empty or copy: not a planner, measured once per run
+bool gpu_resident(Kernel k); // reads and writes device memory only (seed, fast, graph)
+
+// hot: back-to-back launches, events around the batch; cold: caches flushed before each sample.
+enum class Mode { hot, cold };
+const char* to_string(Mode m);
+
+struct Measurement {
+  SampleStats stats;             // microseconds per plan (per launch)
+  size_t launches_per_sample = 1;
+  double elapsed_s = 0;          // wall time spent measuring
+};
+
+// Collects samples from `sample` (microseconds per launch, `per_sample` launches each) until the
+// rule says stop.
+Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std::function<double()>& sample);
+
+// A planner's tables differ from the reference (bench exits 1).
+class PlanMismatch : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws PlanMismatch naming the kernel, batch size, input set and first differing cell.
+void require_same_plan(const PlanTables& reference, const PlanTables& actual, Kernel kernel, size_t batch_size, size_t set);
+
+// Minimal bytes a plan must move: inputs read once, tables written once.
+double plan_bytes(size_t batch_size, size_t max_chunks);
+
+}  // namespace mlaplan::bench

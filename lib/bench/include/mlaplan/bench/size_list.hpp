@@ -1,0 +1,14 @@
+// Batch sizes for `bench --sizes`: a comma list of values and ranges.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlaplan::bench {
+
+// "1,16,128", "1:1048576:x4" (1, 4, 16, ... 1048576: times 4), "64:1024:+64" (plus 64), or a mix
+// such as "1,1024:4096:x2". Duplicates are dropped, order is kept. Throws InputError naming --sizes.
+std::vector<uint32_t> parse_sizes(const std::string& spec);
+
+}  // namespace mlaplan::bench

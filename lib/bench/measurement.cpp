@@ -1,0 +1,91 @@
+#include "mlaplan/bench/measurement.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "mlaplan/errors.hpp"
+#include "mlaplan/table_diff.hpp"
+
+namespace mlaplan::bench {
+
+const char* to_string(Kernel k) {
+  switch (k) {
+    case Kernel::seed: return "seed";
+    case Kernel::fast: return "fast";
+    case Kernel::graph: return "graph";
+    case Kernel::cpu: return "cpu";
+    case Kernel::cpu_fast: return "cpu-fast";
+    case Kernel::cpu_copy: return "cpu+copy";
+    case Kernel::empty: return "empty";
+    case Kernel::copy: return "copy";
+  }
+  return "?";
+}
+
+std::vector<Kernel> all_kernels() {
+  return {Kernel::seed, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty, Kernel::copy};
+}
+
+std::vector<Kernel> parse_kernels(const std::string& list) {
+  std::vector<Kernel> kernels;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(',', start), list.size());
+    const std::string name = list.substr(start, end - start);
+    bool found = false;
+    for (Kernel k : all_kernels()) {
+      if (name == to_string(k)) {
+        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+        found = true;
+      }
+    }
+    if (name == "all") {
+      for (Kernel k : all_kernels())
+        if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
+      found = true;
+    }
+    if (!found)
+      throw InputError(fmt::format(
+          "--kernels: '{}' is not a kernel; choose from seed, fast, graph, cpu, cpu-fast, cpu+copy, empty, copy (or all)", name));
+    start = end + 1;
+  }
+  return kernels;
+}
+
+bool on_gpu(Kernel k) { return k != Kernel::cpu && k != Kernel::cpu_fast; }
+bool is_limit(Kernel k) { return k == Kernel::empty || k == Kernel::copy; }
+bool gpu_resident(Kernel k) { return k == Kernel::seed || k == Kernel::fast || k == Kernel::graph; }
+
+const char* to_string(Mode m) { return m == Mode::hot ? "hot" : "cold"; }
+
+Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std::function<double()>& sample) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> samples;
+  double elapsed = 0;
+  do {
+    samples.push_back(sample());
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } while (!should_stop(rule, samples, elapsed));
+  Measurement m;
+  m.stats = summarize(std::move(samples));
+  m.launches_per_sample = per_sample;
+  m.elapsed_s = elapsed;
+  return m;
+}
+
+void require_same_plan(const PlanTables& reference, const PlanTables& actual, Kernel kernel, size_t batch_size, size_t set) {
+  const TableDiff d = diff_tables(reference, actual);
+  if (!d.equal())
+    throw PlanMismatch(fmt::format("bench: the {} plan of batch size {} (input set {}) differs from the reference: {}",
+                                   to_string(kernel), batch_size, set, d.describe()));
+}
+
+double plan_bytes(size_t b, size_t m) {
+  const double inputs = 4.0 * static_cast<double>((b + 1) + b);
+  const double tables = 4.0 * static_cast<double>(m * (b + 1) + m * b + m);
+  return inputs + tables;
+}
+
+}  // namespace mlaplan::bench
