@@ -22,7 +22,7 @@ SampleStats summarize(std::vector<double> samples);
 struct StoppingRule {
   size_t min_samples = 10;
   double max_noise = 0.005;  // stop once the median is known to within this fraction...
-  double max_time_s = 0.5;   // ...or once this much time went into the measurement
+  double max_time_s = 0.25;  // ...or once this much time went into the measurement
 };
 
 // Whether to stop after `samples`, `elapsed_s` into the measurement. Re-summarizes only when the

@@ -1,0 +1,121 @@
+// --trace FILE.json on run and bench: valid Trace Event Format JSON, "X" events in microseconds,
+// ranges properly nested per track, and the phases named as the NVTX ranges are.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/trace_recorder.hpp"
+
+using nlohmann::json;
+using mlaplan::test::run_cli;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Event {
+  std::string name;
+  int tid;
+  double ts, dur;
+};
+
+std::vector<Event> complete_events(const json& doc) {
+  std::vector<Event> events;
+  for (const json& e : doc.at("traceEvents")) {
+    if (e.at("ph") == "M") continue;  // thread and process names
+    EXPECT_EQ(e.at("ph"), "X") << e.dump();
+    events.push_back({e.at("name").get<std::string>(), e.at("tid").get<int>(), e.at("ts").get<double>(), e.at("dur").get<double>()});
+    EXPECT_GE(events.back().dur, 0) << e.dump();
+  }
+  return events;
+}
+
+// Every pair of events on one track is disjoint or one contains the other.
+void expect_nested(const std::vector<Event>& events) {
+  constexpr double eps = 1e-6;  // us; ends are rounded to whole nanoseconds
+  for (size_t i = 0; i < events.size(); ++i)
+    for (size_t j = i + 1; j < events.size(); ++j) {
+      const Event &a = events[i], &b = events[j];
+      if (a.tid != b.tid) continue;
+      const double a_end = a.ts + a.dur, b_end = b.ts + b.dur;
+      const bool disjoint = a_end <= b.ts + eps || b_end <= a.ts + eps;
+      const bool a_in_b = a.ts >= b.ts - eps && a_end <= b_end + eps;
+      const bool b_in_a = b.ts >= a.ts - eps && b_end <= a_end + eps;
+      EXPECT_TRUE(disjoint || a_in_b || b_in_a) << a.name << " [" << a.ts << ", " << a_end << ") overlaps " << b.name << " ["
+                                                << b.ts << ", " << b_end << ")";
+    }
+}
+
+const Event* find(const std::vector<Event>& events, const std::string& name) {
+  for (const Event& e : events)
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+json traced(const std::string& args) {
+  const fs::path path = fs::temp_directory_path() / ("mlaplan_trace_" + std::to_string(::getpid()) + ".json");
+  fs::remove(path);
+  const auto r = run_cli(args + " --trace " + path.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  const json doc = json::parse(mlaplan::test::slurp(path));  // throws on invalid JSON
+  fs::remove(path);
+  return doc;
+}
+
+}  // namespace
+
+TEST(TraceFile, RunPhasesNestInsideTheRootInMicroseconds) {
+  const json doc = traced("run " MLAPLAN_SOURCE_DIR "/scenarios/worked-example.json --backend cpu -o /dev/null");
+  const auto events = complete_events(doc);
+  expect_nested(events);
+  const Event* root = find(events, "mlaplan run");
+  ASSERT_NE(root, nullptr);
+  for (const char* phase : {"load", "plan", "check", "format", "write"}) {
+    const Event* e = find(events, phase);
+    ASSERT_NE(e, nullptr) << phase;
+    EXPECT_GE(e->ts, root->ts);
+    EXPECT_LE(e->ts + e->dur, root->ts + root->dur + 1e-6);
+  }
+  // Microseconds: planning a 3-sequence batch takes well under a second and more than a nanosecond
+  // of the whole run, which itself lasts under a minute.
+  EXPECT_GT(root->dur, 1.0);
+  EXPECT_LT(root->dur, 60e6);
+}
+
+TEST(TraceFile, BenchTraceNestsSizesAndKernels) {
+  const json doc = traced("bench --sizes 4,64 --kernels cpu-fast --mode both --max-time 0.01 --min-samples 3 -o /dev/null");
+  const auto events = complete_events(doc);
+  expect_nested(events);
+  const Event* root = find(events, "mlaplan bench");
+  const Event* size = find(events, "size 64");
+  const Event* cold = find(events, "cpu-fast cold");
+  ASSERT_TRUE(root && size && cold);
+  EXPECT_TRUE(size->ts >= root->ts && size->ts + size->dur <= root->ts + root->dur + 1e-6);
+  // --max-time 0.01 s per measurement: the measurement lasts about 10^4 us, not 10^1 or 10^7.
+  const Event* measure = nullptr;
+  for (const Event& e : events)
+    if (e.name == "measure" && e.ts >= cold->ts && e.ts <= cold->ts + cold->dur) measure = &e;
+  ASSERT_NE(measure, nullptr);
+  EXPECT_GT(measure->dur, 5e3);
+  EXPECT_LT(measure->dur, 5e6);
+}
+
+TEST(TraceFile, DeviceTimesGoOnTheirOwnTrackWithoutOverlap) {
+  mlaplan::TraceRecorder recorder;
+  {
+    mlaplan::ActiveTrace active(recorder);
+    mlaplan::PhaseTimer timer;
+    auto scope = timer.phase("outer");
+    timer.add("kernel", 50.0);
+    timer.add("kernel", 50.0);  // measured back to back: placed one after the other
+  }
+  const auto events = complete_events(json::parse(recorder.to_json()));
+  expect_nested(events);
+  int device = 0;
+  for (const Event& e : events) device += e.tid == mlaplan::TraceRecorder::kDeviceTrack;
+  EXPECT_EQ(device, 2);
+}
