@@ -24,6 +24,7 @@ struct BenchCliOptions {
   std::string distribution = "lognormal";
   std::string format = "table";
   std::string output;
+  std::string json_output;
   bench::WorkloadOptions workload;
   bench::StoppingRule rule;
   double max_noise_percent = 0.5;
@@ -71,6 +72,7 @@ int run_bench_command(const BenchCliOptions& opt) {
   }
   auto scope = timer.phase("write");
   write_output(opt.output, text);
+  if (!opt.json_output.empty()) write_output(opt.json_output, opt.format == "json" ? text : bench::format_bench_json(report));
   return kOk;
 }
 
@@ -117,6 +119,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)");
+  cmd->add_option("--json", opt->json_output, "Also write the JSON report to FILE, whatever --format is (for scripts/plot_bench.py)");
   cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run_bench_command(*opt); }));
 }

@@ -39,7 +39,8 @@ TEST(BenchStats, MedianQuartilesAndSpread) {
   EXPECT_DOUBLE_EQ(s.max, 5);
   EXPECT_DOUBLE_EQ(s.p25, 2);
   EXPECT_DOUBLE_EQ(s.p75, 4);
-  EXPECT_DOUBLE_EQ(s.spread(), 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s.spread(), 4.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s.iqr(), 2.0 / 3.0);
 }
 
 TEST(BenchStats, StopsOnceTheMedianIsKnownOrTimeIsUp) {
@@ -53,7 +54,8 @@ TEST(BenchStats, StopsOnceTheMedianIsKnownOrTimeIsUp) {
   for (int i = 0; i < 16; ++i) noisy.push_back(i % 2 ? 1.0 : 2.0);
   EXPECT_FALSE(should_stop(rule, noisy, 0.1));  // half the samples twice the others: not known to 1%
   EXPECT_TRUE(should_stop(rule, noisy, 1.5));   // but the time cap ends it
-  EXPECT_TRUE(should_stop(rule, {100.0, 101.0, 99.0}, 2.0));  // one sample longer than the cap: 3 are enough
+  EXPECT_FALSE(should_stop(rule, {100.0, 101.0, 99.0}, 2.0));  // samples longer than the cap: still 5 at least
+  EXPECT_TRUE(should_stop(rule, {100.0, 101.0, 99.0, 100.0, 100.0}, 2.0));
 }
 
 TEST(BenchWorkload, EverySetIsFeasibleAndUsesAboutTheRequestedShare) {

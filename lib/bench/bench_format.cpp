@@ -23,7 +23,7 @@ std::string ratio(const std::optional<double>& x) {
 std::string percent(double x) { return fmt::format("{:.1f}%", 100.0 * x); }
 std::string gbps(double x) { return x < 10 ? fmt::format("{:.2f}", x) : fmt::format("{:.0f}", x); }
 
-const std::vector<std::string> kHeader = {"batch", "kernel", "mode", "median us", "spread", "GB/s", "% copy", "x empty", "vs seed", "vs cpu+copy"};
+const std::vector<std::string> kHeader = {"batch", "kernel", "mode", "median us", "spread (max-min)", "GB/s", "% copy", "x empty", "vs seed", "vs cpu+copy"};
 
 std::vector<std::string> cells(const BenchRow& r) {
   return {std::to_string(r.size),
@@ -101,13 +101,13 @@ std::string format_bench_markdown(const BenchReport& report) {
 
 std::string format_bench_csv(const BenchReport& report) {
   std::string out =
-      "batch_size,kernel,mode,median_us,min_us,max_us,p25_us,p75_us,spread,noise,samples,launches_per_sample,buffer_tokens,"
+      "batch_size,kernel,mode,median_us,min_us,max_us,p25_us,p75_us,spread,iqr,noise,samples,launches_per_sample,buffer_tokens,"
       "padded_tokens,bytes,gbps,pct_copy,x_empty,speedup_vs_seed,speedup_vs_cpu_copy\n";
   auto opt = [](const std::optional<double>& x) { return x ? fmt::format("{:.6g}", *x) : std::string(); };
   for (const BenchRow& r : report.rows) {
     const SampleStats& s = r.measurement.stats;
-    out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{:.0f},{:.6g},{},{},{},{}\n", r.size,
-                       to_string(r.kernel), to_string(r.mode), s.median, s.min, s.max, s.p25, s.p75, s.spread(), s.noise, s.samples,
+    out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{:.0f},{:.6g},{},{},{},{}\n", r.size,
+                       to_string(r.kernel), to_string(r.mode), s.median, s.min, s.max, s.p25, s.p75, s.spread(), s.iqr(), s.noise, s.samples,
                        r.measurement.launches_per_sample, r.buffer_tokens, r.padded_tokens, r.bytes, r.gbps, opt(r.pct_copy),
                        opt(r.x_empty), opt(r.speedup_vs_seed), opt(r.speedup_vs_cpu_copy));
   }
@@ -119,7 +119,7 @@ std::string format_bench_json(const BenchReport& report) {
   auto stats = [](const Measurement& m) {
     const SampleStats& s = m.stats;
     return json{{"median_us", s.median}, {"min_us", s.min},     {"max_us", s.max},         {"p25_us", s.p25},
-                {"p75_us", s.p75},       {"mean_us", s.mean},   {"spread", s.spread()},    {"noise", s.noise},
+                {"p75_us", s.p75},       {"mean_us", s.mean},   {"spread", s.spread()},    {"iqr", s.iqr()},  {"noise", s.noise},
                 {"samples", s.samples},  {"launches_per_sample", m.launches_per_sample}, {"elapsed_s", m.elapsed_s}};
   };
   auto opt = [](const std::optional<double>& x) { return x ? json(*x) : json(nullptr); };

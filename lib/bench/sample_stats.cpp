@@ -37,9 +37,9 @@ SampleStats summarize(std::vector<double> samples) {
 
 bool should_stop(const StoppingRule& rule, const std::vector<double>& samples, double elapsed_s) {
   const size_t n = samples.size();
-  // At the time cap, stop, but with at least 3 samples (a median and a spread) even when one
-  // sample alone is longer than the whole budget.
-  if (elapsed_s >= rule.max_time_s && n >= std::min<size_t>(3, rule.min_samples)) return true;
+  // At the time cap, stop, but with at least 5 samples (a median and a meaningful spread) even
+  // when one sample alone is longer than the whole budget.
+  if (elapsed_s >= rule.max_time_s && n >= std::min<size_t>(5, rule.min_samples)) return true;
   if (n < rule.min_samples) return false;
   const bool checkpoint = n == rule.min_samples || (n % 8 == 0 && (n & (n - 1)) == 0) || n % 256 == 0;
   return checkpoint && summarize(samples).noise <= rule.max_noise;
