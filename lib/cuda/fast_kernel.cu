@@ -18,6 +18,9 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include <algorithm>
+#include <atomic>
+
 #include "kernels.hpp"
 #include "plan_math.cuh"
 
@@ -29,10 +32,9 @@ constexpr int kThreads = 256;
 constexpr int kItems = 8;
 constexpr uint32_t kTile = kThreads * kItems;  // columns (sequences) per tile
 // A block should write at least this many cells of each table, or splitting costs more in
-// redundant scans and launch width than it buys.
-constexpr uint64_t kMinCellsPerBlock = 16384;
-// Enough blocks to keep every multiprocessor of an H100/H200 streaming stores.
-constexpr uint64_t kTargetBlocks = 1024;
+// redundant scans than it buys. (One block writing a whole small plan is limited by what one
+// multiprocessor can store: B = 1024, M = 16 took 2x an empty launch with 16384 here.)
+constexpr uint64_t kMinCellsPerBlock = 2048;
 constexpr uint64_t kBadBit = uint64_t{1} << 63;  // a tile sum's flag: offsets decrease in this tile
 
 // The multi-tile workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
@@ -54,8 +56,10 @@ __host__ __device__ inline uint32_t tile_columns(uint32_t batch, uint64_t tile) 
 
 // Padded lengths of one tile's columns in a striped arrangement (item k of thread t is column
 // k * kThreads + t, so every load is coalesced); 0 past the batch. Returns "offsets decrease here".
+// The thread that loads the tile's last column also stores its length in *last_len, so the
+// status (which needs S[B-1] = E - L[B-1]) costs no second trip to global memory.
 __device__ __forceinline__ bool load_striped(const DevicePlanArgs& a, uint64_t b0, uint32_t n_cols,
-                                             uint64_t (&len)[kItems]) {
+                                             uint64_t (&len)[kItems], uint64_t* last_len) {
   bool bad_any = false;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) {
@@ -65,6 +69,7 @@ __device__ __forceinline__ bool load_striped(const DevicePlanArgs& a, uint64_t b
       bool bad;
       len[k] = padded_length(a.input_row_offsets, a.cache_lengths, b0 + col, a.page_size, bad);
       bad_any |= bad;
+      if (col == n_cols - 1) *last_len = len[k];
     }
   }
   return bad_any;
@@ -78,10 +83,11 @@ __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a,
     typename BlockScan::TempStorage scan;
   } temp;
   __shared__ bool is_last;
+  __shared__ uint64_t s_last_len;
 
   const uint64_t tile = blockIdx.x;
   uint64_t len[kItems];
-  const bool bad = __syncthreads_or(load_striped(a, tile * kTile, tile_columns(a.batch_size, tile), len));
+  const bool bad = __syncthreads_or(load_striped(a, tile * kTile, tile_columns(a.batch_size, tile), len, &s_last_len));
   const uint64_t sum = BlockReduce(temp.reduce).Sum(len);
   if (threadIdx.x == 0) {
     ws->tiles[tile] = sum | (bad ? kBadBit : 0);
@@ -92,7 +98,7 @@ __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a,
   if (!is_last) return;
   __threadfence();
 
-  // The last block: every tile sum is visible; turn them into exclusive prefixes, in rounds of
+  // The last block (of the launch, not necessarily the last tile): every tile sum is visible; turn them into exclusive prefixes, in rounds of
   // kTile tiles, reading through L2 (__ldcg) since other blocks wrote them.
   uint64_t running = 0;
   bool bad_any = false;
@@ -122,6 +128,7 @@ __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a,
   }
   if (threadIdx.x == 0) {
     const uint32_t batch = a.batch_size;
+    // The last column belongs to the last tile, which this block need not have loaded.
     bool bad_last;
     const uint64_t last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, bad_last);
     const DevicePlanStatus st =
@@ -146,6 +153,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint32_t s_start[kTile];  // S[b] of the tile's columns (32 bits suffice when the plan is ok)
   __shared__ uint32_t s_len[kTile];    // L[b]
   __shared__ uint64_t s_total;
+  __shared__ uint64_t s_last_len;
   __shared__ bool s_ok;
 
   const uint32_t batch = a.batch_size;
@@ -157,31 +165,30 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t c0_wide = uint64_t{split} * rows_per_split;
   const uint64_t c1_wide = c0_wide + rows_per_split < a.max_chunks ? c0_wide + rows_per_split : a.max_chunks;
   const uint64_t n = a.buffer_token_size;
+  // Issued first, so their latency overlaps the tile's loads.
+  const uint64_t prefix = kMultiTile ? ws->tiles[tile] : 0;
+  const uint64_t ws_total = kMultiTile && last_tile ? ws->padded_tokens : 0;
+  const bool ws_ok = kMultiTile && last_tile ? ws->ok != 0 : false;
+  if (n_cols == 0 && threadIdx.x == 0) s_last_len = 0;  // an empty batch has no last column
 
   // Scan the tile: striped loads, exchange to blocked, block-wide exclusive sum.
   uint64_t len[kItems];
-  const bool bad = __syncthreads_or(load_striped(a, b0, n_cols, len));
+  const bool bad = __syncthreads_or(load_striped(a, b0, n_cols, len, &s_last_len));
 #pragma unroll
   for (int k = 0; k < kItems; ++k) s_len[k * kThreads + threadIdx.x] = static_cast<uint32_t>(len[k]);
   BlockExchange(temp.exchange).StripedToBlocked(len, len);
   __syncthreads();
   uint64_t aggregate;
   BlockScan(temp.scan).ExclusiveSum(len, len, aggregate);
-  const uint64_t prefix = kMultiTile ? ws->tiles[tile] : 0;
 #pragma unroll
   for (int k = 0; k < kItems; ++k) s_start[threadIdx.x * kItems + k] = static_cast<uint32_t>(prefix + len[k]);
   if (last_tile && threadIdx.x == 0) {
     if (kMultiTile) {  // the reduce launch judged the whole batch
-      s_total = ws->padded_tokens;
-      s_ok = ws->ok != 0;
+      s_total = ws_total;
+      s_ok = ws_ok;
     } else {  // this tile is the whole batch
       const uint64_t total = prefix + aggregate;
-      uint64_t last_len = 0;
-      if (batch > 0) {
-        bool unused;
-        last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, unused);
-      }
-      const DevicePlanStatus st = batch_status(batch, total, total - last_len, bad, a.buffer_token_size, a.max_chunks);
+      const DevicePlanStatus st = batch_status(batch, total, total - s_last_len, bad, a.buffer_token_size, a.max_chunks);
       if (split == 0) *a.status = st;
       s_total = total;
       s_ok = st.code == kPlanOk;
@@ -249,6 +256,24 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+// Blocks of the fill kernel the current device runs at once, cached per device (a host query,
+// no synchronisation, so still graph-capture safe).
+uint64_t resident_fill_blocks() {
+  static std::atomic<uint32_t> cache[64];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 1024;
+  uint32_t blocks = cache[device].load(std::memory_order_relaxed);
+  if (blocks == 0) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<true>, kThreads, 0) != cudaSuccess)
+      return 1024;
+    blocks = static_cast<uint32_t>(std::max(1, sms * per_sm));
+    cache[device].store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
+}
+
 size_t fast_workspace_bytes(uint32_t batch_size) {
   const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;
   return tiles <= 1 ? 0 : kWorkspaceHeader + tiles * sizeof(uint64_t);
@@ -259,7 +284,9 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   const uint64_t m = args.max_chunks;
   const uint64_t tiles = batch == 0 ? 1 : (uint64_t{batch} + kTile - 1) / kTile;
   const uint64_t cols = batch < kTile ? uint64_t{batch} + 1 : kTile;
-  uint64_t splits = (kTargetBlocks + tiles - 1) / tiles;
+  // Split chunk rows over blocks only while the grid fits in one wave: past that, whole tiles
+  // keep every multiprocessor busy and splitting would only repeat the tile scans.
+  uint64_t splits = resident_fill_blocks() / tiles;
   const uint64_t by_work = m * cols / kMinCellsPerBlock;
   if (splits > by_work) splits = by_work;
   if (splits < 1) splits = 1;
