@@ -200,24 +200,29 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t* __restrict__ cache_offsets = a.cache_offsets;
   const uint64_t pitch = uint64_t{batch} + 1;
   if (n_cols >= kThreads) {
-    // Wide tile: each thread keeps its columns' S and L in registers and writes them row by row.
-    uint32_t s[kItems], l[kItems];
+    // Wide tile: each thread keeps its columns in registers as (start chunk k, offset r = S % N,
+    // L), the seed's own form, so each cell costs a few 32-bit compares instead of 64-bit
+    // clamps. Exact whenever the plan is ok (S < 2^32); a refused plan's cells are don't-care.
+    const uint32_t n32 = a.buffer_token_size;
+    uint32_t k_start[kItems], r[kItems], l[kItems];
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
       const uint32_t col = k * kThreads + threadIdx.x;
-      s[k] = col < n_cols ? s_start[col] : 0;
+      const uint32_t s = col < n_cols ? s_start[col] : 0;
+      k_start[k] = s / n32;
+      r[k] = s - k_start[k] * n32;
       l[k] = col < n_cols ? s_len[col] : 0;
     }
     for (uint64_t c = c0_wide; c < c1_wide; ++c) {
-      const uint64_t cn = c * n;
       uint32_t* ro = row_offsets + c * pitch + b0;
       uint32_t* co = cache_offsets + c * batch + b0;
 #pragma unroll
       for (int k = 0; k < kItems; ++k) {
         const uint32_t col = k * kThreads + threadIdx.x;
         if (col < n_cols) {
-          ro[col] = s[k] >= cn ? static_cast<uint32_t>(min64(s[k] - cn, n)) : 0u;
-          co[col] = cn > s[k] ? static_cast<uint32_t>(min64(cn - s[k], l[k])) : 0u;
+          ro[col] = c < k_start[k] ? n32 : c == k_start[k] ? r[k] : 0u;
+          // Rows consumed before chunk c: (c - k) * N - r, capped at L.
+          co[col] = c <= k_start[k] ? 0u : static_cast<uint32_t>(min64((c - k_start[k]) * n - r[k], l[k]));
         }
       }
     }
