@@ -327,9 +327,11 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "Check a planner: every scenario in PATHs (folders recursively) plus --fuzz random batches, or with no PATH and no "
       "--fuzz the built-in edge cases and 1,000 random batches");
   cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json)");
-  cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners");
+  cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
   cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
-                                     "Seed of the random batches (default: random, and printed so any run can be repeated)");
+                                     "Seed of the random batches (default: random, and printed so any run can be repeated)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-batch-size", opt->max_batch_size, "Largest B of ordinary random batches")
       ->default_str("64")
       ->check(CLI::PositiveNumber);
@@ -357,7 +359,8 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE");
   cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->default_str(".");
   cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
-      ->default_str("10");
+      ->default_str("10")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = verify(*opt); }));
 }
 
