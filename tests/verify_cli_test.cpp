@@ -68,7 +68,7 @@ TEST_F(VerifyCli, AFailingScenarioExitsOneWithAReproducerAndReports) {
   const std::string repro = path("repro/wrong-repro.json");
   ASSERT_TRUE(fs::exists(repro)) << r.out;
   EXPECT_EQ(run_cli("run " + repro + " --backend cpu --format json").code, 1);
-  EXPECT_EQ(run_cli("verify " + repro + " --backend cpu").code, 1);
+  EXPECT_EQ(run_cli("verify " + repro + " --backend cpu --repro-dir " + path("repro2")).code, 1);
   // The JSON report lists every case.
   const json report = json::parse(slurp(path("report.json")));
   EXPECT_EQ(report["passed"], 1);
