@@ -75,6 +75,75 @@ __device__ __forceinline__ bool load_striped(const DevicePlanArgs& a, uint64_t b
   return bad_any;
 }
 
+// Writes rows [c0, c1) x the tile's n_cols columns of both tables when the tile is narrower than
+// the block: rows x columns are flattened over the threads so that many chunk rows are written at
+// once, and (c, col) advance by the block size without a division per cell.
+__device__ __forceinline__ void write_narrow(const DevicePlanArgs& a, const uint32_t* s_start, const uint32_t* s_len,
+                                             uint64_t b0, uint32_t n_cols, uint64_t c0, uint64_t c1) {
+  const uint64_t n = a.buffer_token_size;
+  const uint64_t pitch = uint64_t{a.batch_size} + 1;
+  const uint32_t step_c = kThreads / n_cols;
+  const uint32_t step_col = kThreads % n_cols;
+  uint64_t c = c0 + threadIdx.x / n_cols;
+  uint32_t col = threadIdx.x % n_cols;
+  while (c < c1) {
+    const uint64_t cn = c * n;
+    const uint64_t sb = s_start[col];
+    a.buffer_row_offsets[c * pitch + b0 + col] = sb >= cn ? static_cast<uint32_t>(min64(sb - cn, n)) : 0u;
+    a.cache_offsets[c * a.batch_size + b0 + col] = cn > sb ? static_cast<uint32_t>(min64(cn - sb, s_len[col])) : 0u;
+    c += step_c;
+    col += step_col;
+    if (col >= n_cols) {
+      col -= n_cols;
+      ++c;
+    }
+  }
+}
+
+// The sentinel column (S[B] = E) and the chunk lengths of rows [c0, c1), one chunk row per thread.
+__device__ __forceinline__ void write_sentinel(const DevicePlanArgs& a, uint64_t total, bool ok, uint64_t c0, uint64_t c1) {
+  const uint64_t n = a.buffer_token_size;
+  const uint64_t pitch = uint64_t{a.batch_size} + 1;
+  for (uint64_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
+    const uint64_t cn = c * n;
+    a.buffer_row_offsets[c * pitch + a.batch_size] = total >= cn ? static_cast<uint32_t>(min64(total - cn, n)) : 0u;
+    a.buffer_lengths[c] = chunk_length(static_cast<uint32_t>(c), a.batch_size, total, a.buffer_token_size, ok);
+  }
+}
+
+// Batches of fewer than kThreads sequences, the latency-bound case: one sequence per thread and
+// one block-wide scan, without the tile path's exchange and its extra barriers.
+__global__ void __launch_bounds__(kThreads) fast_small_kernel(DevicePlanArgs a, uint32_t rows_per_split) {
+  using BlockScan = cub::BlockScan<uint64_t, kThreads>;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ uint32_t s_start[kThreads];
+  __shared__ uint32_t s_len[kThreads];
+  __shared__ uint64_t s_total;
+  __shared__ bool s_ok;
+
+  const uint32_t batch = a.batch_size;
+  const uint64_t c0 = uint64_t{blockIdx.x} * rows_per_split;
+  const uint64_t c1 = c0 + rows_per_split < a.max_chunks ? c0 + rows_per_split : a.max_chunks;
+  const uint32_t b = threadIdx.x;
+  uint64_t len = 0;
+  bool bad = false;
+  if (b < batch) len = padded_length(a.input_row_offsets, a.cache_lengths, b, a.page_size, bad);
+  uint64_t start, total;
+  BlockScan(scan).ExclusiveSum(len, start, total);
+  bad = __syncthreads_or(bad);
+  s_start[b] = static_cast<uint32_t>(start);
+  s_len[b] = static_cast<uint32_t>(len);
+  if (b + 1 == (batch > 0 ? batch : 1)) {  // the last sequence's thread (thread 0 for B = 0)
+    const DevicePlanStatus st = batch_status(batch, total, start, bad, a.buffer_token_size, a.max_chunks);
+    if (blockIdx.x == 0) *a.status = st;
+    s_total = total;
+    s_ok = st.code == kPlanOk;
+  }
+  __syncthreads();
+  if (batch > 0) write_narrow(a, s_start, s_len, 0, batch, c0, c1);
+  write_sentinel(a, s_total, s_ok, c0, c1);
+}
+
 __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a, Workspace* ws, uint32_t tiles) {
   using BlockReduce = cub::BlockReduce<uint64_t, kThreads>;
   using BlockScan = cub::BlockScan<uint64_t, kThreads>;
@@ -227,36 +296,10 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
   } else if (n_cols > 0) {
-    // Narrow tile (small batch): flatten rows x columns over the block so that many chunk rows
-    // are written at once; (c, col) advance by the block size without a division per cell.
-    const uint32_t step_c = kThreads / n_cols;
-    const uint32_t step_col = kThreads % n_cols;
-    uint64_t c = c0_wide + threadIdx.x / n_cols;
-    uint32_t col = threadIdx.x % n_cols;
-    while (c < c1_wide) {
-      const uint64_t cn = c * n;
-      const uint64_t sb = s_start[col];
-      row_offsets[c * pitch + b0 + col] = sb >= cn ? static_cast<uint32_t>(min64(sb - cn, n)) : 0u;
-      cache_offsets[c * batch + b0 + col] = cn > sb ? static_cast<uint32_t>(min64(cn - sb, s_len[col])) : 0u;
-      c += step_c;
-      col += step_col;
-      if (col >= n_cols) {
-        col -= n_cols;
-        ++c;
-      }
-    }
+    write_narrow(a, s_start, s_len, b0, n_cols, c0_wide, c1_wide);
   }
 
-  // The sentinel column (S[B] = E) and the chunk lengths, one chunk row per thread.
-  if (last_tile) {
-    const uint64_t total = s_total;
-    const bool ok = s_ok;
-    for (uint64_t c = c0_wide + threadIdx.x; c < c1_wide; c += kThreads) {
-      const uint64_t cn = c * n;
-      row_offsets[c * pitch + batch] = total >= cn ? static_cast<uint32_t>(min64(total - cn, n)) : 0u;
-      a.buffer_lengths[c] = chunk_length(static_cast<uint32_t>(c), batch, total, a.buffer_token_size, ok);
-    }
-  }
+  if (last_tile) write_sentinel(a, s_total, s_ok, c0_wide, c1_wide);
 }
 
 }  // namespace
@@ -302,6 +345,10 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   if (blocks > 0x7fffffffu) return cudaErrorInvalidConfiguration;
 
   auto* ws = static_cast<Workspace*>(workspace);
+  if (batch < kThreads) {
+    fast_small_kernel<<<static_cast<uint32_t>(splits), kThreads, 0, stream>>>(args, static_cast<uint32_t>(rows_per_split));
+    return cudaGetLastError();
+  }
   if (tiles == 1) {
     fast_fill_kernel<false><<<static_cast<uint32_t>(blocks), kThreads, 0, stream>>>(
         args, nullptr, static_cast<uint32_t>(splits), static_cast<uint32_t>(rows_per_split));
