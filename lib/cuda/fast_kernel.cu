@@ -6,7 +6,8 @@
 // scan followed by a bandwidth-bound fill.
 //
 // Batches of one tile (B <= kTile) take a single launch: each block loads the whole batch, scans
-// it (cub::BlockScan) and fills its slice of the chunk rows. Larger batches reduce-then-fill:
+// it (cub::BlockScan) and fills its slice of the chunk rows (below kThreads sequences, a leaner
+// one-sequence-per-thread kernel, since such plans are pure launch latency). Larger batches reduce-then-fill:
 // a reduce launch writes each tile's sum to the workspace, and its last block to finish (an
 // atomic ticket) scans the tile sums into tile prefixes and writes the status; the fill launch
 // then scans each tile locally from its prefix. The ticket counter is reset by that last block,
