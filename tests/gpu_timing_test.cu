@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <vector>
 
 #include "gpu_test_support.hpp"
@@ -14,6 +16,24 @@ namespace mlaplan::gpu_test {
 namespace {
 
 __global__ void empty_kernel() {}
+
+// The best a write-only kernel can do: 16-byte stores, grid-stride, fully coalesced. It bounds
+// what the planner's fill (which only writes) can reach, apart from the copy's read+write rate.
+__global__ void write_ceiling_kernel(uint4* out, size_t n, uint32_t v) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    out[i] = make_uint4(v, v + 1, v + 2, v + 3);
+}
+
+// Batch sizes from MLAPLAN_TIMING_SIZES ("1024,1048576"), else the full list.
+std::vector<uint32_t> timing_sizes() {
+  std::vector<uint32_t> sizes{1u, 16u, 128u, 1024u, 16384u, 131072u, 1048576u, 4194304u};
+  if (const char* env = std::getenv("MLAPLAN_TIMING_SIZES")) {
+    sizes.clear();
+    std::stringstream ss(env);
+    for (std::string item; std::getline(ss, item, ',');) sizes.push_back(static_cast<uint32_t>(std::stoul(item)));
+  }
+  return sizes;
+}
 
 // Median of `samples` event-timed runs of `enqueue` (after `warmup` untimed ones), in microseconds.
 template <typename F>
@@ -58,6 +78,18 @@ TEST(GpuTiming, DISABLED_FastVsSeedVsEmptyVsCopy) {
     EXPECT_EQ(cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
   });
   const double copy_gbs = 2.0 * copy_bytes / copy_us / 1e3;
+  // Write-only ceilings over the bytes of the B = 1M, M = 16 tables (134 MB) and over 2 GiB.
+  const size_t table_bytes = size_t{2} * 16 * (1048576 + 1) * 4;
+  for (size_t bytes : {table_bytes, copy_bytes}) {
+    const double memset_us = median_us(stream, 3, 21, [&] {
+      EXPECT_EQ(cudaMemsetAsync(dst.get(), 0x11, bytes, stream), cudaSuccess);
+    });
+    const double kernel_us = median_us(stream, 3, 21, [&] {
+      write_ceiling_kernel<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(dst.get<uint4>(), bytes / 16, 7);
+    });
+    std::printf("write-only over %.0f MB: memset %.1f us = %.0f GB/s; uint4 kernel %.1f us = %.0f GB/s\n", bytes / 1e6,
+                memset_us, bytes / memset_us / 1e3, kernel_us, bytes / kernel_us / 1e3);
+  }
 
   std::printf("\nGPU: %s (%d SMs); M = 16, page 128; median of CUDA-event-timed launches\n", prop.name,
               prop.multiProcessorCount);
@@ -65,7 +97,8 @@ TEST(GpuTiming, DISABLED_FastVsSeedVsEmptyVsCopy) {
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   const uint32_t m = 16;
   std::mt19937_64 rng(99);
-  for (uint32_t b : {1u, 16u, 128u, 1024u, 16384u, 131072u, 1048576u, 4194304u}) {
+  const bool with_seed = std::getenv("MLAPLAN_TIMING_NO_SEED") == nullptr;
+  for (uint32_t b : timing_sizes()) {
     Batch batch;
     batch.page_size = 128;
     std::vector<uint64_t> raw(b);
@@ -102,7 +135,8 @@ TEST(GpuTiming, DISABLED_FastVsSeedVsEmptyVsCopy) {
     const double fast_us = median_us(stream, 20, 201, [&] { plan(GpuKernel::fast); });
     // The seed is O(B^2): a few samples suffice where one launch takes seconds.
     const int seed_samples = b >= 1048576 ? 3 : b >= 131072 ? 11 : 101;
-    const double seed_us = median_us(stream, b >= 1048576 ? 1 : 5, seed_samples, [&] { plan(GpuKernel::seed); });
+    const double seed_us =
+        with_seed ? median_us(stream, b >= 1048576 ? 1 : 5, seed_samples, [&] { plan(GpuKernel::seed); }) : 0.0;
     DevicePlanStatus st{};
     ASSERT_EQ(cudaMemcpy(&st, status.get(), sizeof(st), cudaMemcpyDeviceToHost), cudaSuccess);
     ASSERT_EQ(st.code, kPlanOk);
