@@ -42,7 +42,8 @@ std::vector<std::string> cells(const BenchRow& r) {
 std::vector<std::string> preamble(const BenchReport& r) {
   const auto& w = r.options.workload;
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("mlaplan {} bench on {}", build_info().version, r.host_device));
+  lines.push_back(fmt::format("mlaplan {} bench on {}", build_info().version,
+                              r.host_device == "none" ? "the CPU (no GPU in use)" : r.host_device));
   lines.push_back(fmt::format("workload: {} lengths, mean {} tokens, page_size {}, max_chunks {}, {}, {} input sets, seed {}",
                               to_string(w.distribution), w.mean_length, w.page_size, w.max_chunks,
                               w.buffer_tokens ? fmt::format("buffer_tokens {}", w.buffer_tokens)
