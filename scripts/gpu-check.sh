@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks a GPU machine with mlaplan: prints nvidia-smi, runs the GPU tests, compute-sanitizer
-# memcheck and racecheck on both kernels, the scenarios on the GPU backend, and a short benchmark.
+# memcheck and racecheck on both kernels, the scenarios on the GPU backend, `mlaplan verify` with
+# 100,000 random batches on both kernels, the timing harness and a short `mlaplan bench`.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build; build it first with CUDA enabled)
@@ -70,9 +71,18 @@ for kernel in seed fast; do
   if ((have_exe)); then step "scenarios, --kernel $kernel" "scenarios-$kernel.log" run_scenarios "$kernel"
   else skip "scenarios, --kernel $kernel"; fi
 done
+if ((have_exe)); then
+  step "verify, GPU fuzz" verify-gpu.log "$exe" verify --backend gpu --kernel all --fuzz 100000 --seed 1 \
+    "$source_dir/scenarios" --repro-dir "$log_dir/repro" --junit "$log_dir/verify-junit.xml"
+else skip "verify, GPU fuzz"; fi
 step "benchmark (seed vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \
   --gtest_filter='GpuTiming.DISABLED_FastVsSeedVsEmptyVsCopy'
 grep '^|' "$log_dir/benchmark.log" || true
+if ((have_exe)); then
+  step "mlaplan bench (short)" bench-short.log "$exe" bench --sizes 1,1024,1048576 --format md \
+    --json "$log_dir/bench-short.json"
+  grep '^|' "$log_dir/bench-short.log" || true
+else skip "mlaplan bench (short)"; fi
 
 echo
 echo "gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in $log_dir)"
