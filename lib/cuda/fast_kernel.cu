@@ -5,22 +5,27 @@
 // so once a block knows S for its columns, every table cell is independent and the kernel is a
 // scan followed by a bandwidth-bound fill.
 //
-// Batches of one tile (B <= kTile) take a single launch: each block loads the whole batch, scans
-// it (cub::BlockScan) and fills its slice of the chunk rows (below kThreads sequences, a leaner
-// one-sequence-per-thread kernel, since such plans are pure launch latency). Larger batches reduce-then-fill:
-// a reduce launch writes each tile's sum to the workspace, and its last block to finish (an
-// atomic ticket) scans the tile sums into tile prefixes and writes the status; the fill launch
-// then scans each tile locally from its prefix. The ticket counter is reset by that last block,
-// so the workspace is zeroed once and self-resetting (graph replay safe).
+// Three shapes, each a single launch but the last:
+// - B <= 1024: one sequence per thread, one block-wide scan (cub::BlockScan), no workspace. This is
+//   the latency-bound case, so it has the fewest instructions and barriers before the first store.
+// - up to kMaxOnePassTiles tiles of 2048 sequences: one pass. Each tile's block publishes its tile
+//   sum, then sums the published sums of every earlier tile (blocks take tickets in the order they
+//   start, so what they wait for is already running); the block holding the last tile judges the
+//   whole batch. The last block to finish puts the workspace back to zero, so it is zeroed once and
+//   safe to replay from a CUDA graph.
+// - more tiles: reduce-then-fill, two launches (summing every earlier tile would grow as tiles^2).
 //
 // Chunks are parallel too: the grid is tiles x splits, each split owning a run of chunk rows, so a
-// tiny batch with many chunks (B = 1, M = 4096) still spreads over many threads.
+// tiny batch with many chunks (B = 1, M = 4096) still spreads over many threads. Wide tiles store
+// through shared memory as 16-byte vectors at 16-byte-aligned addresses: the tables' rows (pitch
+// B + 1) are rarely aligned, and scalar stores across line boundaries made L2 the busiest unit.
 #include <cub/block/block_exchange.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #include "kernels.hpp"
 #include "plan_math.cuh"
@@ -32,13 +37,16 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kItems = 8;
 constexpr uint32_t kTile = kThreads * kItems;  // columns (sequences) per tile
+constexpr int kSmallThreads = 1024;            // batches up to this size take the one-block-scan path
 // A block should write at least this many cells of each table, or splitting costs more in
-// redundant scans than it buys. (One block writing a whole small plan is limited by what one
-// multiprocessor can store: B = 1024, M = 16 took 2x an empty launch with 16384 here.)
+// redundant scans than it buys. Small batches split finer: their blocks' scans are cheap and
+// latency, not work, is what they are short of.
 constexpr uint64_t kMinCellsPerBlock = 2048;
+constexpr uint64_t kMinCellsPerSmallBlock = 512;
+constexpr uint64_t kMaxOnePassTiles = 1024;      // B <= 2M sequences in one pass
 constexpr uint64_t kBadBit = uint64_t{1} << 63;  // a tile sum's flag: offsets decrease in this tile
 
-// The multi-tile workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
+// The reduce-then-fill workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
 struct Workspace {
   unsigned int done_blocks;  // reduce blocks finished in this launch; reset to 0 by the last
   int32_t ok;                // the status said kPlanOk
@@ -46,6 +54,22 @@ struct Workspace {
   uint64_t tiles[1];         // flexible: `tiles` values
 };
 constexpr size_t kWorkspaceHeader = offsetof(Workspace, tiles);
+
+// The one-pass workspace: two counters, then one slot per tile at a fixed place, so a workspace
+// reused for batches of any size finds every flag where the last launch cleared it. It comes
+// first and the reduce-then-fill workspace after the largest one-pass area, so the two never
+// overlap (a launch of either kind leaves the other's area as it found it).
+struct OnePassWorkspace {
+  unsigned int ticket;  // tickets taken in this launch: the order in which blocks started
+  unsigned int done;    // blocks finished in this launch
+  uint64_t pad;
+};
+struct TileSlot {
+  uint64_t sum;    // the tile's padded total, kBadBit set when its offsets decrease
+  uint32_t ready;  // 1 once `sum` is published in this launch; 0 again after it
+  uint32_t pad;
+};
+constexpr size_t kOnePassBytes = sizeof(OnePassWorkspace) + kMaxOnePassTiles * sizeof(TileSlot);
 
 __device__ __forceinline__ uint64_t min64(uint64_t x, uint64_t y) { return x < y ? x : y; }
 
@@ -79,12 +103,13 @@ __device__ __forceinline__ bool load_striped(const DevicePlanArgs& a, uint64_t b
 // Writes rows [c0, c1) x the tile's n_cols columns of both tables when the tile is narrower than
 // the block: rows x columns are flattened over the threads so that many chunk rows are written at
 // once, and (c, col) advance by the block size without a division per cell.
+template <int kBlock>
 __device__ __forceinline__ void write_narrow(const DevicePlanArgs& a, const uint32_t* s_start, const uint32_t* s_len,
                                              uint64_t b0, uint32_t n_cols, uint64_t c0, uint64_t c1) {
   const uint64_t n = a.buffer_token_size;
   const uint64_t pitch = uint64_t{a.batch_size} + 1;
-  const uint32_t step_c = kThreads / n_cols;
-  const uint32_t step_col = kThreads % n_cols;
+  const uint32_t step_c = kBlock / n_cols;
+  const uint32_t step_col = kBlock % n_cols;
   uint64_t c = c0 + threadIdx.x / n_cols;
   uint32_t col = threadIdx.x % n_cols;
   while (c < c1) {
@@ -102,23 +127,53 @@ __device__ __forceinline__ void write_narrow(const DevicePlanArgs& a, const uint
 }
 
 // The sentinel column (S[B] = E) and the chunk lengths of rows [c0, c1), one chunk row per thread.
+template <int kBlock>
 __device__ __forceinline__ void write_sentinel(const DevicePlanArgs& a, uint64_t total, bool ok, uint64_t c0, uint64_t c1) {
   const uint64_t n = a.buffer_token_size;
   const uint64_t pitch = uint64_t{a.batch_size} + 1;
-  for (uint64_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
+  for (uint64_t c = c0 + threadIdx.x; c < c1; c += kBlock) {
     const uint64_t cn = c * n;
     a.buffer_row_offsets[c * pitch + a.batch_size] = total >= cn ? static_cast<uint32_t>(min64(total - cn, n)) : 0u;
     a.buffer_lengths[c] = chunk_length(static_cast<uint32_t>(c), a.batch_size, total, a.buffer_token_size, ok);
   }
 }
 
-// Batches of fewer than kThreads sequences, the latency-bound case: one sequence per thread and
-// one block-wide scan, without the tile path's exchange and its extra barriers.
-__global__ void __launch_bounds__(kThreads) fast_small_kernel(DevicePlanArgs a, uint32_t rows_per_split) {
-  using BlockScan = cub::BlockScan<uint64_t, kThreads>;
+// Stores one table row's segment out[base, base + n_cols), item k of this thread being column
+// k * kThreads + threadIdx.x with value value_of(k): staged in shared memory shifted to the row's
+// 16-byte alignment, then written as 16-byte vectors (the partial vectors at either end, which
+// neighbouring tiles share, element by element). `out` must be 16-byte aligned. Ends with the
+// stage still being read: the caller alternates two stages, so one barrier per row suffices.
+template <typename ValueOf>
+__device__ __forceinline__ void store_row_vectorized(uint32_t* __restrict__ out, uint64_t base, uint32_t n_cols,
+                                                     uint32_t* __restrict__ stage, ValueOf value_of) {
+  const uint32_t mis = static_cast<uint32_t>(base & 3);
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const uint32_t col = k * kThreads + threadIdx.x;
+    if (col < n_cols) stage[col + mis] = value_of(k);
+  }
+  __syncthreads();
+  uint32_t* row = out + (base - mis);
+  const uint32_t end = n_cols + mis;  // stage[mis, end) holds the segment
+  const uint32_t slots = (end + 3) / 4;
+  for (uint32_t v = threadIdx.x; v < slots; v += kThreads) {
+    const uint32_t lo = 4 * v;
+    if (lo >= mis && lo + 4 <= end) {
+      reinterpret_cast<uint4*>(row)[v] = reinterpret_cast<const uint4*>(stage)[v];
+    } else {
+      for (uint32_t i = lo < mis ? mis : lo; i < (lo + 4 < end ? lo + 4 : end); ++i) row[i] = stage[i];
+    }
+  }
+}
+
+// Batches of at most kBlock sequences, the latency-bound case: one sequence per thread and one
+// block-wide scan, without the tile path's exchange and its extra barriers.
+template <int kBlock>
+__global__ void __launch_bounds__(kBlock) fast_small_kernel(DevicePlanArgs a, uint32_t rows_per_split) {
+  using BlockScan = cub::BlockScan<uint64_t, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
   __shared__ typename BlockScan::TempStorage scan;
-  __shared__ uint32_t s_start[kThreads];
-  __shared__ uint32_t s_len[kThreads];
+  __shared__ uint32_t s_start[kBlock];
+  __shared__ uint32_t s_len[kBlock];
   __shared__ uint64_t s_total;
   __shared__ bool s_ok;
 
@@ -141,8 +196,8 @@ __global__ void __launch_bounds__(kThreads) fast_small_kernel(DevicePlanArgs a, 
     s_ok = st.code == kPlanOk;
   }
   __syncthreads();
-  if (batch > 0) write_narrow(a, s_start, s_len, 0, batch, c0, c1);
-  write_sentinel(a, s_total, s_ok, c0, c1);
+  if (batch > 0) write_narrow<kBlock>(a, s_start, s_len, 0, batch, c0, c1);
+  write_sentinel<kBlock>(a, s_total, s_ok, c0, c1);
 }
 
 __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a, Workspace* ws, uint32_t tiles) {
@@ -210,40 +265,90 @@ __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a,
   }
 }
 
-// One block: tile `blockIdx.x / splits`, chunk rows [c0, c1) of split `blockIdx.x % splits`.
-template <bool kMultiTile>
+enum class Prefix {
+  kNone,     // one tile holds the batch
+  kReduced,  // the reduce launch left each tile's prefix (and the batch's verdict) in the workspace
+  kOnePass,  // published tile sums, summed here (see the file comment)
+};
+
+// One block: a tile of columns and a run of chunk rows [c0, c1). With kOnePass the block's
+// (tile, split) comes from its ticket, else from blockIdx (tile-major).
+template <Prefix kPrefix>
 __global__ void __launch_bounds__(kThreads)
-    fast_fill_kernel(DevicePlanArgs a, const Workspace* ws, uint32_t splits, uint32_t rows_per_split) {
+    fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split) {
   using BlockExchange = cub::BlockExchange<uint64_t, kThreads, kItems>;
   using BlockScan = cub::BlockScan<uint64_t, kThreads>;
+  using BlockReduce = cub::BlockReduce<uint64_t, kThreads>;
   __shared__ union {
     typename BlockExchange::TempStorage exchange;
     typename BlockScan::TempStorage scan;
+    typename BlockReduce::TempStorage reduce;
+    alignas(16) uint32_t stage[2][kTile + 4];  // the vectorized stores' staging rows, used last
   } temp;
   __shared__ uint32_t s_start[kTile];  // S[b] of the tile's columns (32 bits suffice when the plan is ok)
   __shared__ uint32_t s_len[kTile];    // L[b]
   __shared__ uint64_t s_total;
   __shared__ uint64_t s_last_len;
+  __shared__ uint64_t s_prefix;
+  __shared__ uint32_t s_ticket;
   __shared__ bool s_ok;
+  __shared__ bool s_last_block;
 
   const uint32_t batch = a.batch_size;
-  const uint64_t tile = blockIdx.x / splits;
-  const uint32_t split = blockIdx.x % splits;
+  const uint64_t tiles = (uint64_t{batch} + kTile - 1) / kTile;
+  uint32_t block = blockIdx.x;
+  if (kPrefix == Prefix::kOnePass) {
+    if (threadIdx.x == 0) s_ticket = atomicAdd(&static_cast<OnePassWorkspace*>(workspace)->ticket, 1u);
+    __syncthreads();
+    block = s_ticket;
+  }
+  const uint64_t tile = block / splits;
+  const uint32_t split = block % splits;
   const uint64_t b0 = tile * kTile;
   const uint32_t n_cols = tile_columns(batch, tile);
   const bool last_tile = b0 + n_cols == batch;
-  const uint64_t c0_wide = uint64_t{split} * rows_per_split;
-  const uint64_t c1_wide = c0_wide + rows_per_split < a.max_chunks ? c0_wide + rows_per_split : a.max_chunks;
-  const uint64_t n = a.buffer_token_size;
+  const uint64_t c0 = uint64_t{split} * rows_per_split;
+  const uint64_t c1 = c0 + rows_per_split < a.max_chunks ? c0 + rows_per_split : a.max_chunks;
+  const Workspace* reduced = kPrefix == Prefix::kReduced
+                                 ? reinterpret_cast<const Workspace*>(static_cast<const char*>(workspace) + kOnePassBytes)
+                                 : nullptr;
   // Issued first, so their latency overlaps the tile's loads.
-  const uint64_t prefix = kMultiTile ? ws->tiles[tile] : 0;
-  const uint64_t ws_total = kMultiTile && last_tile ? ws->padded_tokens : 0;
-  const bool ws_ok = kMultiTile && last_tile ? ws->ok != 0 : false;
+  uint64_t prefix = kPrefix == Prefix::kReduced ? reduced->tiles[tile] : 0;
+  const uint64_t reduced_total = kPrefix == Prefix::kReduced && last_tile ? reduced->padded_tokens : 0;
+  const bool reduced_ok = kPrefix == Prefix::kReduced && last_tile ? reduced->ok != 0 : false;
   if (n_cols == 0 && threadIdx.x == 0) s_last_len = 0;  // an empty batch has no last column
 
-  // Scan the tile: striped loads, exchange to blocked, block-wide exclusive sum.
   uint64_t len[kItems];
   const bool bad = __syncthreads_or(load_striped(a, b0, n_cols, len, &s_last_len));
+
+  bool bad_before = false;
+  if (kPrefix == Prefix::kOnePass) {
+    TileSlot* slots = reinterpret_cast<TileSlot*>(static_cast<OnePassWorkspace*>(workspace) + 1);
+    const uint64_t sum = BlockReduce(temp.reduce).Sum(len);
+    if (threadIdx.x == 0 && split == 0) {
+      slots[tile].sum = sum | (bad ? kBadBit : 0);
+      __threadfence();  // the sum is visible before the flag that announces it
+      atomicExch(&slots[tile].ready, 1u);
+    }
+    // Every earlier tile's sum, each waited for: its publisher holds an earlier ticket, so it has
+    // started and waits only on tiles before its own.
+    uint64_t acc = 0;
+    for (uint64_t j = threadIdx.x; j < tile; j += kThreads) {
+      while (*static_cast<volatile uint32_t*>(&slots[j].ready) == 0) __nanosleep(64);
+      __threadfence();
+      const uint64_t x = __ldcg(&slots[j].sum);
+      acc += x & ~kBadBit;
+      bad_before |= (x & kBadBit) != 0;
+    }
+    __syncthreads();  // temp.reduce is reused
+    acc = BlockReduce(temp.reduce).Sum(acc);
+    bad_before = __syncthreads_or(bad_before);
+    if (threadIdx.x == 0) s_prefix = acc;
+    __syncthreads();
+    prefix = s_prefix;
+  }
+
+  // Scan the tile: exchange the striped lengths to blocked, block-wide exclusive sum.
 #pragma unroll
   for (int k = 0; k < kItems; ++k) s_len[k * kThreads + threadIdx.x] = static_cast<uint32_t>(len[k]);
   BlockExchange(temp.exchange).StripedToBlocked(len, len);
@@ -253,12 +358,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int k = 0; k < kItems; ++k) s_start[threadIdx.x * kItems + k] = static_cast<uint32_t>(prefix + len[k]);
   if (last_tile && threadIdx.x == 0) {
-    if (kMultiTile) {  // the reduce launch judged the whole batch
-      s_total = ws_total;
-      s_ok = ws_ok;
-    } else {  // this tile is the whole batch
+    if (kPrefix == Prefix::kReduced) {  // the reduce launch judged the whole batch
+      s_total = reduced_total;
+      s_ok = reduced_ok;
+    } else {  // this block has seen every tile: its own and (one pass) the sums of the others
       const uint64_t total = prefix + aggregate;
-      const DevicePlanStatus st = batch_status(batch, total, total - s_last_len, bad, a.buffer_token_size, a.max_chunks);
+      const DevicePlanStatus st =
+          batch_status(batch, total, total - s_last_len, bad || bad_before, a.buffer_token_size, a.max_chunks);
       if (split == 0) *a.status = st;
       s_total = total;
       s_ok = st.code == kPlanOk;
@@ -274,6 +380,7 @@ __global__ void __launch_bounds__(kThreads)
     // L), the seed's own form, so each cell costs a few 32-bit compares instead of 64-bit
     // clamps. Exact whenever the plan is ok (S < 2^32); a refused plan's cells are don't-care.
     const uint32_t n32 = a.buffer_token_size;
+    const uint64_t n = n32;
     uint32_t k_start[kItems], r[kItems], l[kItems];
 #pragma unroll
     for (int k = 0; k < kItems; ++k) {
@@ -283,24 +390,51 @@ __global__ void __launch_bounds__(kThreads)
       r[k] = s - k_start[k] * n32;
       l[k] = col < n_cols ? s_len[col] : 0;
     }
-    for (uint64_t c = c0_wide; c < c1_wide; ++c) {
-      uint32_t* ro = row_offsets + c * pitch + b0;
-      uint32_t* co = cache_offsets + c * batch + b0;
+    const bool aligned = ((reinterpret_cast<uintptr_t>(row_offsets) | reinterpret_cast<uintptr_t>(cache_offsets)) & 15) == 0;
+    for (uint64_t c = c0; c < c1; ++c) {
+      auto row_offset = [&](int k) { return c < k_start[k] ? n32 : c == k_start[k] ? r[k] : 0u; };
+      // Rows consumed before chunk c: (c - k) * N - r, capped at L.
+      auto cache_offset = [&](int k) {
+        return c <= k_start[k] ? 0u : static_cast<uint32_t>(min64((c - k_start[k]) * n - r[k], l[k]));
+      };
+      if (aligned) {
+        store_row_vectorized(row_offsets, c * pitch + b0, n_cols, temp.stage[0], row_offset);
+        store_row_vectorized(cache_offsets, c * batch + b0, n_cols, temp.stage[1], cache_offset);
+      } else {
+        uint32_t* ro = row_offsets + c * pitch + b0;
+        uint32_t* co = cache_offsets + c * batch + b0;
 #pragma unroll
-      for (int k = 0; k < kItems; ++k) {
-        const uint32_t col = k * kThreads + threadIdx.x;
-        if (col < n_cols) {
-          ro[col] = c < k_start[k] ? n32 : c == k_start[k] ? r[k] : 0u;
-          // Rows consumed before chunk c: (c - k) * N - r, capped at L.
-          co[col] = c <= k_start[k] ? 0u : static_cast<uint32_t>(min64((c - k_start[k]) * n - r[k], l[k]));
+        for (int k = 0; k < kItems; ++k) {
+          const uint32_t col = k * kThreads + threadIdx.x;
+          if (col < n_cols) {
+            ro[col] = row_offset(k);
+            co[col] = cache_offset(k);
+          }
         }
       }
     }
   } else if (n_cols > 0) {
-    write_narrow(a, s_start, s_len, b0, n_cols, c0_wide, c1_wide);
+    write_narrow<kThreads>(a, s_start, s_len, b0, n_cols, c0, c1);
   }
 
-  if (last_tile) write_sentinel(a, s_total, s_ok, c0_wide, c1_wide);
+  if (last_tile) write_sentinel<kThreads>(a, s_total, s_ok, c0, c1);
+
+  if (kPrefix == Prefix::kOnePass) {
+    // The last block to finish puts the workspace back to zero for the next launch: every other
+    // block has taken its ticket and read the sums it needed.
+    auto* ws = static_cast<OnePassWorkspace*>(workspace);
+    __syncthreads();
+    if (threadIdx.x == 0) s_last_block = atomicAdd(&ws->done, 1u) == tiles * splits - 1;
+    __syncthreads();
+    if (s_last_block) {
+      TileSlot* slots = reinterpret_cast<TileSlot*>(ws + 1);
+      for (uint64_t j = threadIdx.x; j < tiles; j += kThreads) slots[j].ready = 0;
+      if (threadIdx.x == 0) {
+        ws->ticket = 0;
+        ws->done = 0;
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -315,7 +449,8 @@ uint64_t resident_fill_blocks() {
   if (blocks == 0) {
     int sms = 0, per_sm = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<true>, kThreads, 0) != cudaSuccess)
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<Prefix::kOnePass>, kThreads, 0) !=
+            cudaSuccess)
       return 1024;
     blocks = static_cast<uint32_t>(std::max(1, sms * per_sm));
     cache[device].store(blocks, std::memory_order_relaxed);
@@ -325,18 +460,21 @@ uint64_t resident_fill_blocks() {
 
 size_t fast_workspace_bytes(uint32_t batch_size) {
   const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;
-  return tiles <= 1 ? 0 : kWorkspaceHeader + tiles * sizeof(uint64_t);
+  if (tiles <= 1) return 0;
+  if (tiles <= kMaxOnePassTiles) return sizeof(OnePassWorkspace) + tiles * sizeof(TileSlot);
+  return kOnePassBytes + kWorkspaceHeader + tiles * sizeof(uint64_t);
 }
 
 cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_t stream) {
   const uint32_t batch = args.batch_size;
   const uint64_t m = args.max_chunks;
-  const uint64_t tiles = batch == 0 ? 1 : (uint64_t{batch} + kTile - 1) / kTile;
-  const uint64_t cols = batch < kTile ? uint64_t{batch} + 1 : kTile;
+  const bool small = batch <= kSmallThreads;
+  const uint64_t tiles = small ? 1 : (uint64_t{batch} + kTile - 1) / kTile;
+  const uint64_t cols = small ? uint64_t{batch} + 1 : std::min<uint64_t>(batch, kTile);
   // Split chunk rows over blocks only while the grid fits in one wave: past that, whole tiles
   // keep every multiprocessor busy and splitting would only repeat the tile scans.
   uint64_t splits = resident_fill_blocks() / tiles;
-  const uint64_t by_work = m * cols / kMinCellsPerBlock;
+  const uint64_t by_work = m * cols / (small ? kMinCellsPerSmallBlock : kMinCellsPerBlock);
   if (splits > by_work) splits = by_work;
   if (splits < 1) splits = 1;
   if (splits > m) splits = m;
@@ -344,21 +482,25 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   splits = (m + rows_per_split - 1) / rows_per_split;
   const uint64_t blocks = tiles * splits;
   if (blocks > 0x7fffffffu) return cudaErrorInvalidConfiguration;
+  const auto grid = static_cast<uint32_t>(blocks);
+  const auto per_split = static_cast<uint32_t>(rows_per_split);
 
-  auto* ws = static_cast<Workspace*>(workspace);
   if (batch < kThreads) {
-    fast_small_kernel<<<static_cast<uint32_t>(splits), kThreads, 0, stream>>>(args, static_cast<uint32_t>(rows_per_split));
-    return cudaGetLastError();
+    fast_small_kernel<kThreads><<<grid, kThreads, 0, stream>>>(args, per_split);
+  } else if (small) {
+    fast_small_kernel<kSmallThreads><<<grid, kSmallThreads, 0, stream>>>(args, per_split);
+  } else if (tiles == 1) {
+    fast_fill_kernel<Prefix::kNone><<<grid, kThreads, 0, stream>>>(args, nullptr, static_cast<uint32_t>(splits), per_split);
+  } else if (tiles <= kMaxOnePassTiles) {
+    fast_fill_kernel<Prefix::kOnePass><<<grid, kThreads, 0, stream>>>(args, workspace, static_cast<uint32_t>(splits),
+                                                                        per_split);
+  } else {
+    auto* ws = reinterpret_cast<Workspace*>(static_cast<char*>(workspace) + kOnePassBytes);
+    fast_reduce_kernel<<<static_cast<uint32_t>(tiles), kThreads, 0, stream>>>(args, ws, static_cast<uint32_t>(tiles));
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    fast_fill_kernel<Prefix::kReduced><<<grid, kThreads, 0, stream>>>(args, workspace, static_cast<uint32_t>(splits),
+                                                                       per_split);
   }
-  if (tiles == 1) {
-    fast_fill_kernel<false><<<static_cast<uint32_t>(blocks), kThreads, 0, stream>>>(
-        args, nullptr, static_cast<uint32_t>(splits), static_cast<uint32_t>(rows_per_split));
-    return cudaGetLastError();
-  }
-  fast_reduce_kernel<<<static_cast<uint32_t>(tiles), kThreads, 0, stream>>>(args, ws, static_cast<uint32_t>(tiles));
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  fast_fill_kernel<true><<<static_cast<uint32_t>(blocks), kThreads, 0, stream>>>(
-      args, ws, static_cast<uint32_t>(splits), static_cast<uint32_t>(rows_per_split));
   return cudaGetLastError();
 }
 
