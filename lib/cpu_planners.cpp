@@ -3,33 +3,31 @@
 #include "mlaplan/planner.hpp"
 #include "mlaplan/reference_planner.hpp"
 
+#include <utility>
+
 namespace mlaplan {
 
 namespace {
 
-class ReferencePlanner final : public Planner {
+// A host function planning a batch, as one "plan" phase.
+class CpuPlanner final : public Planner {
  public:
-  std::string name() const override { return "cpu-reference"; }
+  CpuPlanner(std::string name, PlanTables (*plan)(const Batch&)) : name_(std::move(name)), plan_(plan) {}
+  std::string name() const override { return name_; }
   std::string backend() const override { return "cpu"; }
   PlanTables plan(const Batch& batch, PhaseTimer& timer) override {
     auto scope = timer.phase("plan");
-    return plan_reference(batch);
+    return plan_(batch);
   }
-};
 
-class FastCpuPlanner final : public Planner {
- public:
-  std::string name() const override { return "cpu-fast"; }
-  std::string backend() const override { return "cpu"; }
-  PlanTables plan(const Batch& batch, PhaseTimer& timer) override {
-    auto scope = timer.phase("plan");
-    return plan_fast_cpu(batch);
-  }
+ private:
+  std::string name_;
+  PlanTables (*plan_)(const Batch&);
 };
 
 }  // namespace
 
-std::unique_ptr<Planner> make_reference_planner() { return std::make_unique<ReferencePlanner>(); }
-std::unique_ptr<Planner> make_fast_cpu_planner() { return std::make_unique<FastCpuPlanner>(); }
+std::unique_ptr<Planner> make_reference_planner() { return std::make_unique<CpuPlanner>("cpu-reference", plan_reference); }
+std::unique_ptr<Planner> make_fast_cpu_planner() { return std::make_unique<CpuPlanner>("cpu-fast", plan_fast_cpu); }
 
 }  // namespace mlaplan
