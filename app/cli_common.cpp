@@ -46,20 +46,32 @@ void write_output(const std::string& path, const std::string& content) {
   }
 }
 
-void add_backend_options(CLI::App& cmd, BackendOptions& options) {
+void add_backend_option(CLI::App& cmd, Backend& backend) {
   cmd.add_option_function<std::string>(
          "--backend",
-         [&options](const std::string& v) {
-           options.backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic;
-         },
+         [&backend](const std::string& v) { backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic; },
          "Where to plan: auto (the GPU when one is usable, else the CPU, saying so), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->default_str("auto");
+}
+
+void add_backend_options(CLI::App& cmd, BackendOptions& options) {
+  add_backend_option(cmd, options.backend);
   cmd.add_option_function<std::string>(
          "--kernel", [&options](const std::string& v) { options.kernel = v == "seed" ? GpuKernel::seed : GpuKernel::fast; },
          "GPU kernel: fast, or seed (the port of the seed's kernel, the baseline)")
       ->check(CLI::IsMember({"fast", "seed"}))
       ->default_str("fast");
+}
+
+std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path) {
+  if (wanted.empty()) return all;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (all[i].name == wanted || std::to_string(i) == wanted) return {all[i]};
+  }
+  std::string names;
+  for (const auto& s : all) names += (names.empty() ? "" : ", ") + s.name;
+  throw InputError(fmt::format("{}: --scenario {}: no such scenario; the file holds: {}", path, wanted, names));
 }
 
 PlannerChoice choose(const BackendOptions& options) {

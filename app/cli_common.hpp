@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "mlaplan/backend.hpp"
 #include "mlaplan/gpu_planner.hpp"
+#include "mlaplan/scenario.hpp"
 
 namespace mlaplan::cli {
 
@@ -23,12 +25,19 @@ void error(const std::string& message);
 // leaves a partial file; an empty path or "-" means stdout.
 void write_output(const std::string& path, const std::string& content);
 
-// --backend auto|gpu|cpu and --kernel seed|fast, the same on every subcommand.
+// --backend auto|gpu|cpu, the same on every subcommand.
+void add_backend_option(CLI::App& cmd, Backend& backend);
+
+// --backend and --kernel seed|fast (run's GPU kernel; verify has its own --kernel).
 struct BackendOptions {
   Backend backend = Backend::automatic;
   GpuKernel kernel = GpuKernel::fast;
 };
 void add_backend_options(CLI::App& cmd, BackendOptions& options);
+
+// The scenarios of `path` that --scenario WANTED names (by name or index; all of them when WANTED
+// is empty). Throws InputError listing the file's scenarios when none matches.
+std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path);
 
 // Picks the planner and prints the fallback note, if any.
 PlannerChoice choose(const BackendOptions& options);

@@ -26,22 +26,12 @@ struct RunOptions {
   size_t max_sequences = 8;
 };
 
-std::vector<Scenario> select(std::vector<Scenario> all, const std::string& wanted, const std::string& path) {
-  if (wanted.empty()) return all;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].name == wanted || std::to_string(i) == wanted) return {all[i]};
-  }
-  std::string names;
-  for (const auto& s : all) names += (names.empty() ? "" : ", ") + s.name;
-  throw InputError(fmt::format("{}: --scenario {}: no such scenario; the file holds: {}", path, wanted, names));
-}
-
 int run(const RunOptions& opt) {
   PhaseTimer load_timer;
   std::vector<Scenario> scenarios;
   {
     auto scope = load_timer.phase("load");
-    scenarios = select(load_scenario_file(opt.path), opt.scenario, opt.path);
+    scenarios = select_scenarios(load_scenario_file(opt.path), opt.scenario, opt.path);
   }
   PlannerChoice choice = choose(opt.backend);
   Planner& planner = *choice.planner;

@@ -215,12 +215,7 @@ int verify_plan_file(const VerifyOptions& opt) {
   if (opt.paths.size() != 1)
     throw InputError("--plan: give exactly one scenario file: mlaplan verify --plan TABLES.json SCENARIO.json");
   if (opt.fuzz) throw InputError("--plan: cannot be combined with --fuzz");
-  std::vector<Scenario> scenarios = load_scenario_file(opt.paths[0]);
-  if (!opt.scenario.empty()) {
-    auto it = std::find_if(scenarios.begin(), scenarios.end(), [&](const Scenario& s) { return s.name == opt.scenario; });
-    if (it == scenarios.end()) throw InputError(fmt::format("{}: --scenario {}: no such scenario", opt.paths[0], opt.scenario));
-    scenarios = {*it};
-  }
+  std::vector<Scenario> scenarios = select_scenarios(load_scenario_file(opt.paths[0]), opt.scenario, opt.paths[0]);
   if (scenarios.size() != 1)
     throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME",
                                  opt.paths[0], scenarios.size()));
@@ -338,14 +333,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--large-batch-size", opt->large_batch_size, "Largest B of the random large-batch shape")
       ->default_str("4096")
       ->check(CLI::PositiveNumber);
-  cmd->add_option_function<std::string>(
-         "--backend",
-         [opt](const std::string& v) {
-           opt->backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic;
-         },
-         "auto (the GPU when one is usable, else the CPU, saying so), gpu or cpu")
-      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
-      ->default_str("auto");
+  add_backend_option(*cmd, opt->backend);
   cmd->add_option("--kernel", opt->kernel,
                   "Which planner: fast (GPU fast kernel; on the CPU the closed-form planner), seed (GPU seed port; on the "
                   "CPU the reference loop) or all")
@@ -354,7 +342,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--plan", opt->plan_file,
                   "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
                   "against the one SCENARIO given");
-  cmd->add_option("--scenario", opt->scenario, "With --plan: the scenario of a multi-scenario file the tables belong to");
+  cmd->add_option("--scenario", opt->scenario, "With --plan: the scenario of a multi-scenario file the tables belong to (name or index)");
   cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE");
   cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->default_str(".");
