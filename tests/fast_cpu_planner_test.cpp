@@ -9,6 +9,7 @@
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "mlaplan/table_diff.hpp"
+#include "test_batches.hpp"
 
 using namespace mlaplan;
 
@@ -49,16 +50,11 @@ Batch random_batch(std::mt19937_64& rng) {
 }  // namespace
 
 TEST(FastCpuPlanner, WorkedExample) {
-  Batch b;
-  b.page_size = 128;
-  b.buffer_token_size = 512;
-  b.max_chunks = 4;
-  b.cache_lengths = {500, 0, 100};
-  b.input_row_offsets = {0, 9, 209, 229};
-  const PlanTables t = plan_fast_cpu(b);
-  EXPECT_EQ(t.buffer_row_offsets, (std::vector<uint32_t>{0, 512, 512, 512, 0, 0, 256, 384, 0, 0, 0, 0, 0, 0, 0, 0}));
-  EXPECT_EQ(t.cache_offsets, (std::vector<uint32_t>{0, 0, 0, 512, 0, 0, 512, 256, 128, 512, 256, 128}));
-  EXPECT_EQ(t.buffer_lengths, (std::vector<int32_t>{512, 384, -1, -1}));
+  const PlanTables t = plan_fast_cpu(test::worked_example_batch());
+  const test::WorkedExamplePlan want;
+  EXPECT_EQ(t.buffer_row_offsets, want.buffer_row_offsets);
+  EXPECT_EQ(t.cache_offsets, want.cache_offsets);
+  EXPECT_EQ(t.buffer_lengths, want.buffer_lengths);
 }
 
 TEST(FastCpuPlanner, MatchesTheReferenceOnRandomBatches) {

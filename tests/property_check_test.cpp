@@ -9,6 +9,7 @@
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
+#include "test_batches.hpp"
 
 using namespace mlaplan;
 
@@ -63,12 +64,7 @@ TEST(PropertyCheck, CatchesOneCorruptedCellInEachTable) {
 }
 
 TEST(PropertyCheck, CatchesAPlannerThatDropsThePagePadding) {
-  Batch b;
-  b.page_size = 128;
-  b.buffer_token_size = 512;
-  b.max_chunks = 4;
-  b.cache_lengths = {500, 0, 100};
-  b.input_row_offsets = {0, 9, 209, 229};
+  const Batch b = test::worked_example_batch();
   Batch unpadded = b;
   unpadded.page_size = 1;
   const PropertyReport r = check_properties(b, plan_reference(unpadded));
