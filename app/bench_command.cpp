@@ -83,10 +83,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("bench", "Time every planner (GPU kernels, CPU paths) over batch sizes, with the launch and copy limits");
   cmd->add_option("--sizes", opt->sizes,
                   "Batch sizes: a list (1,16,128), ranges FIRST:LAST:xFACTOR (1:1048576:x4) or FIRST:LAST:+STEP, or a mix")
+      ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--kernels", opt->kernels,
-                  "What to time: seed, fast, graph (fast replayed from a CUDA graph), cpu (the reference), cpu-fast, "
-                  "cpu+copy (copy to host, plan, copy back), empty (an empty launch), copy (device memcpy), or all")
+                  "What to time, comma-separated: seed, fast, graph (fast replayed from a CUDA graph), cpu (the reference), "
+                  "cpu-fast, cpu+copy (copy to host, plan, copy back), empty (an empty launch), copy (device memcpy); or all")
+      ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--mode", opt->mode, "hot (back-to-back launches), cold (caches flushed before each sample) or both")
       ->check(CLI::IsMember({"hot", "cold", "both"}))
@@ -118,8 +120,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--format", opt->format, "Output: table (for people), md (Markdown), csv or json (for scripts/plot_bench.py)")
       ->check(CLI::IsMember({"table", "md", "csv", "json"}))
       ->capture_default_str();
-  cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)");
-  cmd->add_option("--json", opt->json_output, "Also write the JSON report to FILE, whatever --format is (for scripts/plot_bench.py)");
+  cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)")->type_name("FILE");
+  cmd->add_option("--json", opt->json_output, "Also write the JSON report to FILE, whatever --format is (for scripts/plot_bench.py)")
+      ->type_name("FILE");
   cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run_bench_command(*opt); }));
 }

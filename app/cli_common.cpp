@@ -59,7 +59,7 @@ void add_backend_options(CLI::App& cmd, BackendOptions& options) {
   add_backend_option(cmd, options.backend);
   cmd.add_option_function<std::string>(
          "--kernel", [&options](const std::string& v) { options.kernel = v == "seed" ? GpuKernel::seed : GpuKernel::fast; },
-         "GPU kernel: fast, or seed (the port of the seed's kernel, the baseline)")
+         "GPU kernel: fast, or seed (the port of the seed's kernel, the baseline); the CPU backend always uses the reference")
       ->check(CLI::IsMember({"fast", "seed"}))
       ->default_str("fast");
 }
@@ -83,7 +83,8 @@ PlannerChoice choose(const BackendOptions& options) {
 std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
   auto path = std::make_shared<std::string>();
   cmd.add_option("--trace", *path,
-                 "Also write a Chrome/Perfetto trace of every phase (host ranges and CUDA event times, in us) to FILE.json");
+                 "Also write a Chrome/Perfetto trace of every phase (host ranges and CUDA event times, in us) to FILE.json")
+      ->type_name("FILE.json");
   return [path, name = "mlaplan " + cmd.get_name(), body = std::move(body)] {
     TraceRecorder recorder;
     std::optional<ActiveTrace> active;

@@ -96,15 +96,16 @@ int run(const RunOptions& opt) {
 void add_run_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Plan the scenarios of one file, check the plans and print them");
-  cmd->add_option("scenario", opt->path, "Scenario file (.json): one scenario, or {\"scenarios\": [...]}")->required();
-  cmd->add_option("--scenario", opt->scenario, "In a file holding several scenarios, plan only this one (name or index)");
+  cmd->add_option("scenario", opt->path, "Scenario file (.json): one scenario, or {\"scenarios\": [...]}")->required()->type_name("FILE");
+  cmd->add_option("--scenario", opt->scenario, "In a file holding several scenarios, plan only this one (name or index)")
+      ->type_name("NAME");
   add_backend_options(*cmd, opt->backend);
   cmd->add_option_function<std::string>(
          "--format", [opt](const std::string& v) { opt->format = v == "json" ? Format::json : v == "csv" ? Format::csv : Format::table; },
          "Output: table (for people), json (the contract of interface.md) or csv (one row per table cell)")
       ->check(CLI::IsMember({"table", "json", "csv"}))
       ->default_str("table");
-  cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)");
+  cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)")->type_name("FILE");
   cmd->add_flag("--no-verify", opt->no_verify, "Skip checking the plan against the reference, the properties and `expected`");
   cmd->add_option("--max-sequences", opt->max_sequences, "Table format: sequences spelled out per chunk")
       ->default_str("8")

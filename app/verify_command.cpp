@@ -321,7 +321,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "verify",
       "Check a planner: every scenario in PATHs (folders recursively) plus --fuzz random batches, or with no PATH and no "
       "--fuzz the built-in edge cases and 1,000 random batches");
-  cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json)");
+  cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json)")->type_name("PATH");
   cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
   cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
@@ -341,11 +341,13 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->default_str("fast");
   cmd->add_option("--plan", opt->plan_file,
                   "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
-                  "against the one SCENARIO given");
-  cmd->add_option("--scenario", opt->scenario, "With --plan: the scenario of a multi-scenario file the tables belong to (name or index)");
-  cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE");
-  cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE");
-  cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->default_str(".");
+                  "against the one SCENARIO given")
+      ->type_name("TABLES.json");
+  cmd->add_option("--scenario", opt->scenario, "With --plan: the scenario of a multi-scenario file the tables belong to (name or index)")
+      ->type_name("NAME");
+  cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE")->type_name("FILE");
+  cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE")->type_name("FILE");
+  cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->type_name("DIR")->default_str(".");
   cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
       ->default_str("10")
       ->check(CLI::NonNegativeNumber);
