@@ -175,8 +175,12 @@ std::optional<std::string> find_usable_gpu(std::string* why) {
     return std::nullopt;
   };
   int count = 0;
-  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
+  if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    // Without an NVIDIA driver the runtime reports an "insufficient" driver; say what that means.
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice)
+      return fail(fmt::format("no NVIDIA driver or GPU found: {}", cudaGetErrorName(e)));
     return fail(fmt::format("no CUDA device: {}", cudaGetErrorString(e)));
+  }
   if (count == 0) return fail("no CUDA device: none is visible");
   int driver = 0;
   if (const cudaError_t e = cudaDriverGetVersion(&driver); e != cudaSuccess)
