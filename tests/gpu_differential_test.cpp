@@ -5,20 +5,12 @@
 #include <cstdio>
 
 #include "gpu_plan_harness.hpp"
+#include "test_batches.hpp"
 
 namespace mlaplan::gpu_test {
 namespace {
 
-Batch make_batch(uint32_t p, uint32_t n, uint32_t m, std::vector<uint32_t> cache, std::vector<uint32_t> offsets) {
-  Batch b;
-  b.page_size = p;
-  b.buffer_token_size = n;
-  b.max_chunks = m;
-  b.cache_lengths = std::move(cache);
-  b.input_row_offsets = std::move(offsets);
-  validate_batch(b);
-  return b;
-}
+using mlaplan::test::make_batch;
 
 // Batch sizes: mostly small, some around a tile (2048), a few up to 20,000.
 uint32_t random_batch_size(std::mt19937_64& rng) {
