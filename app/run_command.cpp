@@ -35,7 +35,7 @@ int run(const RunOptions& opt) {
   }
   PlannerChoice choice = choose(opt.backend);
   Planner& planner = *choice.planner;
-  const bool from_reference = planner.name() == "cpu-reference";
+  const bool from_reference = planner.is_reference();
 
   std::vector<PlanReport> reports;
   reports.reserve(scenarios.size());

@@ -4,8 +4,7 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/property_check.hpp"
-#include "mlaplan/reference_planner.hpp"
+#include "mlaplan/plan_check.hpp"
 
 namespace mlaplan {
 
@@ -48,26 +47,11 @@ CaseResult check_tables(const Scenario& s, const std::optional<PlanTables>& tabl
     // A refusal from --plan carries no minimum; 0 means "not stated".
     return judge_refusal(s, shape, tables ? std::nullopt : std::optional<uint64_t>(0));
   }
+  const Verification v = verify_plan(s, *tables, tables_are_reference, timer);
   CaseResult r;
-  if (!tables_are_reference) {
-    PlanTables ref;
-    {
-      auto scope = timer.phase("reference");
-      ref = plan_reference(s.batch);
-    }
-    auto scope = timer.phase("check");
-    r.diff = diff_tables(ref, *tables);
-    if (!r.diff->equal()) r.detail = r.diff->describe();
-  }
-  auto scope = timer.phase("check");
-  if (!r.diff || r.diff->shape_error.empty()) {  // tables of the wrong shape cannot be indexed
-    const PropertyReport p = check_properties(s.batch, *tables, 1);
-    if (!p.ok() && r.detail.empty()) r.detail = fmt::format("{} ({} property violations)", p.messages.front(), p.violations);
-  }
-  if (r.detail.empty() && s.expected) {
-    if (auto e = check_expected(*s.expected, *tables)) r.detail = *e;
-  }
-  r.passed = r.detail.empty();
+  r.passed = v.status == "pass";
+  r.detail = v.detail;
+  r.diff = v.diff;
   return r;
 }
 
@@ -83,7 +67,7 @@ CaseResult check_case(const Scenario& s, Planner& planner, PhaseTimer& timer) {
     }
     return judge_refusal(s, shape, e.min_max_chunks());
   }
-  return check_tables(s, tables, timer, planner.name() == "cpu-reference");
+  return check_tables(s, tables, timer, planner.is_reference());
 }
 
 }  // namespace mlaplan

@@ -12,8 +12,10 @@ namespace {
 // A host function planning a batch, as one "plan" phase.
 class CpuPlanner final : public Planner {
  public:
-  CpuPlanner(std::string name, PlanTables (*plan)(const Batch&)) : name_(std::move(name)), plan_(plan) {}
+  CpuPlanner(std::string name, PlanTables (*plan)(const Batch&))
+      : name_(std::move(name)), plan_(plan), reference_(plan == &plan_reference) {}
   std::string name() const override { return name_; }
+  bool is_reference() const override { return reference_; }
   std::string backend() const override { return "cpu"; }
   PlanTables plan(const Batch& batch, PhaseTimer& timer) override {
     auto scope = timer.phase("plan");
@@ -23,6 +25,7 @@ class CpuPlanner final : public Planner {
  private:
   std::string name_;
   PlanTables (*plan_)(const Batch&);
+  bool reference_;
 };
 
 }  // namespace

@@ -4,7 +4,6 @@
 
 #include "mlaplan/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/table_diff.hpp"
 
 namespace mlaplan {
 
@@ -20,16 +19,18 @@ Verification verify_plan(const Scenario& scenario, const PlanTables& tables, boo
       ref = plan_reference(scenario.batch);
     }
     auto scope = timer.phase("check");
-    const TableDiff d = diff_tables(ref, tables);
-    v.reference = d.equal() ? "match" : "mismatch";
-    if (!d.equal()) first_problem = "reference: " + d.describe();
+    v.diff = diff_tables(ref, tables);
+    v.reference = v.diff->equal() ? "match" : "mismatch";
+    if (!v.diff->equal()) first_problem = v.diff->describe();
   }
   {
     auto scope = timer.phase("check");
-    const PropertyReport p = check_properties(scenario.batch, tables, 1);
-    v.properties = p.ok() ? "pass" : "fail";
-    if (!p.ok() && first_problem.empty())
-      first_problem = fmt::format("properties: {} ({} violations)", p.messages.front(), p.violations);
+    if (!v.diff || v.diff->shape_error.empty()) {  // tables of the wrong shape cannot be indexed
+      const PropertyReport p = check_properties(scenario.batch, tables, 1);
+      v.properties = p.ok() ? "pass" : "fail";
+      if (!p.ok() && first_problem.empty())
+        first_problem = fmt::format("{} ({} property violations)", p.messages.front(), p.violations);
+    }
     if (scenario.expected) {
       const auto e = check_expected(*scenario.expected, tables);
       v.expected = e ? "fail" : "pass";

@@ -22,10 +22,12 @@ std::optional<std::string> check_expected(const ExpectedPlan& expected, const Pl
   const TableDiff d = diff_tables(want, tables);
   if (!d.equal()) return "expected: " + d.describe();
   if (expected.padded_tokens || expected.chunks_used) {
-    uint64_t e = 0;
-    for (int32_t len : tables.buffer_lengths) e += len > 0 ? static_cast<uint64_t>(len) : 0;
-    uint64_t used = 0;
-    for (int32_t len : tables.buffer_lengths) used += len > 0 ? 1 : 0;
+    uint64_t e = 0, used = 0;
+    for (int32_t len : tables.buffer_lengths) {
+      if (len <= 0) continue;
+      e += static_cast<uint64_t>(len);
+      ++used;
+    }
     if (expected.padded_tokens && *expected.padded_tokens != e)
       return fmt::format("expected.padded_tokens: expected {}, got {}", *expected.padded_tokens, e);
     if (expected.chunks_used && *expected.chunks_used != used)

@@ -2,11 +2,13 @@
 // and the scenario's expected block.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/plan_tables.hpp"
 #include "mlaplan/scenario.hpp"
+#include "mlaplan/table_diff.hpp"
 
 namespace mlaplan {
 
@@ -16,6 +18,7 @@ struct Verification {
   std::string properties = "skipped";  // "pass", "fail" or "skipped"
   std::string expected = "absent";     // "pass", "fail", "absent" or "skipped"
   std::string detail;                  // the first problem found, empty on a pass
+  std::optional<TableDiff> diff;       // against the reference, when it was compared
 };
 
 // Checks a feasible scenario's plan. `from_reference` skips the self-comparison when the tables

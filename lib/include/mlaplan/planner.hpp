@@ -18,6 +18,8 @@ class Planner {
   virtual std::string name() const = 0;     // "cpu-reference", "gpu-fast", ...
   virtual std::string backend() const = 0;  // "cpu" or "gpu"
   virtual std::optional<std::string> device() const { return std::nullopt; }
+  // True for the reference planner itself, whose plans need no comparison with the reference.
+  virtual bool is_reference() const { return false; }
   // Plans a validated batch, recording its phases in `timer`. Throws InfeasibleBatch when the batch
   // does not fit (every planner refuses the same batches) and DeviceError when the device fails.
   virtual PlanTables plan(const Batch& batch, PhaseTimer& timer) = 0;
