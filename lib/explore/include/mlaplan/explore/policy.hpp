@@ -1,0 +1,76 @@
+// The chunking policies engines use to stream a batch's KV through a fixed buffer, each written
+// from its engine's own definition (docs/policies.md names the source of each):
+//   max         MAX's mla_prefill_plan (the seed): cache + new tokens per sequence, padded to whole
+//               pages, packed in order, capped at max_chunks.
+//   packed      vLLM's plan_mla_context_chunks (PR 50613): cached context only, packed in request
+//               order, a sequence that does not fit split at an aligned length; a request without
+//               context ends the chunk. Variant trtllm: TensorRT-LLM's pre_process_for_chunked_prefill,
+//               no alignment and requests without context skipped.
+//   even-split  the buffer divided evenly: vLLM before PR 50613 (share = round_down(W / prefills with
+//               context, page)) or SGLang (share = W / batch size); chunks = ceil(longest context / share).
+// Every policy reports its plan in the one table form of PlanTables: chunk c holds sequence b in buffer
+// rows [row_offset(c, b), row_offset(c, b + 1)), reading its tokens from cache_offset(c, b) on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/plan_tables.hpp"
+
+namespace mlaplan::explore {
+
+enum class PolicyKind { max, packed, even_split };
+enum class PackedVariant { vllm, trtllm };
+enum class EvenSplitVariant { vllm, sglang };
+
+struct Policy {
+  PolicyKind kind = PolicyKind::max;
+  PackedVariant packed = PackedVariant::vllm;
+  uint32_t split_align = 0;  // packed (vllm): split points are multiples of this; 0 = the page size
+  EvenSplitVariant even_split = EvenSplitVariant::vllm;
+
+  // "max", "packed", "packed/trtllm", "packed/align-1", "even-split/vllm", "even-split/sglang".
+  std::string name() const;
+  // True when the policy streams cache + new tokens padded to pages (max); false when it streams the
+  // cached context only, as the engines' chunked-context loops do.
+  bool streams_new_tokens() const { return kind == PolicyKind::max; }
+};
+
+// "max", "packed" or "even-split" (also "even_split"), with the variant options applied by the caller.
+// Throws InputError naming `option` and the valid names.
+PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
+// A comma list for sweeps; "all" is max,packed,even-split.
+std::vector<PolicyKind> parse_policy_list(const std::string& list, const std::string& option = "--policy");
+
+// What one policy makes of one batch, without the tables: what sweeps aggregate.
+struct PolicyOutcome {
+  bool refused = false;          // the policy cannot plan the batch (see `why`): max past max_chunks,
+                                 // vLLM's even split with a zero share, a buffer below the split alignment
+  uint64_t chunks = 0;           // iterations through the buffer (for a refused max batch: the chunks it needs)
+  uint64_t payload_tokens = 0;   // tokens the policy must stream: cache + new (max) or cached context
+  uint64_t streamed_rows = 0;    // buffer rows written over all chunks, page padding included
+  uint64_t largest_chunk = 0;    // rows of the fullest chunk
+  std::string why;               // for a refusal: the reason, naming the option to change
+};
+
+// A planned batch: the outcome and the tables (max(max_chunks, chunks) chunk rows; for max exactly
+// max_chunks). Throws InfeasibleBatch (max) or InputError (the other refusals) naming the fix.
+struct PolicyPlan {
+  PolicyOutcome outcome;
+  PlanTables tables;
+};
+
+// The outcome alone, in O(B + chunks) for packed and O(B x chunks) for even-split; max uses the
+// closed-form shape (sweeps that want max planned by a Planner use outcome_from_tables).
+PolicyOutcome policy_outcome(const Batch& batch, const Policy& policy);
+// Plans the tables of a non-max policy; for max, plans with the fast CPU planner.
+PolicyPlan plan_policy(const Batch& batch, const Policy& policy);
+// A max plan's outcome read back from the tables a Planner produced (GPU or CPU).
+PolicyOutcome outcome_from_tables(const Batch& batch, const PlanTables& tables);
+
+// What each sequence streams under `policy`: L[b] (padded cache + new) for max, cache_lengths[b] otherwise.
+uint64_t streamed_length(const Batch& batch, const Policy& policy, uint32_t b);
+
+}  // namespace mlaplan::explore

@@ -1,0 +1,231 @@
+// The engines' chunking policies against hand-computed plans, the published examples among them,
+// and the invariant checker against random batches and corrupted tables.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "mlaplan/batch_generator.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_check.hpp"
+#include "test_batches.hpp"
+
+namespace mlaplan::explore {
+namespace {
+
+using test::make_batch;
+
+// A batch of contexts with one new token each (the new tokens do not enter the context policies).
+Batch contexts(uint32_t page, uint32_t buffer, std::vector<uint32_t> ctx, uint32_t max_chunks = 16) {
+  std::vector<uint32_t> offsets(ctx.size() + 1);
+  for (size_t i = 0; i <= ctx.size(); ++i) offsets[i] = static_cast<uint32_t>(i);
+  return make_batch(page, buffer, max_chunks, std::move(ctx), std::move(offsets));
+}
+
+Policy packed() { return {PolicyKind::packed}; }
+Policy packed_trtllm() {
+  Policy p{PolicyKind::packed};
+  p.packed = PackedVariant::trtllm;
+  return p;
+}
+Policy even(EvenSplitVariant v) {
+  Policy p{PolicyKind::even_split};
+  p.even_split = v;
+  return p;
+}
+
+// Plans, checks the invariants and returns the plan.
+PolicyPlan checked(const Batch& b, const Policy& p) {
+  PolicyPlan plan = plan_policy(b, p);
+  const InvariantReport r = check_policy_invariants(b, p, plan.tables, plan.outcome.chunks);
+  EXPECT_TRUE(r.ok()) << p.name() << ": " << (r.messages.empty() ? "" : r.messages.front());
+  EXPECT_EQ(policy_outcome(b, p).chunks, plan.outcome.chunks) << "the counting walk and the tables disagree";
+  return plan;
+}
+
+// Rows of sequence `s` in chunk `c`: [lo, hi) and the first token.
+struct Piece {
+  uint32_t lo, hi, from;
+  bool operator==(const Piece& o) const { return lo == o.lo && hi == o.hi && from == o.from; }
+};
+Piece piece(const PlanTables& t, uint32_t c, uint32_t s) { return {t.row_offset(c, s), t.row_offset(c, s + 1), t.cache_offset(c, s)}; }
+
+// vLLM PR 50613: "1 request has 60k context and rest have 16 ... the workspace (65,536 tok) gets
+// divided evenly among the requests, so it uses 30 chunks"; packing needs one.
+TEST(PolicyPublished, SixtyThousandPlusThirtyOneShortContexts) {
+  std::vector<uint32_t> ctx(32, 16);
+  ctx[0] = 60000;
+  const Batch b = contexts(16, 65536, ctx);
+  // 65,536 / 32 = 2,048 rows each (a page multiple); ceil(60,000 / 2,048) = 30.
+  EXPECT_EQ(checked(b, even(EvenSplitVariant::vllm)).outcome.chunks, 30u);
+  const PolicyPlan p = checked(b, packed());
+  EXPECT_EQ(p.outcome.chunks, 1u);
+  EXPECT_EQ(p.tables.buffer_lengths[0], 60000 + 31 * 16);
+}
+
+// vLLM RFC 50497: "a 64k workspace and contexts [60k, 1k x 7], mcc = 8k": 8 chunks under the even split.
+TEST(PolicyPublished, SixtyThousandPlusSevenThousands) {
+  const Batch b = contexts(16, 65536, {60000, 1000, 1000, 1000, 1000, 1000, 1000, 1000});
+  const PolicyPlan e = checked(b, even(EvenSplitVariant::vllm));
+  EXPECT_EQ(e.outcome.chunks, 8u);  // share 65,536 / 8 = 8,192; ceil(60,000 / 8,192) = 8
+  EXPECT_EQ(piece(e.tables, 0, 1), (Piece{8192, 9192, 0}));
+  EXPECT_EQ(piece(e.tables, 7, 0), (Piece{0, 60000 - 7 * 8192, 7 * 8192}));
+  // Packed, by hand: 60,000 + 5 x 1,000 = 65,000 rows; the sixth 1,000 does not fit in the 536 left,
+  // so it splits at round_down(536, 16) = 528; chunk 1 holds its other 472 and the seventh 1,000.
+  const PolicyPlan p = checked(b, packed());
+  EXPECT_EQ(p.outcome.chunks, 2u);
+  EXPECT_EQ(p.tables.buffer_lengths[0], 65528);
+  EXPECT_EQ(piece(p.tables, 0, 6), (Piece{65000, 65528, 0}));
+  EXPECT_EQ(piece(p.tables, 1, 6), (Piece{0, 472, 528}));
+  EXPECT_EQ(piece(p.tables, 1, 7), (Piece{472, 1472, 0}));
+  EXPECT_EQ(p.tables.buffer_lengths[1], 1472);
+}
+
+// SGLang's own unit test (test/srt/test_forward_batch_info or equivalent): prefix lengths [1, 64],
+// capacity 31: prefix_chunk_len 31 // 2 = 15, five chunks, seq lens [[1,15],[0,15],[0,15],[0,15],[0,4]].
+TEST(PolicyPublished, SglangIrregularShapes) {
+  const Batch b = contexts(1, 31, {1, 64});
+  const PolicyPlan p = checked(b, even(EvenSplitVariant::sglang));
+  ASSERT_EQ(p.outcome.chunks, 5u);
+  const std::vector<std::pair<uint32_t, uint32_t>> lens{{1, 15}, {0, 15}, {0, 15}, {0, 15}, {0, 4}};
+  for (uint32_t c = 0; c < 5; ++c) {
+    EXPECT_EQ(piece(p.tables, c, 0).hi - piece(p.tables, c, 0).lo, lens[c].first) << "chunk " << c;
+    EXPECT_EQ(piece(p.tables, c, 1).hi - piece(p.tables, c, 1).lo, lens[c].second) << "chunk " << c;
+    EXPECT_EQ(piece(p.tables, c, 1).from, 15 * c);
+  }
+}
+
+// By hand: page 16, W = 64, contexts [100, 50]. Chunk 0: 100 does not fit, split at min(64, round_down(99, 16))
+// = 64. Chunk 1: the other 36, then 50 does not fit in 28: split at round_down(28, 16) = 16. Chunk 2: 34.
+TEST(PolicyByHand, PackedSplitsAtPageMultiples) {
+  const Batch b = contexts(16, 64, {100, 50});
+  const PolicyPlan p = checked(b, packed());
+  ASSERT_EQ(p.outcome.chunks, 3u);
+  EXPECT_EQ(piece(p.tables, 0, 0), (Piece{0, 64, 0}));
+  EXPECT_EQ(piece(p.tables, 1, 0), (Piece{0, 36, 64}));
+  EXPECT_EQ(piece(p.tables, 1, 1), (Piece{36, 52, 0}));
+  EXPECT_EQ(piece(p.tables, 2, 1), (Piece{0, 34, 16}));
+  EXPECT_EQ(p.tables.buffer_lengths[2], 34);
+  EXPECT_EQ(p.tables.buffer_lengths[3], -1);  // max_chunks rows are kept; the rest unused
+  // Without alignment the second chunk fills up: 36 + 28, then 22.
+  Policy a1 = packed();
+  a1.split_align = 1;
+  const PolicyPlan q = checked(b, a1);
+  EXPECT_EQ(q.outcome.chunks, 3u);
+  EXPECT_EQ(piece(q.tables, 1, 1), (Piece{36, 64, 0}));
+  EXPECT_EQ(piece(q.tables, 2, 1), (Piece{0, 22, 28}));
+}
+
+// By hand: a request without context ends vLLM's chunk, and TensorRT-LLM skips it: contexts
+// [10, 0, 10] in 20 rows take 2 chunks under vLLM (even unaligned) and 1 under TensorRT-LLM.
+TEST(PolicyByHand, RequestWithoutContextEndsVllmChunkOnly) {
+  const Batch b = contexts(1, 20, {10, 0, 10});
+  Policy a1 = packed();
+  a1.split_align = 1;
+  EXPECT_EQ(checked(b, a1).outcome.chunks, 2u);
+  const PolicyPlan t = checked(b, packed_trtllm());
+  EXPECT_EQ(t.outcome.chunks, 1u);
+  EXPECT_EQ(piece(t.tables, 0, 2), (Piece{10, 20, 0}));
+}
+
+// By hand: contexts [0, 100, 40], W = 128, page 16. vLLM shares among the 2 with context: 64 rows,
+// ceil(100 / 64) = 2 chunks. SGLang shares among all 3: 42 rows, ceil(100 / 42) = 3 chunks.
+TEST(PolicyByHand, EvenSplitVariantsCountDifferentSequences) {
+  const Batch b = contexts(16, 128, {0, 100, 40});
+  const PolicyPlan v = checked(b, even(EvenSplitVariant::vllm));
+  EXPECT_EQ(v.outcome.chunks, 2u);
+  EXPECT_EQ(piece(v.tables, 0, 2), (Piece{64, 104, 0}));
+  EXPECT_EQ(piece(v.tables, 1, 1), (Piece{0, 36, 64}));
+  const PolicyPlan s = checked(b, even(EvenSplitVariant::sglang));
+  EXPECT_EQ(s.outcome.chunks, 3u);
+  EXPECT_EQ(piece(s.tables, 2, 1), (Piece{0, 16, 84}));
+}
+
+// By hand: the worked example under max is the seed's plan (2 chunks of 512 + 384 padded rows) and its
+// context alone (600 tokens) packs into 2 chunks of 512 rows (512 + 88, split at a page multiple).
+TEST(PolicyByHand, WorkedExampleUnderEveryPolicy) {
+  const Batch b = test::worked_example_batch();
+  const PolicyPlan m = checked(b, Policy{});
+  EXPECT_EQ(m.outcome.chunks, 2u);
+  EXPECT_EQ(m.outcome.streamed_rows, 896u);
+  EXPECT_EQ(m.outcome.payload_tokens, 829u);
+  EXPECT_EQ(m.tables.buffer_lengths, (std::vector<int32_t>{512, 384, -1, -1}));
+  // 500 + 100 context: 500 fits, 100 does not fit in the 12 left (round_down(12, 128) = 0): chunk 1.
+  const PolicyPlan p = checked(b, packed());
+  EXPECT_EQ(p.outcome.chunks, 2u);
+  EXPECT_EQ(piece(p.tables, 1, 2), (Piece{0, 100, 0}));
+  EXPECT_EQ(checked(b, packed_trtllm()).outcome.chunks, 2u);  // ceil(600 / 512)
+}
+
+TEST(PolicyRefusals, NameTheFix) {
+  // 32 rows over 3 contexts: 10 each, rounded down to 16-token pages is 0: vLLM asserts.
+  const Batch b = contexts(16, 32, {5, 5, 5});
+  const PolicyOutcome o = policy_outcome(b, even(EvenSplitVariant::vllm));
+  EXPECT_TRUE(o.refused);
+  EXPECT_NE(o.why.find("at least 48"), std::string::npos) << o.why;
+  EXPECT_THROW(plan_policy(b, even(EvenSplitVariant::vllm)), InputError);
+  EXPECT_FALSE(policy_outcome(b, even(EvenSplitVariant::sglang)).refused);  // 10 rows each, no rounding
+  // A buffer below the split alignment cannot hold one aligned piece.
+  EXPECT_TRUE(policy_outcome(contexts(128, 64, {500}), packed()).refused);
+  // max past max_chunks reports the chunks it needs.
+  const PolicyOutcome m = policy_outcome(contexts(1, 10, {95}, 4), Policy{});
+  EXPECT_TRUE(m.refused);
+  EXPECT_EQ(m.chunks, 10u);  // 95 + 1 new token = 96 rows in chunks of 10
+  EXPECT_THROW(plan_policy(contexts(1, 10, {95}, 4), Policy{}), InfeasibleBatch);
+}
+
+TEST(PolicyNames, ParseAndName) {
+  EXPECT_EQ(parse_policy_kind("even-split"), PolicyKind::even_split);
+  EXPECT_THROW(parse_policy_kind("evensplit"), InputError);
+  EXPECT_EQ(parse_policy_list("all").size(), 3u);
+  EXPECT_EQ(parse_policy_list("packed,max,packed").size(), 2u);
+  EXPECT_EQ(packed_trtllm().name(), "packed/trtllm");
+  EXPECT_EQ(even(EvenSplitVariant::sglang).name(), "even-split/sglang");
+}
+
+// Every policy's plan keeps its invariants on the generator's batches, and the counting walk agrees
+// with the tables.
+TEST(PolicyInvariants, HoldOnRandomBatches) {
+  const std::vector<Policy> policies{Policy{}, packed(), packed_trtllm(), even(EvenSplitVariant::vllm),
+                                     even(EvenSplitVariant::sglang)};
+  BatchGeneratorOptions options;
+  options.large_batch_size = 256;
+  options.max_chunks = 64;
+  BatchGenerator gen(7, options);
+  size_t planned = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string shape;
+    const Batch batch = gen.next(&shape);
+    for (const Policy& p : policies) {
+      const PolicyOutcome o = policy_outcome(batch, p);
+      if (o.refused || o.chunks > 4096) continue;
+      const PolicyPlan plan = plan_policy(batch, p);
+      const InvariantReport r = check_policy_invariants(batch, p, plan.tables, plan.outcome.chunks);
+      ASSERT_TRUE(r.ok()) << p.name() << " on " << shape << ": " << r.messages.front();
+      ASSERT_EQ(plan.outcome.chunks, o.chunks);
+      ASSERT_LE(o.largest_chunk, batch.buffer_token_size);
+      ++planned;
+    }
+  }
+  EXPECT_GT(planned, 5000u);
+}
+
+// The checker can fail: each corruption is caught.
+TEST(PolicyInvariants, CatchCorruptedTables) {
+  const Batch b = contexts(16, 64, {100, 50});
+  const Policy p = packed();
+  const PolicyPlan good = plan_policy(b, p);
+  auto broken = [&](auto mutate) {
+    PlanTables t = good.tables;
+    mutate(t);
+    return check_policy_invariants(b, p, t, good.outcome.chunks);
+  };
+  EXPECT_FALSE(broken([](PlanTables& t) { t.row_offset(1, 1) += 1; }).ok());         // a gap between pieces
+  EXPECT_FALSE(broken([](PlanTables& t) { t.cache_offset(2, 1) = 0; }).ok());        // a token streamed twice
+  EXPECT_FALSE(broken([](PlanTables& t) { t.buffer_lengths[3] = 0; }).ok());         // an unused chunk with a length
+  EXPECT_FALSE(broken([](PlanTables& t) { t.buffer_lengths[0] = 65; }).ok());        // over the buffer
+  EXPECT_FALSE(check_policy_invariants(b, p, good.tables, 2).ok());                   // a chunk not counted
+}
+
+}  // namespace
+}  // namespace mlaplan::explore
