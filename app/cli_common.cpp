@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,27 @@ std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::str
   std::string names;
   for (const auto& s : all) names += (names.empty() ? "" : ", ") + s.name;
   throw InputError(fmt::format("{}: --scenario {}: no such scenario; the file holds: {}", path, wanted, names));
+}
+
+std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
+        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      if (found.empty()) throw InputError(fmt::format("{}: no *.json scenario files in this folder", p));
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (std::filesystem::exists(p, ec)) {
+      files.push_back(p);
+    } else {
+      throw InputError(fmt::format("{}: no such file or folder", p));
+    }
+  }
+  return files;
 }
 
 PlannerChoice choose(const BackendOptions& options) {

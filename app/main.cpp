@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   cli::add_run_command(app, exit_code);
   cli::add_bench_command(app, exit_code);
   cli::add_verify_command(app, exit_code);
+  cli::add_gen_command(app, exit_code);
+  cli::add_sweep_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

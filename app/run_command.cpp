@@ -4,6 +4,8 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "explore_options.hpp"
+#include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_check.hpp"
 #include "mlaplan/plan_report.hpp"
@@ -24,7 +26,37 @@ struct RunOptions {
   std::string output;
   bool no_verify = false;
   size_t max_sequences = 8;
+  PolicyOptions policy;
+  ModelOptions model;
 };
+
+// A policy other than max, planned on the CPU and checked against its invariants (the expected
+// block describes max's plan, so it is not compared).
+void plan_with_policy(const Scenario& s, const explore::Policy& policy, bool verify, PlanReport& r, PhaseTimer& timer) {
+  r.backend = "cpu";
+  r.planner = "cpu-" + policy.name();
+  r.device.reset();
+  explore::PolicyPlan plan;
+  {
+    auto scope = timer.phase("plan");
+    try {
+      plan = explore::plan_policy(s.batch, policy);
+    } catch (const InputError& e) {
+      throw InputError(s.locate(e.what()));
+    }
+  }
+  r.tables = std::move(plan.tables);
+  r.shape.chunks_used = plan.outcome.chunks;
+  r.shape.padded_tokens = plan.outcome.streamed_rows;
+  r.shape.input_tokens = plan.outcome.payload_tokens;
+  if (!verify) return;
+  auto scope = timer.phase("check");
+  const explore::InvariantReport inv = explore::check_policy_invariants(s.batch, policy, r.tables, plan.outcome.chunks);
+  r.verification.properties = inv.ok() ? "pass" : "fail";
+  r.verification.expected = s.expected ? "skipped" : "absent";
+  r.verification.status = inv.ok() ? "pass" : "fail";
+  if (!inv.ok()) r.verification.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
+}
 
 int run(const RunOptions& opt) {
   PhaseTimer load_timer;
@@ -33,7 +65,11 @@ int run(const RunOptions& opt) {
     auto scope = load_timer.phase("load");
     scenarios = select_scenarios(load_scenario_file(opt.path), opt.scenario, opt.path);
   }
-  PlannerChoice choice = choose(opt.backend);
+  const explore::Policy policy = make_policy(explore::parse_policy_kind(opt.policy.policy), opt.policy);
+  const bool is_max = policy.kind == explore::PolicyKind::max;
+  if (!is_max && opt.backend.backend == Backend::gpu)
+    note(fmt::format("policy {} is planned on the CPU; only max has a GPU planner", policy.name()));
+  PlannerChoice choice = is_max ? choose(opt.backend) : PlannerChoice{make_fast_cpu_planner(), ""};
   Planner& planner = *choice.planner;
   const bool from_reference = planner.is_reference();
 
@@ -46,6 +82,14 @@ int run(const RunOptions& opt) {
     r.backend = planner.backend();
     r.planner = planner.name();
     r.device = planner.device();
+    r.policy = policy.name();
+    r.memory = memory_figures(opt.model, s.batch.buffer_token_size);
+    if (!is_max) {
+      plan_with_policy(s, policy, !opt.no_verify, r, timer);
+      r.timings_us = timer.phases();
+      reports.push_back(std::move(r));
+      continue;
+    }
     try {
       r.shape = require_feasible(s.batch);
       r.tables = planner.plan(s.batch, timer);
@@ -110,6 +154,8 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-sequences", opt->max_sequences, "Table format: sequences spelled out per chunk")
       ->default_str("8")
       ->check(CLI::PositiveNumber);
+  add_policy_options(*cmd, opt->policy, false);
+  add_model_options(*cmd, opt->model, false);
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run(*opt); }));
 }
 

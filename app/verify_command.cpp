@@ -185,27 +185,6 @@ void print_group(const std::string& group, uint64_t cases, uint64_t failed, doub
              seconds * 1e3, failed ? fmt::format("  ({} failed)", failed) : "");
 }
 
-std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
-  std::vector<std::string> files;
-  for (const auto& p : paths) {
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      std::vector<std::string> found;
-      for (const auto& e : fs::recursive_directory_iterator(p)) {
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
-      }
-      std::sort(found.begin(), found.end());
-      if (found.empty()) throw InputError(fmt::format("{}: no *.json scenario files in this folder", p));
-      files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(p, ec)) {
-      files.push_back(p);
-    } else {
-      throw InputError(fmt::format("{}: no such file or folder", p));
-    }
-  }
-  return files;
-}
-
 void write_reports(const VerifyOptions& opt, const VerifyRun& run) {
   if (!opt.report.empty()) write_output(opt.report, format_verify_json(run));
   if (!opt.junit.empty()) write_output(opt.junit, format_verify_junit(run));

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/plan_report.hpp"
 
 namespace mlaplan {
@@ -9,6 +10,7 @@ namespace mlaplan {
 namespace {
 
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
 
 // A table as a JSON list of rows, one row per line: readable, and far faster than a DOM for large B.
 template <typename T>
@@ -32,16 +34,24 @@ std::string format_plan_json(const PlanReport& r) {
   put("{{\n  \"scenario\": {},\n", quoted(r.scenario->name));
   put("  \"backend\": {},\n  \"planner\": {},\n", quoted(r.backend), quoted(r.planner));
   put("  \"device\": {},\n", r.device ? quoted(*r.device) : "null");
+  put("  \"policy\": {},\n", quoted(r.policy));
   put("  \"batch_size\": {},\n  \"page_size\": {},\n  \"buffer_token_size\": {},\n  \"max_chunks\": {},\n", n, b.page_size,
       b.buffer_token_size, m);
   put("  \"chunks_used\": {},\n  \"padded_tokens\": {},\n  \"input_tokens\": {},\n", r.shape.chunks_used,
       r.shape.padded_tokens, r.shape.input_tokens);
+  if (r.memory) {
+    const MemoryFigures& f = *r.memory;
+    put("  \"buffer_memory\": {{\"model\": {}, \"tp\": {}, \"dtype\": {}, \"bytes_per_row\": {}, \"buffer_bytes\": {}, "
+        "\"k_concat_bytes\": {}, \"latent_bytes\": {}}},\n",
+        quoted(f.model), f.tp, quoted(f.dtype), f.bytes_per_row, f.buffer_bytes, f.k_concat_bytes, f.latent_bytes);
+  }
+  const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
   put("  \"buffer_row_offsets\": ");
-  append_rows(out, r.tables.buffer_row_offsets, m, n + 1);
+  append_rows(out, r.tables.buffer_row_offsets, rows, n + 1);
   put(",\n  \"cache_offsets\": ");
-  append_rows(out, r.tables.cache_offsets, m, n);
+  append_rows(out, r.tables.cache_offsets, rows, n);
   put(",\n  \"buffer_lengths\": [");
-  for (size_t c = 0; c < m; ++c) put(c ? ", {}" : "{}", r.tables.buffer_lengths[c]);
+  for (size_t c = 0; c < rows; ++c) put(c ? ", {}" : "{}", r.tables.buffer_lengths[c]);
   const Verification& v = r.verification;
   put("],\n  \"verification\": {{\"status\": {}, \"reference\": {}, \"properties\": {}, \"expected\": {}", quoted(v.status),
       quoted(v.reference), quoted(v.properties), quoted(v.expected));
@@ -79,7 +89,14 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   if (!s.description.empty()) put("          {}\n", s.description);
   put("batch     {} sequences, page {} tokens, buffer {} rows, max {} chunks\n", b.batch_size(), b.page_size, n,
       b.max_chunks);
-  put("planner   {} on {}{}\n\n", r.planner, r.backend, r.device ? fmt::format(" ({})", *r.device) : "");
+  put("planner   {} on {}{}{}\n", r.planner, r.backend, r.device ? fmt::format(" ({})", *r.device) : "",
+      r.policy == "max" ? "" : fmt::format(", policy {}: the cached context only", r.policy));
+  if (r.memory) {
+    const MemoryFigures& f = *r.memory;
+    put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", f.model, f.tp, f.dtype, n,
+        format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
+  }
+  put("\n");
 
   put("chunk    rows    fill  sequences: s<b> [buffer rows) <- [cache tokens)\n");
   size_t shown_chunks = 0;
@@ -104,9 +121,14 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   if (shown_chunks == 0) put("    (no chunk is used: {})\n", b.batch_size() ? "every sequence is empty" : "the batch is empty");
 
   const uint64_t e = r.shape.padded_tokens, used = r.shape.chunks_used;
-  put("\n{} of {} chunks used | {} padded tokens ({} tokens + {} page padding) | buffer fill {:.1f}%\n", used,
-      b.max_chunks, e, r.shape.input_tokens, e - r.shape.input_tokens,
-      used ? 100.0 * static_cast<double>(e) / static_cast<double>(used * n) : 0.0);
+  const double fill = used ? 100.0 * static_cast<double>(e) / static_cast<double>(used * n) : 0.0;
+  if (r.policy == "max") {
+    put("\n{} of {} chunks used | {} padded tokens ({} tokens + {} page padding) | buffer fill {:.1f}%\n", used,
+        b.max_chunks, e, r.shape.input_tokens, e - r.shape.input_tokens, fill);
+  } else {
+    put("\n{} chunks used{} | {} context tokens streamed | buffer fill {:.1f}%\n", used,
+        used > b.max_chunks ? fmt::format(", more than max_chunks {} (max would refuse)", b.max_chunks) : "", e, fill);
+  }
   const Verification& v = r.verification;
   put("verification: {} (reference {}, properties {}, expected {})\n", v.status, v.reference, v.properties, v.expected);
   if (!v.detail.empty()) put("  {}\n", v.detail);

@@ -81,7 +81,7 @@ TEST(PolicyPublished, SixtyThousandPlusSevenThousands) {
   EXPECT_EQ(p.tables.buffer_lengths[1], 1472);
 }
 
-// SGLang's own unit test (test/srt/test_forward_batch_info or equivalent): prefix lengths [1, 64],
+// SGLang's unit test of the chunked prefix cache (case "Sequence with irregular shapes"): prefix lengths [1, 64],
 // capacity 31: prefix_chunk_len 31 // 2 = 15, five chunks, seq lens [[1,15],[0,15],[0,15],[0,15],[0,4]].
 TEST(PolicyPublished, SglangIrregularShapes) {
   const Batch b = contexts(1, 31, {1, 64});

@@ -14,8 +14,23 @@
 
 namespace mlaplan {
 
+// The buffer's memory for a model, when `run --model` gives one (plain figures; lib/explore computes them).
+struct MemoryFigures {
+  std::string model;  // "deepseek-v3"
+  uint32_t tp = 1;
+  std::string dtype;  // "bf16"
+  uint64_t bytes_per_row = 0;  // the up-projected K/V buffer
+  uint64_t buffer_bytes = 0;   // bytes_per_row x buffer_token_size
+  uint64_t k_concat_bytes = 0; // the K concat buffer vLLM-style paths allocate beside it
+  uint64_t latent_bytes = 0;   // the latent workspace the rows are gathered into
+};
+
 struct PlanReport {
   const Scenario* scenario = nullptr;
+  // The chunking policy (lib/explore/policy.hpp): "max" is the seed's plan of cache + new tokens;
+  // the others stream the cached context only, and their tables may hold more than max_chunks rows.
+  std::string policy = "max";
+  std::optional<MemoryFigures> memory;
   std::string backend;  // "cpu" or "gpu"
   std::string planner;  // "cpu-reference", "gpu-fast", ...
   std::optional<std::string> device;

@@ -1,0 +1,160 @@
+#include "explore_options.hpp"
+
+#include <fmt/format.h>
+
+#include "mlaplan/bench/size_list.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/lengths_csv.hpp"
+
+namespace mlaplan::cli {
+
+void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
+  if (list) {
+    o.policy = "all";
+    cmd.add_option("--policy", o.policy,
+                   "Chunking policies to compare, a comma list: max (MAX's plan of cache + new tokens, padded to pages, "
+                   "capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); all")
+        ->type_name("LIST")
+        ->default_str("all");
+  } else {
+    cmd.add_option("--policy", o.policy,
+                   "Chunking policy: max (MAX's plan of cache + new tokens, padded to pages, capped at max_chunks), "
+                   "packed (vLLM since PR 50613: the cached context packed in order) or even-split (the buffer "
+                   "divided evenly, vLLM before PR 50613 or SGLang)")
+        ->type_name("NAME")
+        ->default_str("max");
+  }
+  cmd.add_option("--packed", o.packed,
+                 "packed: vllm (split points aligned to --split-align; a request without context ends the chunk) or "
+                 "trtllm (TensorRT-LLM: no alignment, such requests skipped)")
+      ->check(CLI::IsMember({"vllm", "trtllm"}))
+      ->default_str("vllm");
+  cmd.add_option("--split-align", o.split_align, "packed (vllm): split points are multiples of A tokens (default: the page size)")
+      ->type_name("A")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 30}));
+  cmd.add_option("--even-split", o.even_split,
+                 "even-split: vllm (share = buffer / sequences with context, rounded down to pages) or sglang "
+                 "(share = buffer / batch size)")
+      ->check(CLI::IsMember({"vllm", "sglang"}))
+      ->default_str("vllm");
+}
+
+explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& o) {
+  explore::Policy p;
+  p.kind = kind;
+  p.packed = o.packed == "trtllm" ? explore::PackedVariant::trtllm : explore::PackedVariant::vllm;
+  p.split_align = o.split_align;
+  p.even_split = o.even_split == "sglang" ? explore::EvenSplitVariant::sglang : explore::EvenSplitVariant::vllm;
+  if (p.packed == explore::PackedVariant::trtllm && o.split_align)
+    throw InputError("--split-align: TensorRT-LLM's packing has no alignment; drop --split-align or use --packed vllm");
+  return p;
+}
+
+std::vector<explore::Policy> make_policies(const PolicyOptions& o) {
+  std::vector<explore::Policy> policies;
+  for (explore::PolicyKind k : explore::parse_policy_list(o.policy)) policies.push_back(make_policy(k, o));
+  return policies;
+}
+
+void add_model_options(CLI::App& cmd, ModelOptions& o, bool list) {
+  cmd.add_option("--model", o.models,
+                 fmt::format("Model for the buffer's memory{}: {}", list ? " (a comma list)" : "", explore::model_preset_names()))
+      ->type_name(list ? "LIST" : "NAME");
+  cmd.add_option("--model-config", o.config, "A Hugging Face config.json of any other MLA model, instead of --model")
+      ->type_name("FILE");
+  cmd.add_option("--tp", o.tps, list ? "Tensor-parallel degrees (a comma list); each GPU holds heads / TP" : "Tensor-parallel degree; each GPU holds heads / TP")
+      ->type_name(list ? "LIST" : "N")
+      ->default_str("1");
+  cmd.add_option("--dtype", o.dtype, "Element type of the buffers")->check(CLI::IsMember({"bf16", "fp8"}))->default_str("bf16");
+}
+
+std::vector<explore::ModelDims> make_models(const ModelOptions& o) {
+  std::vector<explore::ModelDims> models;
+  if (!o.models.empty() && !o.config.empty())
+    throw InputError("--model-config: give either --model or --model-config, not both");
+  if (!o.config.empty()) models.push_back(explore::read_model_config(o.config));
+  size_t start = 0;
+  while (!o.models.empty() && start <= o.models.size()) {
+    const size_t comma = std::min(o.models.find(',', start), o.models.size());
+    models.push_back(explore::find_model_preset(o.models.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return models;
+}
+
+std::vector<uint32_t> make_tps(const ModelOptions& o) { return bench::parse_sizes(o.tps, "--tp", 1024); }
+
+std::optional<MemoryFigures> memory_figures(const ModelOptions& o, uint32_t rows) {
+  const std::vector<explore::ModelDims> models = make_models(o);
+  if (models.empty()) {
+    if (o.tps != "1" || o.dtype != "bf16") throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
+    return std::nullopt;
+  }
+  const std::vector<uint32_t> tps = make_tps(o);
+  if (models.size() > 1 || tps.size() > 1) throw InputError("--model/--tp: run takes one model and one TP; sweep compares several");
+  const explore::Dtype dtype = explore::parse_dtype(o.dtype);
+  const explore::BufferMemory m = explore::buffer_memory(models[0], tps[0], dtype);
+  return MemoryFigures{models[0].name, m.tp, explore::to_string(dtype), m.kv_bytes_per_row,
+                       m.kv_bytes(rows), m.k_bytes(rows), m.latent_bytes(rows)};
+}
+
+void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
+  cmd.add_option("--workload", o.workload,
+                 fmt::format("Request lengths from a preset fitted to published statistics (docs/workloads.md): {}",
+                             explore::workload_preset_names()))
+      ->type_name("NAME");
+  cmd.add_option("--lengths", o.lengths, "Request lengths from your own trace: a CSV with columns cached_tokens,new_tokens")
+      ->type_name("FILE.csv");
+  cmd.add_option("--seed", o.seed, "Seed of the workload's draws and of the batch sizes")->default_str("1");
+  cmd.add_option("--token-budget", o.token_budget,
+                 "Form batches like a scheduler with this many new tokens per step (max_num_batched_tokens); a request "
+                 "that does not fit prefills what fits and continues next step with that part cached")
+      ->type_name("T")
+      ->default_str("8192")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 30}));
+  cmd.add_option("--max-sequences", o.max_sequences, "With --token-budget: at most S sequences per step (max_num_seqs)")
+      ->type_name("S")
+      ->default_str("256")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 24}));
+  cmd.add_option("--max-model-len", o.max_model_len,
+                 "Drop requests longer than L tokens (cached + new), as an engine with this max_model_len refuses them")
+      ->type_name("L")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  cmd.add_option("--batch-size", o.batch_size, "Instead of a token budget: batches of LO..HI whole requests (uniform), or of B")
+      ->type_name("LO:HI");
+}
+
+bool has_workload(const WorkloadOptions& o) { return !o.workload.empty() || !o.lengths.empty(); }
+
+std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& o) {
+  if (!o.workload.empty() && !o.lengths.empty()) throw InputError("--lengths: give either --workload or --lengths, not both");
+  std::unique_ptr<explore::RequestSource> source;
+  if (!o.lengths.empty()) {
+    source = explore::list_source(explore::read_lengths_csv(o.lengths), o.lengths);
+  } else if (!o.workload.empty()) {
+    source = explore::preset_source(explore::find_workload_preset(o.workload), o.seed);
+  } else {
+    throw InputError(fmt::format("--workload: no requests to form batches from; add --workload NAME ({}) or --lengths FILE.csv",
+                                 explore::workload_preset_names()));
+  }
+  return o.max_model_len ? explore::capped_source(std::move(source), o.max_model_len) : std::move(source);
+}
+
+explore::BatchFormation make_formation(const WorkloadOptions& o) {
+  explore::BatchFormation f;
+  f.token_budget = o.token_budget;
+  f.max_sequences = o.max_sequences;
+  if (!o.batch_size.empty()) {
+    f.mode = explore::BatchFormation::Mode::batch_size;
+    const size_t colon = o.batch_size.find(':');
+    const std::string lo = o.batch_size.substr(0, colon), hi = colon == std::string::npos ? lo : o.batch_size.substr(colon + 1);
+    const std::vector<uint32_t> a = bench::parse_sizes(lo, "--batch-size", 1u << 24), b = bench::parse_sizes(hi, "--batch-size", 1u << 24);
+    if (a.size() != 1 || b.size() != 1 || b[0] < a[0])
+      throw InputError(fmt::format("--batch-size {}: write LO:HI with 1 <= LO <= HI, e.g. 1:32, or one size", o.batch_size));
+    f.min_batch = a[0];
+    f.max_batch = b[0];
+  }
+  return f;
+}
+
+}  // namespace mlaplan::cli

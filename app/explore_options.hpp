@@ -1,0 +1,61 @@
+// Options the explorer's subcommands share: the chunking policy (run, sweep), the model (run,
+// sweep) and the workload with its batch formation (gen, sweep).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/explore/model.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/plan_report.hpp"
+
+namespace mlaplan::cli {
+
+// --policy (one name for run, a list for sweep), --packed vllm|trtllm, --split-align A,
+// --even-split vllm|sglang.
+struct PolicyOptions {
+  std::string policy = "max";
+  std::string packed = "vllm";
+  uint32_t split_align = 0;
+  std::string even_split = "vllm";
+};
+void add_policy_options(CLI::App& cmd, PolicyOptions& options, bool list);
+explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& options);
+std::vector<explore::Policy> make_policies(const PolicyOptions& options);  // the list of --policy
+
+// --model NAME (a list for sweep), --model-config FILE, --tp N (a list for sweep), --dtype bf16|fp8.
+struct ModelOptions {
+  std::string models;  // comma list of presets
+  std::string config;  // a Hugging Face config.json
+  std::string tps = "1";
+  std::string dtype = "bf16";
+};
+void add_model_options(CLI::App& cmd, ModelOptions& options, bool list);
+std::vector<explore::ModelDims> make_models(const ModelOptions& options);  // empty when none is given
+std::vector<uint32_t> make_tps(const ModelOptions& options);
+// The memory figures of `run` for one model (the first given) at N rows; nothing without a model.
+std::optional<MemoryFigures> memory_figures(const ModelOptions& options, uint32_t buffer_token_size);
+
+// --workload NAME | --lengths FILE.csv, --seed, and the batch formation: --token-budget T
+// (default) | --batch-size LO[:HI], --max-sequences S.
+struct WorkloadOptions {
+  std::string workload;
+  std::string lengths;
+  uint64_t seed = 1;
+  uint32_t token_budget = 8192;
+  std::string batch_size;  // "LO:HI" or "B"; set: batches by size instead of by token budget
+  uint32_t max_sequences = 256;
+  uint64_t max_model_len = 0;  // 0: no cap
+};
+void add_workload_options(CLI::App& cmd, WorkloadOptions& options);
+bool has_workload(const WorkloadOptions& options);
+std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& options);  // InputError when neither is given
+explore::BatchFormation make_formation(const WorkloadOptions& options);
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,194 @@
+// `mlaplan sweep`: a workload's batches under grids of buffer sizes, chunk counts, policies, models
+// and TP degrees; with --recommend, the smallest buffer that meets an iteration target.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "cli_common.hpp"
+#include "commands.hpp"
+#include "explore_options.hpp"
+#include "mlaplan/bench/size_list.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/scenario_io.hpp"
+
+namespace mlaplan::cli {
+
+namespace {
+
+enum class Format { table, md, csv, json };
+
+struct SweepOptions {
+  std::vector<std::string> paths;  // scenario files instead of a workload
+  WorkloadOptions workload;
+  size_t batches = 10000;
+  uint32_t page_size = 128;
+  std::string buffer_tokens = "4096:262144:x2";
+  std::string max_chunks = "16";
+  PolicyOptions policy;
+  ModelOptions model;
+  std::string backend = "cpu";
+  bool recommend = false;
+  uint32_t max_iterations = 0;
+  std::string quantile = "p99";
+  std::string memory_budget;
+  Format format = Format::table;
+  std::string output;
+  std::string json;
+  bool no_progress = false;
+};
+
+// The batches to sweep and where they came from.
+struct Batches {
+  std::vector<Batch> batches;
+  std::string source, formation;
+};
+
+Batches load_batches(const SweepOptions& opt) {
+  Batches out;
+  if (!opt.paths.empty()) {
+    if (has_workload(opt.workload))
+      throw InputError("--workload: give scenario files or a workload (--workload / --lengths), not both");
+    for (const std::string& f : scenario_files(opt.paths))
+      for (Scenario& s : load_scenario_file(f)) out.batches.push_back(std::move(s.batch));
+    if (out.batches.empty()) throw InputError(fmt::format("{}: the scenario files hold no scenario to sweep", opt.paths.front()));
+    out.source = opt.paths.size() == 1 ? opt.paths.front() : fmt::format("{} paths", opt.paths.size());
+    out.formation = "batches as the scenario files give them";
+    return out;
+  }
+  std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
+  const explore::BatchFormation formation = make_formation(opt.workload);
+  explore::BatchSettings settings;
+  settings.page_size = opt.page_size;
+  out.batches = explore::form_batches(*source, formation, settings, opt.batches, opt.workload.seed);
+  if (out.batches.empty()) throw InputError(fmt::format("--lengths {}: no requests, so no batch to sweep", opt.workload.lengths));
+  out.source = source->describe();
+  out.formation = fmt::format("{}, page {}", formation.describe(), opt.page_size);
+  return out;
+}
+
+int sweep(const SweepOptions& opt) {
+  // Every option is checked before the batches are formed, so a typo fails at once.
+  explore::SweepGrid grid;
+  grid.buffer_tokens = bench::parse_sizes(opt.buffer_tokens, "--buffer-tokens", 0x7fffffffu);
+  grid.max_chunks = bench::parse_sizes(opt.max_chunks, "--max-chunks", 1u << 20);
+  grid.policies = make_policies(opt.policy);
+  grid.models = make_models(opt.model);
+  grid.tps = make_tps(opt.model);
+  grid.dtype = explore::parse_dtype(opt.model.dtype);
+  if (grid.models.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
+    throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
+  for (const explore::ModelDims& m : grid.models)
+    for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
+
+  std::optional<explore::RecommendOptions> rec;
+  if (opt.recommend || opt.max_iterations || !opt.memory_budget.empty()) {
+    if (!opt.recommend) throw InputError("--max-iterations/--memory-budget: they set what --recommend looks for; add --recommend");
+    if (!opt.max_iterations)
+      throw InputError("--recommend: say how many iterations a batch may take with --max-iterations K (e.g. 1 for one-shot prefill)");
+    rec.emplace();
+    rec->max_iterations = opt.max_iterations;
+    rec->quantile = explore::parse_quantile(opt.quantile);
+    if (!opt.memory_budget.empty()) {
+      rec->memory_budget = explore::parse_byte_size(opt.memory_budget);
+      if (grid.models.empty())
+        throw InputError("--memory-budget: the buffer's memory needs a model; add --model (e.g. deepseek-v3) or --model-config");
+    }
+  }
+
+  explore::SweepOptions run_options;
+  if (opt.backend == "gpu") {
+    PlannerChoice choice = choose_planner(Backend::gpu, GpuKernel::fast);  // DeviceError (exit 3) without a GPU
+    run_options.max_planner = std::shared_ptr<Planner>(std::move(choice.planner));
+  }
+  if (!opt.no_progress && ::isatty(STDERR_FILENO))
+    run_options.progress = [](size_t done, size_t total) {
+      fmt::print(stderr, "\r\033[Kmlaplan: sweep: {} of {} settings", done, total);
+      if (done == total) fmt::print(stderr, "\r\033[K");
+    };
+
+  PhaseTimer timer;
+  Batches in;
+  {
+    auto scope = timer.phase("form batches");
+    in = load_batches(opt);
+  }
+  explore::SweepResult result;
+  {
+    auto scope = timer.phase("sweep");
+    result = explore::run_sweep(in.batches, grid, run_options);
+  }
+  result.source = in.source;
+  result.formation = in.formation;
+
+  explore::SweepReport report;
+  report.sweep = &result;
+  if (rec) {
+    report.recommend_options = rec;
+    report.recommendations = explore::recommend(result, *rec);
+  }
+  std::string text;
+  switch (opt.format) {
+    case Format::md: text = explore::format_sweep_markdown(report); break;
+    case Format::csv: text = explore::format_sweep_csv(report); break;
+    case Format::json: text = explore::format_sweep_json(report); break;
+    case Format::table: text = explore::format_sweep_table(report); break;
+  }
+  if (!opt.json.empty()) write_output(opt.json, explore::format_sweep_json(report));
+  write_output(opt.output, text);
+  return kOk;
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<SweepOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sweep", "Iterations, refusals, padding, fill and memory of a workload's batches over grids of buffer sizes, chunk "
+               "counts, policies, models and TP; --recommend picks the smallest buffer that meets a target");
+  cmd->add_option("scenarios", opt->paths, "Scenario files or folders to sweep instead of a workload (their batches as given)")
+      ->type_name("PATH ...");
+  add_workload_options(*cmd, opt->workload);
+  cmd->add_option("--batches", opt->batches, "Batches to form from the workload")
+      ->default_str("10000")
+      ->check(CLI::Range(size_t{1}, size_t{100000000}));
+  cmd->add_option("--page-size", opt->page_size, "page_size of the formed batches (scenario files keep theirs)")
+      ->default_str("128")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 30}));
+  cmd->add_option("--buffer-tokens", opt->buffer_tokens, "Buffer sizes (rows): a list 8192,65536 or a range 4096:262144:x2")
+      ->type_name("LIST")
+      ->default_str("4096:262144:x2");
+  cmd->add_option("--max-chunks", opt->max_chunks, "Chunk counts max is compiled for (a list); the other policies have no cap")
+      ->type_name("LIST")
+      ->default_str("16");
+  add_policy_options(*cmd, opt->policy, true);
+  add_model_options(*cmd, opt->model, true);
+  cmd->add_option("--backend", opt->backend, "Planner of the max policy: cpu (the fast CPU planner, on every core) or gpu")
+      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->default_str("cpu");
+  cmd->add_flag("--recommend", opt->recommend,
+                "Name, per policy, M, model and TP, the smallest buffer meeting --max-iterations at --quantile within "
+                "--memory-budget, and why each smaller one fails");
+  cmd->add_option("--max-iterations", opt->max_iterations, "With --recommend: iterations a batch may take")
+      ->type_name("K")
+      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 20}));
+  cmd->add_option("--quantile", opt->quantile, "With --recommend: the share of batches that must meet K (p50, p90, p99, p99.9, max)")
+      ->default_str("p99");
+  cmd->add_option("--memory-budget", opt->memory_budget, "With --recommend: bytes for the buffer plus the K concat buffer, e.g. 8GiB")
+      ->type_name("SIZE");
+  cmd->add_option_function<std::string>(
+         "--format",
+         [opt](const std::string& v) {
+           opt->format = v == "md" ? Format::md : v == "csv" ? Format::csv : v == "json" ? Format::json : Format::table;
+         },
+         "Output: table, md (Markdown), csv or json (what scripts/plot_sweep.py reads)")
+      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+      ->default_str("table");
+  cmd->add_option("-o,--output", opt->output, "Write the output to FILE (atomically) instead of stdout")->type_name("FILE");
+  cmd->add_option("--json", opt->json, "Also write the JSON report to FILE, whatever --format is")->type_name("FILE");
+  cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
+  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = sweep(*opt); }));
+}
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,162 @@
+#include "mlaplan/explore/batch_formation.hpp"
+
+#include <fmt/format.h>
+
+#include "mlaplan/errors.hpp"
+
+namespace mlaplan::explore {
+
+namespace {
+
+class PresetSource : public RequestSource {
+ public:
+  PresetSource(const WorkloadPreset& preset, uint64_t seed) : preset_(preset), seed_(seed), rng_(seed) {}
+  std::optional<Request> next() override { return preset_.draw(rng_); }
+  std::string describe() const override { return fmt::format("workload {} (seed {})", preset_.name, seed_); }
+
+ private:
+  const WorkloadPreset& preset_;
+  uint64_t seed_;
+  std::mt19937_64 rng_;
+};
+
+class ListSource : public RequestSource {
+ public:
+  ListSource(std::vector<Request> requests, std::string name) : requests_(std::move(requests)), name_(std::move(name)) {}
+  std::optional<Request> next() override {
+    if (at_ == requests_.size()) return std::nullopt;
+    return requests_[at_++];
+  }
+  std::string describe() const override { return fmt::format("{} ({} requests)", name_, requests_.size()); }
+
+ private:
+  std::vector<Request> requests_;
+  std::string name_;
+  size_t at_ = 0;
+};
+
+class CappedSource : public RequestSource {
+ public:
+  CappedSource(std::unique_ptr<RequestSource> inner, uint64_t max_len) : inner_(std::move(inner)), max_len_(max_len) {}
+  std::optional<Request> next() override {
+    // A preset that draws only over-long requests would loop forever: give up after a million in a row.
+    for (uint32_t tries = 0; tries < 1000000; ++tries) {
+      std::optional<Request> r = inner_->next();
+      if (!r || uint64_t{r->cached_tokens} + r->new_tokens <= max_len_) return r;
+      ++dropped_;
+    }
+    throw InputError(fmt::format("--max-model-len {}: a million requests in a row are longer; raise it", max_len_));
+  }
+  std::string describe() const override {
+    return fmt::format("{}, {} request{} over max_model_len {} dropped", inner_->describe(), dropped_,
+                       dropped_ == 1 ? "" : "s", max_len_);
+  }
+
+ private:
+  std::unique_ptr<RequestSource> inner_;
+  uint64_t max_len_;
+  uint64_t dropped_ = 0;
+};
+
+Batch empty_batch(const BatchSettings& s) {
+  Batch b;
+  b.page_size = s.page_size;
+  b.buffer_token_size = s.buffer_token_size;
+  b.max_chunks = s.max_chunks;
+  b.input_row_offsets.push_back(0);
+  return b;
+}
+
+void add_sequence(Batch& b, uint64_t cached, uint64_t fresh) {
+  // A request continued across steps caches what it prefilled: cached + new of one request.
+  if (cached > UINT32_MAX)
+    throw InputError(fmt::format("a request's context reached {} tokens, past the 32-bit cache_lengths; shorten the "
+                                 "requests in the trace",
+                                 cached));
+  b.cache_lengths.push_back(static_cast<uint32_t>(cached));
+  b.input_row_offsets.push_back(b.input_row_offsets.back() + static_cast<uint32_t>(fresh));
+}
+
+void validated(Batch& b, size_t index) {
+  try {
+    validate_batch(b);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("batch {}: {} ({} sequences); lower --token-budget or --batch-size", index, e.what(),
+                                 b.batch_size()));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<RequestSource> preset_source(const WorkloadPreset& preset, uint64_t seed) {
+  return std::make_unique<PresetSource>(preset, seed);
+}
+
+std::unique_ptr<RequestSource> list_source(std::vector<Request> requests, std::string name) {
+  return std::make_unique<ListSource>(std::move(requests), std::move(name));
+}
+
+std::unique_ptr<RequestSource> capped_source(std::unique_ptr<RequestSource> source, uint64_t max_len) {
+  return std::make_unique<CappedSource>(std::move(source), max_len);
+}
+
+std::string BatchFormation::describe() const {
+  if (mode == Mode::batch_size)
+    return min_batch == max_batch ? fmt::format("batches of {} requests", min_batch)
+                                  : fmt::format("batches of {}..{} requests", min_batch, max_batch);
+  return fmt::format("a budget of {} new tokens per step, at most {} sequences", token_budget, max_sequences);
+}
+
+std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, const BatchSettings& settings,
+                                size_t max_batches, uint64_t seed) {
+  std::vector<Batch> batches;
+  std::mt19937_64 rng(seed);
+  if (f.mode == BatchFormation::Mode::batch_size) {
+    std::uniform_int_distribution<uint32_t> size(f.min_batch, f.max_batch);
+    bool dry = false;
+    while (batches.size() < max_batches && !dry) {
+      Batch b = empty_batch(settings);
+      for (uint32_t n = size(rng); n > 0; --n) {
+        const std::optional<Request> r = source.next();
+        if (!r) {
+          dry = true;
+          break;
+        }
+        add_sequence(b, r->cached_tokens, r->new_tokens);
+      }
+      if (b.batch_size() == 0) break;
+      validated(b, batches.size());
+      batches.push_back(std::move(b));
+    }
+    return batches;
+  }
+
+  // Token budget: requests in arrival order; the one that does not fit prefills what fits and
+  // stays at the head of the queue, its prefilled tokens now part of its cached context.
+  std::optional<Request> head;
+  uint64_t head_cached = 0, head_left = 0;
+  while (batches.size() < max_batches) {
+    Batch b = empty_batch(settings);
+    uint64_t budget = f.token_budget;
+    while (budget > 0 && b.batch_size() < f.max_sequences) {
+      if (!head) {
+        head = source.next();
+        if (!head) break;
+        head_cached = head->cached_tokens;
+        head_left = head->new_tokens;
+      }
+      const uint64_t take = std::min(head_left, budget);
+      add_sequence(b, head_cached, take);
+      head_cached += take;
+      head_left -= take;
+      budget -= take;
+      if (head_left == 0) head.reset();
+    }
+    if (b.batch_size() == 0) break;
+    validated(b, batches.size());
+    batches.push_back(std::move(b));
+  }
+  return batches;
+}
+
+}  // namespace mlaplan::explore

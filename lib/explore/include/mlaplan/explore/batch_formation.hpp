@@ -1,0 +1,57 @@
+// Batches from a stream of requests, formed the way a serving engine's scheduler forms prefill
+// steps: either by a token budget per step (vLLM's max_num_batched_tokens, with chunked prefill of
+// requests that do not fit) or by a batch size drawn from a range.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/explore/workload.hpp"
+
+namespace mlaplan::explore {
+
+// Where requests come from: a preset's draws (endless) or a list such as a user's trace (finite).
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  virtual std::optional<Request> next() = 0;
+  virtual std::string describe() const = 0;  // "workload coding-agent (seed 1)", "trace.csv (1,000 requests)"
+};
+std::unique_ptr<RequestSource> preset_source(const WorkloadPreset& preset, uint64_t seed);
+std::unique_ptr<RequestSource> list_source(std::vector<Request> requests, std::string name);
+// Drops the requests longer than an engine's max_model_len (cached + new > max_len), as the engine
+// would refuse them; describe() says how many were dropped so far.
+std::unique_ptr<RequestSource> capped_source(std::unique_ptr<RequestSource> source, uint64_t max_len);
+
+struct BatchFormation {
+  enum class Mode { token_budget, batch_size };
+  Mode mode = Mode::token_budget;
+  // token_budget: new tokens per step, like max_num_batched_tokens. A request that does not fit
+  // prefills what fits and continues in the next step, its prefilled part now cached context.
+  uint32_t token_budget = 8192;
+  uint32_t max_sequences = 256;  // token_budget: sequences per step, like max_num_seqs
+  // batch_size: each batch takes a size drawn uniformly from [min_batch, max_batch] whole requests.
+  uint32_t min_batch = 1, max_batch = 32;
+
+  std::string describe() const;  // "token budget 8192 per step, at most 256 sequences" / "batches of 1..32 requests"
+};
+
+// The planner settings every formed batch gets (sweeps change buffer and chunks per setting).
+struct BatchSettings {
+  uint32_t page_size = 128;
+  uint32_t buffer_token_size = 16384;
+  uint32_t max_chunks = 16;
+};
+
+// Up to `max_batches` batches, in order, until the source runs dry; `seed` drives the batch-size
+// draws. Every batch passes validate_batch; one that cannot (its padded total past 32 bits) is an
+// InputError naming the batch and the fix.
+std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& formation, const BatchSettings& settings,
+                                size_t max_batches, uint64_t seed);
+
+}  // namespace mlaplan::explore

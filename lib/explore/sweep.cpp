@@ -1,0 +1,209 @@
+#include "mlaplan/explore/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "mlaplan/fast_cpu_planner.hpp"
+#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/plan_shape.hpp"
+
+namespace mlaplan::explore {
+
+namespace {
+
+constexpr uint32_t kRefused = std::numeric_limits<uint32_t>::max();
+
+struct Setting {
+  Policy policy;
+  uint32_t n;
+  std::optional<uint32_t> m;
+};
+
+// Nearest-rank quantile of sorted values.
+uint32_t nearest_rank(const std::vector<uint32_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  rank = std::clamp<size_t>(rank, 1, sorted.size());
+  return sorted[rank - 1];
+}
+
+// Max planned by the fast CPU planner into buffers reused across batches.
+class CpuMaxPlanner {
+ public:
+  PolicyOutcome operator()(const Batch& b) {
+    const PlanShape shape = plan_shape(b);
+    if (!shape.feasible) return policy_outcome(b, Policy{});
+    const size_t m = b.max_chunks, cells = m * (size_t{b.batch_size()} + 1);
+    if (rows_.size() < cells) rows_.resize(cells);
+    if (cache_.size() < cells) cache_.resize(cells);
+    lengths_.resize(m);
+    plan_fast_cpu_into(b, {rows_.data(), cache_.data(), lengths_.data()}, starts_);
+    PolicyOutcome o = policy_outcome(b, Policy{});  // payload and refusal from the shape...
+    o.chunks = o.streamed_rows = o.largest_chunk = 0;  // ...the rest from the planned tables
+    for (int32_t len : lengths_) {
+      if (len <= 0) continue;
+      ++o.chunks;
+      o.streamed_rows += static_cast<uint64_t>(len);
+      o.largest_chunk = std::max<uint64_t>(o.largest_chunk, static_cast<uint64_t>(len));
+    }
+    return o;
+  }
+
+ private:
+  std::vector<uint32_t> rows_, cache_, starts_;
+  std::vector<int32_t> lengths_;
+};
+
+SweepRow evaluate(std::vector<Batch>& batches, const Setting& s, const std::function<PolicyOutcome(const Batch&)>& plan_max) {
+  SweepRow row;
+  row.policy = s.policy;
+  row.buffer_tokens = s.n;
+  row.max_chunks = s.m;
+  row.batches = batches.size();
+  row.iterations.reserve(batches.size());
+  std::vector<uint32_t> shown;  // iterations with max's refused batches at the chunks they need
+  shown.reserve(batches.size());
+  uint64_t payload = 0, streamed = 0, filled_batches = 0;
+  double fill_sum = 0;
+  for (Batch& b : batches) {
+    b.buffer_token_size = s.n;
+    b.max_chunks = s.m.value_or(b.max_chunks);
+    const PolicyOutcome o = s.policy.kind == PolicyKind::max ? plan_max(b) : policy_outcome(b, s.policy);
+    const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
+    if (o.refused) {
+      if (row.refused++ == 0) row.first_refusal = o.why;
+      row.iterations.push_back(kRefused);
+      if (s.policy.kind == PolicyKind::max) shown.push_back(chunks);
+      continue;
+    }
+    row.iterations.push_back(chunks);
+    shown.push_back(chunks);
+    payload += o.payload_tokens;
+    streamed += o.streamed_rows;
+    if (o.chunks > 0) {
+      fill_sum += static_cast<double>(o.streamed_rows) / (static_cast<double>(o.chunks) * s.n);
+      ++filled_batches;
+    }
+  }
+  row.padding_overhead = payload ? static_cast<double>(streamed - payload) / static_cast<double>(payload) : 0;
+  row.mean_fill = filled_batches ? fill_sum / static_cast<double>(filled_batches) : 0;
+  if (!shown.empty()) {
+    double sum = 0;
+    for (uint32_t v : shown) sum += v;
+    row.mean_iterations = sum / static_cast<double>(shown.size());
+    std::sort(shown.begin(), shown.end());
+    row.p50 = nearest_rank(shown, 0.50);
+    row.p90 = nearest_rank(shown, 0.90);
+    row.p99 = nearest_rank(shown, 0.99);
+    row.max_iterations = shown.back();
+  }
+  return row;
+}
+
+}  // namespace
+
+uint32_t SweepRow::iterations_at(double q) const {
+  std::vector<uint32_t> sorted = iterations;
+  std::sort(sorted.begin(), sorted.end());
+  return nearest_rank(sorted, q);
+}
+
+std::string SweepRow::setting() const {
+  std::string s = fmt::format("{} N={}", policy.name(), buffer_tokens);
+  if (max_chunks) s += fmt::format(" M={}", *max_chunks);
+  if (model) s += fmt::format(" {} TP{}", model->name, memory ? memory->tp : 1);
+  return s;
+}
+
+SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, const SweepOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Setting> settings;
+  for (const Policy& p : grid.policies)
+    for (uint32_t n : grid.buffer_tokens) {
+      if (p.kind == PolicyKind::max) {
+        for (uint32_t m : grid.max_chunks) settings.push_back({p, n, m});
+      } else {
+        settings.push_back({p, n, std::nullopt});
+      }
+    }
+
+  std::vector<SweepRow> evaluated(settings.size());
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex progress_mutex;
+  auto report = [&] {
+    const size_t d = ++done;
+    if (options.progress) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      options.progress(d, settings.size());
+    }
+  };
+
+  if (options.max_planner) {  // one device: one thread
+    std::vector<Batch> own = batches;
+    PhaseTimer timer;
+    auto plan_max = [&](const Batch& b) {
+      const PlanShape shape = plan_shape(b);
+      if (!shape.feasible) return policy_outcome(b, Policy{});
+      return outcome_from_tables(b, options.max_planner->plan(b, timer));
+    };
+    for (size_t i = 0; i < settings.size(); ++i) {
+      evaluated[i] = evaluate(own, settings[i], plan_max);
+      report();
+    }
+  } else {
+    unsigned threads = options.threads ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    threads = static_cast<unsigned>(std::min<size_t>(threads, settings.size()));
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto worker = [&] {
+      try {
+        std::vector<Batch> own = batches;  // each thread sets N and M on its own copy
+        CpuMaxPlanner cpu;
+        std::function<PolicyOutcome(const Batch&)> plan_max = [&cpu](const Batch& b) { return cpu(b); };
+        for (size_t i = next++; i < settings.size(); i = next++) {
+          evaluated[i] = evaluate(own, settings[i], plan_max);
+          report();
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = settings.size();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (failure) std::rethrow_exception(failure);
+  }
+
+  SweepResult result;
+  result.batches = batches.size();
+  for (const Batch& b : batches) result.requests += b.batch_size();
+  result.mean_batch_size = batches.empty() ? 0 : static_cast<double>(result.requests) / static_cast<double>(batches.size());
+  result.max_planner = options.max_planner ? options.max_planner->name() : "cpu-fast";
+  for (SweepRow& base : evaluated) {
+    if (grid.models.empty()) {
+      result.rows.push_back(std::move(base));
+      continue;
+    }
+    for (const ModelDims& model : grid.models)
+      for (uint32_t tp : grid.tps) {
+        SweepRow row = base;
+        row.model = model;
+        row.memory = buffer_memory(model, tp, grid.dtype);
+        result.rows.push_back(std::move(row));
+      }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace mlaplan::explore

@@ -1,0 +1,292 @@
+#include "mlaplan/explore/workload.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <stdexcept>
+
+#include "mlaplan/errors.hpp"
+
+namespace mlaplan::explore {
+
+const char* to_string(SplitModel m) {
+  switch (m) {
+    case SplitModel::all_new: return "all-new";
+    case SplitModel::block_share: return "block-share";
+    case SplitModel::independent: return "independent";
+    case SplitModel::chat_turns: return "chat-turns";
+  }
+  return "?";
+}
+
+namespace {
+
+const QuantileDistribution& need(const std::optional<QuantileDistribution>& d, const char* what,
+                                 const WorkloadPreset& preset) {
+  if (!d) throw std::logic_error(fmt::format("workload preset {}: {} model without a {} distribution", preset.name,
+                                             to_string(preset.split), what));
+  return *d;
+}
+
+uint64_t max_sample(const QuantileDistribution& d) { return static_cast<uint64_t>(std::llround(d.max())); }
+
+}  // namespace
+
+Request WorkloadPreset::draw(std::mt19937_64& rng) const {
+  Request r;
+  switch (split) {
+    case SplitModel::all_new:
+      r.new_tokens = need(input, "input", *this).sample(rng);
+      break;
+    case SplitModel::block_share: {
+      const uint32_t total = need(input, "input", *this).sample(rng);
+      const uint64_t blocks = static_cast<uint64_t>(std::floor(cached_share * total / block_tokens));
+      uint64_t cached_tokens = blocks * block_tokens;
+      if (cached_tokens >= total) cached_tokens = (total - 1) / block_tokens * uint64_t{block_tokens};  // new >= 1
+      r.cached_tokens = static_cast<uint32_t>(cached_tokens);
+      r.new_tokens = static_cast<uint32_t>(total - cached_tokens);
+      break;
+    }
+    case SplitModel::independent:
+      r.cached_tokens = need(cached, "cached", *this).sample(rng);
+      r.new_tokens = need(new_tokens, "new_tokens", *this).sample(rng);
+      break;
+    case SplitModel::chat_turns: {
+      const QuantileDistribution& prompt = need(new_tokens, "new_tokens", *this);
+      r.new_tokens = prompt.sample(rng);
+      if (uniform01(rng) < follow_up_share) {
+        const uint64_t history = uint64_t{prompt.sample(rng)} + need(response, "response", *this).sample(rng);
+        r.cached_tokens = static_cast<uint32_t>(history);  // < 2^32: both are < 2^31
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+uint64_t WorkloadPreset::max_total_tokens() const {
+  switch (split) {
+    case SplitModel::all_new:
+    case SplitModel::block_share: return max_sample(need(input, "input", *this));
+    case SplitModel::independent:
+      return max_sample(need(cached, "cached", *this)) + max_sample(need(new_tokens, "new_tokens", *this));
+    case SplitModel::chat_turns: {
+      const uint64_t prompt = max_sample(need(new_tokens, "new_tokens", *this));
+      return 2 * prompt + (follow_up_share > 0 ? max_sample(need(response, "response", *this)) : 0);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+using Points = std::vector<std::pair<double, double>>;
+
+// Quantile points computed from a public trace file with numpy.percentile (linear interpolation),
+// at p = 0, .01, .05, .10, .25, .50, .75, .90, .95, .99, 1 (min and max are the trace's).
+Points trace_points(const std::vector<double>& values) {
+  static const double ps[] = {0, 0.01, 0.05, 0.10, 0.25, 0.50, 0.75, 0.90, 0.95, 0.99, 1};
+  Points points;
+  for (size_t i = 0; i < values.size(); ++i) points.emplace_back(ps[i], values[i]);
+  return points;
+}
+
+std::vector<QuantileClaim> claims(const char* what, std::initializer_list<std::pair<double, double>> pv) {
+  std::vector<QuantileClaim> out;
+  for (const auto& [p, v] : pv) out.push_back({what, p, v});
+  return out;
+}
+
+std::vector<QuantileClaim> operator+(std::vector<QuantileClaim> a, const std::vector<QuantileClaim>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+WorkloadPreset azure(const char* name, const char* kind, const char* description, std::vector<double> values,
+                     double mean) {
+  WorkloadPreset w;
+  w.name = name;
+  w.description = description;
+  w.source = fmt::format(
+      "Azure LLM inference trace 2023 ({0}): data/AzureLLMInferenceTrace_{0}.csv, ContextTokens, in "
+      "https://github.com/Azure/AzurePublicDataset (AzureLLMInferenceDataset2023.md); Patel et al., \"Splitwise: "
+      "Efficient generative LLM inference using phase splitting\", ISCA 2024. Percentiles computed from the CSV.",
+      kind);
+  Points points = trace_points(values);
+  w.claims = claims("input", {{0.5, values[5]}, {0.9, values[7]}, {0.99, values[9]}});
+  w.means = {{"input", mean}};
+  w.split = SplitModel::all_new;
+  w.input.emplace(std::move(points));
+  return w;
+}
+
+WorkloadPreset mooncake(const char* name, const char* file, const char* description, std::vector<double> values,
+                        double mean, double cache_ratio) {
+  WorkloadPreset w;
+  w.name = name;
+  w.description = description;
+  w.source = fmt::format(
+      "Mooncake FAST'25 trace release: FAST25-release/traces/{}, input_length, in https://github.com/kvcache-ai/Mooncake "
+      "(FAST25-release/README.md: request count and average input); Qin et al., \"Mooncake: Trading More Storage for "
+      "Less Computation\", FAST 2025, Table 2 (cache ratio {:.0f}%). Percentiles computed from the trace.",
+      file, cache_ratio * 100);
+  w.claims = claims("input", {{0.5, values[5]}, {0.9, values[7]}, {0.99, values[9]}});
+  w.means = {{"input", mean}};
+  w.split = SplitModel::block_share;
+  w.input.emplace(trace_points(values));
+  w.cached_share = cache_ratio;
+  w.block_tokens = 512;  // the traces' hash_ids blocks
+  return w;
+}
+
+std::vector<WorkloadPreset> make_presets() {
+  std::vector<WorkloadPreset> presets;
+
+  presets.push_back(azure("azure-code", "code",
+                          "Azure 2023 coding service: prompts of 1-7K tokens (p50 1,469), all new; cached context only "
+                          "from chunked prefill of long prompts",
+                          {3, 17, 75, 147, 578, 1469, 2744.5, 5187.6, 7303.3, 7436, 7437}, 2047.8));
+  presets.push_back(azure("azure-conv", "conv",
+                          "Azure 2023 conversation service: prompts around 1K tokens (p50 1,020, max 14,050), all new; "
+                          "cached context only from chunked prefill of long prompts",
+                          {2, 29, 181, 207, 396, 1020, 1189, 2734.5, 4083, 4142, 14050}, 1154.7));
+
+  presets.push_back(mooncake("mooncake-conv", "conversation_trace.jsonl",
+                             "Kimi (Mooncake FAST'25) conversation: long inputs (p50 6.9K, p99 85K), 40% of each input "
+                             "a cached prefix in whole 512-token blocks",
+                             {891, 894, 901, 964, 2306.5, 6909, 15367, 27367, 39550.5, 85400.4, 126195}, 12035, 0.40));
+  presets.push_back(mooncake("mooncake-synthetic", "synthetic_trace.jsonl",
+                             "Mooncake FAST'25 synthetic (ShareGPT, L-Eval, LooGLE): bimodal inputs (p25 277, p50 "
+                             "11.6K, max 191K), 66% of each input a cached prefix in whole 512-token blocks",
+                             {13, 16, 22, 30, 277, 11587, 23175, 38611.2, 48904.6, 66456.16, 191378}, 15325, 0.66));
+
+  const std::string tracelab =
+      "TraceLab (UW SyFI), public Claude Code / Codex coding-agent traces, per agent step: "
+      "https://tracelab.cs.washington.edu/exp/llm_generation/token_length_distribution/ (prefix and append tokens: avg, "
+      "p25, p50, p90, p99) and https://tracelab.cs.washington.edu/exp/llm_generation/append_by_prefix_bin/ (steps per "
+      "prefix bin); https://github.com/uw-syfi/TraceLab";
+  {
+    // Codex: 216,823 steps. Below p25 the prefix CDF comes from the steps per prefix bin (in units
+    // of 1,024 tokens; 217,635 steps in that table): <1k 626, 1-2k 902, 2-4k 2,108, 4-8k 3,501,
+    // 8-16k 5,503, 16-32k 10,470, 32-64k 29,925, 64-128k 72,996, 128-256k 91,598, >256k 6.
+    constexpr double n = 217635;
+    WorkloadPreset w;
+    w.name = "coding-agent";
+    w.description =
+        "Codex coding-agent steps: a huge cached prefix (p50 116K, p99 231K) and about 1K new tokens per step (p50 "
+        "886, p99 121K), drawn independently";
+    w.source = tracelab + " (Codex rows)";
+    w.claims = claims("cached", {{0.25, 67456}, {0.5, 115584}, {0.9, 201600}, {0.99, 231040}}) +
+               claims("new", {{0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.99, 121009}});
+    w.means = {{"cached", 116623}, {"new", 5283}};
+    w.split = SplitModel::independent;
+    w.cached.emplace(Points{{0, 1},
+                            {626 / n, 1024},
+                            {1528 / n, 2048},
+                            {3636 / n, 4096},
+                            {7137 / n, 8192},
+                            {12640 / n, 16384},
+                            {23110 / n, 32768},
+                            {53035 / n, 65536},
+                            {0.25, 67456},
+                            {0.5, 115584},
+                            {126031 / n, 131072},
+                            {0.9, 201600},
+                            {0.99, 231040},
+                            {217629 / n, 262144},
+                            {1, 272000}});
+    w.new_tokens.emplace(Points{{0, 1}, {0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.97, 17238}, {0.99, 121009}, {1, 272000}});
+    presets.push_back(std::move(w));
+  }
+  {
+    // Claude Code: 140,338 steps; steps per prefix bin: <1k 2,937, 1-2k 0, 2-4k 2, 4-8k 530,
+    // 8-16k 4,034, 16-32k 10,248, 32-64k 20,919, 64-128k 33,571, 128-256k 34,840, >256k 33,257.
+    constexpr double n = 140338;
+    WorkloadPreset w;
+    w.name = "coding-agent-claude";
+    w.description =
+        "Claude Code coding-agent steps: a huge cached prefix (p50 126K, p99 918K) and about 1K new tokens per step "
+        "(p50 857, p99 232K), drawn independently";
+    w.source = tracelab + " (Claude rows)";
+    w.claims = claims("cached", {{0.25, 59949}, {0.5, 126180}, {0.9, 467082}, {0.99, 918111}}) +
+               claims("new", {{0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.99, 232206}});
+    w.means = {{"cached", 194361}, {"new", 8479}};
+    w.split = SplitModel::independent;
+    w.cached.emplace(Points{{0, 1},
+                            {2937 / n, 1024},
+                            {2939 / n, 4096},
+                            {3469 / n, 8192},
+                            {7503 / n, 16384},
+                            {17751 / n, 32768},
+                            {0.25, 59949},
+                            {38670 / n, 65536},
+                            {0.5, 126180},
+                            {72241 / n, 131072},
+                            {107081 / n, 262144},
+                            {0.9, 467082},
+                            {0.99, 918111},
+                            {1, 1000000}});
+    w.new_tokens.emplace(
+        Points{{0, 1}, {0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.97, 12233}, {0.99, 232206}, {1, 1000000}});
+    presets.push_back(std::move(w));
+  }
+  {
+    WorkloadPreset w;
+    w.name = "short-chat";
+    w.description =
+        "Short multi-turn chat (ShareGPT lengths): prompts p50 74 tokens; half the requests follow up a conversation "
+        "with one earlier prompt and response cached";
+    w.source =
+        "ShareGPT prompt and response lengths: Sun et al., \"Llumnix: Dynamic Scheduling for Large Language Model "
+        "Serving\", OSDI 2024, https://arxiv.org/abs/2406.03243, Table 2: input mean 306, p50 74, p99 3,388; output mean 500, p50 487, "
+        "p99 1,234. Turns: Zheng et al., \"LMSYS-Chat-1M: A Large-Scale Real-World LLM Conversation Dataset\", ICLR "
+        "2024, https://arxiv.org/abs/2309.11998, Table 1: 2.0 turns per conversation";
+    w.claims = claims("new", {{0.5, 74}, {0.99, 3388}});
+    w.means = {{"new", 306}, {"response", 500}};
+    w.split = SplitModel::chat_turns;
+    w.new_tokens.emplace(Points{{0, 4}, {0.5, 74}, {0.9, 437}, {0.99, 3388}, {1, 16384}});
+    w.response.emplace(Points{{0, 1}, {0.1, 76}, {0.5, 487}, {0.99, 1234}, {1, 2048}});
+    w.follow_up_share = 1 - 1 / 2.0;  // 2.0 turns per conversation: every other request is a follow-up
+    presets.push_back(std::move(w));
+  }
+  return presets;
+}
+
+bool iequals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+const std::vector<WorkloadPreset>& workload_presets() {
+  static const std::vector<WorkloadPreset> presets = make_presets();
+  return presets;
+}
+
+std::string workload_preset_names() {
+  std::string names;
+  for (const WorkloadPreset& w : workload_presets()) names += (names.empty() ? "" : ", ") + w.name;
+  return names;
+}
+
+const WorkloadPreset& find_workload_preset(const std::string& name) {
+  for (const WorkloadPreset& w : workload_presets()) {
+    if (iequals(w.name, name)) return w;
+  }
+  throw InputError(fmt::format("--workload {}: unknown workload; choose one of {} or give --lengths FILE.csv", name,
+                               workload_preset_names()));
+}
+
+std::vector<Request> draw_requests(const WorkloadPreset& preset, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Request> requests;
+  requests.reserve(count);
+  for (size_t i = 0; i < count; ++i) requests.push_back(preset.draw(rng));
+  return requests;
+}
+
+}  // namespace mlaplan::explore
