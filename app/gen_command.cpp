@@ -42,9 +42,11 @@ int gen(const GenOptions& opt) {
     s.batch = batches[i];
     refused += !plan_shape(s.batch).feasible;
     sequences += s.batch.batch_size();
-    text += (i ? ",\n" : "") + scenario_to_json(s);
+    std::string one = scenario_to_json(s);
+    if (batches.size() > 1) one.pop_back();  // its newline: the list puts ",\n" between scenarios
+    text += (i ? ",\n" : "") + one;
   }
-  text += batches.size() == 1 ? "\n" : "\n]}\n";
+  text += batches.size() == 1 ? "" : "\n]}\n";
   write_output(opt.output, text);
   note(fmt::format("{} batch{} of {:.1f} sequences on average from {}{}", batches.size(), batches.size() == 1 ? "" : "es",
                    static_cast<double>(sequences) / static_cast<double>(batches.size()), source->describe(),

@@ -273,33 +273,44 @@ std::vector<Scenario> load_scenario_file(const std::string& path) {
 }
 
 std::string scenario_to_json(const Scenario& s) {
-  json j = json::object();
-  j["name"] = s.name;
-  if (!s.description.empty()) j["description"] = s.description;
-  j["page_size"] = s.batch.page_size;
-  j["buffer_token_size"] = s.batch.buffer_token_size;
-  j["max_chunks"] = s.batch.max_chunks;
-  j["cache_lengths"] = s.batch.cache_lengths;
-  j["input_row_offsets"] = s.batch.input_row_offsets;
-  if (s.expected) {
+  // Keys in the documented order, one per line, each list on one line (a table one row per line):
+  // a generated batch of hundreds of sequences stays readable and diffable.
+  using ordered = nlohmann::ordered_json;
+  std::string out = "{\n";
+  auto put = [&out](const char* indent, const std::string& key, const std::string& value, bool last) {
+    out += fmt::format("{}{}: {}{}\n", indent, ordered(key).dump(), value, last ? "" : ",");
+  };
+  const bool has_expected = s.expected.has_value();
+  put("  ", "name", ordered(s.name).dump(), false);
+  if (!s.description.empty()) put("  ", "description", ordered(s.description).dump(), false);
+  put("  ", "page_size", std::to_string(s.batch.page_size), false);
+  put("  ", "buffer_token_size", std::to_string(s.batch.buffer_token_size), false);
+  put("  ", "max_chunks", std::to_string(s.batch.max_chunks), false);
+  put("  ", "cache_lengths", ordered(s.batch.cache_lengths).dump(), false);
+  put("  ", "input_row_offsets", ordered(s.batch.input_row_offsets).dump(), !has_expected);
+  if (has_expected) {
     const ExpectedPlan& x = *s.expected;
-    json e = json::object();
     const size_t m = s.batch.max_chunks, b = s.batch.batch_size();
     auto rows = [m](const auto& flat, size_t cols) {
-      json t = json::array();
-      for (size_t r = 0; r < m; ++r) t.push_back(json(std::vector(flat.begin() + r * cols, flat.begin() + (r + 1) * cols)));
-      return t;
+      std::string t = "[";
+      for (size_t r = 0; r < m; ++r)
+        t += (r ? ",\n      " : "\n      ") +
+             ordered(std::vector(flat.begin() + r * cols, flat.begin() + (r + 1) * cols)).dump();
+      return t + (m ? "\n    ]" : "]");
     };
-    if (x.infeasible) e["infeasible"] = true;
-    if (x.min_max_chunks) e["min_max_chunks"] = *x.min_max_chunks;
-    if (x.padded_tokens) e["padded_tokens"] = *x.padded_tokens;
-    if (x.chunks_used) e["chunks_used"] = *x.chunks_used;
-    if (x.buffer_row_offsets) e["buffer_row_offsets"] = rows(*x.buffer_row_offsets, b + 1);
-    if (x.cache_offsets) e["cache_offsets"] = rows(*x.cache_offsets, b);
-    if (x.buffer_lengths) e["buffer_lengths"] = *x.buffer_lengths;
-    j["expected"] = e;
+    std::vector<std::pair<std::string, std::string>> e;
+    if (x.infeasible) e.emplace_back("infeasible", "true");
+    if (x.min_max_chunks) e.emplace_back("min_max_chunks", std::to_string(*x.min_max_chunks));
+    if (x.padded_tokens) e.emplace_back("padded_tokens", std::to_string(*x.padded_tokens));
+    if (x.chunks_used) e.emplace_back("chunks_used", std::to_string(*x.chunks_used));
+    if (x.buffer_row_offsets) e.emplace_back("buffer_row_offsets", rows(*x.buffer_row_offsets, b + 1));
+    if (x.cache_offsets) e.emplace_back("cache_offsets", rows(*x.cache_offsets, b));
+    if (x.buffer_lengths) e.emplace_back("buffer_lengths", ordered(*x.buffer_lengths).dump());
+    out += "  \"expected\": {\n";
+    for (size_t i = 0; i < e.size(); ++i) put("    ", e[i].first, e[i].second, i + 1 == e.size());
+    out += "  }\n";
   }
-  return j.dump(2) + "\n";
+  return out + "}\n";
 }
 
 }  // namespace mlaplan

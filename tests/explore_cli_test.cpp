@@ -164,3 +164,17 @@ TEST(ExploreCli, FailedSweepLeavesNoOutputFile) {
   EXPECT_TRUE(fs::is_empty(dir));  // no temporary left either
   fs::remove_all(dir);
 }
+
+// sweep --backend gpu plans max with the GPU planner: the same figures as the fast CPU planner. Skips
+// where no GPU is usable (the command then exits 3, as --backend gpu does everywhere).
+TEST(ExploreCli, SweepOnTheGpuMatchesTheCpu) {
+  const std::string args = "sweep --workload mooncake-synthetic --batches 2000 --buffer-tokens 4096:262144:x4 "
+                           "--max-chunks 4,16 --policy max --format csv";
+  const auto gpu = run_cli(args + " --backend gpu");
+  if (gpu.code == 3) GTEST_SKIP() << "no usable GPU: " << gpu.err;
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  const auto cpu = run_cli(args + " --backend cpu");
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  EXPECT_EQ(gpu.out, cpu.out);
+  EXPECT_EQ(lines(gpu.out), 1u + 4 * 2);
+}

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""Plot `mlaplan sweep --format json` output: iterations per batch against buffer size (log2 axis),
+one line per policy (and per max_chunks for max), the chosen quantile solid and the mean dashed,
+max's refusals marked, and the --recommend limit and choices drawn in when the JSON holds them.
+
+    mlaplan sweep ... --format json > sweep.json
+    scripts/plot_sweep.py sweep.json -o docs/sweep.png        # or .svg
+    scripts/plot_sweep.py sweep.json -o sweep.png --stat p90 --title "mooncake, 8K step budget"
+
+Several models or TP degrees in one sweep change only the memory columns, not the iterations, so
+each (policy, max_chunks) is drawn once.
+
+Exit status: 0 written, 2 bad input, 77 matplotlib is not installed (the test is skipped then).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import textwrap
+
+SKIP = 77  # ctest SKIP_RETURN_CODE
+PROG = "plot_sweep.py"
+STATS = ["p50", "p90", "p99", "max", "mean"]
+# Okabe-Ito, yellow last (it is faint on white); markers differ too, so colour is never the only cue.
+COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "<", ">"]
+
+
+class BadInput(Exception):
+    pass
+
+
+def is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check(data):
+    """Raises BadInput with what is wrong; returns the rows."""
+    if not isinstance(data, dict):
+        raise BadInput("not a mlaplan sweep JSON file (the top level is not an object)")
+    if "rows" not in data:
+        raise BadInput("not a mlaplan sweep JSON file (no \"rows\"); write it with mlaplan sweep --format json")
+    rows = data["rows"]
+    if not isinstance(rows, list):
+        raise BadInput("\"rows\" is not a list")
+    if not rows:
+        raise BadInput("no rows to plot; sweep at least one policy and buffer size")
+    for i, r in enumerate(rows):
+        where = f"rows[{i}]"
+        if not isinstance(r, dict):
+            raise BadInput(f"{where} is not an object")
+        if not isinstance(r.get("policy"), str) or not r["policy"]:
+            raise BadInput(f"{where}: \"policy\" is missing or not a string")
+        if not is_int(r.get("buffer_tokens")) or r["buffer_tokens"] <= 0:
+            raise BadInput(f"{where}: \"buffer_tokens\" is missing or not a positive integer")
+        if "max_chunks" in r and r["max_chunks"] is not None and not is_int(r["max_chunks"]):
+            raise BadInput(f"{where}: \"max_chunks\" is neither an integer nor null")
+        it = r.get("iterations")
+        if not isinstance(it, dict):
+            raise BadInput(f"{where}: \"iterations\" is missing or not an object")
+        for k in STATS:
+            if not is_num(it.get(k)) or it[k] < 0:
+                raise BadInput(f"{where}: \"iterations.{k}\" is missing or not a non-negative number")
+        if "refused_share" in r and not is_num(r["refused_share"]):
+            raise BadInput(f"{where}: \"refused_share\" is not a number")
+    rec = data.get("recommendation")
+    if rec is not None:
+        if not isinstance(rec, dict):
+            raise BadInput("\"recommendation\" is not an object")
+        if not is_num(rec.get("max_iterations")):
+            raise BadInput("\"recommendation.max_iterations\" is missing or not a number")
+        if not isinstance(rec.get("groups", []), list):
+            raise BadInput("\"recommendation.groups\" is not a list")
+        for i, g in enumerate(rec.get("groups", [])):
+            where = f"recommendation.groups[{i}]"
+            if not isinstance(g, dict):
+                raise BadInput(f"{where} is not an object")
+            row = g.get("row")
+            if row is not None and (not is_int(row) or not 0 <= row < len(rows)):
+                raise BadInput(f"{where}: \"row\" {row!r} is not an index into rows (0..{len(rows) - 1})")
+            bt = g.get("buffer_tokens")
+            if bt is not None and not is_int(bt):
+                raise BadInput(f"{where}: \"buffer_tokens\" is neither an integer nor null")
+            if row is not None and bt is not None and rows[row]["buffer_tokens"] != bt:
+                raise BadInput(f"{where}: \"buffer_tokens\" {bt} is not the buffer of rows[{row}] "
+                               f"({rows[row]['buffer_tokens']})")
+    return rows
+
+
+def tokens_label(n):
+    """4096 -> 4K, 1048576 -> 1M, 1536 -> 1.5K, 1000 -> 1000."""
+    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            if v == int(v):
+                return f"{int(v)}{unit}"
+            if (v * 10) == int(v * 10):
+                return f"{v:.1f}{unit}"
+    return str(n)
+
+
+def quantile_name(q):
+    """The recommendation's quantile: a number in (0, 1] as the C++ writes it (0.99 -> p99, 1 -> max),
+    or already a name."""
+    if isinstance(q, str):
+        return q
+    if is_num(q):
+        return "max" if q >= 1 else f"p{q * 100:g}"
+    return "?"
+
+
+def series_key(r):
+    return (r["policy"], r.get("max_chunks"))
+
+
+def series_label(key):
+    policy, m = key
+    return f"{policy} M={m}" if m is not None else policy
+
+
+def model_key(r):
+    return (r.get("model"), r.get("tp"))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("json", help="output of mlaplan sweep --format json (or --json FILE)")
+    ap.add_argument("-o", "--output", required=True, help="image to write (.png or .svg)")
+    ap.add_argument("--stat", choices=STATS, default="p99", help="the solid line (default p99; the mean is drawn dashed)")
+    ap.add_argument("--title", default=None)
+    args = ap.parse_args()
+
+    ext = os.path.splitext(args.output)[1].lower()
+    if ext not in (".png", ".svg"):
+        print(f"{PROG}: error: {args.output}: write a .png or .svg image", file=sys.stderr)
+        return 2
+    try:
+        with open(args.json) as f:
+            data = json.load(f)
+        rows = check(data)
+    except OSError as e:
+        print(f"{PROG}: error: {args.json}: cannot read it ({e.strerror or e})", file=sys.stderr)
+        return 2
+    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
+        print(f"{PROG}: error: {args.json}: not JSON ({str(e).splitlines()[0]})", file=sys.stderr)
+        return 2
+    except BadInput as e:
+        print(f"{PROG}: error: {args.json}: {e}", file=sys.stderr)
+        return 2
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display needed
+        import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, ScalarFormatter
+    except ImportError:
+        print(f"{PROG}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+        return SKIP
+
+    # One point per (policy, M, N): the first row; later models/TPs repeat the same iterations.
+    keys, points, models = [], {}, []
+    differ = set()
+    for r in rows:
+        k = series_key(r)
+        if k not in keys:
+            keys.append(k)
+        if model_key(r) not in models:
+            models.append(model_key(r))
+        pk = (k, r["buffer_tokens"])
+        if pk not in points:
+            points[pk] = r
+        elif points[pk]["iterations"] != r["iterations"]:
+            differ.add(series_label(k))
+    if differ:
+        print(f"{PROG}: warning: {args.json}: iterations differ across models/TPs for {', '.join(sorted(differ))}; "
+              "plotting the first row of each", file=sys.stderr)
+    several_models = len(models) > 1
+    style = {k: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
+
+    fig, ax = plt.subplots(figsize=(10, 6))
+    handles = []
+    peak = 0.0
+    refusers = set()
+    for k in keys:
+        color, marker = style[k]
+        pts = sorted((n, r) for (kk, n), r in points.items() if kk == k)
+        x = [n for n, _ in pts]
+        y = [r["iterations"][args.stat] for _, r in pts]
+        mean = [r["iterations"]["mean"] for _, r in pts]
+        peak = max(peak, max(y), max(mean))
+        (h,) = ax.plot(x, y, color=color, marker=marker, markersize=5, linewidth=2, label=series_label(k), zorder=3)
+        handles.append(h)
+        if args.stat != "mean":
+            ax.plot(x, mean, color=color, linestyle="--", linewidth=1.2, alpha=0.55, zorder=2)
+        rx = [(n, r["iterations"][args.stat]) for n, r in pts if r.get("refused_share", 0) > 0]
+        if rx:
+            refusers.add(k[0])
+            ax.scatter([p[0] for p in rx], [p[1] for p in rx], marker="x", s=110, linewidths=2.2, color=color, zorder=5)
+
+    # The recommendation: limit K and, per group, its buffer on its line.
+    rec = data.get("recommendation")
+    none_qualify = []
+    if rec is not None:
+        kmax = rec["max_iterations"]
+        qname = quantile_name(rec.get("quantile"))
+        budget = rec.get("memory_budget_bytes")
+        klabel = f"recommend: at most {kmax:g} iteration{'' if kmax == 1 else 's'} at {qname}"
+        if is_num(budget):
+            klabel += f", memory within {budget / (1 << 30):.3g} GiB"
+        handles.append(ax.axhline(kmax, color="#555555", linestyle=":", linewidth=1.6, zorder=1, label=klabel))
+        peak = max(peak, kmax)
+        at = {}  # (x, y) -> labels, so groups choosing the same point share one annotation
+        for g in rec.get("groups", []):
+            if g.get("row") is None:
+                none_qualify.append(str(g.get("group", "?")))
+                continue
+            r = rows[g["row"]]
+            k = series_key(r)
+            label = series_label(k) + (f" {r.get('model')} TP{r.get('tp')}" if several_models else "")
+            p = points[(k, r["buffer_tokens"])]
+            at.setdefault((r["buffer_tokens"], p["iterations"][args.stat]), []).append((label, style[k][0]))
+        for (x, y), labels in sorted(at.items()):
+            ax.scatter([x], [y], marker="*", s=330, color=labels[0][1], edgecolors="black", linewidths=0.8, zorder=6)
+            text = "\n".join(f"{lab} \u2192 {tokens_label(x)}" for lab, _ in labels)
+            ax.annotate(text, (x, y), xytext=(14, 22), textcoords="offset points", fontsize=8, va="bottom",
+                        bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="#999999", alpha=0.9),
+                        arrowprops=dict(arrowstyle="-", color="#777777", linewidth=0.8), zorder=7)
+        handles.append(Line2D([], [], linestyle="none", marker="*", markersize=13, color="#bbbbbb",
+                              markeredgecolor="black", label=f"recommended buffer (smallest that meets the limit)"))
+        for g in none_qualify:
+            handles.append(Line2D([], [], linestyle="none", label=f"{g}: no buffer in the sweep qualifies"))
+
+    # Keys for the line styles, after the series.
+    stat_name = "mean" if args.stat == "mean" else args.stat
+    handles.append(Line2D([], [], color="#444444", linewidth=2, label=f"solid: {stat_name} iterations per batch"))
+    if args.stat != "mean":
+        handles.append(Line2D([], [], color="#444444", linewidth=1.2, linestyle="--", alpha=0.55, label="dashed: mean"))
+    if refusers:
+        who = "max" if refusers == {"max"} else ", ".join(sorted(refusers))
+        handles.append(Line2D([], [], linestyle="none", marker="x", markersize=9, markeredgewidth=2, color="#444444",
+                              label=f"x: {who} refuses some batches"))
+
+    # x: the swept buffer sizes on a log2 axis, labelled 4K, 64K, 1M.
+    ax.set_xscale("log", base=2)
+    sizes = sorted({n for (_, n) in points})
+    step = max(1, math.ceil(len(sizes) / 12))
+    ticks = sizes[::step]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tokens_label(int(round(v)))))
+    ax.xaxis.set_minor_locator(NullLocator())
+    if len(sizes) > 1:
+        ax.set_xlim(sizes[0] / 2 ** 0.3, sizes[-1] * 2 ** 0.6)  # room on the right for annotations
+    else:
+        ax.set_xlim(sizes[0] / 2, sizes[0] * 2)
+    ax.set_xlabel("buffer size (buffer_token_size, tokens)")
+
+    # y: log past 50 iterations, else linear with integer ticks from 0.
+    if peak > 50:
+        ax.set_yscale("log")
+        fmt = ScalarFormatter()
+        fmt.set_scientific(False)
+        ax.yaxis.set_major_formatter(fmt)
+    else:
+        ax.set_ylim(0, max(2.0, peak) * 1.12)
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel(f"iterations per batch ({stat_name})")
+
+    if args.title:
+        title = args.title
+    else:
+        head = f"mlaplan sweep: {data.get('source', '?')}, {data.get('batches', '?')} batches"
+        if not several_models and models[0][0] is not None:
+            head += f"; {models[0][0]} TP{models[0][1]}"
+        title = "\n".join(textwrap.wrap(head, 90) + textwrap.wrap(str(data.get("formation", "")), 90))
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+              frameon=False)
+    try:
+        fig.savefig(args.output, dpi=120, bbox_inches="tight")
+    except OSError as e:
+        print(f"{PROG}: error: {args.output}: cannot write the image ({e.strerror or e})", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
