@@ -27,6 +27,16 @@ void write_output(const std::string& path, const std::string& content) {
   }
   namespace fs = std::filesystem;
   const fs::path target(path);
+  std::error_code kind_ec;
+  const fs::file_status st = fs::status(target, kind_ec);
+  if (!kind_ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    // A device or pipe (-o /dev/null, a FIFO): write into it; renaming over it would replace it.
+    if (fs::is_directory(st)) throw InputError(fmt::format("{}: is a folder; give a file name", path));
+    std::ofstream out(target, std::ios::binary);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    if (!out) throw InputError(fmt::format("{}: writing the output failed", path));
+    return;
+  }
   const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp{}", target.filename().string(), ::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

@@ -22,7 +22,8 @@ void note(const std::string& message);
 void error(const std::string& message);
 
 // Writes `content` to `path` atomically (a temporary beside it, then rename), so a failed run never
-// leaves a partial file; an empty path or "-" means stdout.
+// leaves a partial file; an empty path or "-" means stdout. A path that exists and is not a regular
+// file (/dev/null, a FIFO) is written into, never replaced.
 void write_output(const std::string& path, const std::string& content);
 
 // --backend auto|gpu|cpu, the same on every subcommand.

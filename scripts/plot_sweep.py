@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Plot `mlaplan sweep --format json` output: iterations per batch against buffer size (log2 axis),
-one line per policy (and per max_chunks for max), the chosen quantile solid and the mean dashed,
-max's refusals marked, and the --recommend limit and choices drawn in when the JSON holds them.
+"""Plot `mlaplan sweep --format json` output: iterations per batch against buffer size.
+
+One line per policy (and per max_chunks for max) on a log2 buffer axis, the chosen quantile solid
+and the mean dashed, max's refusals marked 'x', and the --recommend limit (dotted) and choices (stars)
+drawn in when the JSON holds them.
 
     mlaplan sweep ... --format json > sweep.json
     scripts/plot_sweep.py sweep.json -o docs/sweep.png        # or .svg
@@ -127,6 +129,54 @@ def model_key(r):
     return (r.get("model"), r.get("tp"))
 
 
+def model_text(mk):
+    return f"{mk[0]} TP{mk[1]}" if mk[0] is not None else ""
+
+
+def models_text(mks):
+    """[(deepseek-v2-lite, 1), (deepseek-v2-lite, 8)] -> "deepseek-v2-lite TP1/TP8"."""
+    by = {}
+    for name, tp in mks:
+        by.setdefault(name, []).append(f"TP{tp}")
+    return ", ".join(f"{name} {'/'.join(tps)}" for name, tps in by.items())
+
+
+def describe(pairs, keys, models):
+    """(series, model) pairs, shortest: the series with the same models in one clause, the models
+    left out when all are in, "all but ..." when fewer are out than in, "every group" when all are."""
+    pairs = set(pairs)
+    if len(pairs) == len(keys) * len(models):
+        return "every group"
+    clauses = {}  # models (in sweep order) -> series with exactly those
+    for k in keys:
+        mine = tuple(mk for mk in models if (k, mk) in pairs)
+        if mine:
+            clauses.setdefault(mine, []).append(k)
+    parts = []
+    for mine, series in clauses.items():
+        names = "every policy" if len(series) == len(keys) else ", ".join(series_label(k) for k in series)
+        missing = [mk for mk in models if mk not in mine]
+        if not missing:
+            parts.append(names)
+        elif len(missing) < len(mine):
+            parts.append(f"{names} (all but {models_text(missing)})")
+        else:
+            parts.append(f"{names} ({models_text(mine)})")
+    return "; ".join(parts)
+
+
+def group_pair(name, keys, models):
+    """A failing group's (series, model) from its name ("max M=16 deepseek-v3 TP8"), or None."""
+    for k in sorted(keys, key=lambda k: -len(series_label(k))):  # "max M=16" before "max"
+        base = series_label(k)
+        if name == base or name.startswith(base + " "):
+            rest = name[len(base):].strip()
+            for mk in models:
+                if model_text(mk) == rest:
+                    return (k, mk)
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="output of mlaplan sweep --format json (or --json FILE)")
@@ -159,7 +209,7 @@ def main():
         matplotlib.use("Agg")  # no display needed
         import matplotlib.pyplot as plt
         from matplotlib.lines import Line2D
-        from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, ScalarFormatter
+        from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
     except ImportError:
         print(f"{PROG}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
         return SKIP
@@ -184,21 +234,39 @@ def main():
     several_models = len(models) > 1
     style = {k: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
 
+    curve = {k: {n: r["iterations"][args.stat] for (kk, n), r in points.items() if kk == k} for k in keys}
+
+    def same(a, b):  # the later line b covers a on at least half of a's points
+        hits = sum(1 for n, v in curve[a].items() if n in curve[b] and abs(curve[b][n] - v) <= 0.02 * max(1, v))
+        return hits * 2 >= len(curve[a])
+
+    covered_by = {a: sum(1 for b in keys[i + 1:] if same(a, b)) for i, a in enumerate(keys)}
+
     fig, ax = plt.subplots(figsize=(10, 6))
     handles = []
     peak = 0.0
     refusers = set()
-    for k in keys:
+    for i, k in enumerate(keys):
         color, marker = style[k]
         pts = sorted((n, r) for (kk, n), r in points.items() if kk == k)
         x = [n for n, _ in pts]
         y = [r["iterations"][args.stat] for _, r in pts]
         mean = [r["iterations"]["mean"] for _, r in pts]
         peak = max(peak, max(y), max(mean))
-        (h,) = ax.plot(x, y, color=color, marker=marker, markersize=5, linewidth=2, label=series_label(k), zorder=3)
+        label = series_label(k)
+        refused_at = [n for n, r in pts if r.get("refused_share", 0) > 0]
+        if refused_at:
+            label += f" (refuses at {tokens_label(max(refused_at))} and below)" if refused_at == x[:len(refused_at)] \
+                else f" (refuses at {', '.join(tokens_label(n) for n in refused_at)})"
+        # A line that a later one covers is drawn wider, so it still shows (max's iterations do not
+        # depend on M: it counts a refused batch at the chunks it needs; packed often matches max too).
+        width = 2.0 + 1.5 * min(3, covered_by[k])
+        (h,) = ax.plot(x, y, color=color, marker=marker, markersize=3 + width, linewidth=width, label=label,
+                       zorder=3 + i * 0.01)
         handles.append(h)
         if args.stat != "mean":
-            ax.plot(x, mean, color=color, linestyle="--", linewidth=1.2, alpha=0.55, zorder=2)
+            ax.plot(x, mean, color=color, linestyle="--", linewidth=1.2, alpha=0.55, zorder=2,
+                    marker="_" if len(x) == 1 else None, markersize=14)  # one buffer: a dash shows the mean
         rx = [(n, r["iterations"][args.stat]) for n, r in pts if r.get("refused_share", 0) > 0]
         if rx:
             refusers.add(k[0])
@@ -206,36 +274,40 @@ def main():
 
     # The recommendation: limit K and, per group, its buffer on its line.
     rec = data.get("recommendation")
-    none_qualify = []
+    none_qualify = []  # (series, model) pairs, or group names not matched to one
     if rec is not None:
         kmax = rec["max_iterations"]
         qname = quantile_name(rec.get("quantile"))
         budget = rec.get("memory_budget_bytes")
-        klabel = f"recommend: at most {kmax:g} iteration{'' if kmax == 1 else 's'} at {qname}"
+        klabel = f"recommend: at most {kmax:g} iteration{'' if kmax == 1 else 's'} at {qname}; \u2605 the smallest buffer that meets it"
         if is_num(budget):
             klabel += f", memory within {budget / (1 << 30):.3g} GiB"
-        handles.append(ax.axhline(kmax, color="#555555", linestyle=":", linewidth=1.6, zorder=1, label=klabel))
+        handles.append(ax.axhline(kmax, color="#555555", linestyle=":", linewidth=1.6, zorder=1,
+                                  label="\n".join(textwrap.wrap(klabel, 52))))
         peak = max(peak, kmax)
-        at = {}  # (x, y) -> labels, so groups choosing the same point share one annotation
+        chosen = {}  # buffer -> (series, model) pairs that recommend it
         for g in rec.get("groups", []):
             if g.get("row") is None:
-                none_qualify.append(str(g.get("group", "?")))
+                pair = group_pair(str(g.get("group", "")), keys, models)
+                none_qualify.append(pair if pair else str(g.get("group", "?")))
                 continue
             r = rows[g["row"]]
-            k = series_key(r)
-            label = series_label(k) + (f" {r.get('model')} TP{r.get('tp')}" if several_models else "")
-            p = points[(k, r["buffer_tokens"])]
-            at.setdefault((r["buffer_tokens"], p["iterations"][args.stat]), []).append((label, style[k][0]))
-        for (x, y), labels in sorted(at.items()):
-            ax.scatter([x], [y], marker="*", s=330, color=labels[0][1], edgecolors="black", linewidths=0.8, zorder=6)
-            text = "\n".join(f"{lab} \u2192 {tokens_label(x)}" for lab, _ in labels)
-            ax.annotate(text, (x, y), xytext=(14, 22), textcoords="offset points", fontsize=8, va="bottom",
-                        bbox=dict(boxstyle="round,pad=0.3", fc="white", ec="#999999", alpha=0.9),
-                        arrowprops=dict(arrowstyle="-", color="#777777", linewidth=0.8), zorder=7)
-        handles.append(Line2D([], [], linestyle="none", marker="*", markersize=13, color="#bbbbbb",
-                              markeredgecolor="black", label=f"recommended buffer (smallest that meets the limit)"))
-        for g in none_qualify:
-            handles.append(Line2D([], [], linestyle="none", label=f"{g}: no buffer in the sweep qualifies"))
+            chosen.setdefault(r["buffer_tokens"], []).append((series_key(r), model_key(r)))
+        for n in sorted(chosen):
+            series = [k for k in keys if any(p[0] == k for p in chosen[n])]
+            fill = style[series[0]][0] if len(series) == 1 else "white"  # several lines: no one colour
+            for k in series:  # a star on each line that recommends n; the legend names them
+                y = points[(k, n)]["iterations"][args.stat]
+                ax.scatter([n], [y], marker="*", s=330, color=fill, edgecolors="black", linewidths=0.8, zorder=6)
+            text = f"{tokens_label(n)}: " + describe(chosen[n], keys, models)
+            handles.append(Line2D([], [], linestyle="none", marker="*", markersize=13, color=fill,
+                                  markeredgecolor="black", label="\n".join(textwrap.wrap(text, 52))))
+        if none_qualify:
+            pairs = [g for g in none_qualify if isinstance(g, tuple)]
+            names = [g for g in none_qualify if not isinstance(g, tuple)]
+            who = "; ".join(([describe(pairs, keys, models)] if pairs else []) + names)
+            text = "no buffer in the sweep qualifies for " + who
+            handles.append(Line2D([], [], linestyle="none", label="\n".join(textwrap.wrap(text, 52))))
 
     # Keys for the line styles, after the series.
     stat_name = "mean" if args.stat == "mean" else args.stat
@@ -256,7 +328,7 @@ def main():
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: tokens_label(int(round(v)))))
     ax.xaxis.set_minor_locator(NullLocator())
     if len(sizes) > 1:
-        ax.set_xlim(sizes[0] / 2 ** 0.3, sizes[-1] * 2 ** 0.6)  # room on the right for annotations
+        ax.set_xlim(sizes[0] / 2 ** 0.3, sizes[-1] * 2 ** 0.3)
     else:
         ax.set_xlim(sizes[0] / 2, sizes[0] * 2)
     ax.set_xlabel("buffer size (buffer_token_size, tokens)")
@@ -264,9 +336,9 @@ def main():
     # y: log past 50 iterations, else linear with integer ticks from 0.
     if peak > 50:
         ax.set_yscale("log")
-        fmt = ScalarFormatter()
-        fmt.set_scientific(False)
-        ax.yaxis.set_major_formatter(fmt)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
     else:
         ax.set_ylim(0, max(2.0, peak) * 1.12)
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))

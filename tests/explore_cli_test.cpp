@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -162,6 +164,20 @@ TEST(ExploreCli, FailedSweepLeavesNoOutputFile) {
   EXPECT_EQ(g.code, 2);
   EXPECT_FALSE(fs::exists(out));
   EXPECT_TRUE(fs::is_empty(dir));  // no temporary left either
+  fs::remove_all(dir);
+}
+
+// -o into a pipe or device writes into it and never replaces it with a file (as a rename would).
+TEST(ExploreCli, OutputIntoAPipeKeepsThePipe) {
+  const fs::path dir = scratch("fifo");
+  const std::string fifo = (dir / "pipe").string(), captured = (dir / "captured.csv").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(std::system(("cat " + fifo + " > " + captured + " &").c_str()), 0);
+  const auto r = run_cli("sweep --workload azure-conv --batches 50 --buffer-tokens 8192 --policy packed --format csv -o " + fifo);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (int i = 0; i < 100 && lines(slurp(captured)) < 2; ++i) ::usleep(20000);  // the reader drains the pipe
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(lines(slurp(captured)), 2u);
   fs::remove_all(dir);
 }
 
