@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checks a GPU machine with mlaplan: prints nvidia-smi, runs the GPU tests, compute-sanitizer
 # memcheck and racecheck on both kernels, the scenarios on the GPU backend, `mlaplan verify` with
-# 100,000 random batches on both kernels, the timing harness and a short `mlaplan bench`.
+# 100,000 random batches on both kernels, `mlaplan sweep` on the GPU planner against the CPU's, the
+# timing harness and a short `mlaplan bench`.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build; build it first with CUDA enabled)
@@ -53,6 +54,17 @@ run_scenarios() {
   return $rc
 }
 
+# sweep's max rows planned by the GPU planner and by the fast CPU planner: the same figures, and the
+# time each took (100,000 batches x 10 buffer sizes; the JSON's "seconds").
+sweep_gpu_vs_cpu() {
+  local args=(sweep --workload mooncake-synthetic --batches 100000 --buffer-tokens 4096:2097152:x2 --policy max
+    --format csv --no-progress)
+  "$exe" "${args[@]}" --backend gpu -o "$log_dir/sweep-gpu.csv" --json "$log_dir/sweep-gpu.json" || return 1
+  "$exe" "${args[@]}" --backend cpu -o "$log_dir/sweep-cpu.csv" --json "$log_dir/sweep-cpu.json" || return 1
+  grep -h '"seconds"\|"max_planner"' "$log_dir/sweep-gpu.json" "$log_dir/sweep-cpu.json"
+  cmp "$log_dir/sweep-gpu.csv" "$log_dir/sweep-cpu.csv" && echo "sweep: GPU and CPU figures identical"
+}
+
 # A sample of every kernel path that stays quick under the sanitizers' instrumentation.
 sanitizer_filter='GpuDifferential.SanitizerSample:GpuDevicePlan.DecreasingOffsetsAreReported:GpuDevicePlan.OverflowIsReported:GpuPlanner.*'
 
@@ -75,6 +87,10 @@ if ((have_exe)); then
   step "verify, GPU fuzz" verify-gpu.log "$exe" verify --backend gpu --kernel all --fuzz 100000 --seed 1 \
     "$source_dir/scenarios" --repro-dir "$log_dir/repro" --junit "$log_dir/verify-junit.xml"
 else skip "verify, GPU fuzz"; fi
+if ((have_exe)); then step "sweep, GPU vs CPU planner" sweep.log sweep_gpu_vs_cpu
+else skip "sweep, GPU vs CPU planner"; fi
+step "explorer CLI tests (GPU sweep)" explore-tests.log "$build_dir/tests/mlaplan_explore_tests" \
+  --gtest_filter='ExploreCli.SweepOnTheGpuMatchesTheCpu'
 step "benchmark (seed vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \
   --gtest_filter='GpuTiming.DISABLED_FastVsSeedVsEmptyVsCopy'
 grep '^|' "$log_dir/benchmark.log" || true
