@@ -164,7 +164,9 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->default_str("16");
   add_policy_options(*cmd, opt->policy, true);
   add_model_options(*cmd, opt->model, true);
-  cmd->add_option("--backend", opt->backend, "Planner of the max policy: cpu (the fast CPU planner, on every core) or gpu")
+  cmd->add_option("--backend", opt->backend, "Planner of the max policy: cpu (the fast CPU planner, on every core) or gpu (the GPU planner, one "
+                 "launch and two copies per batch: a check of the kernel on a workload, far slower than the CPU for "
+                 "sweeps of small batches)")
       ->check(CLI::IsMember({"cpu", "gpu"}))
       ->default_str("cpu");
   cmd->add_flag("--recommend", opt->recommend,
