@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/json_error.hpp"
 
 namespace mlaplan {
 
@@ -53,11 +54,12 @@ LoadedPlan load_plan_tables(const std::string& path, uint32_t batch_size, uint32
   if (!in) throw InputError(fmt::format("{}: cannot open the plan file; check the path", path));
   std::stringstream ss;
   ss << in.rdbuf();
+  const std::string text = ss.str();
   json j;
   try {
-    j = json::parse(ss.str());
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", path, e.what()));
+    throw InputError(json_error_message(path, text, e.byte, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object holding the three tables", path));
   LoadedPlan plan;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/json_error.hpp"
 
 namespace mlaplan {
 
@@ -225,21 +226,7 @@ json parse_strict(const std::string& text, const std::string& file) {
       throw InputError(fmt::format("{}: {}: key given twice in one object; keep one", file, duplicate));
     return j;
   } catch (const json::parse_error& e) {
-    // Turn nlohmann's byte offset into line and column, which editors understand.
-    const size_t pos = std::min<size_t>(e.byte ? e.byte - 1 : 0, text.size());
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < pos; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    // Drop nlohmann's "[json.exception.parse_error.101] parse error at line 1, column 2: " preamble.
-    if (auto p = what.find(": "); p != std::string::npos) what = what.substr(p + 2);
-    throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", file, line, col, what));
+    throw InputError(json_error_message(file, text, e.byte, e.what()));
   }
 }
 
