@@ -48,6 +48,7 @@ int run_bench_command(const BenchCliOptions& opt) {
   }
 
   bench::BenchReport report;
+  InterruptScope interrupt_scope;  // Ctrl-C: drop the measurement at hand, print the finished rows, exit 130
   try {
     report = bench::run_bench(o);
   } catch (const bench::PlanMismatch& e) {
@@ -71,6 +72,12 @@ int run_bench_command(const BenchCliOptions& opt) {
                                  : bench::format_bench_table(report);
   }
   auto scope = timer.phase("write");
+  if (report.interrupted) {  // the finished rows on stdout for the person who pressed Ctrl-C; no output file
+    write_output("", text);
+    error(fmt::format("bench: interrupted after {} measurements; {}", report.rows.size(),
+                      opt.output.empty() && opt.json_output.empty() ? "the rows above are complete" : "no output file written"));
+    return kInterrupted;
+  }
   write_output(opt.output, text);
   if (!opt.json_output.empty()) write_output(opt.json_output, opt.format == "json" ? text : bench::format_bench_json(report));
   return kOk;

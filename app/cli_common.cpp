@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,9 +13,30 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/phase_timer.hpp"
+#include "mlaplan/stop_request.hpp"
 #include "mlaplan/trace_recorder.hpp"
 
 namespace mlaplan::cli {
+
+namespace {
+
+void on_interrupt(int signal) {
+  request_stop();
+  std::signal(signal, SIG_DFL);  // the next one kills
+}
+
+}  // namespace
+
+InterruptScope::InterruptScope() {
+  clear_stop_request();
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+}
+
+InterruptScope::~InterruptScope() {
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+}
 
 void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", message); }
 void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", message); }

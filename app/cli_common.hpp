@@ -14,7 +14,18 @@
 namespace mlaplan::cli {
 
 // Exit status, interface.md.
-enum Exit : int { kOk = 0, kWrongPlan = 1, kBadInput = 2, kDeviceFailure = 3 };
+enum Exit : int { kOk = 0, kWrongPlan = 1, kBadInput = 2, kDeviceFailure = 3, kInterrupted = 130 };
+
+// While alive, Ctrl-C (SIGINT) and SIGTERM request a stop (stop_request.hpp) instead of killing the
+// process, so verify, bench and sweep finish the case at hand, print what they have and exit 130; a
+// second signal kills as usual.
+class InterruptScope {
+ public:
+  InterruptScope();
+  ~InterruptScope();
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+};
 
 // "mlaplan: note: ..." on stderr, for things a user should know that are not errors.
 void note(const std::string& message);

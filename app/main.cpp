@@ -6,9 +6,11 @@
 #include <new>
 
 #include "cli_common.hpp"
+#include "cli_suggest.hpp"
 #include "commands.hpp"
 #include "mlaplan/build_info.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace {
 
@@ -36,6 +38,10 @@ int main(int argc, char** argv) {
   cli::add_gen_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);
 
+  if (const auto unknown = cli::unknown_name_error(app, argc, argv)) {
+    cli::error(*unknown);
+    return cli::kBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -47,6 +53,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     cli::error(fmt::format("{}; see `mlaplan --help`", e.what()));
     return cli::kBadInput;
+  } catch (const Interrupted& e) {
+    cli::error(fmt::format("{}; nothing written", e.what()));
+    return cli::kInterrupted;
   } catch (const InputError& e) {
     cli::error(e.what());
     return cli::kBadInput;

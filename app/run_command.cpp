@@ -65,6 +65,8 @@ int run(const RunOptions& opt) {
     auto scope = load_timer.phase("load");
     scenarios = select_scenarios(load_scenario_file(opt.path), opt.scenario, opt.path);
   }
+  if (scenarios.empty())
+    throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
   const explore::Policy policy = make_policy(explore::parse_policy_kind(opt.policy.policy), opt.policy);
   const bool is_max = policy.kind == explore::PolicyKind::max;
   if (!is_max && opt.backend.backend == Backend::gpu)

@@ -50,9 +50,12 @@ Batches load_batches(const SweepOptions& opt) {
   if (!opt.paths.empty()) {
     if (has_workload(opt.workload))
       throw InputError("--workload: give scenario files or a workload (--workload / --lengths), not both");
-    for (const std::string& f : scenario_files(opt.paths))
-      for (Scenario& s : load_scenario_file(f)) out.batches.push_back(std::move(s.batch));
-    if (out.batches.empty()) throw InputError(fmt::format("{}: the scenario files hold no scenario to sweep", opt.paths.front()));
+    for (const std::string& f : scenario_files(opt.paths)) {
+      std::vector<Scenario> scenarios = load_scenario_file(f);
+      if (scenarios.empty())
+        throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add scenarios or leave the file out", f));
+      for (Scenario& s : scenarios) out.batches.push_back(std::move(s.batch));
+    }
     out.source = opt.paths.size() == 1 ? opt.paths.front() : fmt::format("{} paths", opt.paths.size());
     out.formation = "batches as the scenario files give them";
     return out;
@@ -108,6 +111,7 @@ int sweep(const SweepOptions& opt) {
       if (done == total) fmt::print(stderr, "\r\033[K");
     };
 
+  InterruptScope interrupt_scope;  // Ctrl-C: finish the settings at hand, print them, exit 130
   PhaseTimer timer;
   Batches in;
   {
@@ -124,7 +128,7 @@ int sweep(const SweepOptions& opt) {
 
   explore::SweepReport report;
   report.sweep = &result;
-  if (rec) {
+  if (rec && !result.interrupted) {  // no recommendation from part of the grid
     report.recommend_options = rec;
     report.recommendations = explore::recommend(result, *rec);
   }
@@ -134,6 +138,12 @@ int sweep(const SweepOptions& opt) {
     case Format::csv: text = explore::format_sweep_csv(report); break;
     case Format::json: text = explore::format_sweep_json(report); break;
     case Format::table: text = explore::format_sweep_table(report); break;
+  }
+  if (result.interrupted) {  // the finished settings on stdout, no output file
+    write_output("", text);
+    error(fmt::format("sweep: interrupted after {} of {} settings; {}", result.rows.size(), result.settings,
+                      opt.output.empty() && opt.json.empty() ? "the rows above are complete" : "no output file written"));
+    return kInterrupted;
   }
   if (!opt.json.empty()) write_output(opt.json, explore::format_sweep_json(report));
   write_output(opt.output, text);

@@ -18,6 +18,7 @@
 #include "mlaplan/reference_planner.hpp"
 #include "mlaplan/scenario_io.hpp"
 #include "mlaplan/shrink.hpp"
+#include "mlaplan/stop_request.hpp"
 #include "mlaplan/verify_report.hpp"
 
 namespace mlaplan::cli {
@@ -195,6 +196,9 @@ int verify_plan_file(const VerifyOptions& opt) {
     throw InputError("--plan: give exactly one scenario file: mlaplan verify --plan TABLES.json SCENARIO.json");
   if (opt.fuzz) throw InputError("--plan: cannot be combined with --fuzz");
   std::vector<Scenario> scenarios = select_scenarios(load_scenario_file(opt.paths[0]), opt.scenario, opt.paths[0]);
+  if (scenarios.empty())
+    throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); give the scenario the tables belong to",
+                                 opt.paths[0]));
   if (scenarios.size() != 1)
     throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME",
                                  opt.paths[0], scenarios.size()));
@@ -236,7 +240,14 @@ int verify(const VerifyOptions& opt) {
   // Load everything first: bad input stops the run before any planning (exit 2).
   std::vector<std::pair<std::string, std::vector<Scenario>>> groups;
   if (builtin) groups.emplace_back("built-in edge cases", builtin_edge_cases());
-  for (const auto& f : scenario_files(opt.paths)) groups.emplace_back(f, load_scenario_file(f));
+  for (const auto& f : scenario_files(opt.paths)) {
+    groups.emplace_back(f, load_scenario_file(f));
+    // A gate that checked nothing must not pass.
+    if (groups.back().second.empty())
+      throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list), so there is nothing to verify; "
+                                   "add scenario objects to it, or drop it and check random batches with --fuzz N",
+                                   f));
+  }
 
   VerifyRun run;
   auto planners = make_planners(opt, &run.backend);
@@ -251,6 +262,8 @@ int verify(const VerifyOptions& opt) {
 
   uint64_t total = fuzz;
   for (const auto& g : groups) total += g.second.size();
+  InterruptScope interrupt_scope;  // Ctrl-C: finish the case at hand, print the partial summary, exit 130
+  bool interrupted = false;
   Progress progress(total * planners.size());
   Verifier verifier(opt, std::move(planners), run);
   const auto start = Clock::now();
@@ -259,6 +272,7 @@ int verify(const VerifyOptions& opt) {
     const auto t0 = Clock::now();
     uint64_t group_failed = 0;
     for (const Scenario& s : scenarios) {
+      if ((interrupted = interrupted || stop_requested())) break;
       group_failed += verifier.check(s, group, "");
       progress.update(++done, failed + group_failed);
     }
@@ -274,7 +288,9 @@ int verify(const VerifyOptions& opt) {
     uint64_t group_failed = 0;
     const std::string group = fmt::format("fuzz (seed {})", seed);
     Scenario s;
-    for (uint64_t i = 0; i < fuzz; ++i) {
+    uint64_t checked = 0;
+    for (uint64_t i = 0; i < fuzz; ++i, ++checked) {
+      if ((interrupted = interrupted || stop_requested())) break;
       std::string shape;
       s.batch = gen.next(&shape);
       s.name = fmt::format("fuzz-{}-{}", seed, i);
@@ -283,10 +299,16 @@ int verify(const VerifyOptions& opt) {
     }
     failed += group_failed;
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    print_group(fmt::format("{} random batches (seed {}, {:.0f} cases/s)", fuzz, seed, fuzz / seconds), fuzz,
+    print_group(fmt::format("{} random batches (seed {}, {:.0f} cases/s)", checked, seed, checked / seconds), checked,
                 group_failed, seconds);
   }
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (interrupted) {  // a partial run proves nothing: no reports, exit 130 whatever was found so far
+    fmt::print("interrupted after {} of {} cases: {} passed, {} failed\n", run.cases.size(), total * run.planners.size(),
+               run.cases.size() - failed, failed);
+    error("verify: interrupted; no report written");
+    return kInterrupted;
+  }
   fmt::print("{} passed, {} failed\n", run.cases.size() - failed, failed);
   write_reports(opt, run);
   return failed ? kWrongPlan : kOk;

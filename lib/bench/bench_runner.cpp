@@ -9,6 +9,7 @@
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::bench {
 
@@ -93,6 +94,10 @@ BenchReport run_bench(const BenchOptions& o) {
   }
 
   for (uint32_t size : o.sizes) {
+    if (report.interrupted || stop_requested()) {
+      report.interrupted = true;
+      break;
+    }
     auto size_scope = timer.phase(fmt::format("size {}", size));
     std::vector<Batch> sets;
     {
@@ -105,6 +110,7 @@ BenchReport run_bench(const BenchOptions& o) {
       for (const Batch& b : sets) references.push_back(plan_reference(b));
     }
     for (Kernel k : o.kernels) {
+      if (report.interrupted) break;
       if (is_limit(k) || !runnable(k)) continue;
       for (Mode m : o.modes) {
         say(fmt::format("batch {}: {} ({})", size, to_string(k), to_string(m)));
@@ -117,6 +123,10 @@ BenchReport run_bench(const BenchOptions& o) {
         row.padded_tokens = plan_shape(sets[0]).padded_tokens;
         row.bytes = plan_bytes(size, o.workload.max_chunks);
         row.measurement = on_gpu(k) ? gpu->measure(k, sets, references, m, o.rule) : measure_cpu(k, sets, references, m, o.rule);
+        if (stop_requested()) {  // the measurement was cut short: keep only the finished rows
+          report.interrupted = true;
+          break;
+        }
         report.rows.push_back(std::move(row));
       }
     }

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/stop_request.hpp"
 #include "mlaplan/table_diff.hpp"
 
 namespace mlaplan::bench {
@@ -67,7 +68,7 @@ Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std
   do {
     samples.push_back(sample());
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  } while (!should_stop(rule, samples, elapsed));
+  } while (!should_stop(rule, samples, elapsed) && !stop_requested());  // Ctrl-C: the caller drops this one
   Measurement m;
   m.stats = summarize(std::move(samples));
   m.launches_per_sample = per_sample;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::explore {
 
@@ -78,6 +79,7 @@ void add_sequence(Batch& b, uint64_t cached, uint64_t fresh) {
 }
 
 void validated(Batch& b, size_t index) {
+  if (index % 1024 == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while forming batch {}", index));
   try {
     validate_batch(b);
   } catch (const InputError& e) {

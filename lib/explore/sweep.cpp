@@ -13,6 +13,7 @@
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::explore {
 
@@ -72,7 +73,12 @@ SweepRow evaluate(std::vector<Batch>& batches, const Setting& s, const std::func
   shown.reserve(batches.size());
   uint64_t payload = 0, streamed = 0, filled_batches = 0;
   double fill_sum = 0;
-  for (Batch& b : batches) {
+  for (size_t i = 0; i < batches.size(); ++i) {
+    if (i % 1024 == 0 && stop_requested()) {
+      row.batches = 0;  // unfinished: run_sweep drops it
+      return row;
+    }
+    Batch& b = batches[i];
     b.buffer_token_size = s.n;
     b.max_chunks = s.m.value_or(b.max_chunks);
     const PolicyOutcome o = s.policy.kind == PolicyKind::max ? plan_max(b) : policy_outcome(b, s.policy);
@@ -153,7 +159,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       if (!shape.feasible) return policy_outcome(b, Policy{});
       return outcome_from_tables(b, options.max_planner->plan(b, timer));
     };
-    for (size_t i = 0; i < settings.size(); ++i) {
+    for (size_t i = 0; i < settings.size() && !stop_requested(); ++i) {
       evaluated[i] = evaluate(own, settings[i], plan_max);
       report();
     }
@@ -167,7 +173,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         std::vector<Batch> own = batches;  // each thread sets N and M on its own copy
         CpuMaxPlanner cpu;
         std::function<PolicyOutcome(const Batch&)> plan_max = [&cpu](const Batch& b) { return cpu(b); };
-        for (size_t i = next++; i < settings.size(); i = next++) {
+        for (size_t i = next++; i < settings.size() && !stop_requested(); i = next++) {
           evaluated[i] = evaluate(own, settings[i], plan_max);
           report();
         }
@@ -185,11 +191,16 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
   }
 
   SweepResult result;
+  result.settings = settings.size();
   result.batches = batches.size();
   for (const Batch& b : batches) result.requests += b.batch_size();
   result.mean_batch_size = batches.empty() ? 0 : static_cast<double>(result.requests) / static_cast<double>(batches.size());
   result.max_planner = options.max_planner ? options.max_planner->name() : "cpu-fast";
   for (SweepRow& base : evaluated) {
+    if (base.batches == 0 && !batches.empty()) {  // stopped before this setting finished
+      result.interrupted = true;
+      continue;
+    }
     if (grid.models.empty()) {
       result.rows.push_back(std::move(base));
       continue;

@@ -52,6 +52,7 @@ struct BenchReport {
   std::vector<Unavailable> unavailable;
   std::vector<BenchRow> rows;
   double elapsed_s = 0;
+  bool interrupted = false;  // stop_requested() cut the run short: `rows` holds the finished measurements
 };
 
 // Measures every requested kernel at every size and mode. Throws PlanMismatch when a planner

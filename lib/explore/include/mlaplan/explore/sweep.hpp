@@ -60,6 +60,8 @@ struct SweepResult {
   std::string max_planner;    // "cpu-fast" or "gpu-fast (NVIDIA H200)"
   double seconds = 0;         // evaluation wall time
   std::vector<SweepRow> rows; // policy-major, then N, then M, then model, then TP
+  bool interrupted = false;   // stop_requested() cut it short: `rows` holds the finished settings
+  size_t settings = 0;        // (policy, N, M) settings in the grid, finished or not
 };
 
 // Plans max's batches: the fast CPU planner (parallel over settings) or a Planner such as the GPU's.

@@ -1,0 +1,16 @@
+#include "mlaplan/stop_request.hpp"
+
+#include <atomic>
+
+namespace mlaplan {
+
+namespace {
+std::atomic<bool> stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be async-signal-safe");
+}  // namespace
+
+void request_stop() noexcept { stop.store(true, std::memory_order_relaxed); }
+bool stop_requested() noexcept { return stop.load(std::memory_order_relaxed); }
+void clear_stop_request() noexcept { stop.store(false, std::memory_order_relaxed); }
+
+}  // namespace mlaplan
