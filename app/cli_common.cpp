@@ -38,8 +38,30 @@ InterruptScope::~InterruptScope() {
   std::signal(SIGTERM, SIG_DFL);
 }
 
-void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", message); }
-void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", message); }
+namespace {
+
+// Messages quote user input (names, paths, CSV cells): control characters are shown escaped and
+// very long messages clipped, so an error stays one readable line and cannot drive the terminal.
+std::string one_line(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (unsigned char c : message) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += ' ';
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  constexpr size_t kMaxLine = 4096;  // a 10 MB name in a message helps nobody
+  if (out.size() > kMaxLine) out = fmt::format("{}... ({} more bytes)", out.substr(0, kMaxLine), out.size() - kMaxLine);
+  return out;
+}
+
+}  // namespace
+
+void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", one_line(message)); }
+
+void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", one_line(message)); }
 
 void write_output(const std::string& path, const std::string& content) {
   if (path.empty() || path == "-") {

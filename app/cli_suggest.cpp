@@ -67,7 +67,8 @@ std::optional<std::string> unknown_name_error(const CLI::App& app, int argc, con
     if (!long_name && !short_name) continue;
     const std::string name = arg.substr(0, arg.find('='));
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
-    return fmt::format("mlaplan {}: unknown option {}{}; see `mlaplan {} --help`", first, name, closest(name, names), first);
+    return fmt::format("mlaplan {}: unknown option {}{}; see `mlaplan {} --help`", first, name,
+                       short_name ? "" : closest(name, names), first);
   }
   return std::nullopt;
 }

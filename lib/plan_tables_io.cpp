@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/input_file.hpp"
 #include "mlaplan/json_error.hpp"
 
 namespace mlaplan {
@@ -50,20 +51,29 @@ std::string read_table(const json& j, const std::string& path, const char* key, 
 }  // namespace
 
 LoadedPlan load_plan_tables(const std::string& path, uint32_t batch_size, uint32_t max_chunks) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the plan file; check the path", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = read_input_file(path, "a plan file (the JSON of run --format json)");
+  return parse_plan_tables(text, path, batch_size, max_chunks);
+}
+
+LoadedPlan parse_plan_tables(const std::string& text, const std::string& path, uint32_t batch_size,
+                             uint32_t max_chunks) {
   json j;
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(json_error_message(path, text, e.byte, e.what()));
+  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
+    throw InputError(json_error_message(path, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object holding the three tables", path));
   LoadedPlan plan;
-  if (j.value("infeasible", false) == true) return plan;
+  if (j.contains("infeasible")) {  // j.value("infeasible", false) would throw a type_error on "yes"
+    if (!j["infeasible"].is_boolean())
+      throw InputError(fmt::format("{}: infeasible: expected true or false; write {{\"infeasible\": true}} for a refused "
+                                   "batch, or leave the key out",
+                                   path));
+    if (j["infeasible"].get<bool>()) return plan;
+  }
   for (const char* key : {"buffer_row_offsets", "cache_offsets", "buffer_lengths"}) {
     if (!j.contains(key))
       throw InputError(fmt::format("{}: {}: missing; a plan file holds buffer_row_offsets, cache_offsets and "

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/input_file.hpp"
 #include "mlaplan/json_error.hpp"
 
 namespace mlaplan {
@@ -32,11 +33,7 @@ class FieldReader {
     throw InputError(fmt::format("{}: {}{}: {}", file_, prefix_, field, what));
   }
 
-  static std::string shown(const json& v) {
-    std::string s = v.dump();
-    if (s.size() > 40) s = s.substr(0, 37) + "...";
-    return s;
-  }
+  static std::string shown(const json& v) { return json_preview(v, 40); }
 
   uint64_t integer(const json& v, const std::string& field, uint64_t lo, uint64_t hi, const char* expectation) const {
     if (!v.is_number_unsigned() || v.get<uint64_t>() < lo || v.get<uint64_t>() > hi)
@@ -227,6 +224,8 @@ json parse_strict(const std::string& text, const std::string& file) {
     return j;
   } catch (const json::parse_error& e) {
     throw InputError(json_error_message(file, text, e.byte, e.what()));
+  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
+    throw InputError(json_error_message(file, e.what()));
   }
 }
 
@@ -249,14 +248,8 @@ std::vector<Scenario> parse_scenarios(const std::string& text, const std::string
 }
 
 std::vector<Scenario> load_scenario_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory; give a scenario file (.json)", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open the file; check the path", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_scenarios(ss.str(), path, std::filesystem::path(path).stem().string());
+  const std::string text = read_input_file(path, "a scenario file (.json)");
+  return parse_scenarios(text, path, std::filesystem::path(path).stem().string());
 }
 
 std::string scenario_to_json(const Scenario& s) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks a GPU machine with mlaplan: prints nvidia-smi, runs the GPU tests, compute-sanitizer
-# memcheck and racecheck on both kernels, the scenarios on the GPU backend, `mlaplan verify` with
+# memcheck, racecheck, initcheck and synccheck on both kernels, the scenarios on the GPU backend, `mlaplan verify` with
 # 100,000 random batches on both kernels, `mlaplan sweep` on the GPU planner against the CPU's, the
 # timing harness and a short `mlaplan bench`.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
@@ -78,6 +78,10 @@ step "GPU tests (ctest -L gpu)" ctest.log ctest --test-dir "$build_dir" -L gpu -
 step "memcheck, both kernels" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 1 \
   "$gpu_tests" --gtest_filter="$sanitizer_filter"
 step "racecheck, both kernels" racecheck.log compute-sanitizer --tool racecheck --error-exitcode 1 \
+  "$gpu_tests" --gtest_filter="$sanitizer_filter"
+step "initcheck, both kernels" initcheck.log compute-sanitizer --tool initcheck --error-exitcode 1 \
+  "$gpu_tests" --gtest_filter="$sanitizer_filter"
+step "synccheck, both kernels" synccheck.log compute-sanitizer --tool synccheck --error-exitcode 1 \
   "$gpu_tests" --gtest_filter="$sanitizer_filter"
 for kernel in seed fast; do
   if ((have_exe)); then step "scenarios, --kernel $kernel" "scenarios-$kernel.log" run_scenarios "$kernel"

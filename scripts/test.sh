@@ -1,8 +1,28 @@
 #!/usr/bin/env bash
-# Builds mlaplan and runs the whole test suite (GPU tests report themselves skipped without a GPU).
+# The README's test command, and all CI runs: builds mlaplan and runs the whole test suite (GPU tests
+# report themselves skipped without a GPU); then the CPU suite again, built with AddressSanitizer and
+# UndefinedBehaviorSanitizer (the `sanitize` preset, build-sanitize/); then a short run of every
+# libFuzzer target (scripts/fuzz.sh, build-fuzz/). SKIP_SANITIZE=1 or SKIP_FUZZ=1 leaves a stage out;
+# FUZZ_SECONDS sets the seconds per fuzz target (default 15).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
+stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
+
+stage "release build and the whole suite"
 "$root/scripts/build.sh" "$@"
-cd "$build"
-ctest --output-on-failure -j"$(nproc)"
+(cd "$build" && ctest --output-on-failure -j"$(nproc)")
+
+if [[ -z ${SKIP_SANITIZE:-} ]]; then
+  stage "sanitize preset: the CPU suite under AddressSanitizer + UndefinedBehaviorSanitizer"
+  cd "$root"  # presets are read from the source folder
+  cmake --preset sanitize >/dev/null
+  cmake --build --preset sanitize -j"$(nproc)"
+  ctest --preset sanitize -j"$(nproc)"
+fi
+
+if [[ -z ${SKIP_FUZZ:-} ]]; then
+  stage "fuzz targets, ${FUZZ_SECONDS:-15} s each"
+  "$root/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-15}"
+fi
+stage "done"

@@ -134,3 +134,72 @@ TEST(Interrupt, BenchStopsWithTheFinishedRows) {
   EXPECT_FALSE(fs::exists(out));
   fs::remove_all(dir);
 }
+
+// Hostile inputs to every reader: each gets exit 2 and one "mlaplan: error:" line, no crash, no hang,
+// and no output file.
+TEST(Hostile, EveryReaderRefusesWithOneLine) {
+  const fs::path dir = scratch("hostile");
+  auto file = [&](const std::string& name, const std::string& content) {
+    const std::string p = (dir / name).string();
+    std::ofstream(p, std::ios::binary) << content;
+    return p;
+  };
+  const std::string out = (dir / "out.json").string();
+  const std::string ok_tail = R"(, "page_size": 16, "buffer_token_size": 64, "max_chunks": 2)";
+  std::string garbage;
+  for (int i = 0; i < 4096; ++i) garbage += static_cast<char>((i * 2654435761u) >> 13);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run " + file("deep.json", std::string(200000, '[') + std::string(200000, ']')) + " --backend cpu", "deep.json"},
+      {"run " + file("garbage.json", garbage) + " --backend cpu", "garbage.json"},
+      {"run " + file("utf16.json", std::string("\xff\xfe{\0\"\0", 6)) + " --backend cpu", "utf16.json"},
+      {"run " + file("huge_number.json", R"({"cache_lengths": [1e309], "input_lengths": [1])" + ok_tail + "}") + " --backend cpu",
+       "huge_number.json: invalid JSON: number overflow"},
+      {"run " + file("bad_utf8.json", "{\"name\": \"\xff\xfe\", \"cache_lengths\": [1], \"input_lengths\": [1]" + ok_tail + "}") +
+           " --backend cpu --scenario nope",
+       "bad_utf8.json"},
+      {"run " + file("overflow.json", R"({"cache_lengths": [18446744073709551616], "input_lengths": [1])" + ok_tail + "}") +
+           " --backend cpu",
+       "cache_lengths[0]"},
+      {"run " + file("fraction.json", R"({"cache_lengths": [1.5], "input_lengths": [1])" + ok_tail + "}") + " --backend cpu",
+       "cache_lengths[0]"},
+      {"run " + file("mismatch.json", R"({"cache_lengths": [1, 2, 3], "input_lengths": [1])" + ok_tail + "}") +
+           " --backend cpu",
+       "mismatch.json"},
+      {"run " + file("names.json", R"({"scenarios": [{"name": "a\nb\u001b[31mred", "cache_lengths": [1], "input_lengths": [1])" +
+                                         ok_tail + "}]}") +
+           " --backend cpu --scenario nope",
+       "a\\nb\\x1b[31mred"},
+      {"run " + file("long_name.json", "{\"name\": \"" + std::string(1 << 20, 'x') +
+                                           "\", \"cache_lengths\": [1000], \"input_lengths\": [1]" + ok_tail + "}") +
+           " --backend cpu --scenario nope",
+       "more bytes)"},
+      {"run /dev/zero --backend cpu", "/dev/zero: more than 256 MiB"},
+      {"verify " + file("bad_list.json", R"({"scenarios": [1, 2]})"), "scenarios[0]"},
+      {"verify --plan " + file("plan.json", R"({"buffer_row_offsets": "x"})") + " " + MLAPLAN_SOURCE_DIR +
+           "/scenarios/worked-example.json",
+       "plan.json"},
+      {"gen --lengths " + file("nul.csv", std::string("cached_tokens,new_tokens\n1\0,2\n", 29)), "nul.csv:2"},
+      {"gen --lengths " + file("wide.csv", "cached_tokens,new_tokens" + std::string(100000, ',') + "\n1,2\n"), "wide.csv"},
+      {"gen --lengths " + file("negative.csv", "cached_tokens,new_tokens\n-5,2\n"), "negative.csv:2"},
+      {"sweep --workload azure-conv --model-config " + file("cfg.json", R"({"text_config": {"text_config": [1e30]}})"),
+       "cfg.json"},
+      {"sweep --workload azure-conv --model-config " +
+           file("heads.json", R"({"num_attention_heads": 1e30, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, )"
+                              R"("v_head_dim": 128, "kv_lora_rank": 512, "num_hidden_layers": 61})"),
+       "num_attention_heads"},
+      {"run " + std::string(MLAPLAN_SOURCE_DIR) + "/scenarios/worked-example.json --backend cpu -o " +
+           (dir / "missing" / "out.json").string(),
+       "missing/out.json"},
+  };
+  for (const auto& [args, needle] : cases) {
+    const bool has_output = args.rfind("verify", 0) != 0 && args.find(" -o ") == std::string::npos;
+    const auto r = run_cli(args + (has_output ? " -o " + out : ""));
+    EXPECT_EQ(r.code, 2) << args.substr(0, 200) << "\n" << r.err.substr(0, 500);
+    EXPECT_EQ(lines(r.err), 1u) << args.substr(0, 200) << "\n" << r.err.substr(0, 500);
+    EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err.substr(0, 500);
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args.substr(0, 200) << "\n" << r.err.substr(0, 500);
+    EXPECT_LT(r.err.size(), 5000u) << args.substr(0, 200);
+    EXPECT_FALSE(fs::exists(out)) << args.substr(0, 200);
+  }
+  fs::remove_all(dir);
+}

@@ -406,7 +406,7 @@ TEST(LengthsCsv, FilesThatCannotBeRead) {
             bad + ":4: cached_tokens: -5 is negative; write a whole number of tokens, 0 or more");
   EXPECT_THAT(input_error([] { read_lengths_csv("/nonexistent/lengths.csv"); }),
               StartsWith("/nonexistent/lengths.csv: no such file; "));
-  EXPECT_THAT(input_error([] { read_lengths_csv(MLAPLAN_SOURCE_DIR "/tests/data"); }), HasSubstr(": is a directory; "));
+  EXPECT_THAT(input_error([] { read_lengths_csv(MLAPLAN_SOURCE_DIR "/tests/data"); }), HasSubstr(": is a folder; "));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/input_file.hpp"
 
 namespace mlaplan::explore {
 
@@ -203,23 +204,7 @@ std::vector<Request> parse_lengths_csv(const std::string& text, const std::strin
 }
 
 std::vector<Request> read_lengths_csv(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw InputError(fmt::format("{}: no such file; give the path of a CSV file with the columns "
-                                 "cached_tokens,new_tokens",
-                                 path));
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory; give the path of a CSV file with the columns "
-                                 "cached_tokens,new_tokens",
-                                 path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw InputError(
-        fmt::format("{}: cannot read the file ({}); check the path and its permissions", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read the file (read error); check the file", path));
-  return parse_lengths_csv(text.str(), path);
+  return parse_lengths_csv(read_input_file(path, "a CSV file with the columns cached_tokens,new_tokens"), path);
 }
 
 }  // namespace mlaplan::explore

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/input_file.hpp"
 #include "mlaplan/json_error.hpp"
 #include "mlaplan/explore/model.hpp"
 
@@ -33,6 +34,8 @@ json parse_json(const std::string& text, const std::string& path) {
     return json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(json_error_message(path, text, e.byte, e.what()));
+  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
+    throw InputError(json_error_message(path, e.what()));
   }
 }
 
@@ -48,11 +51,7 @@ const char* type_name(const json& v) {
   }
 }
 
-std::string shown(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
+std::string shown(const json& v) { return json_preview(v, 40); }
 
 // Reads the fields of one config object; every error names the file and the field.
 class ConfigReader {
@@ -196,15 +195,7 @@ ModelDims read_model_config(const std::string& path) {
     throw InputError(fmt::format("{}: no such file; give the path of the model's Hugging Face config.json (or of the "
                                  "directory holding it)",
                                  file));
-  std::ifstream in(p, std::ios::binary);
-  if (!in)
-    throw InputError(fmt::format("{}: cannot read the model config ({}); check the path and its permissions", file,
-                                 std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    throw InputError(fmt::format("{}: cannot read the model config (read error); check the file", file));
-  return parse_model_config(text.str(), file);
+  return parse_model_config(read_input_file(file, "a model's Hugging Face config.json"), file);
 }
 
 }  // namespace mlaplan::explore

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 namespace mlaplan {
@@ -9,5 +10,12 @@ namespace mlaplan {
 // "file:LINE:COL: invalid JSON: <reason>" from the parser's 1-based byte offset into `text` (line and
 // column are what editors understand) and its message, less nlohmann's "[json.exception...] ...: " preamble.
 std::string json_error_message(const std::string& file, const std::string& text, size_t byte, const std::string& what);
+// "file: invalid JSON: <reason>" where the parser gives no position (a number out of range, say).
+std::string json_error_message(const std::string& file, const std::string& what);
+
+// A value as it appears in a message: its compact JSON text (as dump() writes it), cut to `max_chars`
+// with "..." at the end. Unlike dump(), which recurses once per nesting level and overflows the stack
+// on a value nested 100,000 deep, it stops writing (and descending) once it has enough.
+std::string json_preview(const nlohmann::json& value, size_t max_chars = 40);
 
 }  // namespace mlaplan

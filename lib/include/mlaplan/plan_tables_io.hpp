@@ -19,4 +19,8 @@ struct LoadedPlan {
 // non-integers, is an InputError; a plan of the wrong shape comes back in `problem` (a wrong plan).
 LoadedPlan load_plan_tables(const std::string& path, uint32_t batch_size, uint32_t max_chunks);
 
+// The same from the file's text; `path` is used in messages only (the fuzz target calls this).
+LoadedPlan parse_plan_tables(const std::string& text, const std::string& path, uint32_t batch_size,
+                             uint32_t max_chunks);
+
 }  // namespace mlaplan
