@@ -14,6 +14,7 @@ namespace mlaplan {
 std::string read_input_file(const std::string& path, const std::string& what, size_t limit) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: is a folder; give {}", path, what));
+  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: no such file; give {}", path, what));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open the file ({}); check the path and give {}", path, std::strerror(errno), what));
   std::string text;
