@@ -9,7 +9,9 @@ namespace mlaplan {
 
 namespace {
 
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+// A name from a file name that is not valid UTF-8 is printed with U+FFFD in place of the bad bytes
+// (dump() would throw and turn a valid run into an internal error).
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 
 // A table as a JSON list of rows, one row per line: readable, and far faster than a DOM for large B.

@@ -261,8 +261,11 @@ std::string scenario_to_json(const Scenario& s) {
     out += fmt::format("{}{}: {}{}\n", indent, ordered(key).dump(), value, last ? "" : ",");
   };
   const bool has_expected = s.expected.has_value();
-  put("  ", "name", ordered(s.name).dump(), false);
-  if (!s.description.empty()) put("  ", "description", ordered(s.description).dump(), false);
+  auto text = [](const std::string& v) {  // invalid UTF-8 (a name from a file name) as U+FFFD, never a throw
+    return ordered(v).dump(-1, ' ', false, ordered::error_handler_t::replace);
+  };
+  put("  ", "name", text(s.name), false);
+  if (!s.description.empty()) put("  ", "description", text(s.description), false);
   put("  ", "page_size", std::to_string(s.batch.page_size), false);
   put("  ", "buffer_token_size", std::to_string(s.batch.buffer_token_size), false);
   put("  ", "max_chunks", std::to_string(s.batch.max_chunks), false);

@@ -23,6 +23,6 @@ fi
 
 if [[ -z ${SKIP_FUZZ:-} ]]; then
   stage "fuzz targets, ${FUZZ_SECONDS:-15} s each"
-  "$root/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-15}"
+  "$root/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-15}" --jobs 2
 fi
 stage "done"

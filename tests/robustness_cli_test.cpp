@@ -211,3 +211,15 @@ TEST(Hostile, EveryReaderRefusesWithOneLine) {
   }
   fs::remove_all(dir);
 }
+
+// A scenario named after a file name that is not valid UTF-8 still plans and prints valid JSON
+// (found by reading the fuzz targets' findings: dump() threw, an internal error).
+TEST(Hostile, FileNameThatIsNotUtf8) {
+  const fs::path dir = scratch("utf8");
+  const fs::path bad = dir / "bad\xff.json";
+  std::ofstream(bad) << R"({"page_size": 16, "buffer_token_size": 64, "max_chunks": 2, "cache_lengths": [1], "input_lengths": [1]})";
+  const auto r = run_cli("run '" + bad.string() + "' --backend cpu --format json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"scenario\": \"bad\xef\xbf\xbd\""), std::string::npos) << r.out.substr(0, 200);
+  fs::remove_all(dir);
+}
