@@ -55,20 +55,8 @@ done
 
 if ((do_build)); then
   # clang with libFuzzer's runtime (libclang_rt.fuzzer, in libclang-rt-14-dev on Debian 12), plus
-  # what the library itself needs. Quiet when everything is present.
-  packages=(cmake make clang libclang-rt-dev libcli11-dev nlohmann-json3-dev libfmt-dev)
-  missing=()
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if ((${#missing[@]})); then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    echo "fuzz.sh: installing ${missing[*]}" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq >/dev/null
-    $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
+  # what the library itself needs; install-deps.sh is quiet when everything is present.
+  "$root/scripts/install-deps.sh" clang libclang-rt-dev
   cxx=${FUZZ_CXX:-$(command -v clang++ || command -v clang++-14)}
   start=$SECONDS
   echo "fuzz.sh: building the fuzz targets in $build ($("$cxx" --version | head -1))" >&2

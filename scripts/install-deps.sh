@@ -3,7 +3,8 @@
 # everything is already present. The CUDA toolkit is optional: without it the CPU planner is built.
 set -euo pipefail
 
-packages=(cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3)
+# Extra packages a caller needs beside these come as arguments (scripts/fuzz.sh: clang, libFuzzer).
+packages=(cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3 "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,6 +19,7 @@ if ((${#missing[@]})); then
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+(($#)) && exit 0  # a caller's extras only: matplotlib is the test suite's business
 # matplotlib draws the benchmark plot (scripts/plot_bench.py); its test is skipped without it.
 if ! python3 -c "import matplotlib" 2>/dev/null; then
   echo "install-deps: installing matplotlib (pip)" >&2
