@@ -59,6 +59,31 @@ std::string one_line(const std::string& message) {
 
 }  // namespace
 
+namespace {
+std::string& recorded_command_line() {
+  static std::string line;
+  return line;
+}
+}  // namespace
+
+void set_command_line(int argc, char** argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = i == 0 ? "mlaplan" : argv[i];  // not the path it was started from
+    const bool plain = !arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                             "0123456789-_=.,/:+@%") == std::string::npos;
+    if (!plain) {
+      std::string quoted = "'";
+      for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      arg = quoted + "'";
+    }
+    line += (i ? " " : "") + arg;
+  }
+  recorded_command_line() = line;
+}
+
+const std::string& command_line() { return recorded_command_line(); }
+
 void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", one_line(message)); }
 
 void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", one_line(message)); }

@@ -27,6 +27,10 @@ class InterruptScope {
   InterruptScope& operator=(const InterruptScope&) = delete;
 };
 
+// The command line as typed (main records it), shell-quoted where needed: reports show what made them.
+void set_command_line(int argc, char** argv);
+const std::string& command_line();
+
 // "mlaplan: note: ..." on stderr, for things a user should know that are not errors.
 void note(const std::string& message);
 // "mlaplan: error: ..." on stderr: one line.

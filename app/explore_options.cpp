@@ -13,15 +13,18 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
     o.policy = "all";
     cmd.add_option("--policy", o.policy,
                    "Chunking policies to compare, a comma list: max (MAX's plan of cache + new tokens, padded to pages, "
-                   "capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); all")
+                   "capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); a "
+                   "variant by name (packed/trtllm, even-split/sglang, ...); all (the three), variants (all five)")
         ->type_name("LIST")
         ->default_str("all");
   } else {
     cmd.add_option("--policy", o.policy,
                    "Chunking policy: max (MAX's plan of cache + new tokens, padded to pages, capped at max_chunks), "
                    "packed (vLLM since PR 50613: the cached context packed in order) or even-split (the buffer "
-                   "divided evenly, vLLM before PR 50613 or SGLang)")
-        ->type_name("NAME")
+                   "divided evenly, vLLM before PR 50613 or SGLang); a variant by name (packed/trtllm, "
+                   "even-split/sglang, ...); or a comma list to compare them on the same batch: all (the three), "
+                   "variants (all five)")
+        ->type_name("NAME|LIST")
         ->default_str("max");
   }
   cmd.add_option("--packed", o.packed,
@@ -51,9 +54,7 @@ explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& o) {
 }
 
 std::vector<explore::Policy> make_policies(const PolicyOptions& o) {
-  std::vector<explore::Policy> policies;
-  for (explore::PolicyKind k : explore::parse_policy_list(o.policy)) policies.push_back(make_policy(k, o));
-  return policies;
+  return explore::parse_policies(o.policy, make_policy(explore::PolicyKind::max, o));
 }
 
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool list) {

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.footer("Exit status: 0 ok, 1 a plan was wrong, 2 bad usage or input (an infeasible batch included), 3 device failure.\n"
              "Run `mlaplan SUBCOMMAND --help` for a subcommand's options.");
 
+  cli::set_command_line(argc, argv);
   int exit_code = cli::kOk;
   cli::add_run_command(app, exit_code);
   cli::add_bench_command(app, exit_code);

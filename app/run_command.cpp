@@ -10,6 +10,7 @@
 #include "mlaplan/plan_check.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
+#include "mlaplan/render/plan_html.hpp"
 #include "mlaplan/scenario_io.hpp"
 
 namespace mlaplan::cli {
@@ -28,6 +29,8 @@ struct RunOptions {
   size_t max_sequences = 8;
   PolicyOptions policy;
   ModelOptions model;
+  std::string svg;   // --svg FILE
+  std::string html;  // --html FILE
 };
 
 // A policy other than max, planned on the CPU and checked against its invariants (the expected
@@ -58,6 +61,63 @@ void plan_with_policy(const Scenario& s, const explore::Policy& policy, bool ver
   if (!inv.ok()) r.verification.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
 }
 
+// Plans one scenario under one policy. With `compare` (several policies), a refusal is reported in
+// the report instead of stopping the run, since it is one of the outcomes being compared.
+PlanReport plan_one(const Scenario& s, const explore::Policy& policy, Planner& planner, const RunOptions& opt,
+                    const PhaseTimer& load_timer, bool compare) {
+  PhaseTimer timer = load_timer;
+  PlanReport r;
+  r.scenario = &s;
+  r.backend = planner.backend();
+  r.planner = planner.name();
+  r.device = planner.device();
+  r.policy = policy.name();
+  r.memory = memory_figures(opt.model, s.batch.buffer_token_size);
+  if (policy.kind != explore::PolicyKind::max) {
+    try {
+      plan_with_policy(s, policy, !opt.no_verify, r, timer);
+    } catch (const InputError& e) {
+      if (!compare) throw;
+      r.refused = e.what();
+      r.tables = {};
+    }
+    r.timings_us = timer.phases();
+    return r;
+  }
+  try {
+    r.shape = require_feasible(s.batch);
+    r.tables = planner.plan(s.batch, timer);
+  } catch (const InfeasibleBatch& e) {
+    if (compare) {
+      r.refused = e.what();
+      r.timings_us = timer.phases();
+      return r;
+    }
+    const bool expected = s.expected && s.expected->infeasible;
+    throw InputError(s.locate(e.what()) + (expected ? " (the scenario's expected block marks it infeasible)" : ""));
+  }
+  if (!opt.no_verify) r.verification = verify_plan(s, r.tables, planner.is_reference(), timer);
+  r.timings_us = timer.phases();
+  return r;
+}
+
+// After the plans of a scenario under several policies: one line per policy, side by side.
+std::string comparison_table(const std::vector<PlanReport>& reports, size_t first, size_t count) {
+  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}\n",
+                                reports[first].scenario->name, "policy", "chunks", "fill", "rows streamed", "page padding");
+  for (size_t i = first; i < first + count; ++i) {
+    const PlanReport& r = reports[i];
+    if (!r.refused.empty()) {
+      out += fmt::format("{:<20} refused: {}\n", r.policy, r.refused);
+      continue;
+    }
+    const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
+    const double fill = used ? 100.0 * static_cast<double>(rows) / static_cast<double>(used * n) : 0.0;
+    out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens);
+  }
+  return out;
+}
+
 int run(const RunOptions& opt) {
   PhaseTimer load_timer;
   std::vector<Scenario> scenarios;
@@ -67,45 +127,27 @@ int run(const RunOptions& opt) {
   }
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
-  const explore::Policy policy = make_policy(explore::parse_policy_kind(opt.policy.policy), opt.policy);
-  const bool is_max = policy.kind == explore::PolicyKind::max;
-  if (!is_max && opt.backend.backend == Backend::gpu)
-    note(fmt::format("policy {} is planned on the CPU; only max has a GPU planner", policy.name()));
-  PlannerChoice choice = is_max ? choose(opt.backend) : PlannerChoice{make_fast_cpu_planner(), ""};
-  Planner& planner = *choice.planner;
-  const bool from_reference = planner.is_reference();
+  const std::vector<explore::Policy> policies = make_policies(opt.policy);
+  const bool compare = policies.size() > 1;
+  if (compare && opt.format == Format::csv)
+    throw InputError("--format csv: the cells of one plan; with several policies use --format json (each plan names its "
+                     "policy) or --svg/--html to see them side by side");
+  bool any_max = false;
+  for (const explore::Policy& p : policies) {
+    any_max = any_max || p.kind == explore::PolicyKind::max;
+    if (p.kind != explore::PolicyKind::max && opt.backend.backend == Backend::gpu)
+      note(fmt::format("policy {} is planned on the CPU; only max has a GPU planner", p.name()));
+  }
+  PlannerChoice choice = any_max ? choose(opt.backend) : PlannerChoice{make_fast_cpu_planner(), ""};
 
   std::vector<PlanReport> reports;
-  reports.reserve(scenarios.size());
-  for (const Scenario& s : scenarios) {
-    PhaseTimer timer = load_timer;
-    PlanReport r;
-    r.scenario = &s;
-    r.backend = planner.backend();
-    r.planner = planner.name();
-    r.device = planner.device();
-    r.policy = policy.name();
-    r.memory = memory_figures(opt.model, s.batch.buffer_token_size);
-    if (!is_max) {
-      plan_with_policy(s, policy, !opt.no_verify, r, timer);
-      r.timings_us = timer.phases();
-      reports.push_back(std::move(r));
-      continue;
-    }
-    try {
-      r.shape = require_feasible(s.batch);
-      r.tables = planner.plan(s.batch, timer);
-    } catch (const InfeasibleBatch& e) {
-      const bool expected = s.expected && s.expected->infeasible;
-      throw InputError(s.locate(e.what()) + (expected ? " (the scenario's expected block marks it infeasible)" : ""));
-    }
-    if (!opt.no_verify) r.verification = verify_plan(s, r.tables, from_reference, timer);
-    r.timings_us = timer.phases();
-    reports.push_back(std::move(r));
-  }
+  reports.reserve(scenarios.size() * policies.size());
+  for (const Scenario& s : scenarios)
+    for (const explore::Policy& p : policies)
+      reports.push_back(plan_one(s, p, *choice.planner, opt, load_timer, compare));
 
   PhaseTimer output_timer;  // phases after timings_us was filled in: NVTX and --trace only
-  std::string text;
+  std::string text, svg, html;
   {
     auto format_scope = output_timer.phase("format");
     if (opt.format == Format::json) {
@@ -119,11 +161,19 @@ int run(const RunOptions& opt) {
     } else if (opt.format == Format::csv) {
       for (size_t i = 0; i < reports.size(); ++i) text += format_plan_csv(reports[i], i == 0);
     } else {
-      for (size_t i = 0; i < reports.size(); ++i) text += (i ? "\n" : "") + format_plan_table(reports[i], opt.max_sequences);
+      for (size_t i = 0; i < reports.size(); ++i) {
+        text += (i ? "\n" : "") + format_plan_table(reports[i], opt.max_sequences);
+        if (compare && (i + 1) % policies.size() == 0) text += comparison_table(reports, i + 1 - policies.size(), policies.size());
+      }
     }
+    if (!opt.svg.empty()) svg = render::plans_svg(reports);
+    if (!opt.html.empty()) html = render::plan_html(reports, command_line(), opt.max_sequences);
   }
   {
     auto write_scope = output_timer.phase("write");
+    // The pictures first: a bad --svg path then fails before anything else is written.
+    if (!opt.svg.empty()) write_output(opt.svg, svg);
+    if (!opt.html.empty()) write_output(opt.html, html);
     write_output(opt.output, text);
   }
 
@@ -158,6 +208,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
+  cmd->add_option("--svg", opt->svg,
+                  "Also draw the plans as a picture (SVG): a bar per chunk, a coloured segment per sequence, page "
+                  "padding hatched; one panel per scenario and policy")
+      ->type_name("FILE");
+  cmd->add_option("--html", opt->html,
+                  "Also write one self-contained page (opens from disk, fetches nothing) with the pictures, a summary "
+                  "per scenario and the chunk tables")
+      ->type_name("FILE");
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run(*opt); }));
 }
 

@@ -39,6 +39,10 @@ std::string format_plan_json(const PlanReport& r) {
   put("  \"policy\": {},\n", quoted(r.policy));
   put("  \"batch_size\": {},\n  \"page_size\": {},\n  \"buffer_token_size\": {},\n  \"max_chunks\": {},\n", n, b.page_size,
       b.buffer_token_size, m);
+  if (!r.refused.empty()) {  // a refusal in a run comparing policies: no plan to show
+    put("  \"refused\": {}\n}}\n", quoted(r.refused));
+    return fmt::to_string(out);
+  }
   put("  \"chunks_used\": {},\n  \"padded_tokens\": {},\n  \"input_tokens\": {},\n", r.shape.chunks_used,
       r.shape.padded_tokens, r.shape.input_tokens);
   if (r.memory) {
@@ -99,6 +103,10 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
         format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
   }
   put("\n");
+  if (!r.refused.empty()) {
+    put("refused: {}\n", r.refused);
+    return fmt::to_string(out);
+  }
 
   put("chunk    rows    fill  sequences: s<b> [buffer rows) <- [cache tokens)\n");
   size_t shown_chunks = 0;

@@ -41,4 +41,37 @@ std::vector<PolicyKind> parse_policy_list(const std::string& list, const std::st
   return kinds;
 }
 
+std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option) {
+  std::string spelled = list;
+  if (list == "all") spelled = "max,packed,even-split";
+  if (list == "variants") spelled = "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
+  std::vector<Policy> policies;
+  size_t start = 0;
+  while (start <= spelled.size()) {
+    const size_t comma = std::min(spelled.find(',', start), spelled.size());
+    const std::string item = spelled.substr(start, comma - start);
+    start = comma + 1;
+    const size_t slash = item.find('/');
+    Policy p = defaults;
+    p.kind = parse_policy_kind(item.substr(0, slash), option);
+    if (slash != std::string::npos) {
+      const std::string variant = item.substr(slash + 1);
+      if (p.kind == PolicyKind::packed && (variant == "vllm" || variant == "trtllm")) {
+        p.packed = variant == "trtllm" ? PackedVariant::trtllm : PackedVariant::vllm;
+      } else if (p.kind == PolicyKind::even_split && (variant == "vllm" || variant == "sglang")) {
+        p.even_split = variant == "sglang" ? EvenSplitVariant::sglang : EvenSplitVariant::vllm;
+      } else {
+        throw InputError(fmt::format("{} {}: unknown variant '{}'; packed/vllm, packed/trtllm, even-split/vllm and "
+                                     "even-split/sglang name one",
+                                     option, item, variant));
+      }
+    }
+    if (p.kind == PolicyKind::packed && p.packed == PackedVariant::trtllm) p.split_align = 0;  // TensorRT-LLM has none
+    bool seen = false;
+    for (const Policy& x : policies) seen = seen || x.name() == p.name();
+    if (!seen) policies.push_back(p);
+  }
+  return policies;
+}
+
 }  // namespace mlaplan::explore

@@ -83,6 +83,21 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
 
 }  // namespace
 
+SweepCells sweep_cells(const SweepReport& rep) {
+  SweepCells out;
+  const bool with_model = has_model(*rep.sweep);
+  for (const Column& c : columns(with_model)) {
+    out.titles.emplace_back(c.title);
+    out.numeric.push_back(c.right);
+  }
+  for (const SweepRow& r : rep.sweep->rows) out.rows.push_back(cells(r, with_model));
+  return out;
+}
+
+std::string sweep_summary(const SweepResult& sweep) { return header(sweep); }
+
+std::string sweep_recommendation(const SweepReport& report) { return recommendation_text(report, "  ", "      "); }
+
 std::string format_sweep_table(const SweepReport& rep) {
   const SweepResult& s = *rep.sweep;
   const bool with_model = has_model(s);

@@ -7,6 +7,12 @@
 #include <exception>
 #include <string>
 
+#include "mlaplan/batch.hpp"
+#include "mlaplan/fast_cpu_planner.hpp"
+#include "mlaplan/plan_tables.hpp"
+#include "mlaplan/property_check.hpp"
+#include "mlaplan/reference_planner.hpp"
+
 namespace mlaplan_fuzz {
 
 [[noreturn]] inline void fail(const char* file, int line, const std::string& what) {
@@ -32,3 +38,22 @@ inline bool names_file(const std::string& message, const std::string& file) { re
   catch (const std::exception& e) {                                                                 \
     ::mlaplan_fuzz::fail(__FILE__, __LINE__, std::string(step) + " threw an unexpected exception: " + e.what()); \
   }
+
+namespace mlaplan_fuzz {
+
+// A feasible batch: the reference and the fast CPU planner must give identical tables, and those
+// tables must keep every property of semantics.md. `what` names the batch in a failure message.
+inline mlaplan::PlanTables check_feasible_plan(const mlaplan::Batch& b, const std::string& what) {
+  mlaplan::PlanTables ref, fast;
+  try {
+    ref = mlaplan::plan_reference(b);
+    fast = mlaplan::plan_fast_cpu(b);
+  }
+  FUZZ_UNEXPECTED("planning a feasible batch")
+  FUZZ_CHECK(ref == fast, "the reference and the fast CPU planner disagree on " + what);
+  const mlaplan::PropertyReport report = mlaplan::check_properties(b, ref);
+  FUZZ_CHECK(report.ok(), report.messages.front() + " on " + what);
+  return ref;
+}
+
+}  // namespace mlaplan_fuzz

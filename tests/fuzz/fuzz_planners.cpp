@@ -128,15 +128,7 @@ void plan_both(const Batch& b, uint64_t want_min, bool feasible) {
     return;
   }
   if (uint64_t{b.max_chunks} * (uint64_t{b.batch_size()} + 1) > kMaxCells) return;
-  PlanTables ref, fast;
-  try {
-    ref = plan_reference(b);
-    fast = plan_fast_cpu(b);
-  }
-  FUZZ_UNEXPECTED("planning a feasible batch")
-  FUZZ_CHECK(ref == fast, "reference and fast CPU planner disagree: " + describe(b));
-  const PropertyReport r = check_properties(b, ref);
-  FUZZ_CHECK(r.ok(), r.messages.front() + ": " + describe(b));
+  mlaplan_fuzz::check_feasible_plan(b, describe(b));
 }
 
 void check_policies(const Batch& b, FuzzedDataProvider& in) {

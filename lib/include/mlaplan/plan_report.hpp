@@ -31,6 +31,9 @@ struct PlanReport {
   // the others stream the cached context only, and their tables may hold more than max_chunks rows.
   std::string policy = "max";
   std::optional<MemoryFigures> memory;
+  // Set when the policy cannot plan the batch, with why (a run comparing several policies shows a
+  // refusal instead of stopping; the tables are then empty).
+  std::string refused;
   std::string backend;  // "cpu" or "gpu"
   std::string planner;  // "cpu-reference", "gpu-fast", ...
   std::optional<std::string> device;

@@ -43,6 +43,10 @@ struct Policy {
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
 // A comma list for sweeps; "all" is max,packed,even-split.
 std::vector<PolicyKind> parse_policy_list(const std::string& list, const std::string& option = "--policy");
+// A comma list of policies, each a kind (its variant taken from `defaults`) or a kind/variant:
+// packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang. "all" is max,packed,even-split;
+// "variants" is every engine's variant, five policies. Repeats are dropped. InputError names `option`.
+std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option = "--policy");
 
 // What one policy makes of one batch, without the tables: what sweeps aggregate.
 struct PolicyOutcome {

@@ -18,6 +18,18 @@ struct SweepReport {
 };
 
 std::string format_sweep_table(const SweepReport& report);
+
+// The parts the formats are made of, for other renderings (the HTML report): the cells of the table
+// format (titles, which columns hold numbers, one row of text per sweep row), its header lines and
+// its recommendation text ("" without recommend_options).
+struct SweepCells {
+  std::vector<std::string> titles;
+  std::vector<bool> numeric;
+  std::vector<std::vector<std::string>> rows;
+};
+SweepCells sweep_cells(const SweepReport& report);
+std::string sweep_summary(const SweepResult& sweep);
+std::string sweep_recommendation(const SweepReport& report);
 std::string format_sweep_markdown(const SweepReport& report);
 std::string format_sweep_csv(const SweepReport& report);
 std::string format_sweep_json(const SweepReport& report);

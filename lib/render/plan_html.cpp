@@ -1,0 +1,75 @@
+#include "mlaplan/render/plan_html.hpp"
+
+#include <fmt/format.h>
+
+#include "mlaplan/render/html_page.hpp"
+#include "mlaplan/render/plan_svg.hpp"
+
+namespace mlaplan::render {
+
+namespace {
+
+std::vector<PlanPicture> pictures(const std::vector<const PlanReport*>& reports) {
+  std::vector<PlanPicture> out;
+  out.reserve(reports.size());
+  for (const PlanReport* r : reports) out.push_back(measure_plan(*r));
+  return out;
+}
+
+std::vector<std::string> summary_row(const PlanPicture& p, const PlanReport& r) {
+  if (!p.refused.empty()) return {p.policy, "refused", "", "", "", p.refused};
+  return {p.policy,
+          fmt::to_string(p.chunks_used),
+          fmt::format("{:.1f}%", 100.0 * p.fill()),
+          fmt::to_string(p.streamed_rows),
+          fmt::to_string(p.padding_rows()),
+          r.verification.status.empty() ? "not checked" : r.verification.status};
+}
+
+}  // namespace
+
+std::string plans_svg(const std::vector<PlanReport>& reports) {
+  std::vector<const PlanReport*> all;
+  for (const PlanReport& r : reports) all.push_back(&r);
+  return plan_svg(pictures(all));
+}
+
+std::string plan_html(const std::vector<PlanReport>& reports, const std::string& command, size_t max_sequences) {
+  // Reports of one scenario are consecutive: one section, one picture each.
+  std::vector<std::vector<const PlanReport*>> sections;
+  for (const PlanReport& r : reports) {
+    if (sections.empty() || sections.back().front()->scenario != r.scenario) sections.emplace_back();
+    sections.back().push_back(&r);
+  }
+  std::string title = "mlaplan plan";
+  if (!reports.empty()) {
+    const Scenario& s = *reports.front().scenario;
+    title += ": " + (s.file.empty() ? s.name : s.file);
+  }
+  HtmlPage page(title);
+  if (!command.empty()) page.paragraph("made by: " + command);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const std::vector<const PlanReport*>& section = sections[i];
+    const Scenario& s = *section.front()->scenario;
+    page.heading(s.name);
+    if (!s.description.empty()) page.paragraph(s.description);
+    const std::vector<PlanPicture> panels = pictures(section);
+    std::vector<std::vector<std::string>> rows;
+    for (size_t k = 0; k < section.size(); ++k) rows.push_back(summary_row(panels[k], *section[k]));
+    page.table({"policy", "chunks", "fill", "rows streamed", "page padding", "verification"}, rows,
+               {false, true, true, true, true, false});
+    PlanSvgOptions options;
+    options.standalone = false;
+    options.id_prefix = fmt::format("plan{}", i);  // pattern ids stay unique on the page
+    page.figure(plan_svg(panels, options), "Hover a segment for its sequence, tokens and rows.");
+    page.begin_details("chunk tables (text)");
+    for (const PlanReport* r : section) {
+      if (r->refused.empty()) page.preformatted(format_plan_table(*r, max_sequences));
+      else page.preformatted(fmt::format("policy {}: refused: {}", r->policy, r->refused));
+    }
+    page.end_details();
+  }
+  return page.finish();
+}
+
+}  // namespace mlaplan::render

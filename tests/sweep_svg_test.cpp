@@ -1,0 +1,431 @@
+// The sweep chart (lib/render/sweep_svg.cpp): well-formed SVG for every sweep, empty and hostile
+// ones included; one series per recommend() group, one tooltip per row, the recommendation drawn.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/explore/model.hpp"
+#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/render/sweep_svg.hpp"
+
+namespace mlaplan::render {
+namespace {
+
+using explore::Policy;
+using explore::PolicyKind;
+using explore::RecommendOptions;
+using explore::SweepReport;
+using explore::SweepResult;
+using explore::SweepRow;
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+// The text of every <title> element, in document order.
+std::vector<std::string> titles(const std::string& svg) {
+  std::vector<std::string> out;
+  for (size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 1)) {
+    const size_t end = svg.find("</title>", at);
+    if (end == std::string::npos) break;
+    out.push_back(svg.substr(at + 7, end - at - 7));
+  }
+  return out;
+}
+
+// Well-formed XML, checked without a parser library: every tag closes in order, attribute values are
+// quoted, and '<' and '&' appear in text only as markup or entities. Returns "" or what is wrong.
+std::string xml_problem(const std::string& s) {
+  std::vector<std::string> open;
+  size_t i = 0;
+  if (s.compare(0, 5, "<?xml") == 0) i = s.find("?>") + 2;
+  bool root_seen = false;
+  while (i < s.size()) {
+    if (s[i] == '&') {
+      const size_t semi = s.find(';', i);
+      const std::string entity = semi == std::string::npos ? "" : s.substr(i, semi - i + 1);
+      if (entity != "&amp;" && entity != "&lt;" && entity != "&gt;" && entity != "&quot;" && entity != "&#39;")
+        return "a bare & at " + std::to_string(i);
+      i = semi + 1;
+      continue;
+    }
+    if (s[i] != '<') {
+      if (open.empty() && s[i] != '\n') return "text outside the root at " + std::to_string(i);
+      ++i;
+      continue;
+    }
+    const bool closing = i + 1 < s.size() && s[i + 1] == '/';
+    size_t j = i + (closing ? 2 : 1);
+    const size_t name_start = j;
+    while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '-' || s[j] == ':')) ++j;
+    const std::string name = s.substr(name_start, j - name_start);
+    if (name.empty()) return "a '<' that starts no tag at " + std::to_string(i);
+    bool self_close = false;
+    for (;;) {  // attributes, each name="value" with no '<' inside the value
+      while (j < s.size() && s[j] == ' ') ++j;
+      if (j >= s.size()) return "an unterminated tag <" + name;
+      if (s[j] == '>') break;
+      if (s[j] == '/' && j + 1 < s.size() && s[j + 1] == '>') {
+        self_close = true;
+        ++j;
+        break;
+      }
+      const size_t eq = s.find('=', j);
+      if (eq == std::string::npos || eq + 1 >= s.size() || s[eq + 1] != '"') return "an unquoted attribute in <" + name;
+      const size_t close_quote = s.find('"', eq + 2);
+      if (close_quote == std::string::npos) return "an unterminated attribute in <" + name;
+      const std::string value = s.substr(eq + 2, close_quote - eq - 2);
+      if (value.find('<') != std::string::npos) return "a '<' inside an attribute of <" + name;
+      j = close_quote + 1;
+    }
+    if (closing) {
+      if (open.empty() || open.back() != name) return "</" + name + "> closes nothing open";
+      open.pop_back();
+    } else if (!self_close) {
+      if (open.empty() && root_seen) return "a second root element <" + name;
+      open.push_back(name);
+      root_seen = true;
+    }
+    i = j + 1;
+  }
+  if (!open.empty()) return "<" + open.back() + "> never closes";
+  return root_seen ? "" : "no root element";
+}
+
+// A real XML parser's verdict where one is installed (xmllint, else Python's xml.etree); nullopt
+// where neither is, the check above standing alone then.
+std::optional<bool> parser_accepts(const std::string& svg) {
+  const bool xmllint = std::system("command -v xmllint >/dev/null 2>&1") == 0;
+  const bool python = !xmllint && std::system("command -v python3 >/dev/null 2>&1") == 0;
+  if (!xmllint && !python) return std::nullopt;
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("mlaplan_sweep_svg_" + std::to_string(::getpid()) + ".svg");
+  std::ofstream(file, std::ios::binary) << svg;
+  const std::string command = xmllint ? "xmllint --noout '" + file.string() + "' 2>/dev/null"
+                                      : "python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' '" +
+                                            file.string() + "' 2>/dev/null";
+  const bool ok = std::system(command.c_str()) == 0;
+  std::filesystem::remove(file);
+  return ok;
+}
+
+void expect_valid_svg(const std::string& svg) {
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
+  if (const std::optional<bool> ok = parser_accepts(svg)) {
+    EXPECT_TRUE(*ok) << "the XML parser rejects the SVG";
+  }
+  EXPECT_EQ(svg.find("nan"), std::string::npos);  // no NaN or infinite coordinate made it out
+  EXPECT_EQ(svg.find("inf"), std::string::npos);
+}
+
+// The UTF-8 is valid and XML can carry every character: no control byte but tab, newline, return.
+bool clean_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+      ++i;
+      continue;
+    }
+    const size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || c == 0xC0 || c == 0xC1 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+Policy policy(PolicyKind kind) {
+  Policy p;
+  p.kind = kind;
+  return p;
+}
+
+SweepRow row(PolicyKind kind, uint32_t n, uint32_t p99, double mean, uint64_t refused = 0) {
+  SweepRow r;
+  r.policy = policy(kind);
+  r.buffer_tokens = n;
+  if (kind == PolicyKind::max) r.max_chunks = 16;
+  r.batches = 400;
+  r.mean_iterations = mean;
+  r.p50 = p99 / 2;
+  r.p90 = p99 - p99 / 4;
+  r.p99 = p99;
+  r.max_iterations = p99 + 3;
+  r.refused = refused;
+  if (refused) r.first_refusal = "max: the batch needs 19 chunks but max_chunks is 16";
+  r.mean_fill = 0.8;
+  r.iterations.assign(r.batches, p99);
+  return r;
+}
+
+// max and packed over four buffers, max refusing at the two smallest: two groups, eight rows.
+SweepResult two_policies() {
+  SweepResult s;
+  s.source = "workload coding-agent (seed 1)";
+  s.formation = "a budget of 8192 new tokens per step";
+  s.batches = 400;
+  const uint32_t sizes[] = {4096, 16384, 65536, 1048576};
+  const uint32_t p99s[] = {40, 10, 3, 1};
+  for (PolicyKind kind : {PolicyKind::max, PolicyKind::packed})
+    for (int i = 0; i < 4; ++i)
+      s.rows.push_back(row(kind, sizes[i], p99s[i] + (kind == PolicyKind::max ? 1 : 0), p99s[i] * 0.6,
+                           kind == PolicyKind::max && i < 2 ? 100 : 0));
+  s.settings = s.rows.size();
+  return s;
+}
+
+TEST(SweepSvg, OnePointWithItsSettingPerRowAndOneSeriesPerGroup) {
+  const SweepResult s = two_policies();
+  SweepReport report;
+  report.sweep = &s;
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+
+  // As many series as recommend() has groups (it is the same grouping).
+  RecommendOptions o;
+  EXPECT_EQ(count(svg, "class=\"series\""), explore::recommend(s, o).size());
+  EXPECT_EQ(count(svg, "class=\"series\""), 2u);
+  EXPECT_EQ(count(svg, "class=\"point"), s.rows.size());
+
+  // Every row's tooltip starts with its setting and carries its numbers.
+  const std::vector<std::string> tips = titles(svg);
+  for (const SweepRow& r : s.rows) {
+    bool found = false;
+    for (const std::string& t : tips) {
+      if (t.rfind(r.setting() + "\n", 0) != 0) continue;
+      found = true;
+      EXPECT_NE(t.find("p99 " + std::to_string(r.p99)), std::string::npos) << t;
+      EXPECT_NE(t.find("p50 " + std::to_string(r.p50)), std::string::npos) << t;
+      EXPECT_NE(t.find("mean fill 80.0%"), std::string::npos) << t;
+      EXPECT_NE(t.find(r.refused ? "refused 25.00% (100 of 400 batches)" : "refused 0.00%"), std::string::npos) << t;
+    }
+    EXPECT_TRUE(found) << "no point tooltip for " << r.setting();
+  }
+  // The refused points are marked: max at 4K and 16K.
+  EXPECT_EQ(count(svg, "class=\"point refused\""), 2u);
+  EXPECT_NE(svg.find("hollow: some batches refused"), std::string::npos);
+
+  // Compact buffer labels on a log2 axis, the legend naming both groups.
+  for (const char* label : {">4K<", ">16K<", ">64K<", ">1M<"}) EXPECT_NE(svg.find(label), std::string::npos) << label;
+  EXPECT_NE(svg.find(">max M=16<"), std::string::npos);
+  EXPECT_NE(svg.find(">packed<"), std::string::npos);
+  EXPECT_NE(svg.find("workload coding-agent (seed 1), 400 batches"), std::string::npos);
+  // No recommendation asked: no limit, no rings.
+  EXPECT_EQ(svg.find("K = "), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"recommended\""), 0u);
+}
+
+TEST(SweepSvg, RecommendationDrawsTheLimitAndRingsTheChoices) {
+  const SweepResult s = two_policies();
+  RecommendOptions o;
+  o.max_iterations = 4;
+  SweepReport report;
+  report.sweep = &s;
+  report.recommend_options = o;
+  report.recommendations = explore::recommend(s, o);
+  ASSERT_EQ(report.recommendations.size(), 2u);
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_NE(svg.find(">K = 4<"), std::string::npos);
+  EXPECT_NE(svg.find("class=\"limit\""), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"recommended\""), 2u);  // max and packed at 64K
+  size_t marked = 0;
+  for (const std::string& t : titles(svg))
+    if (t.find("recommended: the smallest buffer of its group with at most 4 iterations at p99") != std::string::npos) {
+      ++marked;
+      EXPECT_NE(t.find("N=65536"), std::string::npos) << t;
+    }
+  EXPECT_EQ(marked, 2u);
+
+  // A limit no buffer meets: no ring, and the legend says so for each group.
+  o.max_iterations = 0;
+  report.recommend_options = o;
+  report.recommendations = explore::recommend(s, o);
+  const std::string none = sweep_svg(report);
+  expect_valid_svg(none);
+  EXPECT_EQ(count(none, "class=\"recommended\""), 0u);
+  EXPECT_EQ(count(none, "(no buffer qualifies)</text>"), 2u);  // in the legend, for max and packed
+}
+
+TEST(SweepSvg, LinearAxisForFewIterationsLogForMany) {
+  SweepResult s = two_policies();
+  SweepReport report;
+  report.sweep = &s;
+  EXPECT_NE(sweep_svg(report).find("iterations per batch (p99)<"), std::string::npos);
+  s.rows[0].p99 = 500;  // 500 against 1: a log axis
+  const std::string log = sweep_svg(report);
+  expect_valid_svg(log);
+  EXPECT_NE(log.find("iterations per batch (p99, log scale)<"), std::string::npos);
+  EXPECT_NE(log.find(">100<"), std::string::npos);  // a 1-2-5 tick
+}
+
+TEST(SweepSvg, GroupsSplitByModelAndTp) {
+  SweepResult s;
+  s.source = "two TPs";
+  s.batches = 400;
+  explore::ModelDims model;
+  model.name = "deepseek-v3";
+  for (uint32_t tp : {1u, 8u})
+    for (uint32_t n : {8192u, 65536u}) {
+      SweepRow r = row(PolicyKind::packed, n, n == 8192 ? 8 : 1, 0.5);
+      r.model = model;
+      r.memory = explore::BufferMemory{};
+      r.memory->tp = tp;
+      r.memory->kv_bytes_per_row = 65536 / tp;
+      s.rows.push_back(r);
+    }
+  SweepReport report;
+  report.sweep = &s;
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_EQ(count(svg, "class=\"series\""), 2u);
+  EXPECT_NE(svg.find(">packed deepseek-v3 TP1<"), std::string::npos);
+  EXPECT_NE(svg.find(">packed deepseek-v3 TP8<"), std::string::npos);
+  EXPECT_NE(svg.find("memory: buffer 4.00 GiB + K concat"), std::string::npos);  // 64 KiB x 65536 at TP1
+}
+
+TEST(SweepSvg, HostileNamesComeOutEscapedAndClipped) {
+  const std::string hostile = "<script>alert(\"x\" & 'y')</script>\x01\x07\x1b\x7f\xff\xfe\xc3\x28 caf\xc3\xa9 ]]>";
+  SweepResult s = two_policies();
+  s.source = hostile + std::string(10000, 'A');
+  s.formation = hostile;
+  explore::ModelDims model;
+  model.name = hostile + std::string(5000, 'B');
+  for (SweepRow& r : s.rows) {
+    r.model = model;
+    r.memory = explore::BufferMemory{};
+    if (r.refused) r.first_refusal = hostile + std::string(5000, 'C');
+  }
+  RecommendOptions o;
+  o.max_iterations = 4;
+  SweepReport report;
+  report.sweep = &s;
+  report.recommend_options = o;
+  report.recommendations = explore::recommend(s, o);
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_EQ(svg.find("<script"), std::string::npos);
+  EXPECT_NE(svg.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(svg.find("]]>"), std::string::npos);
+  EXPECT_TRUE(clean_utf8(svg));
+  EXPECT_NE(svg.find("caf\xc3\xa9"), std::string::npos);  // valid UTF-8 survives
+  // Clipped: no name arrives whole, and the picture stays small.
+  for (char c : {'A', 'B', 'C'}) EXPECT_EQ(svg.find(std::string(400, c)), std::string::npos) << c;
+  EXPECT_NE(svg.find("\xE2\x80\xA6"), std::string::npos);  // the ellipsis of clip_text
+  EXPECT_LT(svg.size(), 100000u);
+  EXPECT_EQ(count(svg, "class=\"point"), s.rows.size());
+}
+
+TEST(SweepSvg, EmptySweepSaysSo) {
+  SweepResult s;
+  s.source = "nothing";
+  SweepReport report;
+  report.sweep = &s;
+  report.recommend_options = RecommendOptions{};
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_NE(svg.find("the sweep has no rows"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"series\""), 0u);
+  EXPECT_EQ(count(svg, "class=\"point"), 0u);
+
+  SweepReport no_sweep;  // no SweepResult at all
+  const std::string bare = sweep_svg(no_sweep);
+  expect_valid_svg(bare);
+  EXPECT_NE(bare.find("the sweep has no rows"), std::string::npos);
+}
+
+TEST(SweepSvg, OneRowAndOddValuesStayFinite) {
+  SweepResult s;
+  s.source = "one";
+  s.batches = 1;
+  s.rows.push_back(row(PolicyKind::packed, 10000, 0, std::numeric_limits<double>::quiet_NaN()));
+  SweepReport report;
+  report.sweep = &s;
+  const std::string one = sweep_svg(report);
+  expect_valid_svg(one);
+  EXPECT_NE(one.find("a single setting"), std::string::npos);
+  EXPECT_NE(one.find(">10000<"), std::string::npos);  // not a power of two: written plainly
+  EXPECT_EQ(count(one, "class=\"point"), 1u);
+
+  // A zero buffer and infinities: pinned to the axes, no NaN coordinates.
+  s.rows.push_back(row(PolicyKind::packed, 0, 7, std::numeric_limits<double>::infinity()));
+  s.rows.back().mean_fill = -std::numeric_limits<double>::infinity();
+  s.rows.push_back(row(PolicyKind::packed, 1u << 31, std::numeric_limits<uint32_t>::max(), 1e300));
+  const std::string odd = sweep_svg(report);
+  expect_valid_svg(odd);
+  EXPECT_EQ(count(odd, "class=\"point"), 3u);
+}
+
+TEST(SweepSvg, InlineLeavesOutTheXmlDeclaration) {
+  const SweepResult s = two_policies();
+  SweepReport report;
+  report.sweep = &s;
+  const std::string svg = sweep_svg(report, false);
+  EXPECT_EQ(svg.rfind("<svg ", 0), 0u);
+  EXPECT_EQ(svg.find("<?xml"), std::string::npos);
+  EXPECT_EQ(xml_problem(svg), "");
+}
+
+// From run_sweep on hand-made batches: whatever the sweep produces, the chart has a point per row.
+TEST(SweepSvg, DrawsARealSweep) {
+  std::vector<Batch> batches;
+  for (uint32_t k = 1; k <= 4; ++k) {
+    Batch b;
+    b.page_size = 16;
+    b.cache_lengths = {100 * k, 0, 300};
+    b.input_row_offsets = {0, 10, 50 + k, 60 + k};
+    batches.push_back(b);
+  }
+  explore::SweepGrid grid;
+  grid.buffer_tokens = {64, 128, 256, 1024};
+  grid.max_chunks = {2, 8};
+  grid.policies = {policy(PolicyKind::max), policy(PolicyKind::packed), policy(PolicyKind::even_split)};
+  explore::SweepOptions options;
+  options.threads = 1;
+  SweepResult s = explore::run_sweep(batches, grid, options);
+  s.source = "four hand-made batches";
+  ASSERT_EQ(s.rows.size(), 16u);  // max x 2 M + packed + even-split, x 4 buffers
+  RecommendOptions o;
+  o.max_iterations = 2;
+  SweepReport report;
+  report.sweep = &s;
+  report.recommend_options = o;
+  report.recommendations = explore::recommend(s, o);
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_EQ(count(svg, "class=\"series\""), 4u);
+  EXPECT_EQ(count(svg, "class=\"point"), s.rows.size());
+  size_t refused = 0, chosen = 0;
+  for (const SweepRow& r : s.rows) refused += r.refused > 0 ? 1 : 0;
+  for (const explore::Recommendation& r : report.recommendations) chosen += r.row ? 1 : 0;
+  EXPECT_EQ(count(svg, "class=\"point refused\""), refused);
+  EXPECT_EQ(count(svg, "class=\"recommended\""), chosen);
+  const std::vector<std::string> tips = titles(svg);
+  for (const SweepRow& r : s.rows) {
+    bool found = false;
+    for (const std::string& t : tips) found = found || t.rfind(r.setting() + "\n", 0) == 0;
+    EXPECT_TRUE(found) << r.setting();
+  }
+}
+
+}  // namespace
+}  // namespace mlaplan::render
