@@ -11,6 +11,8 @@
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/render/sweep_html.hpp"
+#include "mlaplan/render/sweep_svg.hpp"
 #include "mlaplan/scenario_io.hpp"
 
 namespace mlaplan::cli {
@@ -36,6 +38,8 @@ struct SweepOptions {
   Format format = Format::table;
   std::string output;
   std::string json;
+  std::string svg;   // --svg FILE: the plot
+  std::string html;  // --html FILE: the page
   bool no_progress = false;
 };
 
@@ -142,10 +146,14 @@ int sweep(const SweepOptions& opt) {
   if (result.interrupted) {  // the finished settings on stdout, no output file
     write_output("", text);
     error(fmt::format("sweep: interrupted after {} of {} settings; {}", result.rows.size(), result.settings,
-                      opt.output.empty() && opt.json.empty() ? "the rows above are complete" : "no output file written"));
+                      opt.output.empty() && opt.json.empty() && opt.svg.empty() && opt.html.empty()
+                          ? "the rows above are complete"
+                          : "no output file written"));
     return kInterrupted;
   }
   if (!opt.json.empty()) write_output(opt.json, explore::format_sweep_json(report));
+  if (!opt.svg.empty()) write_output(opt.svg, render::sweep_svg(report));
+  if (!opt.html.empty()) write_output(opt.html, render::sweep_html(report, command_line()));
   write_output(opt.output, text);
   return kOk;
 }
@@ -199,6 +207,12 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->default_str("table");
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE (atomically) instead of stdout")->type_name("FILE");
   cmd->add_option("--json", opt->json, "Also write the JSON report to FILE, whatever --format is")->type_name("FILE");
+  cmd->add_option("--svg", opt->svg, "Also draw the plot to FILE (SVG): iterations per batch against the buffer size, a "
+                  "line per policy, M, model and TP, the recommendation marked")
+      ->type_name("FILE");
+  cmd->add_option("--html", opt->html, "Also write one self-contained page (opens from disk, fetches nothing) with the "
+                  "plot, the recommendation and the table")
+      ->type_name("FILE");
   cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = sweep(*opt); }));
 }

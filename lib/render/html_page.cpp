@@ -27,6 +27,7 @@ figure { margin: 8px 0; overflow-x: auto; }
 figcaption { font-size: 12px; color: #555; }
 details { margin: 8px 0; }
 summary { cursor: pointer; }
+p.cmd { font-size: 12px; color: #555; }
 footer { margin-top: 32px; font-size: 11px; color: #777; }
 )";
 
@@ -40,6 +41,10 @@ void HtmlPage::heading(std::string_view text, int level) {
 }
 
 void HtmlPage::paragraph(std::string_view text) { body_ += "<p>" + xml_escape(text) + "</p>\n"; }
+
+void HtmlPage::command(std::string_view text) {
+  body_ += "<p class=\"cmd\">made by <code>" + xml_escape(text) + "</code></p>\n";
+}
 
 void HtmlPage::preformatted(std::string_view text) { body_ += "<pre>" + xml_escape(text) + "</pre>\n"; }
 

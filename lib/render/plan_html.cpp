@@ -47,7 +47,7 @@ std::string plan_html(const std::vector<PlanReport>& reports, const std::string&
     title += ": " + (s.file.empty() ? s.name : s.file);
   }
   HtmlPage page(title);
-  if (!command.empty()) page.paragraph("made by: " + command);
+  if (!command.empty()) page.command(command);
   for (size_t i = 0; i < sections.size(); ++i) {
     const std::vector<const PlanReport*>& section = sections[i];
     const Scenario& s = *section.front()->scenario;

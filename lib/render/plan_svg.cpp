@@ -16,7 +16,8 @@ namespace {
 constexpr double kLeft = 52;          // chunk numbers go left of this
 constexpr double kRight = 20;
 constexpr double kTop = 12;
-constexpr double kSummaryHeight = 30;  // the chunk counts of several panels, side by side
+constexpr double kSummaryHeight = 24;  // a line of the chunk counts of several panels
+constexpr double kSummarySize = 16;
 constexpr double kLine = 18;           // a header line
 constexpr double kHeaderLines = 3;
 constexpr double kAxis = 26;           // row ticks above the bars
@@ -44,12 +45,40 @@ double panel_height(const PlanPicture& p, const PlanSvgOptions& o) {
   return h + kLegend;
 }
 
-double first_panel_top(const std::vector<PlanPicture>& panels) {
-  return kTop + (panels.size() > 1 ? kSummaryHeight : 0.0);
+std::string chunks_text(const PlanPicture& p) {
+  if (!p.refused.empty()) return "refused";
+  std::string t = fmt::format("{} chunk{}", p.chunks_used, p.chunks_used == 1 ? "" : "s");
+  if (p.chunks_used > p.max_chunks) t += fmt::format(" (over max_chunks {})", p.max_chunks);
+  return t;
+}
+
+// The chunk counts of several panels, first thing on the picture, wrapped at " | " to the width.
+std::vector<std::string> summary_lines(const std::vector<PlanPicture>& panels, const PlanSvgOptions& o) {
+  std::vector<std::string> lines;
+  if (panels.size() < 2) return lines;
+  std::string line = "chunks used:";
+  bool has_part = false;
+  for (const PlanPicture& p : panels) {
+    const std::string part = fmt::format("{} {}", clip_text(p.policy, 40), chunks_text(p));
+    if (has_part && text_width(line + " | " + part, kSummarySize) > o.width - kLeft - kRight) {
+      lines.push_back(line);
+      line = part;
+      continue;
+    }
+    line += (has_part ? " | " : " ") + part;
+    has_part = true;
+  }
+  lines.push_back(line);
+  return lines;
+}
+
+double first_panel_top(const std::vector<PlanPicture>& panels, const PlanSvgOptions& o) {
+  const size_t lines = summary_lines(panels, o).size();
+  return kTop + static_cast<double>(lines) * kSummaryHeight + (lines ? 14.0 : 0.0);
 }
 
 double panel_top(const std::vector<PlanPicture>& panels, size_t index, const PlanSvgOptions& o) {
-  double y = first_panel_top(panels);
+  double y = first_panel_top(panels, o);
   for (size_t i = 0; i < index; ++i) y += panel_height(panels[i], o) + kPanelGap;
   return y;
 }
@@ -94,11 +123,10 @@ std::string memory_text(const MemoryFigures& f) {
                      format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
 }
 
-std::string chunks_text(const PlanPicture& p) {
-  if (!p.refused.empty()) return "refused";
-  std::string t = fmt::format("{} chunk{}", p.chunks_used, p.chunks_used == 1 ? "" : "s");
-  if (p.chunks_used > p.max_chunks) t += fmt::format(" (over max_chunks {})", p.max_chunks);
-  return t;
+// "54%", and "0.3%" rather than a misleading "0%".
+std::string percent(double part, double whole) {
+  const double v = whole > 0 ? 100.0 * part / whole : 0.0;
+  return v < 10 ? fmt::format("{:.1f}%", v) : fmt::format("{:.0f}%", v);
 }
 
 class Painter {
@@ -123,10 +151,10 @@ class Painter {
   }
 
   void summary(const std::vector<PlanPicture>& panels) {
-    std::string t = "chunks used:";
-    for (size_t i = 0; i < panels.size(); ++i)
-      t += fmt::format("{} {} {}", i ? " |" : "", panels[i].policy, chunks_text(panels[i]));
-    svg_.text(kLeft, kTop + 18, clip_text(t, 160), 16, {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
+    const std::vector<std::string> lines = summary_lines(panels, o_);
+    for (size_t i = 0; i < lines.size(); ++i)
+      svg_.text(kLeft, kTop + 17 + static_cast<double>(i) * kSummaryHeight, lines[i], kSummarySize,
+                {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
   }
 
   void panel(const PlanPicture& p, double top) {
@@ -165,7 +193,8 @@ class Painter {
     svg_.text(kLeft, top + 14, clip_text(fmt::format("{}: {} | {}", p.policy, chunks_text(p), p.scenario), kScenarioChars), 15,
               {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
     svg_.text(kLeft, top + kLine + 13,
-              fmt::format("{} sequences, page {} tokens, buffer {} rows, max_chunks {}{}", p.batch_size, p.page_size,
+              fmt::format("{} sequence{}, page {} tokens, buffer {} rows, max_chunks {}{}", p.batch_size,
+                          p.batch_size == 1 ? "" : "s", p.page_size,
                           p.buffer_token_size, p.max_chunks, p.planner.empty() ? "" : ", planner " + p.planner),
               12, {{"fill", std::string(kInk)}});
     if (!p.refused.empty()) return;
@@ -214,7 +243,7 @@ class Painter {
       }
     }
     const double end = kLeft + chunk.rows * px_per_row;
-    const std::string rest = fmt::format("{} rows, {:.0f}%", chunk.rows, 100.0 * chunk.rows / p.buffer_token_size);
+    const std::string rest = fmt::format("{} rows, {}", chunk.rows, percent(chunk.rows, p.buffer_token_size));
     if (kLeft + W - end > text_width(rest, 10) + 10)
       svg_.text(end + 5, y + kBar - 5, rest, 10, {{"fill", "#555555"}});
   }
@@ -288,7 +317,7 @@ BarBox bar_box(const std::vector<PlanPicture>& panels, size_t panel, size_t chun
 }
 
 std::string plan_svg(const std::vector<PlanPicture>& panels, const PlanSvgOptions& o) {
-  double height = first_panel_top(panels);
+  double height = first_panel_top(panels, o);
   for (const PlanPicture& p : panels) height += panel_height(p, o) + kPanelGap;
   SvgWriter svg(o.width, height);
   svg.rect(0, 0, o.width, height, "#FFFFFF");

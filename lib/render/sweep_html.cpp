@@ -7,7 +7,7 @@ namespace mlaplan::render {
 
 std::string sweep_html(const explore::SweepReport& report, const std::string& command) {
   HtmlPage page("mlaplan sweep: " + report.sweep->source);
-  if (!command.empty()) page.paragraph("made by: " + command);
+  if (!command.empty()) page.command(command);
   page.preformatted(explore::sweep_summary(*report.sweep));
   page.figure(sweep_svg(report, false), "Hover a point for its setting's figures.");
   const std::string recommendation = explore::sweep_recommendation(report);

@@ -15,6 +15,8 @@ class HtmlPage {
 
   void heading(std::string_view text, int level = 2);
   void paragraph(std::string_view text);
+  // The command that made the page, small and monospaced.
+  void command(std::string_view text);
   // Monospaced text as it is (the tool's table output).
   void preformatted(std::string_view text);
   // An SVG document written by SvgWriter (finish(false)); it is trusted markup, not text.
