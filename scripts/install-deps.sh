@@ -4,7 +4,10 @@
 set -euo pipefail
 
 # Extra packages a caller needs beside these come as arguments (scripts/fuzz.sh: clang, libFuzzer).
-packages=(cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3 "$@")
+# librsvg2-bin, chromium and fonts-dejavu-core render the pictures for the pixel tests
+# (tests/render_pixels_test.cpp), which decode the PNGs with libpng-dev.
+packages=(cmake g++ make libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3
+          librsvg2-bin chromium fonts-dejavu-core libpng-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,6 +5,7 @@ add_executable(mlaplan_explore_tests
   # workloads
   workload_test.cpp
   # policies, batches, sweeps
+  compare_cli_test.cpp
   explore_cli_test.cpp
   policy_test.cpp
   sweep_test.cpp

@@ -183,6 +183,35 @@ TEST(PolicyNames, ParseAndName) {
   EXPECT_EQ(even(EvenSplitVariant::sglang).name(), "even-split/sglang");
 }
 
+TEST(PolicyNames, ListsOfKindsAndVariants) {
+  auto names = [](const std::vector<Policy>& ps) {
+    std::vector<std::string> out;
+    for (const Policy& p : ps) out.push_back(p.name());
+    return out;
+  };
+  Policy defaults;
+  EXPECT_EQ(names(parse_policies("all", defaults)), (std::vector<std::string>{"max", "packed", "even-split/vllm"}));
+  EXPECT_EQ(names(parse_policies("variants", defaults)),
+            (std::vector<std::string>{"max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"}));
+  // A kind takes its variant from the defaults; a named variant overrides them.
+  defaults.even_split = EvenSplitVariant::sglang;
+  defaults.split_align = 64;
+  EXPECT_EQ(names(parse_policies("even-split,packed,packed/trtllm,even-split/vllm", defaults)),
+            (std::vector<std::string>{"even-split/sglang", "packed/align-64", "packed/trtllm", "even-split/vllm"}));
+  // Repeats by name are dropped, in first-seen order.
+  EXPECT_EQ(names(parse_policies("packed/trtllm,max,packed/trtllm,max", Policy{})),
+            (std::vector<std::string>{"packed/trtllm", "max"}));
+  EXPECT_THROW(parse_policies("max/vllm", Policy{}), InputError);
+  EXPECT_THROW(parse_policies("packed/sglang", Policy{}), InputError);
+  EXPECT_THROW(parse_policies("max,", Policy{}), InputError);  // an empty name is no policy
+  try {
+    parse_policies("packed/x", Policy{}, "--policy");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--policy packed/x: unknown variant 'x'"), std::string::npos) << e.what();
+  }
+}
+
 // Every policy's plan keeps its invariants on the generator's batches, and the counting walk agrees
 // with the tables.
 TEST(PolicyInvariants, HoldOnRandomBatches) {

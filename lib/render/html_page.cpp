@@ -37,10 +37,10 @@ HtmlPage::HtmlPage(std::string_view title) : title_(clip_text(title, 200)) { hea
 
 void HtmlPage::heading(std::string_view text, int level) {
   level = std::clamp(level, 1, 4);
-  body_ += fmt::format("<h{0}>{1}</h{0}>\n", level, xml_escape(text));
+  body_ += fmt::format("<h{0}>{1}</h{0}>\n", level, xml_escape(clip_text(text, 200)));
 }
 
-void HtmlPage::paragraph(std::string_view text) { body_ += "<p>" + xml_escape(text) + "</p>\n"; }
+void HtmlPage::paragraph(std::string_view text) { body_ += "<p>" + xml_escape(clip_text(text, 4000)) + "</p>\n"; }
 
 void HtmlPage::command(std::string_view text) {
   body_ += "<p class=\"cmd\">made by <code>" + xml_escape(text) + "</code></p>\n";

@@ -4,10 +4,13 @@
 
 #include "mlaplan/render/html_page.hpp"
 #include "mlaplan/render/plan_svg.hpp"
+#include "mlaplan/render/svg_writer.hpp"
 
 namespace mlaplan::render {
 
 namespace {
+
+constexpr size_t kNameChars = 200;
 
 std::vector<PlanPicture> pictures(const std::vector<const PlanReport*>& reports) {
   std::vector<PlanPicture> out;
@@ -63,8 +66,22 @@ std::string plan_html(const std::vector<PlanReport>& reports, const std::string&
     options.id_prefix = fmt::format("plan{}", i);  // pattern ids stay unique on the page
     page.figure(plan_svg(panels, options), "Hover a segment for its sequence, tokens and rows.");
     page.begin_details("chunk tables (text)");
+    // The text tables quote the name: clipped like the rest of the page.
+    Scenario clipped;
+    const bool long_name = s.name.size() > kNameChars || s.description.size() > kNameChars;
+    if (long_name) {
+      clipped.name = clip_text(s.name, kNameChars);
+      clipped.description = clip_text(s.description, kNameChars);
+      clipped.file = s.file;
+      clipped.batch = s.batch;
+    }
     for (const PlanReport* r : section) {
-      if (r->refused.empty()) page.preformatted(format_plan_table(*r, max_sequences));
+      PlanReport shown;
+      if (long_name && r->refused.empty()) {
+        shown = *r;
+        shown.scenario = &clipped;
+      }
+      if (r->refused.empty()) page.preformatted(format_plan_table(long_name ? shown : *r, max_sequences));
       else page.preformatted(fmt::format("policy {}: refused: {}", r->policy, r->refused));
     }
     page.end_details();

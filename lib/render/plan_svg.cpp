@@ -29,7 +29,6 @@ constexpr double kPanelGap = 26;
 constexpr double kRefusedBody = 28;
 constexpr double kMinPieceWidth = 4;   // narrower pieces are grouped with narrow neighbours
 constexpr double kLabelSize = 11;
-constexpr size_t kScenarioChars = 90;  // clip of names in headers
 constexpr size_t kGroupTooltipPieces = 16;
 
 constexpr std::string_view kRefusedInk = "#CC3311";  // Tol's vibrant red: a refusal, the max_chunks line
@@ -160,7 +159,7 @@ class Painter {
   void panel(const PlanPicture& p, double top) {
     header(p, top);
     if (!p.refused.empty()) {
-      svg_.text(kLeft, top + kHeaderLines * kLine + 18, clip_text("refused: " + p.refused, 150), 13,
+      svg_.text(kLeft, top + kHeaderLines * kLine + 18, clip_to_width("refused: " + p.refused, 13, bar_width(o_)), 13,
                 {{"fill", std::string(kRefusedInk)}});
       return;
     }
@@ -190,7 +189,7 @@ class Painter {
 
  private:
   void header(const PlanPicture& p, double top) {
-    svg_.text(kLeft, top + 14, clip_text(fmt::format("{}: {} | {}", p.policy, chunks_text(p), p.scenario), kScenarioChars), 15,
+    svg_.text(kLeft, top + 14, clip_to_width(fmt::format("{}: {} | {}", p.policy, chunks_text(p), p.scenario), 15, bar_width(o_)), 15,
               {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
     svg_.text(kLeft, top + kLine + 13,
               fmt::format("{} sequence{}, page {} tokens, buffer {} rows, max_chunks {}{}", p.batch_size,
@@ -202,7 +201,7 @@ class Painter {
                                    p.policy == "max" ? "tokens (cache + new)" : "cached context tokens", p.streamed_rows);
     if (p.padding_rows()) line += fmt::format(" | page padding {} rows", p.padding_rows());
     if (p.memory) line += " | " + memory_text(*p.memory);
-    svg_.text(kLeft, top + 2 * kLine + 13, clip_text(line, 150), 12, {{"fill", std::string(kInk)}});
+    svg_.text(kLeft, top + 2 * kLine + 13, clip_to_width(line, 12, bar_width(o_)), 12, {{"fill", std::string(kInk)}});
   }
 
   void axis(const PlanPicture& p, double y0) {

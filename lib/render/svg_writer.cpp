@@ -98,7 +98,14 @@ double text_width(std::string_view text, double size) {
     i += n ? n : 1;
     ++chars;
   }
-  return static_cast<double>(chars) * size * 0.62;  // DejaVu Sans digits are 0.636 em; most letters less
+  return static_cast<double>(chars) * size * 0.64;  // DejaVu Sans digits are 0.636 em; most letters less
+}
+
+std::string clip_to_width(std::string_view text, double size, double px) {
+  if (text_width(text, size) <= px) return std::string(text);
+  const double per_char = size * 0.64;
+  const auto fit = static_cast<size_t>(std::max(px / per_char, 1.0));
+  return clip_text(text, fit);
 }
 
 SvgWriter::SvgWriter(double width, double height, std::string_view font_family) : width_(width), height_(height) {

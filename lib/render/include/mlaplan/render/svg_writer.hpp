@@ -56,5 +56,7 @@ class SvgWriter {
 // Rough width in px of `text` at `size` px in a sans-serif font, for deciding whether a label fits
 // (slightly generous, so a label judged to fit does fit).
 double text_width(std::string_view text, double size);
+// The longest start of `text` (ending in "…" when cut) whose text_width at `size` is within `px`.
+std::string clip_to_width(std::string_view text, double size, double px);
 
 }  // namespace mlaplan::render

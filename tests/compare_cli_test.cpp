@@ -1,0 +1,197 @@
+// run with several policies (--policy all, variants, kind/variant lists), and the pictures and pages
+// of run and sweep (--svg, --html) end to end: what is written, that it is self-contained, and that
+// hostile scenario names come out escaped and clipped. Pixels are checked in render_pixels_test.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using nlohmann::json;
+using mlaplan::test::run_cli;
+using mlaplan::test::slurp;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
+
+fs::path scratch(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("mlaplan_compare_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+size_t count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
+  return n;
+}
+
+void expect_bad_input(const std::string& args, const std::string& needle) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+}
+
+// Nothing the page would fetch: no scripts, stylesheets, frames or images, and no tag pointing at a
+// URL; the SVG namespace is a name, not a fetch. (Text may mention URLs: it is escaped.)
+void expect_self_contained(const std::string& html) {
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* bad : {"<script", "<link", "<iframe", "<img", "<object", "<embed", "@import", "url(h", "url(f"})
+    EXPECT_EQ(html.find(bad), std::string::npos) << bad;
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"(<[a-zA-Z][^>]*\s(src|href|xlink:href)\s*=)")));
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"(<[^>]*(https?|file|ftp)://(?!www\.w3\.org/2000/svg"))")));
+}
+
+}  // namespace
+
+TEST(CompareCli, PolicyListPlansTheBatchUnderEach) {
+  const auto r = run_cli("run " + kScenarios +
+                         "/worked-example.json --backend cpu --format json --policy max,packed/trtllm,even-split/sglang");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["scenarios"].size(), 3u);
+  EXPECT_EQ(j["scenarios"][0]["policy"], "max");
+  EXPECT_EQ(j["scenarios"][0]["buffer_lengths"], json::parse("[512, 384, -1, -1]"));
+  EXPECT_EQ(j["scenarios"][1]["policy"], "packed/trtllm");
+  EXPECT_EQ(j["scenarios"][1]["buffer_lengths"], json::parse("[512, 88, -1, -1]"));
+  EXPECT_EQ(j["scenarios"][2]["policy"], "even-split/sglang");
+  EXPECT_EQ(j["scenarios"][2]["chunks_used"], 3);
+  for (const json& s : j["scenarios"]) EXPECT_EQ(s["verification"]["status"], "pass") << s["policy"];
+}
+
+TEST(CompareCli, AllAndVariantsNameThePolicies) {
+  const auto all = json::parse(run_cli("run " + kScenarios + "/worked-example.json --backend cpu --format json --policy all").out);
+  std::vector<std::string> names;
+  for (const json& s : all["scenarios"]) names.push_back(s["policy"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"max", "packed", "even-split/vllm"}));
+  // The variant options apply to the kinds "all" names.
+  const auto sg = json::parse(run_cli("run " + kScenarios +
+                                      "/worked-example.json --backend cpu --format json --policy all --even-split sglang")
+                                  .out);
+  EXPECT_EQ(sg["scenarios"][2]["policy"], "even-split/sglang");
+  const auto five = json::parse(run_cli("run " + kScenarios + "/worked-example.json --backend cpu --format json --policy variants").out);
+  names.clear();
+  for (const json& s : five["scenarios"]) names.push_back(s["policy"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"}));
+  // Repeats are dropped.
+  const auto twice = json::parse(run_cli("run " + kScenarios + "/worked-example.json --backend cpu --format json --policy packed,packed/vllm").out);
+  EXPECT_EQ(twice["policy"], "packed");  // one plan: a single object, as with one policy
+}
+
+TEST(CompareCli, TableEndsWithTheComparison) {
+  const auto r = run_cli("run " + kScenarios + "/worked-example.json --backend cpu --policy all");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const size_t at = r.out.find("policies compared on worked-example:");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string tail = r.out.substr(at);
+  EXPECT_NE(tail.find("\nmax                         2   "), std::string::npos) << tail;
+  EXPECT_NE(tail.find("\npacked                      2   "), std::string::npos) << tail;
+  EXPECT_NE(tail.find("\neven-split/vllm "), std::string::npos) << tail;
+}
+
+TEST(CompareCli, ARefusalIsShownNotFatal) {
+  const std::string file = kScenarios + "/infeasible-too-long.json --backend cpu";
+  // Alone, max refuses the batch as before: exit 2 naming max_chunks.
+  EXPECT_EQ(run_cli("run " + file).code, 2);
+  // Compared, the refusal is one of the outcomes.
+  const auto r = run_cli("run " + file + " --format json --policy all");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["scenarios"].size(), 3u);
+  const json& max = j["scenarios"][0];
+  EXPECT_EQ(max["policy"], "max");
+  EXPECT_NE(max["refused"].get<std::string>().find("max_chunks"), std::string::npos) << max;
+  EXPECT_FALSE(max.contains("buffer_lengths"));
+  EXPECT_EQ(j["scenarios"][1]["policy"], "packed");
+  EXPECT_EQ(j["scenarios"][1]["chunks_used"], 2);  // 500 + 300 context tokens in 512-row chunks
+  const auto t = run_cli("run " + file + " --policy all");
+  EXPECT_NE(t.out.find("refused: max_chunks"), std::string::npos) << t.out;
+}
+
+TEST(CompareCli, BadPolicyListsAndFormats) {
+  const std::string we = "run " + kScenarios + "/worked-example.json --backend cpu";
+  expect_bad_input(we + " --policy packed/foo", "unknown variant 'foo'");
+  expect_bad_input(we + " --policy max,pakced", "--policy pakced: unknown policy");
+  expect_bad_input(we + " --policy all --format csv", "--format csv");
+  const fs::path dir = scratch("badpath");
+  expect_bad_input(we + " --svg " + (dir / "no/such/folder/p.svg").string(), "no/such/folder");
+  fs::remove_all(dir);
+}
+
+TEST(CompareCli, SvgAndHtmlOfAComparison) {
+  const fs::path dir = scratch("pictures");
+  const std::string svg = (dir / "p.svg").string(), html = (dir / "p.html").string();
+  const auto r = run_cli("run " + kScenarios + "/deepseek-v3-mixed.json --backend cpu --policy all --model deepseek-v3 --svg " +
+                         svg + " --html " + html);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string s = slurp(svg);
+  EXPECT_EQ(s.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_EQ(count(s, "<g class=\"panel\">"), 3u);
+  // The chunk counts come first, wrapped to the width.
+  EXPECT_NE(s.find(">chunks used: max 9 chunks | packed 10 chunks<"), std::string::npos);
+  EXPECT_NE(s.find(">even-split/vllm 29 chunks (over max_chunks 16)<"), std::string::npos);
+  EXPECT_NE(s.find("deepseek-v3 TP 1 bf16: buffer 1.00 GiB"), std::string::npos);  // --model: the memory in the header
+  EXPECT_NE(s.find("<title>sequence 8: tokens [0, 3072) in buffer rows [13312, 16384) of chunk 3"), std::string::npos);
+  const std::string h = slurp(html);
+  expect_self_contained(h);
+  EXPECT_EQ(count(h, "<svg "), 1u);  // one picture per scenario, the policies as its panels
+  EXPECT_EQ(h.find("<?xml"), std::string::npos);  // inline SVG carries no XML declaration
+  EXPECT_NE(h.find("<td>even-split/vllm</td><td class=\"num\">29</td>"), std::string::npos);
+  EXPECT_NE(h.find("<details>"), std::string::npos);  // the text tables, folded
+  fs::remove_all(dir);
+}
+
+TEST(CompareCli, HostileNamesComeOutEscapedAndClipped) {
+  const fs::path dir = scratch("hostile");
+  const std::string name = "<script>alert(\"x\")</script>&'\x01\x1b[31m" + std::string(100000, 'A') + "\xff\xfe";
+  json j = json::parse(slurp(kScenarios + "/worked-example.json"));
+  j["name"] = name;
+  j["description"] = "<img src=http://example.com/x.png>";
+  j.erase("expected");
+  {
+    std::ofstream f(dir / "hostile.json");
+    f << j.dump(-1, ' ', false, json::error_handler_t::ignore);
+  }
+  const std::string svg = (dir / "p.svg").string(), html = (dir / "p.html").string();
+  const auto r = run_cli("run " + (dir / "hostile.json").string() + " --backend cpu --policy all --svg " + svg + " --html " + html);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string& path : {svg, html}) {
+    const std::string out = slurp(path);
+    EXPECT_EQ(out.find("<script"), std::string::npos) << path;
+    EXPECT_EQ(out.find("<img"), std::string::npos) << path;
+    EXPECT_NE(out.find("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&amp;&#39;"), std::string::npos) << path;
+    for (char c : out) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 && c != '\n') << path;
+  }
+  // The picture clips the name; the page names it in full once (its heading), escaped.
+  EXPECT_LT(slurp(svg).size(), 60000u);
+  EXPECT_EQ(count(slurp(svg), std::string(200, 'A')), 0u);
+  expect_self_contained(slurp(html));
+  EXPECT_NE(slurp(html).find("&lt;img src=http://example.com/x.png&gt;"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(CompareCli, SweepWritesItsPlotAndPage) {
+  const fs::path dir = scratch("sweep");
+  const std::string svg = (dir / "s.svg").string(), html = (dir / "s.html").string();
+  const auto r = run_cli("sweep --workload short-chat --batches 200 --buffer-tokens 4096,16384,65536 --recommend "
+                         "--max-iterations 2 --svg " + svg + " --html " + html);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string s = slurp(svg);
+  EXPECT_EQ(s.rfind("<?xml", 0), 0u);
+  EXPECT_NE(s.find("K = 2"), std::string::npos);
+  const std::string h = slurp(html);
+  expect_self_contained(h);
+  EXPECT_NE(h.find("<h2>Recommendation</h2>"), std::string::npos);
+  EXPECT_NE(h.find("<th>p99</th>"), std::string::npos);
+  EXPECT_EQ(count(h, "<tr><td>"), 9u);  // 3 policies x 3 buffers
+  fs::remove_all(dir);
+}
