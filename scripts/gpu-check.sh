@@ -2,7 +2,8 @@
 # Checks a GPU machine with mlaplan: prints nvidia-smi, runs the GPU tests, compute-sanitizer
 # memcheck, racecheck, initcheck and synccheck on both kernels, the scenarios on the GPU backend, `mlaplan verify` with
 # 100,000 random batches on both kernels, `mlaplan sweep` on the GPU planner against the CPU's, the
-# timing harness and a short `mlaplan bench`.
+# plans of every policy with max on the GPU against the CPU's (pictures written), the timing harness
+# and a short `mlaplan bench`.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build; build it first with CUDA enabled)
@@ -65,6 +66,32 @@ sweep_gpu_vs_cpu() {
   cmp "$log_dir/sweep-gpu.csv" "$log_dir/sweep-cpu.csv" && echo "sweep: GPU and CPU figures identical"
 }
 
+# Every scenario under every policy with max on the GPU: the plans equal the CPU's (the fields naming
+# the planner and timings aside), and the pictures are written.
+policies_gpu_vs_cpu() {
+  local rc=0 f name
+  for f in "$source_dir"/scenarios/*.json; do
+    name=$(basename "$f" .json)
+    "$exe" run --backend gpu --policy variants --format json "$f" -o "$log_dir/.gpu.json" \
+      --svg "$log_dir/.plans.svg" --html "$log_dir/.plans.html" || rc=1
+    "$exe" run --backend cpu --policy variants --format json "$f" -o "$log_dir/.cpu.json" || rc=1
+    python3 - "$log_dir/.gpu.json" "$log_dir/.cpu.json" "$name" <<'PY' || rc=1
+import json, sys
+drop = {"backend", "planner", "device", "timings_us", "verification"}
+def plans(path):
+    doc = json.load(open(path))
+    return [{k: v for k, v in s.items() if k not in drop} for s in doc.get("scenarios", [doc])]
+gpu, cpu = plans(sys.argv[1]), plans(sys.argv[2])
+same = gpu == cpu
+print(f"{sys.argv[3]}: {len(gpu)} policies, GPU and CPU plans {'identical' if same else 'DIFFER'}")
+sys.exit(0 if same else 1)
+PY
+  done
+  cp "$log_dir/.plans.svg" "$log_dir/plans-last-scenario.svg" 2>/dev/null
+  rm -f "$log_dir"/.gpu.json "$log_dir"/.cpu.json "$log_dir"/.plans.svg "$log_dir"/.plans.html
+  return $rc
+}
+
 # A sample of every kernel path that stays quick under the sanitizers' instrumentation.
 sanitizer_filter='GpuDifferential.SanitizerSample:GpuDevicePlan.DecreasingOffsetsAreReported:GpuDevicePlan.OverflowIsReported:GpuPlanner.*'
 
@@ -93,6 +120,8 @@ if ((have_exe)); then
 else skip "verify, GPU fuzz"; fi
 if ((have_exe)); then step "sweep, GPU vs CPU planner" sweep.log sweep_gpu_vs_cpu
 else skip "sweep, GPU vs CPU planner"; fi
+if ((have_exe)); then step "run --policy variants, GPU vs CPU" policies.log policies_gpu_vs_cpu
+else skip "run --policy variants, GPU vs CPU"; fi
 step "explorer CLI tests (GPU sweep)" explore-tests.log "$build_dir/tests/mlaplan_explore_tests" \
   --gtest_filter='ExploreCli.SweepOnTheGpuMatchesTheCpu'
 step "benchmark (seed vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \

@@ -844,6 +844,22 @@ TEST(SvgWriter, ClipTextCutsWholeCharactersAndAddsAnEllipsis) {
   EXPECT_LE(text_width(wide, 12), 300 + 1e-9);
   EXPECT_GT(text_width(wide, 12), 280);
   EXPECT_EQ(wide.substr(wide.size() - ellipsis.size()), ellipsis);
+  // Wrapping: at spaces, each line within the width, the last clipped when lines run out.
+  const std::string reason = "max_chunks: infeasible batch: 6060800 padded tokens need 93 chunks of 65536 rows, but "
+                             "max_chunks is 16; set max_chunks to at least 93 or buffer_token_size to at least 378800";
+  const auto two = wrap_to_width(reason, 13, 400, 5);
+  ASSERT_GE(two.size(), 3u);
+  std::string joined;
+  for (const std::string& l : two) {
+    EXPECT_LE(text_width(l, 13), 400 + 1e-9) << l;
+    joined += (joined.empty() ? "" : " ") + l;
+  }
+  EXPECT_EQ(joined, reason);  // nothing lost when the lines suffice
+  const auto one = wrap_to_width(reason, 13, 400, 1);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].substr(one[0].size() - ellipsis.size()), ellipsis);
+  EXPECT_TRUE(wrap_to_width("", 13, 400, 3).empty());
+  EXPECT_EQ(wrap_to_width(std::string(300, 'w'), 13, 100, 3).size(), 1u);  // one long word: clipped, not split
   // An invalid byte counts as one character and is not glued to its neighbours.
   EXPECT_EQ(clip_text("\xff\xffzz", 3), "\xff\xff" + ellipsis);
   EXPECT_EQ(xml_escape(clip_text(std::string(1000, 'a') + "\xc3", 999)), std::string(998, 'a') + ellipsis);

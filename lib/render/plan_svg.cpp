@@ -26,7 +26,8 @@ constexpr double kBarGap = 4;
 constexpr double kNote = 20;           // "... more chunks not drawn"
 constexpr double kLegend = 30;
 constexpr double kPanelGap = 26;
-constexpr double kRefusedBody = 28;
+constexpr size_t kRefusedLines = 3;   // the reason, wrapped
+constexpr double kRefusedBody = 17 * kRefusedLines + 6;
 constexpr double kMinPieceWidth = 4;   // narrower pieces are grouped with narrow neighbours
 constexpr double kLabelSize = 11;
 constexpr size_t kGroupTooltipPieces = 16;
@@ -159,8 +160,10 @@ class Painter {
   void panel(const PlanPicture& p, double top) {
     header(p, top);
     if (!p.refused.empty()) {
-      svg_.text(kLeft, top + kHeaderLines * kLine + 18, clip_to_width("refused: " + p.refused, 13, bar_width(o_)), 13,
-                {{"fill", std::string(kRefusedInk)}});
+      const auto lines = wrap_to_width("refused: " + p.refused, 13, bar_width(o_), kRefusedLines);
+      for (size_t i = 0; i < lines.size(); ++i)
+        svg_.text(kLeft, top + kHeaderLines * kLine + 16 + static_cast<double>(i) * 17, lines[i], 13,
+                  {{"fill", std::string(kRefusedInk)}});
       return;
     }
     const double W = bar_width(o_), N = p.buffer_token_size;
@@ -174,8 +177,10 @@ class Painter {
     if (p.chunks.size() > p.max_chunks && p.max_chunks < n) {
       const double ly = y0 + p.max_chunks * (kBar + kBarGap) - kBarGap / 2;
       svg_.line(kLeft - 30, ly, kLeft + W, ly, kRefusedInk, 1.5, {{"stroke-dasharray", "6 3"}});
-      svg_.text(kLeft + W - 4, ly - 3, fmt::format("max_chunks = {}", p.max_chunks), 11,
-                {{"text-anchor", "end"}, {"fill", std::string(kRefusedInk)}});
+      const std::string label = fmt::format("max_chunks = {}", p.max_chunks);
+      const double tw = text_width(label, 11);
+      svg_.rect(kLeft + W - tw - 8, ly - 13, tw + 6, 13, "#FFFFFF", {}, {{"fill-opacity", "0.9"}});
+      svg_.text(kLeft + W - 5, ly - 3, label, 11, {{"text-anchor", "end"}, {"fill", std::string(kRefusedInk)}});
     }
     // The buffer's end, over every bar.
     svg_.line(kLeft + W, y0 - 8, kLeft + W, y - kBarGap, kBufferEndStroke, 2);

@@ -108,6 +108,31 @@ std::string clip_to_width(std::string_view text, double size, double px) {
   return clip_text(text, fit);
 }
 
+std::vector<std::string> wrap_to_width(std::string_view text, double size, double px, size_t max_lines) {
+  std::vector<std::string> lines;
+  if (max_lines == 0) return lines;
+  std::string line;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t space = std::min(text.find(' ', i), text.size());
+    const std::string_view word = text.substr(i, space - i);
+    i = space + 1;
+    const std::string longer = line.empty() ? std::string(word) : line + " " + std::string(word);
+    if (line.empty() || text_width(longer, size) <= px) {
+      line = longer;
+      continue;
+    }
+    if (lines.size() + 1 == max_lines) {  // the last line: the rest, clipped
+      line = longer + (i < text.size() ? " " + std::string(text.substr(i)) : "");
+      break;
+    }
+    lines.push_back(clip_to_width(line, size, px));
+    line = std::string(word);
+  }
+  if (!line.empty()) lines.push_back(clip_to_width(line, size, px));
+  return lines;
+}
+
 SvgWriter::SvgWriter(double width, double height, std::string_view font_family) : width_(width), height_(height) {
   out_ = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "

@@ -58,5 +58,7 @@ class SvgWriter {
 double text_width(std::string_view text, double size);
 // The longest start of `text` (ending in "…" when cut) whose text_width at `size` is within `px`.
 std::string clip_to_width(std::string_view text, double size, double px);
+// `text` broken at spaces into lines within `px`, at most `max_lines` (the last clipped with "…").
+std::vector<std::string> wrap_to_width(std::string_view text, double size, double px, size_t max_lines);
 
 }  // namespace mlaplan::render
