@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "explore_options.hpp"
 #include "mlaplan/explore/policy_check.hpp"
+#include "mlaplan/explore/policy_report.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_check.hpp"
 #include "mlaplan/plan_report.hpp"
@@ -36,25 +37,24 @@ struct RunOptions {
 // A policy other than max, planned on the CPU and checked against its invariants (the expected
 // block describes max's plan, so it is not compared).
 void plan_with_policy(const Scenario& s, const explore::Policy& policy, bool verify, PlanReport& r, PhaseTimer& timer) {
-  r.backend = "cpu";
-  r.planner = "cpu-" + policy.name();
   r.device.reset();
-  explore::PolicyPlan plan;
   {
     auto scope = timer.phase("plan");
     try {
-      plan = explore::plan_policy(s.batch, policy);
+      PlanReport planned = explore::policy_report(s, policy);
+      r.backend = planned.backend;
+      r.planner = planned.planner;
+      r.tables = std::move(planned.tables);
+      r.shape = planned.shape;
     } catch (const InputError& e) {
+      r.backend = "cpu";
+      r.planner = "cpu-" + policy.name();
       throw InputError(s.locate(e.what()));
     }
   }
-  r.tables = std::move(plan.tables);
-  r.shape.chunks_used = plan.outcome.chunks;
-  r.shape.padded_tokens = plan.outcome.streamed_rows;
-  r.shape.input_tokens = plan.outcome.payload_tokens;
   if (!verify) return;
   auto scope = timer.phase("check");
-  const explore::InvariantReport inv = explore::check_policy_invariants(s.batch, policy, r.tables, plan.outcome.chunks);
+  const explore::InvariantReport inv = explore::check_policy_invariants(s.batch, policy, r.tables, r.shape.chunks_used);
   r.verification.properties = inv.ok() ? "pass" : "fail";
   r.verification.expected = s.expected ? "skipped" : "absent";
   r.verification.status = inv.ok() ? "pass" : "fail";

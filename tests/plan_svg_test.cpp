@@ -23,6 +23,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_report.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -73,22 +74,16 @@ PlanReport max_report(const Scenario& s) {
 }
 
 // Another policy's plan, as `run --policy ...` reports it (a refusal sets `refused`).
-PlanReport policy_report(const Scenario& s, const explore::Policy& policy) {
-  PlanReport r;
-  r.scenario = &s;
-  r.policy = policy.name();
-  r.backend = "cpu";
-  r.planner = "cpu-" + policy.name();
+PlanReport report_or_refusal(const Scenario& s, const explore::Policy& policy) {
   try {
-    explore::PolicyPlan plan = explore::plan_policy(s.batch, policy);
-    r.tables = std::move(plan.tables);
-    r.shape.chunks_used = plan.outcome.chunks;
-    r.shape.padded_tokens = plan.outcome.streamed_rows;
-    r.shape.input_tokens = plan.outcome.payload_tokens;
+    return explore::policy_report(s, policy);
   } catch (const InputError& e) {
+    PlanReport r;
+    r.scenario = &s;
+    r.policy = policy.name();
     r.refused = e.what();
+    return r;
   }
-  return r;
 }
 
 explore::Policy packed_policy() {
@@ -343,7 +338,7 @@ TEST(PlanPicture, PagesStraddlingChunksAndEmptySequences) {
 
 TEST(PlanPicture, OtherPoliciesStreamTheCachedContextWithoutPadding) {
   const Scenario s = split_example();
-  const PlanPicture p = measure_plan(policy_report(s, packed_policy()));
+  const PlanPicture p = measure_plan(report_or_refusal(s, packed_policy()));
   EXPECT_EQ(p.policy, "packed");
   EXPECT_EQ(p.payload_tokens, 520u);
   EXPECT_EQ(p.streamed_rows, 520u);
@@ -544,7 +539,7 @@ void expect_labels_fit(const std::string& svg, const std::string& what) {
 TEST(PlanSvg, EveryLabelFitsInItsSegment) {
   {
     const Scenario s = split_example();
-    const std::string svg = plan_svg({measure_plan(max_report(s)), measure_plan(policy_report(s, packed_policy()))});
+    const std::string svg = plan_svg({measure_plan(max_report(s)), measure_plan(report_or_refusal(s, packed_policy()))});
     expect_labels_fit(svg, "split example");
     EXPECT_GE(read_bars(svg).labels.size(), 8u);  // the check saw labels
     EXPECT_EQ(read_bars(svg).notes.size(), 2u);    // chunk 2's free rows, under max and packed
@@ -592,7 +587,7 @@ TEST(PlanSvg, EveryPieceIsDrawnOnceAndBarBoxMatchesTheBars) {
   refused.tables = {};
   refused.refused = "max_chunks: too few";
   const std::vector<PlanPicture> panels = {measure_plan(max_report(s)), measure_plan(refused),
-                                           measure_plan(policy_report(s, packed_policy())), measure_plan(max_report(w))};
+                                           measure_plan(report_or_refusal(s, packed_policy())), measure_plan(max_report(w))};
   const std::string svg = plan_svg(panels);
   const std::vector<Element> els = drawn_elements(svg);
   size_t pieces = 0;
@@ -676,7 +671,7 @@ void expect_safe_markup(const std::string& doc, const std::string& what) {
 
 TEST(PlanSvg, HostileScenarioNameIsEscapedClippedAndWellFormed) {
   const Scenario s = make_scenario(hostile_name(), make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0}));
-  const std::vector<PlanPicture> panels = {measure_plan(max_report(s)), measure_plan(policy_report(s, packed_policy()))};
+  const std::vector<PlanPicture> panels = {measure_plan(max_report(s)), measure_plan(report_or_refusal(s, packed_policy()))};
   for (bool standalone : {true, false}) {
     PlanSvgOptions o;
     o.standalone = standalone;
@@ -695,7 +690,7 @@ TEST(PlanSvg, HostileScenarioNameIsEscapedClippedAndWellFormed) {
 TEST(PlanSvg, HostileScenarioNameInTheHtmlPage) {
   Scenario s = make_scenario(hostile_name(), make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0}));
   s.description = hostile_name();
-  const std::vector<PlanReport> reports = {max_report(s), policy_report(s, packed_policy())};
+  const std::vector<PlanReport> reports = {max_report(s), report_or_refusal(s, packed_policy())};
   const std::string html = plan_html(reports, "mlaplan run '" + hostile_name() + "'");
   expect_safe_markup(html, "HTML page");
   const size_t title = html.find("<title>");

@@ -26,6 +26,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_report.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -200,11 +201,7 @@ std::vector<PlanPicture> library_panels(const Scenario& s, const std::string& po
     } else {
       r.planner = "cpu-" + policy.name();
       try {
-        explore::PolicyPlan plan = explore::plan_policy(s.batch, policy);
-        r.tables = std::move(plan.tables);
-        r.shape.chunks_used = plan.outcome.chunks;
-        r.shape.padded_tokens = plan.outcome.streamed_rows;
-        r.shape.input_tokens = plan.outcome.payload_tokens;
+        r = explore::policy_report(s, policy);
       } catch (const InputError& e) {
         r.refused = e.what();
       }

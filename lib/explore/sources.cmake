@@ -15,6 +15,7 @@ target_sources(mlaplan PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/policy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/policy_check.cpp
   ${CMAKE_CURRENT_LIST_DIR}/policy_plan.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/policy_report.cpp
   ${CMAKE_CURRENT_LIST_DIR}/recommend.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sweep.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sweep_format.cpp

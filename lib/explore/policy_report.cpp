@@ -1,0 +1,19 @@
+#include "mlaplan/explore/policy_report.hpp"
+
+namespace mlaplan::explore {
+
+PlanReport policy_report(const Scenario& scenario, const Policy& policy) {
+  PlanReport r;
+  r.scenario = &scenario;
+  r.policy = policy.name();
+  r.backend = "cpu";
+  r.planner = "cpu-" + policy.name();
+  PolicyPlan plan = plan_policy(scenario.batch, policy);
+  r.tables = std::move(plan.tables);
+  r.shape.chunks_used = plan.outcome.chunks;
+  r.shape.padded_tokens = plan.outcome.streamed_rows;
+  r.shape.input_tokens = plan.outcome.payload_tokens;
+  return r;
+}
+
+}  // namespace mlaplan::explore
