@@ -53,4 +53,8 @@ size_t plan_workspace_bytes(uint32_t batch_size, uint32_t max_chunks, GpuKernel 
 cudaError_t plan_on_device(const DevicePlanArgs& args, void* workspace, size_t workspace_bytes, cudaStream_t stream,
                            GpuKernel kernel = GpuKernel::fast);
 
+// cudaSuccess when this build holds machine code or PTX the current device can run; else the error
+// loading the kernels gives (cudaErrorNoKernelImageForDevice, ...). Call it once before planning.
+cudaError_t plan_kernels_loadable();
+
 }  // namespace mlaplan

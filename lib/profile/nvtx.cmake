@@ -1,4 +1,4 @@
-# NVTX ranges and the Chrome trace, included by lib/CMakeLists.txt.
+# NVTX ranges, included by lib/profile/CMakeLists.txt.
 # NVTX3 is header-only: take it from the CUDA toolkit, else from a pip-installed `nvidia-nvtx`
 # wheel; without either the ranges compile to nothing (nvtx_range.cpp).
 execute_process(COMMAND python3 -c "import nvidia.nvtx, os; print(os.path.join(list(nvidia.nvtx.__path__)[0], 'include'))"
@@ -11,12 +11,11 @@ else()
   set(MLAPLAN_HAVE_NVTX OFF)
   message(STATUS "mlaplan: NVTX3 headers not found; NVTX ranges compiled out")
 endif()
-set(MLAPLAN_HAVE_NVTX ${MLAPLAN_HAVE_NVTX} PARENT_SCOPE)
+set(MLAPLAN_HAVE_NVTX ${MLAPLAN_HAVE_NVTX} CACHE INTERNAL "NVTX3 headers found (the NVTX tests need them)")
 
-target_sources(mlaplan PRIVATE ${CMAKE_CURRENT_LIST_DIR}/nvtx_range.cpp ${CMAKE_CURRENT_LIST_DIR}/trace_recorder.cpp)
 if(MLAPLAN_HAVE_NVTX)
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/nvtx_range.cpp PROPERTIES COMPILE_DEFINITIONS MLAPLAN_HAVE_NVTX=1)
   # SYSTEM: NVTX's own headers are not held to our warning flags.
-  target_include_directories(mlaplan SYSTEM PRIVATE ${MLAPLAN_NVTX_INCLUDE_DIR})
-  target_link_libraries(mlaplan PRIVATE ${CMAKE_DL_LIBS})  # NVTX dlopens the tool named by NVTX_INJECTION64_PATH
+  target_include_directories(mlaplan_profile SYSTEM PRIVATE ${MLAPLAN_NVTX_INCLUDE_DIR})
+  target_link_libraries(mlaplan_profile PRIVATE ${CMAKE_DL_LIBS})  # NVTX dlopens the tool named by NVTX_INJECTION64_PATH
 endif()

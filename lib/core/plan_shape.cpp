@@ -1,6 +1,6 @@
 #include "mlaplan/plan_shape.hpp"
 
-#include <fmt/format.h>
+#include <string>
 
 #include "mlaplan/errors.hpp"
 
@@ -34,20 +34,20 @@ PlanShape require_feasible(const Batch& batch) {
   const uint64_t n = batch.buffer_token_size;
   std::string why;
   if (shape.padded_tokens > m * n) {
-    why = fmt::format("{} padded tokens need {} chunks of {} rows", shape.padded_tokens, shape.chunks_used, n);
+    why = std::to_string(shape.padded_tokens) + " padded tokens need " + std::to_string(shape.chunks_used) +
+          " chunks of " + std::to_string(n) + " rows";
   } else {
-    why = fmt::format(
-        "{} padded tokens fill all {} chunks of {} rows exactly and an empty trailing sequence would start at row {}, "
-        "past the last chunk",
-        shape.padded_tokens, m, n, shape.last_start);
+    why = std::to_string(shape.padded_tokens) + " padded tokens fill all " + std::to_string(m) + " chunks of " +
+          std::to_string(n) + " rows exactly and an empty trailing sequence would start at row " +
+          std::to_string(shape.last_start) + ", past the last chunk";
   }
   // The smallest buffer that fits in the current max_chunks, for the other way out.
   uint64_t min_n = (shape.padded_tokens + m - 1) / m;
   if (min_n == 0) min_n = 1;
   if (shape.last_start >= m * min_n) ++min_n;
-  std::string alt = min_n <= 0x7fffffffu ? fmt::format(" or buffer_token_size to at least {}", min_n) : std::string();
-  throw InfeasibleBatch(fmt::format("max_chunks: infeasible batch: {}, but max_chunks is {}; set max_chunks to at least {}{}",
-                                    why, m, shape.min_max_chunks, alt),
+  const std::string alt = min_n <= 0x7fffffffu ? " or buffer_token_size to at least " + std::to_string(min_n) : "";
+  throw InfeasibleBatch("max_chunks: infeasible batch: " + why + ", but max_chunks is " + std::to_string(m) +
+                            "; set max_chunks to at least " + std::to_string(shape.min_max_chunks) + alt,
                         shape.min_max_chunks);
 }
 

@@ -24,4 +24,6 @@ cudaError_t plan_on_device(const DevicePlanArgs& args, void* workspace, size_t w
                                    : cuda_detail::launch_seed(args, stream);
 }
 
+cudaError_t plan_kernels_loadable() { return cuda_detail::check_kernel_image(); }
+
 }  // namespace mlaplan

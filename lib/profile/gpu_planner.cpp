@@ -10,7 +10,6 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_error.hpp"
-#include "kernels.hpp"
 #include "mlaplan/device_plan.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
@@ -194,7 +193,7 @@ std::optional<std::string> find_usable_gpu(std::string* why) {
     return fail(fmt::format("no CUDA device: {}", cudaGetErrorString(e)));
   if (const cudaError_t e = cudaGetDeviceProperties(&prop, device); e != cudaSuccess)
     return fail(fmt::format("cannot query CUDA device {}: {}", device, cudaGetErrorString(e)));
-  if (const cudaError_t e = cuda_detail::check_kernel_image(); e != cudaSuccess)
+  if (const cudaError_t e = plan_kernels_loadable(); e != cudaSuccess)
     return fail(fmt::format("{} (compute capability {}.{}) cannot run this build's kernels ({}): {}", prop.name,
                             prop.major, prop.minor, MLAPLAN_CUDA_TARGETS, cudaGetErrorString(e)));
   if (why) why->clear();
