@@ -13,6 +13,7 @@
 #include "mlaplan/builtin_suite.hpp"
 #include "mlaplan/case_check.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/external_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_tables_io.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -37,6 +38,8 @@ struct VerifyOptions {
   Backend backend = Backend::automatic;
   std::string kernel = "fast";
   std::string plan_file;
+  std::string external;  // --external CMD
+  double external_timeout = 60;
   std::string scenario;
   std::string report;
   std::string junit;
@@ -50,6 +53,13 @@ constexpr uint64_t kBuiltinFuzz = 1000;
 // seed's loop) and fast the closed-form planner.
 std::vector<std::unique_ptr<Planner>> make_planners(const VerifyOptions& opt, std::string* backend) {
   std::vector<std::unique_ptr<Planner>> planners;
+  if (!opt.external.empty()) {  // another implementation, through the line protocol
+    *backend = "external";
+    ExternalPlannerOptions options;
+    options.answer_timeout_seconds = opt.external_timeout;
+    planners.push_back(make_external_planner(opt.external, options));
+    return planners;
+  }
   std::vector<GpuKernel> kernels;
   if (opt.kernel != "fast") kernels.push_back(GpuKernel::seed);
   if (opt.kernel != "seed") kernels.push_back(GpuKernel::fast);
@@ -232,6 +242,8 @@ int verify_plan_file(const VerifyOptions& opt) {
 }
 
 int verify(const VerifyOptions& opt) {
+  if (!opt.plan_file.empty() && !opt.external.empty())
+    throw InputError("--external: checks a planner by running it; --plan checks tables already made; use one");
   if (!opt.plan_file.empty()) return verify_plan_file(opt);
   const bool builtin = opt.paths.empty() && opt.fuzz == 0;
   const uint64_t fuzz = builtin ? kBuiltinFuzz : opt.fuzz;
@@ -257,7 +269,8 @@ int verify(const VerifyOptions& opt) {
     run.fuzz = fuzz;
   }
   fmt::print("mlaplan verify: {} on the {}; each plan checked against the reference, the properties and any expected block\n",
-             fmt::join(run.planners, ", "), run.backend == "gpu" ? "GPU" : "CPU");
+             opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", ")) : fmt::format("external planner '{}'", opt.external),
+             run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
   if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
 
   uint64_t total = fuzz;
@@ -340,6 +353,14 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "CPU the reference loop) or all")
       ->check(CLI::IsMember({"fast", "seed", "all"}))
       ->default_str("fast");
+  cmd->add_option("--external", opt->external,
+                  "Check another implementation instead of the built-in planners: a command (run with /bin/sh -c) that "
+                  "reads one batch per line on stdin and answers one plan per line on stdout (docs/external.md; "
+                  "scripts/external/seed_port.py is an example)")
+      ->type_name("CMD");
+  cmd->add_option("--external-timeout", opt->external_timeout, "With --external: seconds to wait for each answer")
+      ->default_str("60")
+      ->check(CLI::Range(0.001, 86400.0));
   cmd->add_option("--plan", opt->plan_file,
                   "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
                   "against the one SCENARIO given")

@@ -1,0 +1,102 @@
+// `verify --external CMD`: another implementation checked through the line protocol of
+// docs/external.md, with scripts/external/seed_port.py (a Python port of the seed) as the planner:
+// as it is, it passes; with a planted bug, verify names the first differing cell and shrinks a
+// reproducer; a planner that dies, answers nonsense or hangs is a device failure naming the batch.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+using nlohmann::json;
+using mlaplan::test::run_cli;
+using mlaplan::test::slurp;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
+const std::string kPort = "'python3 " MLAPLAN_SOURCE_DIR "/scripts/external/seed_port.py";
+
+class ExternalCli : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("mlaplan_external_" + std::to_string(::getpid()) + "_" +
+                                        testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(ExternalCli, APortOfTheSeedPasses) {
+  const auto r = run_cli("verify --external " + kPort + "' --fuzz 400 --seed 11 " + kScenarios + " --report " +
+                         (dir_ / "report.json").string());
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("external planner 'python3 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("413 passed, 0 failed"), std::string::npos) << r.out;  // 13 scenarios + 400 batches
+  const json report = json::parse(slurp(dir_ / "report.json"));
+  EXPECT_EQ(report["backend"], "external");
+}
+
+TEST_F(ExternalCli, AnOffByOneIsNamedAtItsFirstCellAndShrunk) {
+  const auto r = run_cli("verify --external " + kPort + " --bug off-by-one' --fuzz 200 --seed 5 --max-reproducers 1 "
+                         "--repro-dir " + dir_.string());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;
+  // The first failure names its first differing cell, its batch and the shrunk reproducer.
+  const size_t fail = r.out.find("  FAIL fuzz-5-");
+  ASSERT_NE(fail, std::string::npos) << r.out;
+  const std::string line = r.out.substr(fail, r.out.find('\n', fail) - fail);
+  EXPECT_NE(line.find("[external]"), std::string::npos) << line;
+  EXPECT_TRUE(line.find(": chunk ") != std::string::npos || line.find("infeasible") != std::string::npos) << line;
+  size_t reproducers = 0;
+  for (const auto& f : fs::directory_iterator(dir_)) {
+    if (f.path().string().find("-repro.json") == std::string::npos) continue;
+    ++reproducers;
+    const json repro = json::parse(slurp(f.path()));
+    EXPECT_LE(repro["cache_lengths"].size(), 4u) << repro.dump();  // shrunk to a handful of sequences
+    EXPECT_NE(repro["description"].get<std::string>().find("Fails on external"), std::string::npos);
+    // The reproducer still catches the bug, and the port without it passes it.
+    EXPECT_EQ(run_cli("verify --external " + kPort + " --bug off-by-one' " + f.path().string()).code, 1);
+    EXPECT_EQ(run_cli("verify --external " + kPort + "' " + f.path().string()).code, 0);
+  }
+  EXPECT_EQ(reproducers, 1u);
+}
+
+TEST_F(ExternalCli, APlanPastMaxChunksIsCaught) {
+  const auto r = run_cli("verify --external " + kPort + " --bug no-refusal' " + kScenarios + "/infeasible-too-long.json "
+                         "--repro-dir " + dir_.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("the planner produced a plan for an infeasible batch (it needs max_chunks >= 3, has 2)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(ExternalCli, APlannerThatFailsIsADeviceFailureNamingTheBatch) {
+  const std::string we = " " + kScenarios + "/worked-example.json";
+  auto r = run_cli("verify --external 'exit 4'" + we);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("external planner 'exit 4' exited with status 4"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("given B=3 page_size=128 buffer_token_size=512 max_chunks=4"), std::string::npos) << r.err;
+  r = run_cli("verify --external 'while read l; do echo tables 1 2; done'" + we);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("tables holds 2 numbers; 32 (M x (B+1) + M x B + M) expected"), std::string::npos) << r.err;
+  r = run_cli("verify --external 'while read l; do echo error out of cheese; done'" + we);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("external planner: error: out of cheese"), std::string::npos) << r.err;
+  r = run_cli("verify --external 'sleep 5' --external-timeout 0.3" + we);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("did not answer within 0.3 s"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(ExternalCli, ExternalAndPlanAreOneOrTheOther) {
+  const auto r = run_cli("verify --external true --plan x.json " + kScenarios + "/worked-example.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--external: checks a planner by running it; --plan checks tables already made"), std::string::npos)
+      << r.err;
+}

@@ -1,0 +1,84 @@
+// The external planner protocol's two lines (docs/external.md), without a process.
+#include <gtest/gtest.h>
+
+#include "mlaplan/errors.hpp"
+#include "mlaplan/external_planner.hpp"
+#include "mlaplan/reference_planner.hpp"
+
+using namespace mlaplan;
+
+namespace {
+
+Batch worked_example() {
+  Batch b;
+  b.page_size = 128;
+  b.buffer_token_size = 512;
+  b.max_chunks = 4;
+  b.cache_lengths = {500, 0, 100};
+  b.input_row_offsets = {0, 9, 209, 229};
+  return b;
+}
+
+std::string tables_line(const PlanTables& t) {
+  std::string line = "tables";
+  for (uint32_t v : t.buffer_row_offsets) line += " " + std::to_string(v);
+  for (uint32_t v : t.cache_offsets) line += " " + std::to_string(v);
+  for (int32_t v : t.buffer_lengths) line += " " + std::to_string(v);
+  return line;
+}
+
+std::string device_error(const std::string& line, const Batch& b) {
+  try {
+    parse_external_answer(line, b);
+  } catch (const DeviceError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(ExternalProtocol, RequestLine) {
+  EXPECT_EQ(external_request_line(worked_example()), "plan 128 512 4 3 500 0 100 0 9 209 229\n");
+  Batch empty;
+  empty.input_row_offsets = {7};
+  EXPECT_EQ(external_request_line(empty), "plan 1 1 1 0 7\n");
+}
+
+TEST(ExternalProtocol, TablesRoundTrip) {
+  const Batch b = worked_example();
+  const PlanTables ref = plan_reference(b);
+  EXPECT_EQ(parse_external_answer(tables_line(ref), b), ref);
+  EXPECT_EQ(parse_external_answer(tables_line(ref) + " \r", b), ref);  // trailing blanks and a CR are fine
+}
+
+TEST(ExternalProtocol, RefusalsCarryTheirMinimum) {
+  const Batch b = worked_example();
+  try {
+    parse_external_answer("infeasible 7", b);
+    FAIL();
+  } catch (const InfeasibleBatch& e) {
+    EXPECT_EQ(e.min_max_chunks(), 7u);
+  }
+  try {
+    parse_external_answer("infeasible", b);
+    FAIL();
+  } catch (const InfeasibleBatch& e) {
+    EXPECT_EQ(e.min_max_chunks(), 0u);  // not stated
+  }
+}
+
+TEST(ExternalProtocol, MalformedAnswersSayWhatIsWrong) {
+  const Batch b = worked_example();
+  const std::string good = tables_line(plan_reference(b));
+  EXPECT_NE(device_error("", b).find("starts with tables, infeasible or error, not ''"), std::string::npos);
+  EXPECT_NE(device_error("plan 1 2", b).find("not 'plan'"), std::string::npos);
+  EXPECT_NE(device_error("tables 1 2 3", b).find("tables holds 3 numbers; 32"), std::string::npos);
+  EXPECT_NE(device_error(good + " 5", b).find("more than the 32 numbers"), std::string::npos);
+  EXPECT_NE(device_error("tables 1 x 3", b).find("'x' is not an integer"), std::string::npos);
+  EXPECT_NE(device_error("tables 1 2a 3", b).find("'2a' is not an integer"), std::string::npos);
+  EXPECT_NE(device_error("tables -1", b).find("buffer_row_offsets value -1 is out of range"), std::string::npos);
+  EXPECT_NE(device_error("tables 99999999999", b).find("out of range"), std::string::npos);
+  EXPECT_NE(device_error("error the GPU is on fire", b).find("error: the GPU is on fire"), std::string::npos);
+  EXPECT_NE(device_error("infeasible -2", b).find("negative"), std::string::npos);
+}
