@@ -29,4 +29,10 @@ if ! python3 -c "import matplotlib" 2>/dev/null; then
   python3 -m pip install -q --disable-pip-version-check matplotlib >/dev/null 2>&1 ||
     echo "install-deps: matplotlib could not be installed; the plot test will be skipped" >&2
 fi
+# jsonschema validates the JSON Schemas of docs/schemas/ (tests/schema_test.py).
+if ! python3 -c "import jsonschema" 2>/dev/null; then
+  echo "install-deps: installing jsonschema (pip)" >&2
+  python3 -m pip install -q --disable-pip-version-check jsonschema >/dev/null 2>&1 ||
+    echo "install-deps: jsonschema could not be installed; the schema test will fail under scripts/test.sh" >&2
+fi
 exit 0

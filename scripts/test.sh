@@ -9,8 +9,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
 
-# The pixel tests of the pictures fail, rather than skip, when rsvg-convert or Chromium is missing.
-export MLAPLAN_REQUIRE_RENDERERS=1
+# Tests that need a tool fail, rather than skip, when it is missing: the pixel tests (rsvg-convert,
+# Chromium) and the schema test (python3 jsonschema).
+export MLAPLAN_REQUIRE_TOOLS=1
 
 stage "release build and the whole suite"
 "$root/scripts/build.sh" "$@"

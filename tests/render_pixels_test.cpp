@@ -2,7 +2,7 @@
 // headless Chromium, decoded with libpng and checked pixel by pixel at places known from bar_box:
 // each sequence's segment in its colour, page padding hatched, unused chunks grey, free rows white,
 // the buffer's end black. Without a renderer a test says which is missing and how to install it
-// (scripts/install-deps.sh); with MLAPLAN_REQUIRE_RENDERERS set (CI) it fails instead, so a broken
+// (scripts/install-deps.sh); with MLAPLAN_REQUIRE_TOOLS set (CI) it fails instead, so a broken
 // picture cannot pass by skipping.
 #include <gtest/gtest.h>
 #include <png.h>
@@ -141,16 +141,16 @@ std::string find_tool(const std::vector<std::string>& names) {
 }
 
 bool renderers_required() {
-  const char* v = std::getenv("MLAPLAN_REQUIRE_RENDERERS");
+  const char* v = std::getenv("MLAPLAN_REQUIRE_TOOLS");
   return v != nullptr && *v != '\0';
 }
 
-// Skips the test (or fails it under MLAPLAN_REQUIRE_RENDERERS) when a renderer is missing.
+// Skips the test (or fails it under MLAPLAN_REQUIRE_TOOLS) when a renderer is missing.
 #define MISSING_RENDERER(tool, package)                                                                      \
   do {                                                                                                       \
     const std::string why_ = std::string(tool) + " is not installed, so the pictures cannot be rendered; " \
                              "install it with scripts/install-deps.sh (Debian package " package ")";        \
-    if (renderers_required()) FAIL() << why_ << " [MLAPLAN_REQUIRE_RENDERERS is set]";                       \
+    if (renderers_required()) FAIL() << why_ << " [MLAPLAN_REQUIRE_TOOLS is set]";                       \
     GTEST_SKIP() << why_;                                                                                    \
   } while (0)
 

@@ -1,6 +1,6 @@
 # Pictures (lib/render): the sweep chart, plan pictures measured and drawn, and the pixel tests that
 # rasterise them with rsvg-convert and headless Chromium (skipped when those are missing, unless
-# MLAPLAN_REQUIRE_RENDERERS is set). Included by tests/CMakeLists.txt.
+# MLAPLAN_REQUIRE_TOOLS is set). Included by tests/CMakeLists.txt.
 find_package(PNG REQUIRED)
 add_executable(mlaplan_render_tests
   sweep_svg_test.cpp
