@@ -2,7 +2,9 @@
 # The README's test command, and all CI runs: builds mlaplan and runs the whole test suite (GPU tests
 # report themselves skipped without a GPU); then the CPU suite again, built with AddressSanitizer and
 # UndefinedBehaviorSanitizer (the `sanitize` preset, build-sanitize/); then a short run of every
-# libFuzzer target (scripts/fuzz.sh, build-fuzz/). SKIP_SANITIZE=1 or SKIP_FUZZ=1 leaves a stage out;
+# libFuzzer target (scripts/fuzz.sh, build-fuzz/), after the Python package is built and tested in a
+# fresh virtual environment (scripts/test-python.sh). SKIP_SANITIZE=1, SKIP_PYTHON=1 or SKIP_FUZZ=1
+# leaves a stage out;
 # FUZZ_SECONDS sets the seconds per fuzz target (default 15).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +25,11 @@ if [[ -z ${SKIP_SANITIZE:-} ]]; then
   cmake --preset sanitize >/dev/null
   cmake --build --preset sanitize -j"$(nproc)"
   ctest --preset sanitize -j"$(nproc)"
+fi
+
+if [[ -z ${SKIP_PYTHON:-} ]]; then
+  stage "python package: pip install . in a fresh virtual environment, then pytest (CPU)"
+  "$root/scripts/test-python.sh"
 fi
 
 if [[ -z ${SKIP_FUZZ:-} ]]; then

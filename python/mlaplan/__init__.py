@@ -1,0 +1,255 @@
+"""mlaplan: the chunk plan of MLA prefill (MAX's mla_prefill_plan), from Python.
+
+    import numpy as np, mlaplan
+    plan = mlaplan.plan(np.array([500, 0, 100]), np.array([0, 9, 209, 229]),
+                        page_size=128, buffer_token_size=512, max_chunks=4)
+    plan.buffer_lengths            # array([512, 384,  -1,  -1], dtype=int32)
+
+On CUDA arrays (torch or CuPy, int32 or uint32) the plan is enqueued on the caller's current stream
+(or `stream=`), with no synchronisation; with `out=` and a `Workspace` there is no allocation either,
+so the call can be captured in a CUDA graph. The status then comes back as a device array of 4 int32:
+[code, min_max_chunks, padded_tokens low 32 bits, high 32 bits]; code 0 is a plan, 1 infeasible (see
+min_max_chunks), 2 a padded total past 32 bits, 3 decreasing offsets; for any code but 0 every
+buffer_lengths entry is -1. `decode_status` reads it on the host.
+
+The explorer is here too: `plan_policy` plans under an engine's policy (packed, even-split, ...) and
+`sweep` evaluates a workload preset over buffer sizes and policies, as `mlaplan sweep` does.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from . import _mlaplan
+from ._mlaplan import InfeasibleBatch
+
+__all__ = [
+    "Plan",
+    "PolicyPlan",
+    "InfeasibleBatch",
+    "Workspace",
+    "plan",
+    "plan_policy",
+    "sweep",
+    "workspace_bytes",
+    "decode_status",
+    "STATUS_OK",
+    "STATUS_INFEASIBLE",
+    "STATUS_OVERFLOW",
+    "STATUS_BAD_OFFSETS",
+    "cuda_available",
+    "workload_names",
+    "__version__",
+]
+__version__: str = _mlaplan.__version__
+
+STATUS_OK, STATUS_INFEASIBLE, STATUS_OVERFLOW, STATUS_BAD_OFFSETS = 0, 1, 2, 3
+
+
+class Plan(NamedTuple):
+    """The three tables, row-major by chunk (semantics.md); on CUDA, also the status array."""
+
+    buffer_row_offsets: Any  # (max_chunks, B + 1)
+    cache_offsets: Any  # (max_chunks, B)
+    buffer_lengths: Any  # (max_chunks,), -1 for an unused chunk
+    status: Any = None  # CUDA only: 4 int32 on the device
+
+
+class PolicyPlan(NamedTuple):
+    tables: Plan
+    chunks_used: int
+    rows_streamed: int
+    tokens_streamed: int
+
+
+def cuda_available() -> bool:
+    """True when this build of the module has the GPU planner."""
+    return bool(_mlaplan.cuda)
+
+
+if _mlaplan.cuda:
+    Workspace = _mlaplan.Workspace
+
+    def workspace_bytes(max_batch_size: int, max_chunks: int) -> int:
+        return _mlaplan.workspace_bytes(max_batch_size, max_chunks)
+
+else:
+
+    class Workspace:  # type: ignore[no-redef]
+        """Planner workspace on one GPU (this build has no CUDA: constructing one raises)."""
+
+        def __init__(self, max_batch_size: int, max_chunks: int, device: int = 0) -> None:
+            raise RuntimeError("mlaplan was built without CUDA: plan on NumPy arrays, or rebuild with a CUDA toolkit")
+
+    def workspace_bytes(max_batch_size: int, max_chunks: int) -> int:
+        raise RuntimeError("mlaplan was built without CUDA")
+
+
+def _host_u32(name: str, values: Any) -> np.ndarray:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array, got {array.ndim} dimensions")
+    if array.size and array.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected integers, got {array.dtype}")
+    if array.size and (array.min() < 0 or array.max() > 0xFFFFFFFF):
+        raise ValueError(f"{name}: values must lie in 0 .. 2^32 - 1")
+    return np.ascontiguousarray(array, dtype=np.uint32)
+
+
+def _cuda_device(x: Any) -> Optional[int]:
+    """The CUDA device of a DLPack array (torch, CuPy), or None for host arrays."""
+    get = getattr(x, "__dlpack_device__", None)
+    if get is None:
+        return None
+    kind, index = get()
+    return int(index) if int(kind) in (2, 3) else None  # kDLCUDA, kDLCUDAHost is host memory: treat 3 as None
+    
+
+def _current_stream(x: Any) -> int:
+    module = type(x).__module__
+    if module.startswith("torch"):
+        import torch
+
+        return torch.cuda.current_stream(x.device).cuda_stream
+    if module.startswith("cupy"):
+        import cupy
+
+        return cupy.cuda.get_current_stream().ptr
+    return 0  # the legacy default stream
+
+
+def _stream_handle(stream: Any) -> int:
+    if isinstance(stream, int):
+        return stream
+    for attribute in ("cuda_stream", "ptr", "handle"):  # torch.cuda.Stream, cupy Stream, cuda-python
+        if hasattr(stream, attribute):
+            return int(getattr(stream, attribute))
+    raise TypeError("stream: expected an int handle, a torch.cuda.Stream or a cupy.cuda.Stream")
+
+
+def _empty_like(x: Any, shape: tuple, signed: bool) -> Any:
+    module = type(x).__module__
+    if module.startswith("torch"):
+        import torch
+
+        return torch.empty(shape, dtype=torch.int32 if signed else x.dtype, device=x.device)
+    import cupy
+
+    return cupy.empty(shape, dtype=cupy.int32 if signed else x.dtype)
+
+
+def plan(
+    cache_lengths: Any,
+    input_row_offsets: Any,
+    page_size: int,
+    buffer_token_size: int,
+    max_chunks: int,
+    out: Optional[Sequence[Any]] = None,
+    workspace: Optional[Any] = None,
+    stream: Any = None,
+    kernel: str = "fast",
+    reference: bool = False,
+) -> Plan:
+    """Plans one batch: B cache lengths and B + 1 non-decreasing input row offsets.
+
+    Host arrays (NumPy, lists): planned on the CPU; returns NumPy tables; an infeasible batch raises
+    InfeasibleBatch (a ValueError with .min_max_chunks), other bad input ValueError naming the argument.
+    `reference=True` uses the plain transliteration of the seed's loop instead of the closed form.
+
+    CUDA arrays: planned on the GPU on `stream` (default: the current stream of the arrays' framework),
+    asynchronously. `out=(buffer_row_offsets, cache_offsets, buffer_lengths, status)` gives the output
+    arrays ((M, B + 1), (M, B), (M,), (4,); int32 or uint32) and `workspace` a Workspace sized for
+    the batch; either left out is allocated here (then the call is not graph-capturable).
+    """
+    device = _cuda_device(cache_lengths)
+    if device is None:
+        if out is not None or workspace is not None:
+            raise ValueError("out, workspace: for CUDA arrays only; host arrays are planned on the CPU")
+        tables = _mlaplan.plan_host(
+            _host_u32("cache_lengths", cache_lengths),
+            _host_u32("input_row_offsets", input_row_offsets),
+            page_size,
+            buffer_token_size,
+            max_chunks,
+            reference,
+        )
+        return Plan(*tables)
+    if not _mlaplan.cuda:
+        raise RuntimeError("cache_lengths is a CUDA array but mlaplan was built without CUDA")
+    if _cuda_device(input_row_offsets) != device:
+        raise ValueError(f"input_row_offsets: expected a CUDA array on device {device}, like cache_lengths")
+    b = int(cache_lengths.shape[0])
+    if workspace is None:
+        workspace = _mlaplan.Workspace(b, max_chunks, device)
+    if out is None:
+        out = (
+            _empty_like(cache_lengths, (max_chunks, b + 1), False),
+            _empty_like(cache_lengths, (max_chunks, b), False),
+            _empty_like(cache_lengths, (max_chunks,), True),
+            _empty_like(cache_lengths, (4,), True),
+        )
+    if len(out) != 4:
+        raise ValueError("out: expected (buffer_row_offsets, cache_offsets, buffer_lengths, status)")
+    handle = _current_stream(cache_lengths) if stream is None else _stream_handle(stream)
+    _mlaplan.plan_device(
+        cache_lengths, input_row_offsets, page_size, buffer_token_size, max_chunks, out[0], out[1], out[2], out[3],
+        workspace, handle, kernel,
+    )
+    return Plan(*out)
+
+
+def decode_status(status: Any) -> dict:
+    """The status array (4 int32, on the host or copied there) as {code, min_max_chunks, padded_tokens}."""
+    values = np.asarray(status.get() if hasattr(status, "get") else (status.cpu() if hasattr(status, "cpu") else status))
+    words = values.astype(np.int64) & 0xFFFFFFFF
+    return {
+        "code": int(np.int32(words[0])),
+        "min_max_chunks": int(words[1]),
+        "padded_tokens": int(words[2]) | (int(words[3]) << 32),
+    }
+
+
+def plan_policy(
+    cache_lengths: Any,
+    input_row_offsets: Any,
+    page_size: int,
+    buffer_token_size: int,
+    max_chunks: int,
+    policy: str = "packed",
+) -> PolicyPlan:
+    """Plans a batch under an engine's chunking policy (docs/policies.md): max, packed, packed/trtllm,
+    even-split/vllm or even-split/sglang. The tables may hold more than max_chunks rows for policies
+    that loop as often as needed. A refusal raises ValueError (InfeasibleBatch for max)."""
+    tables, chunks, rows, tokens = _mlaplan.plan_policy(
+        _host_u32("cache_lengths", cache_lengths),
+        _host_u32("input_row_offsets", input_row_offsets),
+        page_size,
+        buffer_token_size,
+        max_chunks,
+        policy,
+    )
+    return PolicyPlan(Plan(*tables), chunks, rows, tokens)
+
+
+def sweep(
+    workload: str = "coding-agent",
+    buffer_tokens: Sequence[int] = (4096, 16384, 65536, 262144),
+    max_chunks: Sequence[int] = (16,),
+    policies: str = "all",
+    batches: int = 10000,
+    seed: int = 1,
+    page_size: int = 128,
+    token_budget: int = 8192,
+    max_sequences: int = 256,
+) -> list:
+    """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
+    sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows."""
+    return _mlaplan.sweep(
+        workload, batches, seed, page_size, token_budget, max_sequences, list(buffer_tokens), list(max_chunks), policies
+    )
+
+
+def workload_names() -> list:
+    """The workload presets `sweep` accepts (docs/workloads.md)."""
+    return _mlaplan.workload_names()

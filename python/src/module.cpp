@@ -1,0 +1,294 @@
+// The Python module `mlaplan._mlaplan` (nanobind): the planners on NumPy arrays, the device API on
+// CUDA arrays of any framework that speaks DLPack (torch, CuPy), the explorer's policies and sweep.
+// python/mlaplan/__init__.py is the public face: it picks the path from the arrays and the stream.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/build_info.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/fast_cpu_planner.hpp"
+#include "mlaplan/reference_planner.hpp"
+#if MLAPLAN_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "mlaplan/device_plan.hpp"
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using HostU32 = nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using AnyArray = nb::ndarray<>;
+
+PyObject* g_infeasible = nullptr;  // mlaplan.InfeasibleBatch, a ValueError with min_max_chunks
+
+mlaplan::Batch host_batch(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                          uint32_t max_chunks) {
+  mlaplan::Batch b;
+  b.page_size = page_size;
+  b.buffer_token_size = buffer_token_size;
+  b.max_chunks = max_chunks;
+  b.cache_lengths.assign(cache.data(), cache.data() + cache.shape(0));
+  b.input_row_offsets.assign(offsets.data(), offsets.data() + offsets.shape(0));
+  mlaplan::validate_batch(b);
+  return b;
+}
+
+// A NumPy array that owns a copy of `values`, shaped `shape`.
+template <typename T>
+nb::ndarray<nb::numpy, T> numpy_of(const std::vector<T>& values, std::initializer_list<size_t> shape) {
+  auto* copy = new std::vector<T>(values);
+  nb::capsule owner(copy, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(copy->data(), shape.size(), shape.begin(), owner);
+}
+
+nb::tuple tables_tuple(const mlaplan::PlanTables& t) {
+  const size_t m = t.max_chunks, b = t.batch_size;
+  return nb::make_tuple(numpy_of(t.buffer_row_offsets, {m, b + 1}), numpy_of(t.cache_offsets, {m, b}),
+                        numpy_of(t.buffer_lengths, {m}));
+}
+
+mlaplan::explore::Policy policy_named(const std::string& name) {
+  const auto policies = mlaplan::explore::parse_policies(name, mlaplan::explore::Policy{}, "policy");
+  if (policies.size() != 1) throw mlaplan::InputError("policy: name one policy (max, packed, packed/trtllm, even-split/vllm, ...)");
+  return policies[0];
+}
+
+#if MLAPLAN_HAVE_CUDA
+// A planner workspace on one device, sized for batches up to max_batch_size x max_chunks, zeroed once
+// here (the planner leaves it reset after each call), freed with the object.
+class Workspace {
+ public:
+  Workspace(uint32_t max_batch_size, uint32_t max_chunks, int device)
+      : max_batch_size_(max_batch_size), max_chunks_(max_chunks), device_(device) {
+    if (max_chunks < 1) throw mlaplan::InputError("max_chunks: expected an integer >= 1, got 0");
+    bytes_ = mlaplan::plan_workspace_bytes(max_batch_size, max_chunks);
+    check(cudaSetDevice(device), "selecting the device");
+    if (bytes_) {
+      check(cudaMalloc(&ptr_, bytes_), "allocating the workspace");
+      check(cudaMemset(ptr_, 0, bytes_), "zeroing the workspace");
+      check(cudaDeviceSynchronize(), "zeroing the workspace");
+    }
+  }
+  ~Workspace() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  void* ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  uint32_t max_batch_size() const { return max_batch_size_; }
+  uint32_t max_chunks() const { return max_chunks_; }
+  int device() const { return device_; }
+
+  static void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      throw mlaplan::DeviceError(std::string("CUDA error ") + what + ": " + cudaGetErrorString(e));
+    }
+  }
+
+ private:
+  uint32_t max_batch_size_, max_chunks_;
+  int device_;
+  size_t bytes_ = 0;
+  void* ptr_ = nullptr;
+};
+
+// A CUDA array of 32-bit integers (int32 or uint32: both are read as uint32 where the planner wants
+// that) with the shape the planner needs, on the workspace's device; names the argument otherwise.
+void check_device_array(const AnyArray& a, const char* name, std::initializer_list<size_t> shape, int device,
+                        bool allow_signed = true) {
+  const std::string n = name;
+  if (a.device_type() != nb::device::cuda::value)
+    throw mlaplan::InputError(n + ": expected a CUDA array (torch or CuPy on the GPU)");
+  if (a.device_id() != device)
+    throw mlaplan::InputError(n + ": on CUDA device " + std::to_string(a.device_id()) + ", the workspace is on device " +
+                              std::to_string(device));
+  const bool is32 = a.dtype() == nb::dtype<uint32_t>() || (allow_signed && a.dtype() == nb::dtype<int32_t>());
+  if (!is32) throw mlaplan::InputError(n + ": expected int32 or uint32 elements");
+  if (a.ndim() != shape.size())
+    throw mlaplan::InputError(n + ": expected " + std::to_string(shape.size()) + " dimensions, got " + std::to_string(a.ndim()));
+  size_t i = 0;
+  for (size_t want : shape) {
+    if (a.shape(i) != want)
+      throw mlaplan::InputError(n + ": dimension " + std::to_string(i) + " is " + std::to_string(a.shape(i)) + ", expected " +
+                                std::to_string(want));
+    ++i;
+  }
+  // Row-major and dense: the planner writes the tables as flat arrays.
+  int64_t stride = 1;
+  for (size_t k = a.ndim(); k-- > 0;) {
+    if (a.shape(k) > 1 && a.stride(k) != stride) throw mlaplan::InputError(n + ": expected a contiguous (row-major) array");
+    stride *= static_cast<int64_t>(a.shape(k));
+  }
+}
+
+void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                 uint32_t max_chunks, const AnyArray& rows, const AnyArray& cache_out, const AnyArray& lengths,
+                 const AnyArray& status, Workspace& ws, uintptr_t stream, const std::string& kernel) {
+  const int dev = ws.device();
+  if (cache.ndim() != 1) throw mlaplan::InputError("cache_lengths: expected 1 dimension");
+  const size_t b = cache.shape(0), m = max_chunks;
+  if (b > ws.max_batch_size() || m > ws.max_chunks())
+    throw mlaplan::InputError("workspace: sized for " + std::to_string(ws.max_batch_size()) + " sequences x " +
+                              std::to_string(ws.max_chunks()) + " chunks; this batch is " + std::to_string(b) + " x " +
+                              std::to_string(m) + "; make a larger Workspace");
+  check_device_array(cache, "cache_lengths", {b}, dev);
+  check_device_array(offsets, "input_row_offsets", {b + 1}, dev);
+  check_device_array(rows, "buffer_row_offsets", {m, b + 1}, dev);
+  check_device_array(cache_out, "cache_offsets", {m, b}, dev);
+  check_device_array(lengths, "buffer_lengths", {m}, dev);
+  check_device_array(status, "status", {4}, dev);
+  if (kernel != "fast" && kernel != "seed") throw mlaplan::InputError("kernel: fast or seed, not " + kernel);
+  mlaplan::DevicePlanArgs a;
+  a.cache_lengths = static_cast<const uint32_t*>(cache.data());
+  a.input_row_offsets = static_cast<const uint32_t*>(offsets.data());
+  a.batch_size = static_cast<uint32_t>(b);
+  a.page_size = page_size;
+  a.buffer_token_size = buffer_token_size;
+  a.max_chunks = max_chunks;
+  a.buffer_row_offsets = static_cast<uint32_t*>(rows.data());
+  a.cache_offsets = static_cast<uint32_t*>(cache_out.data());
+  a.buffer_lengths = static_cast<int32_t*>(lengths.data());
+  a.status = static_cast<mlaplan::DevicePlanStatus*>(status.data());
+  const cudaError_t e = mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), reinterpret_cast<cudaStream_t>(stream),
+                                                kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast);
+  if (e == cudaErrorInvalidValue)
+    throw mlaplan::InputError("plan_on_device refused the arguments (page_size, buffer_token_size and max_chunks must be "
+                              ">= 1, buffer_token_size below 2^31)");
+  Workspace::check(e, "launching the planner");
+}
+#endif
+
+}  // namespace
+
+NB_MODULE(_mlaplan, m) {
+  m.doc() = "mlaplan's planners (see the mlaplan package for the documented interface)";
+  m.attr("__version__") = mlaplan::build_info().version;
+  m.attr("cuda") = bool(MLAPLAN_HAVE_CUDA);
+
+  g_infeasible = PyErr_NewExceptionWithDoc(
+      "mlaplan.InfeasibleBatch",
+      "The batch needs more than max_chunks chunks; min_max_chunks is the smallest that fits.", PyExc_ValueError, nullptr);
+  m.attr("InfeasibleBatch") = nb::handle(g_infeasible);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const mlaplan::InfeasibleBatch& e) {
+      nb::object err = nb::steal(PyObject_CallFunction(g_infeasible, "s", e.what()));
+      if (!err.is_valid()) return;
+      err.attr("min_max_chunks") = e.min_max_chunks();
+      PyErr_SetObject(g_infeasible, err.ptr());
+    } catch (const mlaplan::InputError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const mlaplan::DeviceError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def(
+      "plan_host",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
+         bool reference) {
+        const mlaplan::Batch b = host_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
+        nb::gil_scoped_release release;
+        mlaplan::PlanTables t = reference ? mlaplan::plan_reference(b) : mlaplan::plan_fast_cpu(b);
+        nb::gil_scoped_acquire acquire;
+        return tables_tuple(t);
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "max_chunks"_a, "reference"_a = false,
+      "Plans on the CPU: (buffer_row_offsets, cache_offsets, buffer_lengths) as NumPy arrays.");
+
+  m.def(
+      "plan_policy",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
+         const std::string& policy) {
+        const mlaplan::Batch b = host_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
+        const mlaplan::explore::PolicyPlan p = mlaplan::explore::plan_policy(b, policy_named(policy));
+        return nb::make_tuple(tables_tuple(p.tables), p.outcome.chunks, p.outcome.streamed_rows, p.outcome.payload_tokens);
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "max_chunks"_a, "policy"_a,
+      "Plans under an engine's policy: ((tables), chunks_used, rows_streamed, tokens_streamed).");
+
+  m.def(
+      "sweep",
+      [](const std::string& workload, size_t batches, uint64_t seed, uint32_t page_size, uint32_t token_budget,
+         uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
+         const std::string& policies) {
+        using namespace mlaplan::explore;
+        if (buffer_tokens.empty() || max_chunks.empty())
+          throw mlaplan::InputError("buffer_tokens, max_chunks: give at least one value each");
+        auto source = preset_source(find_workload_preset(workload), seed);
+        BatchFormation formation;
+        formation.token_budget = token_budget;
+        formation.max_sequences = max_sequences;
+        BatchSettings settings;
+        settings.page_size = page_size;
+        SweepGrid grid;
+        grid.buffer_tokens = buffer_tokens;
+        grid.max_chunks = max_chunks;
+        grid.policies = parse_policies(policies, Policy{}, "policies");
+        SweepResult result;
+        {
+          nb::gil_scoped_release release;
+          const std::vector<mlaplan::Batch> formed = form_batches(*source, formation, settings, batches, seed);
+          result = run_sweep(formed, grid);
+        }
+        nb::list rows;
+        for (const SweepRow& r : result.rows) {
+          nb::dict d;
+          d["policy"] = r.policy.name();
+          d["buffer_tokens"] = r.buffer_tokens;
+          d["max_chunks"] = r.max_chunks ? nb::cast(*r.max_chunks) : nb::none();
+          d["batches"] = r.batches;
+          d["mean_iterations"] = r.mean_iterations;
+          d["p50"] = r.p50;
+          d["p90"] = r.p90;
+          d["p99"] = r.p99;
+          d["max_iterations"] = r.max_iterations;
+          d["refused"] = r.refused;
+          d["padding_overhead"] = r.padding_overhead;
+          d["mean_fill"] = r.mean_fill;
+          rows.append(d);
+        }
+        return rows;
+      },
+      "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
+      "max_chunks"_a, "policies"_a, "A sweep of a workload preset's batches: one dict per (policy, buffer, M) setting.");
+
+  m.def("workload_names", [] {
+    std::vector<std::string> names;
+    for (const auto& p : mlaplan::explore::workload_presets()) names.push_back(p.name);
+    return names;
+  });
+
+#if MLAPLAN_HAVE_CUDA
+  m.def("workspace_bytes", [](uint32_t b, uint32_t m) { return mlaplan::plan_workspace_bytes(b, m); },
+        "max_batch_size"_a, "max_chunks"_a);
+  nb::class_<Workspace>(m, "Workspace", "Planner workspace on one GPU: allocated and zeroed once, reused by every call")
+      .def(nb::init<uint32_t, uint32_t, int>(), "max_batch_size"_a, "max_chunks"_a, "device"_a = 0)
+      .def_prop_ro("bytes", &Workspace::bytes)
+      .def_prop_ro("max_batch_size", &Workspace::max_batch_size)
+      .def_prop_ro("max_chunks", &Workspace::max_chunks)
+      .def_prop_ro("device", &Workspace::device);
+  m.def("plan_device", &plan_device, "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a,
+        "max_chunks"_a, "buffer_row_offsets"_a, "cache_offsets"_a, "buffer_lengths"_a, "status"_a, "workspace"_a,
+        "stream"_a, "kernel"_a = "fast",
+        "Enqueues the plan on `stream`: no allocation, no synchronisation (capturable in a CUDA graph).");
+#endif
+}

@@ -1,0 +1,41 @@
+"""The explorer from Python: engines' policies on one batch, and a sweep of a workload preset."""
+import numpy as np
+import pytest
+
+import mlaplan
+
+
+def test_policies_on_the_worked_example():
+    args = ([500, 0, 100], [0, 9, 209, 229], 128, 512, 4)
+    packed = mlaplan.plan_policy(*args, policy="packed")
+    assert packed.chunks_used == 2 and packed.tokens_streamed == 600  # the context only, no padding
+    assert packed.tables.buffer_lengths.tolist() == [500, 100, -1, -1]
+    trt = mlaplan.plan_policy(*args, policy="packed/trtllm")
+    assert trt.tables.buffer_lengths.tolist() == [512, 88, -1, -1]
+    assert mlaplan.plan_policy(*args, policy="even-split/sglang").chunks_used == 3
+    mx = mlaplan.plan_policy(*args, policy="max")
+    np.testing.assert_array_equal(mx.tables.buffer_lengths, mlaplan.plan(*args[:2], 128, 512, 4).buffer_lengths)
+
+
+def test_unknown_policy_names_the_argument():
+    with pytest.raises(ValueError, match="policy bogus: unknown policy"):
+        mlaplan.plan_policy([1], [0, 1], 16, 64, 2, policy="bogus")
+
+
+def test_sweep_rows_match_the_grid():
+    rows = mlaplan.sweep("short-chat", buffer_tokens=[4096, 65536], max_chunks=[16], policies="all", batches=200)
+    assert [(r["policy"], r["buffer_tokens"]) for r in rows] == [
+        ("max", 4096), ("max", 65536), ("packed", 4096), ("packed", 65536),
+        ("even-split/vllm", 4096), ("even-split/vllm", 65536),
+    ]
+    for r in rows:
+        assert r["batches"] == 200
+        assert r["p50"] <= r["p90"] <= r["p99"] <= r["max_iterations"]
+    # A bigger buffer never needs more iterations.
+    assert rows[1]["mean_iterations"] <= rows[0]["mean_iterations"]
+    assert "coding-agent" in mlaplan.workload_names()
+
+
+def test_sweep_of_an_unknown_workload():
+    with pytest.raises(ValueError, match="workload"):
+        mlaplan.sweep("nope", batches=1)
