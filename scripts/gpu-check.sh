@@ -2,8 +2,9 @@
 # Checks a GPU machine with mlaplan: prints nvidia-smi, runs the GPU tests, compute-sanitizer
 # memcheck, racecheck, initcheck and synccheck on both kernels, the scenarios on the GPU backend, `mlaplan verify` with
 # 100,000 random batches on both kernels, `mlaplan sweep` on the GPU planner against the CPU's, the
-# plans of every policy with max on the GPU against the CPU's (pictures written), the timing harness
-# and a short `mlaplan bench`.
+# plans of every policy with max on the GPU against the CPU's (pictures written), a project built
+# against the installed package, the Python package on torch and CuPy tensors with its cost beside
+# C++'s, the timing harness and a short `mlaplan bench`.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build; build it first with CUDA enabled)
@@ -92,6 +93,19 @@ PY
   return $rc
 }
 
+# The Python package built here with CUDA (no network: --no-build-isolation, against the
+# scikit-build-core, nanobind, numpy, torch and CuPy installed on the machine), its tests on torch and
+# CuPy tensors (graph capture included), and the Python call's cost beside the C++ call's.
+python_gpu() {
+  local site=/tmp/mlaplan-gpu-site
+  rm -rf "$site" /tmp/mlaplan-gpu-python-build
+  CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-deps --target "$site" \
+    --config-settings=cmake.define.MLAPLAN_ENABLE_CUDA=ON --config-settings=build-dir=/tmp/mlaplan-gpu-python-build \
+    "$source_dir" || return 1
+  (cd /tmp && PYTHONPATH=$site python3 -m pytest -q -rs "$source_dir/tests/python") || return 1
+  PYTHONPATH=$site python3 "$source_dir/scripts/bench_python.py"
+}
+
 # A sample of every kernel path that stays quick under the sanitizers' instrumentation.
 sanitizer_filter='GpuDifferential.SanitizerSample:GpuDevicePlan.DecreasingOffsetsAreReported:GpuDevicePlan.OverflowIsReported:GpuPlanner.*'
 
@@ -122,6 +136,8 @@ if ((have_exe)); then step "sweep, GPU vs CPU planner" sweep.log sweep_gpu_vs_cp
 else skip "sweep, GPU vs CPU planner"; fi
 if ((have_exe)); then step "run --policy variants, GPU vs CPU" policies.log policies_gpu_vs_cpu
 else skip "run --policy variants, GPU vs CPU"; fi
+step "installed package, consumer on the GPU" install.log ctest --test-dir "$build_dir" -R '^Install\.' --output-on-failure
+step "python package on torch and CuPy" python.log python_gpu
 step "explorer CLI tests (GPU sweep)" explore-tests.log "$build_dir/tests/mlaplan_explore_tests" \
   --gtest_filter='ExploreCli.SweepOnTheGpuMatchesTheCpu'
 step "benchmark (seed vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \

@@ -8,12 +8,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cuda=OFF
-offline=0
 for arg in "$@"; do
   case $arg in
     --cuda) cuda=ON ;;
-    --offline) offline=1 ;;
-    *) echo "usage: $0 [--cuda] [--offline]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--cuda]" >&2; exit 2 ;;
   esac
 done
 work=$(mktemp -d /tmp/mlaplan-python.XXXXXX)
@@ -21,15 +19,9 @@ trap 'rm -rf "$work"' EXIT
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 settings=(--config-settings=cmake.define.MLAPLAN_ENABLE_CUDA=$cuda --config-settings=build-dir="$work/build")
 
-if ((offline)); then
-  python3 -m pip install -q --no-build-isolation --no-deps --target "$work/site" "${settings[@]}" "$root"
-  export PYTHONPATH=$work/site
-  python=python3
-else
-  python3 -m venv "$work/venv"
-  "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test]"
-  python=$work/venv/bin/python
-fi
+python3 -m venv "$work/venv"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test]"
+python=$work/venv/bin/python
 # From outside the source folder, so `import mlaplan` finds the installed package, not python/.
 cd "$work"
 "$python" -m pytest -q -rs "$root/tests/python"

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -173,6 +174,54 @@ void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_s
                               ">= 1, buffer_token_size below 2^31)");
   Workspace::check(e, "launching the planner");
 }
+
+// The same call from C++, for scripts/bench_python.py to put beside the Python call in one run: the
+// host time per plan_on_device call over `iterations` back-to-back calls, and per replay of a CUDA
+// graph holding one call (both ending in one synchronisation).
+nb::dict bench_cpp(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                   uint32_t max_chunks, const AnyArray& rows, const AnyArray& cache_out, const AnyArray& lengths,
+                   const AnyArray& status, Workspace& ws, uintptr_t stream_handle, int iterations) {
+  auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
+  mlaplan::DevicePlanArgs a;
+  a.cache_lengths = static_cast<const uint32_t*>(cache.data());
+  a.input_row_offsets = static_cast<const uint32_t*>(offsets.data());
+  a.batch_size = static_cast<uint32_t>(cache.shape(0));
+  a.page_size = page_size;
+  a.buffer_token_size = buffer_token_size;
+  a.max_chunks = max_chunks;
+  a.buffer_row_offsets = static_cast<uint32_t*>(rows.data());
+  a.cache_offsets = static_cast<uint32_t*>(cache_out.data());
+  a.buffer_lengths = static_cast<int32_t*>(lengths.data());
+  a.status = static_cast<mlaplan::DevicePlanStatus*>(status.data());
+  nb::gil_scoped_release release;
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < 100; ++i) Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "warming up");
+  Workspace::check(cudaStreamSynchronize(stream), "warming up");
+  auto t0 = Clock::now();
+  for (int i = 0; i < iterations; ++i) Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "planning");
+  Workspace::check(cudaStreamSynchronize(stream), "planning");
+  const double call_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iterations;
+
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  Workspace::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "beginning a capture");
+  Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "capturing");
+  Workspace::check(cudaStreamEndCapture(stream, &graph), "ending a capture");
+  Workspace::check(cudaGraphInstantiate(&exec, graph, 0), "instantiating the graph");
+  for (int i = 0; i < 100; ++i) Workspace::check(cudaGraphLaunch(exec, stream), "warming up the graph");
+  Workspace::check(cudaStreamSynchronize(stream), "warming up the graph");
+  t0 = Clock::now();
+  for (int i = 0; i < iterations; ++i) Workspace::check(cudaGraphLaunch(exec, stream), "replaying");
+  Workspace::check(cudaStreamSynchronize(stream), "replaying");
+  const double replay_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iterations;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  nb::gil_scoped_acquire acquire;
+  nb::dict d;
+  d["call_us"] = call_us;
+  d["graph_replay_us"] = replay_us;
+  return d;
+}
 #endif
 
 }  // namespace
@@ -290,5 +339,8 @@ NB_MODULE(_mlaplan, m) {
         "max_chunks"_a, "buffer_row_offsets"_a, "cache_offsets"_a, "buffer_lengths"_a, "status"_a, "workspace"_a,
         "stream"_a, "kernel"_a = "fast",
         "Enqueues the plan on `stream`: no allocation, no synchronisation (capturable in a CUDA graph).");
+  m.def("_bench_cpp", &bench_cpp, "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a,
+        "max_chunks"_a, "buffer_row_offsets"_a, "cache_offsets"_a, "buffer_lengths"_a, "status"_a, "workspace"_a,
+        "stream"_a, "iterations"_a, "Host microseconds per C++ plan_on_device call and per graph replay (benchmarks).");
 #endif
 }
