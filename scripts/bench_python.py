@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python call's cost beside the C++ one, in one run on one GPU (issue 11's performance target):
 host microseconds per mlaplan.plan call on torch tensors (out= and a Workspace given, so no
-allocation) against plan_on_device called from C++ on the same tensors, and a torch CUDA graph replay
+allocation) and per call of a bound plan (mlaplan.bind) against plan_on_device called from C++ on
+the same tensors, and a torch CUDA graph replay
 of the Python call against a C++ graph replay of plan_on_device. Prints a Markdown table.
 
 Usage: python3 scripts/bench_python.py [--batch-size 128] [--iterations 20000] [--repeats 5]
@@ -45,10 +46,16 @@ def main():
     def python_call():
         mlaplan.plan(cache, offsets, page, n, m, out=out, workspace=ws, stream=handle)
 
+    bound = mlaplan.bind(cache, offsets, page, n, m, out=out, workspace=ws)
+
+    def python_bound():
+        bound(handle)
+
     def python_call_current_stream():
         mlaplan.plan(cache, offsets, page, n, m, out=out, workspace=ws)
 
-    rows = {"python": [], "python, current stream": [], "c++": [], "python graph replay": [], "c++ graph replay": []}
+    rows = {"python plan()": [], "python plan(), current stream": [], "python bind() call": [], "c++": [],
+            "python graph replay": [], "c++ graph replay": []}
     with torch.cuda.stream(stream):
         for _ in range(200):
             python_call()
@@ -56,9 +63,10 @@ def main():
         with torch.cuda.graph(graph, stream=stream):
             python_call()
         for _ in range(args.repeats):  # interleaved, so clock drift hits every kind alike
-            rows["python"].append(per_call_us(python_call, args.iterations))
-            rows["python, current stream"].append(per_call_us(python_call_current_stream, args.iterations))
-            cpp = mlaplan._mlaplan._bench_cpp(cache, offsets, page, n, m, *out, ws, handle, args.iterations)
+            rows["python plan()"].append(per_call_us(python_call, args.iterations))
+            rows["python plan(), current stream"].append(per_call_us(python_call_current_stream, args.iterations))
+            rows["python bind() call"].append(per_call_us(python_bound, args.iterations))
+            cpp = mlaplan._mlaplan._bench_cpp(bound, ws, handle, args.iterations)
             rows["c++"].append(cpp["call_us"])
             rows["c++ graph replay"].append(cpp["graph_replay_us"])
             rows["python graph replay"].append(per_call_us(graph.replay, args.iterations))
@@ -69,7 +77,7 @@ def main():
           f"torch {torch.__version__}")
     print("| call | host us per call (median) | min | max | over C++ (us) |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    base = {"python": "c++", "python, current stream": "c++", "c++": "c++",
+    base = {"python plan()": "c++", "python plan(), current stream": "c++", "python bind() call": "c++", "c++": "c++",
             "python graph replay": "c++ graph replay", "c++ graph replay": "c++ graph replay"}
     for name, values in rows.items():
         med = statistics.median(values)

@@ -131,7 +131,9 @@ void check_device_array(const AnyArray& a, const char* name, std::initializer_li
                                 std::to_string(want));
     ++i;
   }
-  // Row-major and dense: the planner writes the tables as flat arrays.
+  // Row-major and dense: the planner writes the tables as flat arrays. (An empty array has nothing
+  // to lay out; frameworks give it arbitrary strides.)
+  if (a.size() == 0) return;
   int64_t stride = 1;
   for (size_t k = a.ndim(); k-- > 0;) {
     if (a.shape(k) > 1 && a.stride(k) != stride) throw mlaplan::InputError(n + ": expected a contiguous (row-major) array");
@@ -139,9 +141,33 @@ void check_device_array(const AnyArray& a, const char* name, std::initializer_li
   }
 }
 
-void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size, uint32_t buffer_token_size,
-                 uint32_t max_chunks, const AnyArray& rows, const AnyArray& cache_out, const AnyArray& lengths,
-                 const AnyArray& status, Workspace& ws, uintptr_t stream, const std::string& kernel) {
+// The arguments of one plan, checked once and kept with references to the arrays, so the call
+// itself is plan_on_device and nothing else: the hot path of an engine that keeps its batch in the
+// same device buffers step after step (as CUDA graphs require anyway).
+class BoundPlan {
+ public:
+  BoundPlan(AnyArray cache, AnyArray offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
+            AnyArray rows, AnyArray cache_out, AnyArray lengths, AnyArray status, nb::object workspace,
+            const std::string& kernel);
+  void operator()(uintptr_t stream) const {
+    const cudaError_t e = mlaplan::plan_on_device(args_, ws_->ptr(), ws_->bytes(), reinterpret_cast<cudaStream_t>(stream), kernel_);
+    Workspace::check(e, "launching the planner");
+  }
+  uint32_t batch_size() const { return args_.batch_size; }
+  const mlaplan::DevicePlanArgs& args() const { return args_; }
+
+ private:
+  AnyArray cache_, offsets_, rows_, cache_out_, lengths_, status_;  // kept alive with the plan
+  nb::object workspace_;
+  Workspace* ws_;
+  mlaplan::DevicePlanArgs args_;
+  mlaplan::GpuKernel kernel_;
+};
+
+mlaplan::DevicePlanArgs checked_args(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size,
+                                     uint32_t buffer_token_size, uint32_t max_chunks, const AnyArray& rows,
+                                     const AnyArray& cache_out, const AnyArray& lengths, const AnyArray& status,
+                                     const Workspace& ws, const std::string& kernel) {
   const int dev = ws.device();
   if (cache.ndim() != 1) throw mlaplan::InputError("cache_lengths: expected 1 dimension");
   const size_t b = cache.shape(0), m = max_chunks;
@@ -156,6 +182,9 @@ void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_s
   check_device_array(lengths, "buffer_lengths", {m}, dev);
   check_device_array(status, "status", {4}, dev);
   if (kernel != "fast" && kernel != "seed") throw mlaplan::InputError("kernel: fast or seed, not " + kernel);
+  if (page_size < 1 || buffer_token_size < 1 || buffer_token_size > 0x7fffffffu || max_chunks < 1)
+    throw mlaplan::InputError("page_size, buffer_token_size, max_chunks: expected page_size >= 1, 1 <= buffer_token_size "
+                              "< 2^31 and max_chunks >= 1");
   mlaplan::DevicePlanArgs a;
   a.cache_lengths = static_cast<const uint32_t*>(cache.data());
   a.input_row_offsets = static_cast<const uint32_t*>(offsets.data());
@@ -167,32 +196,40 @@ void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_s
   a.cache_offsets = static_cast<uint32_t*>(cache_out.data());
   a.buffer_lengths = static_cast<int32_t*>(lengths.data());
   a.status = static_cast<mlaplan::DevicePlanStatus*>(status.data());
+  return a;
+}
+
+BoundPlan::BoundPlan(AnyArray cache, AnyArray offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
+                     AnyArray rows, AnyArray cache_out, AnyArray lengths, AnyArray status, nb::object workspace,
+                     const std::string& kernel)
+    : cache_(std::move(cache)),
+      offsets_(std::move(offsets)),
+      rows_(std::move(rows)),
+      cache_out_(std::move(cache_out)),
+      lengths_(std::move(lengths)),
+      status_(std::move(status)),
+      workspace_(std::move(workspace)),
+      ws_(nb::cast<Workspace*>(workspace_)),
+      args_(checked_args(cache_, offsets_, page_size, buffer_token_size, max_chunks, rows_, cache_out_, lengths_, status_,
+                         *ws_, kernel)),
+      kernel_(kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast) {}
+
+void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                 uint32_t max_chunks, const AnyArray& rows, const AnyArray& cache_out, const AnyArray& lengths,
+                 const AnyArray& status, Workspace& ws, uintptr_t stream, const std::string& kernel) {
+  const mlaplan::DevicePlanArgs a =
+      checked_args(cache, offsets, page_size, buffer_token_size, max_chunks, rows, cache_out, lengths, status, ws, kernel);
   const cudaError_t e = mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), reinterpret_cast<cudaStream_t>(stream),
                                                 kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast);
-  if (e == cudaErrorInvalidValue)
-    throw mlaplan::InputError("plan_on_device refused the arguments (page_size, buffer_token_size and max_chunks must be "
-                              ">= 1, buffer_token_size below 2^31)");
   Workspace::check(e, "launching the planner");
 }
 
 // The same call from C++, for scripts/bench_python.py to put beside the Python call in one run: the
 // host time per plan_on_device call over `iterations` back-to-back calls, and per replay of a CUDA
 // graph holding one call (both ending in one synchronisation).
-nb::dict bench_cpp(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size, uint32_t buffer_token_size,
-                   uint32_t max_chunks, const AnyArray& rows, const AnyArray& cache_out, const AnyArray& lengths,
-                   const AnyArray& status, Workspace& ws, uintptr_t stream_handle, int iterations) {
+nb::dict bench_cpp(const BoundPlan& bound, Workspace& ws, uintptr_t stream_handle, int iterations) {
   auto stream = reinterpret_cast<cudaStream_t>(stream_handle);
-  mlaplan::DevicePlanArgs a;
-  a.cache_lengths = static_cast<const uint32_t*>(cache.data());
-  a.input_row_offsets = static_cast<const uint32_t*>(offsets.data());
-  a.batch_size = static_cast<uint32_t>(cache.shape(0));
-  a.page_size = page_size;
-  a.buffer_token_size = buffer_token_size;
-  a.max_chunks = max_chunks;
-  a.buffer_row_offsets = static_cast<uint32_t*>(rows.data());
-  a.cache_offsets = static_cast<uint32_t*>(cache_out.data());
-  a.buffer_lengths = static_cast<int32_t*>(lengths.data());
-  a.status = static_cast<mlaplan::DevicePlanStatus*>(status.data());
+  const mlaplan::DevicePlanArgs a = bound.args();
   nb::gil_scoped_release release;
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < 100; ++i) Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "warming up");
@@ -339,8 +376,16 @@ NB_MODULE(_mlaplan, m) {
         "max_chunks"_a, "buffer_row_offsets"_a, "cache_offsets"_a, "buffer_lengths"_a, "status"_a, "workspace"_a,
         "stream"_a, "kernel"_a = "fast",
         "Enqueues the plan on `stream`: no allocation, no synchronisation (capturable in a CUDA graph).");
-  m.def("_bench_cpp", &bench_cpp, "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a,
-        "max_chunks"_a, "buffer_row_offsets"_a, "cache_offsets"_a, "buffer_lengths"_a, "status"_a, "workspace"_a,
-        "stream"_a, "iterations"_a, "Host microseconds per C++ plan_on_device call and per graph replay (benchmarks).");
+  nb::class_<BoundPlan>(m, "BoundPlan", nb::dynamic_attr(),
+                        "One batch's arrays bound to the planner: calling it with a stream handle enqueues the plan")
+      .def(nb::init<AnyArray, AnyArray, uint32_t, uint32_t, uint32_t, AnyArray, AnyArray, AnyArray, AnyArray, nb::object,
+                    const std::string&>(),
+           "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "max_chunks"_a,
+           "buffer_row_offsets"_a, "cache_offsets"_a, "buffer_lengths"_a, "status"_a, "workspace"_a, "kernel"_a = "fast")
+      .def("__call__", &BoundPlan::operator(), "stream"_a,
+           "Enqueues the plan on the stream (an int handle): no allocation, no synchronisation, no argument checks")
+      .def_prop_ro("batch_size", &BoundPlan::batch_size);
+  m.def("_bench_cpp", &bench_cpp, "bound"_a, "workspace"_a, "stream"_a, "iterations"_a,
+        "Host microseconds per C++ plan_on_device call and per graph replay (benchmarks).");
 #endif
 }

@@ -17,6 +17,7 @@ def torch_or_skip():
 
 
 def random_batch(rng, b):
+    """At most 5,400 tokens a sequence: size the buffer so the plans fit."""
     cache = rng.integers(0, 5000, b)
     offsets = np.concatenate([[0], rng.integers(0, 400, b)]).cumsum()
     return cache.astype(np.int32), offsets.astype(np.int32)
@@ -35,7 +36,7 @@ def test_torch_plans_equal_the_cpu():
     rng = np.random.default_rng(3)
     for b in (0, 1, 7, 128, 3000):
         cache, offsets = random_batch(rng, b)
-        page, n, m = 64, 16384, 64
+        page, n, m = 64, 1 << 20, 64  # up to 3000 x 5400 tokens: at most 16 chunks
         want = expected(cache, offsets, page, n, m)
         p = mlaplan.plan(torch.from_numpy(cache).cuda(), torch.from_numpy(offsets).cuda(), page, n, m)
         torch.cuda.synchronize()
@@ -49,8 +50,8 @@ def test_cupy_plans_equal_the_cpu():
     cupy = pytest.importorskip("cupy")
     rng = np.random.default_rng(4)
     cache, offsets = random_batch(rng, 500)
-    want = expected(cache, offsets, 128, 8192, 64)
-    p = mlaplan.plan(cupy.asarray(cache.view(np.uint32)), cupy.asarray(offsets.view(np.uint32)), 128, 8192, 64)
+    want = expected(cache, offsets, 128, 65536, 64)
+    p = mlaplan.plan(cupy.asarray(cache.view(np.uint32)), cupy.asarray(offsets.view(np.uint32)), 128, 65536, 64)
     cupy.cuda.get_current_stream().synchronize()
     np.testing.assert_array_equal(cupy.asnumpy(p.buffer_row_offsets), want.buffer_row_offsets)
     np.testing.assert_array_equal(cupy.asnumpy(p.cache_offsets), want.cache_offsets)
@@ -86,7 +87,7 @@ def test_on_a_side_stream_into_given_outputs():
 
 def test_graph_capture_replays_with_changed_inputs():
     torch = torch_or_skip()
-    b, m, page, n = 128, 16, 16, 4096
+    b, m, page, n = 128, 16, 16, 65536
     ws = mlaplan.Workspace(b, m)
     c = torch.zeros(b, dtype=torch.int32, device="cuda")
     o = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
@@ -134,3 +135,25 @@ def test_mismatched_outputs_name_the_argument():
                      16, 64, 4, workspace=ws)
     with pytest.raises(ValueError, match="input_row_offsets: expected a CUDA array"):
         mlaplan.plan(c, np.zeros(4, dtype=np.int32), 16, 64, 4)
+
+
+def test_bound_plan_follows_the_arrays_contents():
+    torch = torch_or_skip()
+    b, m, page, n = 64, 8, 16, 65536
+    c = torch.zeros(b, dtype=torch.int32, device="cuda")
+    o = torch.zeros(b + 1, dtype=torch.int32, device="cuda")
+    bound = mlaplan.bind(c, o, page, n, m)
+    assert bound.batch_size == b
+    rng = np.random.default_rng(8)
+    stream = torch.cuda.current_stream().cuda_stream
+    for _ in range(3):
+        cache, offsets = random_batch(rng, b)
+        c.copy_(torch.from_numpy(cache))
+        o.copy_(torch.from_numpy(offsets))
+        bound(stream)
+        torch.cuda.synchronize()
+        want = expected(cache, offsets, page, n, m)
+        np.testing.assert_array_equal(as_u32(bound.tables.buffer_row_offsets), want.buffer_row_offsets)
+        np.testing.assert_array_equal(bound.tables.buffer_lengths.cpu().numpy(), want.buffer_lengths)
+    with pytest.raises(ValueError, match="bind takes CUDA arrays"):
+        mlaplan.bind(np.zeros(3, np.int32), np.zeros(4, np.int32), page, n, m)
