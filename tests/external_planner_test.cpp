@@ -4,20 +4,13 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/external_planner.hpp"
 #include "mlaplan/reference_planner.hpp"
+#include "test_batches.hpp"
 
 using namespace mlaplan;
 
 namespace {
 
-Batch worked_example() {
-  Batch b;
-  b.page_size = 128;
-  b.buffer_token_size = 512;
-  b.max_chunks = 4;
-  b.cache_lengths = {500, 0, 100};
-  b.input_row_offsets = {0, 9, 209, 229};
-  return b;
-}
+Batch worked_example() { return mlaplan::test::worked_example_batch(); }
 
 std::string tables_line(const PlanTables& t) {
   std::string line = "tables";

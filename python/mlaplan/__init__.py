@@ -104,8 +104,8 @@ def _cuda_device(x: Any) -> Optional[int]:
     if get is None:
         return None
     kind, index = get()
-    return int(index) if int(kind) in (2, 3) else None  # kDLCUDA, kDLCUDAHost is host memory: treat 3 as None
-    
+    return int(index) if int(kind) == 2 else None  # kDLCUDA; pinned host memory (kDLCUDAHost) is host memory
+
 
 def _current_stream(x: Any) -> int:
     module = type(x).__module__
@@ -138,6 +138,21 @@ def _empty_like(x: Any, shape: tuple, signed: bool) -> Any:
     import cupy
 
     return cupy.empty(shape, dtype=cupy.int32 if signed else x.dtype)
+
+
+def _outputs_and_workspace(cache_lengths: Any, max_chunks: int, device: int, out: Any, workspace: Any) -> tuple:
+    """The caller's out and workspace, or new ones in the framework and on the device of cache_lengths."""
+    b = int(cache_lengths.shape[0])
+    if workspace is None:
+        workspace = _mlaplan.Workspace(b, max_chunks, device)
+    if out is None:
+        out = (
+            _empty_like(cache_lengths, (max_chunks, b + 1), False),
+            _empty_like(cache_lengths, (max_chunks, b), False),
+            _empty_like(cache_lengths, (max_chunks,), True),
+            _empty_like(cache_lengths, (4,), True),
+        )
+    return out, workspace
 
 
 def plan(
@@ -180,16 +195,7 @@ def plan(
         raise RuntimeError("cache_lengths is a CUDA array but mlaplan was built without CUDA")
     if _cuda_device(input_row_offsets) != device:
         raise ValueError(f"input_row_offsets: expected a CUDA array on device {device}, like cache_lengths")
-    b = int(cache_lengths.shape[0])
-    if workspace is None:
-        workspace = _mlaplan.Workspace(b, max_chunks, device)
-    if out is None:
-        out = (
-            _empty_like(cache_lengths, (max_chunks, b + 1), False),
-            _empty_like(cache_lengths, (max_chunks, b), False),
-            _empty_like(cache_lengths, (max_chunks,), True),
-            _empty_like(cache_lengths, (4,), True),
-        )
+    out, workspace = _outputs_and_workspace(cache_lengths, max_chunks, device, out, workspace)
     if len(out) != 4:
         raise ValueError("out: expected (buffer_row_offsets, cache_offsets, buffer_lengths, status)")
     handle = _current_stream(cache_lengths) if stream is None else _stream_handle(stream)
@@ -218,16 +224,7 @@ def bind(
     device = _cuda_device(cache_lengths)
     if device is None or not _mlaplan.cuda:
         raise ValueError("cache_lengths: bind takes CUDA arrays (torch or CuPy) and a CUDA build; use plan for host arrays")
-    b = int(cache_lengths.shape[0])
-    if workspace is None:
-        workspace = _mlaplan.Workspace(b, max_chunks, device)
-    if out is None:
-        out = (
-            _empty_like(cache_lengths, (max_chunks, b + 1), False),
-            _empty_like(cache_lengths, (max_chunks, b), False),
-            _empty_like(cache_lengths, (max_chunks,), True),
-            _empty_like(cache_lengths, (4,), True),
-        )
+    out, workspace = _outputs_and_workspace(cache_lengths, max_chunks, device, out, workspace)
     bound = _mlaplan.BoundPlan(cache_lengths, input_row_offsets, page_size, buffer_token_size, max_chunks, *out,
                                workspace, kernel)
     bound.tables = Plan(*out)
