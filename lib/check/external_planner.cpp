@@ -80,6 +80,10 @@ class ExternalPlanner : public Planner {
 
   ~ExternalPlanner() override {
     ::shutdown(fd_, SHUT_WR);  // end of requests: the planner's stdin reaches EOF and it exits
+    if (reaped_) {
+      ::close(fd_);
+      return;
+    }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     int status = 0;
     while (::waitpid(pid_, &status, WNOHANG) == 0) {
@@ -115,9 +119,15 @@ class ExternalPlanner : public Planner {
 
  private:
   [[noreturn]] void died(const Batch& batch, const std::string& what) {
+    // Its output closed, so it is most likely exiting: give it a moment to be reaped, so the message
+    // can say how it ended.
     int status = 0;
     std::string how = "closed its output";
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    pid_t reaped = 0;
+    while ((reaped = ::waitpid(pid_, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) ::usleep(1000);
+    if (reaped == pid_) {
+      reaped_ = true;
       how = WIFEXITED(status) ? fmt::format("exited with status {}", WEXITSTATUS(status))
                               : fmt::format("was killed by signal {}", WTERMSIG(status));
     }
@@ -164,6 +174,7 @@ class ExternalPlanner : public Planner {
   std::string command_;
   ExternalPlannerOptions options_;
   pid_t pid_ = -1;
+  bool reaped_ = false;  // died() waited for it already
   int fd_ = -1;
   std::string buffer_;
 };
