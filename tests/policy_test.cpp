@@ -177,8 +177,8 @@ TEST(PolicyRefusals, NameTheFix) {
 TEST(PolicyNames, ParseAndName) {
   EXPECT_EQ(parse_policy_kind("even-split"), PolicyKind::even_split);
   EXPECT_THROW(parse_policy_kind("evensplit"), InputError);
-  EXPECT_EQ(parse_policy_list("all").size(), 3u);
-  EXPECT_EQ(parse_policy_list("packed,max,packed").size(), 2u);
+  EXPECT_EQ(parse_policies("all", Policy{}).size(), 3u);
+  EXPECT_EQ(parse_policies("packed,max,packed", Policy{}).size(), 2u);
   EXPECT_EQ(packed_trtllm().name(), "packed/trtllm");
   EXPECT_EQ(even(EvenSplitVariant::sglang).name(), "even-split/sglang");
 }

@@ -26,21 +26,6 @@ PolicyKind parse_policy_kind(const std::string& name, const std::string& option)
   throw InputError(fmt::format("{} {}: unknown policy; choose max, packed or even-split", option, name));
 }
 
-std::vector<PolicyKind> parse_policy_list(const std::string& list, const std::string& option) {
-  if (list == "all") return {PolicyKind::max, PolicyKind::packed, PolicyKind::even_split};
-  std::vector<PolicyKind> kinds;
-  size_t start = 0;
-  while (start <= list.size()) {
-    const size_t comma = std::min(list.find(',', start), list.size());
-    const PolicyKind k = parse_policy_kind(list.substr(start, comma - start), option);
-    bool seen = false;
-    for (PolicyKind x : kinds) seen = seen || x == k;
-    if (!seen) kinds.push_back(k);
-    start = comma + 1;
-  }
-  return kinds;
-}
-
 std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option) {
   std::string spelled = list;
   if (list == "all") spelled = "max,packed,even-split";

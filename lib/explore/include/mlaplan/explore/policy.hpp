@@ -41,8 +41,6 @@ struct Policy {
 // "max", "packed" or "even-split" (also "even_split"), with the variant options applied by the caller.
 // Throws InputError naming `option` and the valid names.
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
-// A comma list for sweeps; "all" is max,packed,even-split.
-std::vector<PolicyKind> parse_policy_list(const std::string& list, const std::string& option = "--policy");
 // A comma list of policies, each a kind (its variant taken from `defaults`) or a kind/variant:
 // packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang. "all" is max,packed,even-split;
 // "variants" is every engine's variant, five policies. Repeats are dropped. InputError names `option`.
