@@ -124,6 +124,11 @@ TEST(CompareCli, BadPolicyListsAndFormats) {
   expect_bad_input(we + " --policy all --format csv", "--format csv");
   const fs::path dir = scratch("badpath");
   expect_bad_input(we + " --svg " + (dir / "no/such/folder/p.svg").string(), "no/such/folder");
+  expect_bad_input(we + " --html " + (dir / "no/such/folder/p.html").string(), "check that its folder exists");
+  expect_bad_input("sweep --workload short-chat --batches 10 --svg " + (dir / "no/such/folder/s.svg").string(),
+                   "check that its folder exists");
+  expect_bad_input("sweep --workload short-chat --batches 10 --html " + (dir / "no/such/folder/s.html").string(),
+                   "check that its folder exists");
   fs::remove_all(dir);
 }
 
