@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "cli_common.hpp"
@@ -29,12 +30,22 @@ struct BenchCliOptions {
   bench::StoppingRule rule;
   double max_noise_percent = 0.5;
   bool no_progress = false;
+  std::string max;  // --max CMD
 };
 
 int run_bench_command(const BenchCliOptions& opt) {
   bench::BenchOptions o;
   o.sizes = bench::parse_sizes(opt.sizes);
   o.kernels = bench::parse_kernels(opt.kernels);
+  const auto listed_max = std::find(o.kernels.begin(), o.kernels.end(), bench::Kernel::max);
+  if (opt.max.empty() && listed_max != o.kernels.end())
+    throw InputError("--kernels: max is MAX's own kernel in another process; give it with --max CMD "
+                     "(scripts/max-reference/README.md builds one)");
+  if (!opt.max.empty() && listed_max == o.kernels.end()) {  // beside the seed port it is measured against
+    const auto seed = std::find(o.kernels.begin(), o.kernels.end(), bench::Kernel::seed);
+    o.kernels.insert(seed == o.kernels.end() ? o.kernels.begin() : seed + 1, bench::Kernel::max);
+  }
+  o.max_command = opt.max;
   o.modes = opt.mode == "hot" ? std::vector<bench::Mode>{bench::Mode::hot}
             : opt.mode == "cold" ? std::vector<bench::Mode>{bench::Mode::cold}
                                  : std::vector<bench::Mode>{bench::Mode::hot, bench::Mode::cold};
@@ -94,9 +105,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--kernels", opt->kernels,
                   "What to time, comma-separated: seed, fast, graph (fast replayed from a CUDA graph), cpu (the reference), "
-                  "cpu-fast, cpu+copy (copy to host, plan, copy back), empty (an empty launch), copy (device memcpy); or all")
+                  "cpu-fast, cpu+copy (copy to host, plan, copy back), empty (an empty launch), copy (device memcpy), max (needs --max); or all (all but max)")
       ->type_name("LIST")
       ->capture_default_str();
+  cmd->add_option("--max", opt->max,
+                  "Also time MAX's own mla_prefill_plan (the max row, beside seed): a command speaking the timing requests "
+                  "of docs/external.md, such as scripts/max-reference's build-max/max-planner")
+      ->type_name("CMD");
   cmd->add_option("--mode", opt->mode, "hot (back-to-back launches), cold (caches flushed before each sample) or both")
       ->check(CLI::IsMember({"hot", "cold", "both"}))
       ->capture_default_str();

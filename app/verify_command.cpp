@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -45,6 +46,9 @@ struct VerifyOptions {
   std::string junit;
   std::string repro_dir = ".";
   size_t max_reproducers = 10;
+  std::vector<uint32_t> only_page_sizes;  // --only-page-sizes
+  std::vector<uint32_t> only_max_chunks;  // --only-max-chunks
+  BatchLimits limits() const { return BatchLimits::of(only_page_sizes, only_max_chunks); }
 };
 
 constexpr uint64_t kBuiltinFuzz = 1000;
@@ -152,7 +156,7 @@ class Verifier {
       PhaseTimer scratch;
       return !check_case(candidate, planner, scratch).passed;
     };
-    Scenario small = shrink_scenario(s, still_fails);
+    Scenario small = shrink_scenario(s, still_fails, 4000, opt_.limits());
     PhaseTimer scratch;
     const CaseResult again = check_case(small, planner, scratch);
     small.name = s.name + "-repro";
@@ -261,6 +265,20 @@ int verify(const VerifyOptions& opt) {
                                    f));
   }
 
+  // A planner built for fixed page sizes or max_chunks sees only batches it admits.
+  const BatchLimits limits = opt.limits();
+  uint64_t skipped = 0;
+  for (auto& [file, scenarios] : groups) {
+    const size_t before = scenarios.size();
+    scenarios.erase(std::remove_if(scenarios.begin(), scenarios.end(), [&](const Scenario& s) { return !limits.admits(s.batch); }),
+                    scenarios.end());
+    skipped += before - scenarios.size();
+  }
+  if (skipped && opt.fuzz == 0 && std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.second.empty(); }))
+    throw InputError(fmt::format("--only-page-sizes/--only-max-chunks: all {} scenarios lie outside them, so there is nothing "
+                                 "to verify; widen the lists or add --fuzz N",
+                                 skipped));
+
   VerifyRun run;
   auto planners = make_planners(opt, &run.backend);
   for (const auto& p : planners) run.planners.push_back(p->name());
@@ -272,6 +290,9 @@ int verify(const VerifyOptions& opt) {
              opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", ")) : fmt::format("external planner '{}'", opt.external),
              run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
   if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
+  if (!limits.any())
+    fmt::print("only page_size in {{{}}} and max_chunks in {{{}}}{}\n", fmt::join(limits.page_sizes, ","),
+               fmt::join(limits.max_chunks, ","), skipped ? fmt::format("; {} scenarios outside them skipped", skipped) : "");
 
   uint64_t total = fuzz;
   for (const auto& g : groups) total += g.second.size();
@@ -297,6 +318,7 @@ int verify(const VerifyOptions& opt) {
     BatchGeneratorOptions gen_options;
     gen_options.max_batch_size = opt.max_batch_size;
     gen_options.large_batch_size = opt.large_batch_size;
+    gen_options.limits = limits;
     BatchGenerator gen(seed, gen_options);
     uint64_t group_failed = 0;
     const std::string group = fmt::format("fuzz (seed {})", seed);
@@ -361,6 +383,19 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--external-timeout", opt->external_timeout, "With --external: seconds to wait for each answer")
       ->default_str("60")
       ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--only-page-sizes", opt->only_page_sizes,
+                  "Check only batches of these page sizes (comma-separated): random batches are drawn from them, "
+                  "reproducers keep to them, other scenarios are skipped. For a planner built for fixed values, like MAX's")
+      ->delimiter(',')
+      ->allow_extra_args(false)  // one LIST: a path after it is not a page size
+      ->type_name("LIST")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--only-max-chunks", opt->only_max_chunks,
+                  "Check only batches with these max_chunks (comma-separated), as --only-page-sizes does")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->type_name("LIST")
+      ->check(CLI::Range(1u, 1u << 20));
   cmd->add_option("--plan", opt->plan_file,
                   "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
                   "against the one SCENARIO given")

@@ -4,13 +4,20 @@
 # 100,000 random batches on both kernels, `mlaplan sweep` on the GPU planner against the CPU's, the
 # plans of every policy with max on the GPU against the CPU's (pictures written), a project built
 # against the installed package, the Python package on torch and CuPy tensors with its cost beside
-# C++'s, the timing harness and a short `mlaplan bench`.
+# C++'s, the timing harness and a short `mlaplan bench`. Where the MAX harness is built
+# (scripts/max-reference/build.sh; $MAX_PLANNER, default build-max/max-planner), also MAX's own kernel:
+# `verify --external` on 100,000 random batches, a planted defect caught, the documented
+# differences still there, and `bench` with the max row.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR]     (default: build; build it first with CUDA enabled)
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max]
+#   BUILD_DIR: default build; build it first with CUDA enabled
+#   all (default) runs everything; base all but MAX's steps; max only MAX's (each fits one 10-minute slot)
 set -uo pipefail
 
 build_dir=${1:-build}
+part=${2:-all}
+[[ $part == all || $part == base || $part == max ]] || { echo "gpu-check: part '$part' is not all, base or max" >&2; exit 2; }
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
@@ -106,6 +113,43 @@ python_gpu() {
   PYTHONPATH=$site python3 "$source_dir/scripts/bench_python.py"
 }
 
+# MAX's kernel is instantiated for these (scripts/max-reference/max_planner.mojo).
+max_planner=${MAX_PLANNER:-$source_dir/build-max/max-planner}
+max_only=(--only-page-sizes 1,2,16,64,128,256,1024 --only-max-chunks 1,2,3,4,5,6,8,16,32,64)
+
+# A defect planted in the harness (sequence b given b + 1's cache length) must fail verify, name the
+# first differing cell and leave a reproducer that fails with the defect and passes without it.
+max_defect_caught() {
+  local dir=$log_dir/max-repro rc=0
+  rm -rf "$dir" && mkdir -p "$dir"
+  local got=0
+  "$exe" verify --external "$max_planner --bug off-by-one" "${max_only[@]}" --fuzz 200 --seed 2 --repro-dir "$dir" \
+    --max-reproducers 1 || got=$?
+  [[ $got -eq 1 ]] || { echo "verify exited $got with the planted defect; 1 (wrong plans) expected"; return 1; }
+  local repro
+  repro=$(ls "$dir"/*.json | head -n 1)
+  [[ -n $repro ]] || { echo "no reproducer written"; return 1; }
+  echo "reproducer $(basename "$repro"):"; grep -E '"(page_size|buffer_token_size|max_chunks|cache_lengths|input_row_offsets)"' "$repro"
+  "$exe" verify --external "$max_planner --bug off-by-one" "$repro" && { echo "reproducer passes with the defect"; rc=1; }
+  "$exe" verify --external "$max_planner" "$repro" || { echo "reproducer fails without the defect"; rc=1; }
+  return $rc
+}
+
+# The differences docs/conformance.md lists, with MAX exactly as it behaves (--strict): each
+# reproducer must still fail, or the page is out of date.
+max_differences_still_there() {
+  local rc=0 f
+  for f in "$source_dir"/scripts/max-reference/differences/*.json; do
+    echo "== $(basename "$f")"
+    if "$exe" verify --external "$max_planner --strict" --repro-dir /tmp --max-reproducers 0 "$f"; then
+      echo "$(basename "$f"): MAX now agrees: update docs/conformance.md"
+      rc=1
+    fi
+    "$exe" verify --external "$max_planner" "$f" || rc=1  # and the harness's engine-side handling passes
+  done
+  return $rc
+}
+
 # A sample of every kernel path that stays quick under the sanitizers' instrumentation.
 sanitizer_filter='GpuDifferential.SanitizerSample:GpuDevicePlan.DecreasingOffsetsAreReported:GpuDevicePlan.OverflowIsReported:GpuPlanner.*'
 
@@ -113,7 +157,8 @@ step "nvidia-smi" nvidia-smi.log nvidia-smi
 cat "$log_dir/nvidia-smi.log"
 have_exe=1
 [[ -x $exe ]] || { have_exe=0; echo "gpu-check: $exe not built; skipping the steps that need it"; }
-skip() { summary+=("$(printf '%-34s SKIP          %s' "$1" "($exe not built)")"); }
+skip() { summary+=("$(printf '%-34s SKIP          %s' "$1" "${2:-($exe not built)}")"); }
+if [[ $part != max ]]; then
 if ((have_exe)); then step "mlaplan --version" version.log "$exe" --version; else skip "mlaplan --version"; fi
 step "GPU tests (ctest -L gpu)" ctest.log ctest --test-dir "$build_dir" -L gpu --output-on-failure
 step "memcheck, both kernels" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -148,6 +193,21 @@ if ((have_exe)); then
     --json "$log_dir/bench-short.json"
   grep '^|' "$log_dir/bench-short.log" || true
 else skip "mlaplan bench (short)"; fi
+fi
+
+if [[ $part == base ]]; then
+  :
+elif ((have_exe)) && [[ -x $max_planner ]]; then
+  step "MAX kernel, verify fuzz 100k" verify-max.log "$exe" verify --external "$max_planner" "${max_only[@]}" \
+    --fuzz 100000 --seed 1 --report "$log_dir/verify-max.json"
+  step "MAX kernel, planted defect caught" max-defect.log max_defect_caught
+  step "MAX kernel, documented differences" max-differences.log max_differences_still_there
+  step "mlaplan bench with max" bench-max.log "$exe" bench --max "$max_planner" \
+    --sizes 1,128,1024,16384,262144,1048576 --format md --json "$log_dir/bench-max.json"
+  grep '^|' "$log_dir/bench-max.log" || true
+else
+  skip "MAX kernel" "(no $max_planner: scripts/max-reference/build.sh builds it)"
+fi
 
 echo
 echo "gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in $log_dir)"

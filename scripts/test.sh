@@ -5,9 +5,16 @@
 # libFuzzer target (scripts/fuzz.sh, build-fuzz/), after the Python package is built and tested in a
 # fresh virtual environment (scripts/test-python.sh). SKIP_SANITIZE=1, SKIP_PYTHON=1 or SKIP_FUZZ=1
 # leaves a stage out;
-# FUZZ_SECONDS sets the seconds per fuzz target (default 15).
+# FUZZ_SECONDS sets the seconds per fuzz target (default 15). --with-max (or WITH_MAX=1) adds a last
+# stage: the MAX harness's toolchain (a 1 GB download), its host-side tests and its build
+# (scripts/max-reference/build.sh). Other arguments go to scripts/build.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+with_max=${WITH_MAX:-}
+build_args=()
+for a in "$@"; do
+  if [[ $a == --with-max ]]; then with_max=1; else build_args+=("$a"); fi
+done
 build=${BUILD_DIR:-$root/build}
 stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
 
@@ -16,7 +23,7 @@ stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
 export MLAPLAN_REQUIRE_TOOLS=1
 
 stage "release build and the whole suite"
-"$root/scripts/build.sh" "$@"
+"$root/scripts/build.sh" ${build_args[@]+"${build_args[@]}"}
 (cd "$build" && ctest --output-on-failure -j"$(nproc)")
 
 if [[ -z ${SKIP_SANITIZE:-} ]]; then
@@ -35,5 +42,9 @@ fi
 if [[ -z ${SKIP_FUZZ:-} ]]; then
   stage "fuzz targets, ${FUZZ_SECONDS:-15} s each"
   "$root/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-15}" --jobs 2
+fi
+if [[ -n $with_max ]]; then
+  stage "MAX harness: pinned toolchain, host-side tests, build for sm_90"
+  "$root/scripts/max-reference/build.sh" --out "$build/max"
 fi
 stage "done"

@@ -107,3 +107,81 @@ TEST_F(ExternalCli, ExternalAndPlanAreOneOrTheOther) {
   EXPECT_NE(r.err.find("--external: checks a planner by running it; --plan checks tables already made"), std::string::npos)
       << r.err;
 }
+
+// A planner built for fixed page sizes and max_chunks (MAX's kernel, here the port told to refuse
+// everything else with `error`): --only-page-sizes and --only-max-chunks keep verify to them.
+TEST_F(ExternalCli, OnlyTheAdmittedPageSizesAndMaxChunksAreSent) {
+  const std::string fixed = kPort + " --page-sizes 16,128 --max-chunks 1,2,4,16'";
+  const std::string only = " --only-page-sizes 128,16 --only-max-chunks 1,2,4,16";
+  // Without the limits the port meets a batch it was not built for: exit 3, naming it.
+  const auto unrestricted = run_cli("verify --external " + fixed + " --fuzz 300 --seed 5");
+  EXPECT_EQ(unrestricted.code, 3) << unrestricted.out << unrestricted.err;
+  EXPECT_NE(unrestricted.err.find("not built for page_size="), std::string::npos) << unrestricted.err;
+  // With them, 2,000 batches and the scenarios inside them pass; the others are skipped and counted.
+  const auto r = run_cli("verify --external " + fixed + " --fuzz 2000 --seed 5" + only + " " + kScenarios);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("only page_size in {16,128} and max_chunks in {1,2,4,16}; "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scenarios outside them skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" passed, 0 failed"), std::string::npos) << r.out;
+}
+
+TEST_F(ExternalCli, ReproducersStayInsideTheLimits) {
+  const auto r = run_cli("verify --external " + kPort + " --page-sizes 16,128 --max-chunks 2,16 --bug off-by-one'"
+                         " --fuzz 200 --seed 5 --max-reproducers 2 --only-page-sizes 16,128 --only-max-chunks 2,16"
+                         " --repro-dir " + dir_.string());
+  ASSERT_EQ(r.code, 1) << r.out << r.err;  // wrong plans, not a planner error: no shrunk candidate left the limits
+  size_t reproducers = 0;
+  for (const auto& f : fs::directory_iterator(dir_)) {
+    ++reproducers;
+    const json repro = json::parse(slurp(f.path()));
+    EXPECT_TRUE(repro["page_size"] == 16 || repro["page_size"] == 128) << repro.dump();
+    EXPECT_TRUE(repro["max_chunks"] == 2 || repro["max_chunks"] == 16) << repro.dump();
+  }
+  EXPECT_EQ(reproducers, 2u);
+}
+
+TEST_F(ExternalCli, LimitsThatLeaveNothingToCheckAreBadInput) {
+  const auto r = run_cli("verify --only-page-sizes 3 " + kScenarios);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("mlaplan: error: --only-page-sizes/--only-max-chunks: all 13 scenarios lie outside them"),
+            std::string::npos) << r.err;
+  const auto zero = run_cli("verify --only-max-chunks 0 --fuzz 10");
+  EXPECT_EQ(zero.code, 2) << zero.err;
+  EXPECT_NE(zero.err.find("--only-max-chunks"), std::string::npos) << zero.err;
+}
+
+// bench --max: the timing requests of docs/external.md, answered here by the Python port timing itself
+// with the host clock (on a GPU machine, scripts/max-reference's MAX harness answers them).
+TEST_F(ExternalCli, BenchTimesTheMaxRowThroughTheTimingRequests) {
+  const std::string out = (dir_ / "bench.json").string();
+  const auto r = run_cli("bench --max " + kPort + "' --sizes 1,64 --kernels cpu --max-time 0.02 --json " + out);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("max: the seed's loop in Python (scripts/external/seed_port.py), host clock (through python3 "),
+            std::string::npos) << r.out;
+  const json doc = json::parse(slurp(out));
+  EXPECT_NE(doc["max"]["info"].get<std::string>().find("seed's loop"), std::string::npos);
+  size_t max_rows = 0;
+  for (const json& row : doc["rows"]) {
+    if (row["kernel"] != "max") continue;
+    ++max_rows;
+    EXPECT_GT(row["median_us"].get<double>(), 0.0) << row.dump();
+  }
+  EXPECT_EQ(max_rows, 4u);  // 2 sizes x hot and cold
+}
+
+TEST_F(ExternalCli, BenchChecksTheMaxRowsPlansFirst) {
+  const auto r = run_cli("bench --max " + kPort + " --bug off-by-one' --sizes 16 --kernels cpu --max-time 0.02");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("max"), std::string::npos) << r.err;
+}
+
+TEST_F(ExternalCli, BenchMaxNeedsACommandThatAnswers) {
+  const auto listed = run_cli("bench --kernels max --sizes 1");
+  EXPECT_EQ(listed.code, 2);
+  EXPECT_NE(listed.err.find("mlaplan: error: --kernels: max is MAX's own kernel in another process; give it with --max CMD"),
+            std::string::npos) << listed.err;
+  const auto dead = run_cli("bench --max false --sizes 1 --kernels cpu --mode hot --max-time 0.01");
+  EXPECT_EQ(dead.code, 0) << dead.err;  // the other rows are still measured
+  EXPECT_NE(dead.err.find("max: unavailable: external planner 'false' exited with status 1 before answering"),
+            std::string::npos) << dead.err;
+}

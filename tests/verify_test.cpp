@@ -145,3 +145,70 @@ TEST(Verify, JunitCountsCasesAndFailures) {
   EXPECT_NE(xml.find("got &quot;2&quot;"), std::string::npos) << xml;
   EXPECT_EQ(run.failed(), 1u);
 }
+
+// A planner built for fixed page sizes and max_chunks (as MAX's kernel is) sees only batches it admits.
+TEST(BatchLimits, TheGeneratorDrawsOnlyAdmittedBatchesAndKeepsEveryKind) {
+  BatchGeneratorOptions options;
+  options.limits = BatchLimits::of({128, 16, 16, 1024}, {16, 1, 4, 2});
+  EXPECT_EQ(options.limits.page_sizes, (std::vector<uint32_t>{16, 128, 1024}));
+  EXPECT_EQ(options.limits.max_chunks, (std::vector<uint32_t>{1, 2, 4, 16}));
+  BatchGenerator gen(3, options);
+  size_t feasible = 0, infeasible = 0, at_capacity = 0, empty = 0, huge_feasible = 0;
+  for (int i = 0; i < 5000; ++i) {
+    std::string shape;
+    const Batch b = gen.next(&shape);
+    ASSERT_NO_THROW(validate_batch(b)) << shape;
+    ASSERT_TRUE(options.limits.admits(b)) << shape << ": P=" << b.page_size << " M=" << b.max_chunks;
+    const PlanShape s = plan_shape(b);
+    (s.feasible ? feasible : infeasible) += 1;
+    if (s.feasible && s.min_max_chunks == b.max_chunks) ++at_capacity;
+    if (b.batch_size() == 0) ++empty;
+    if (shape == "huge-sequence" && s.feasible) ++huge_feasible;
+    EXPECT_NE(shape, "page-size-1") << "no page size 1 is allowed";
+  }
+  EXPECT_GT(feasible, 3000u);
+  EXPECT_GT(infeasible, 100u);  // the past-capacity shape still refuses
+  EXPECT_GT(at_capacity, 500u);
+  EXPECT_GT(empty, 50u);
+  EXPECT_GT(huge_feasible, 100u) << "a sequence needing more than 16 chunks gets a wider buffer";
+}
+
+TEST(BatchLimits, NoLimitsLeaveTheGeneratorAsItWas) {
+  BatchGenerator plain(17), limited(17, BatchGeneratorOptions{});
+  for (int i = 0; i < 300; ++i) {
+    const Batch a = plain.next(), b = limited.next();
+    ASSERT_EQ(a.page_size, b.page_size);
+    ASSERT_EQ(a.max_chunks, b.max_chunks);
+    ASSERT_EQ(a.cache_lengths, b.cache_lengths);
+  }
+}
+
+TEST(BatchLimits, ShrinkingKeepsToTheLimits) {
+  DropsPagePadding bad;
+  const BatchLimits limits = BatchLimits::of({16, 128}, {2, 16});
+  BatchGeneratorOptions options{64, 64, 64, false};
+  options.limits = limits;
+  BatchGenerator gen(11, options);
+  int caught = 0;
+  for (int i = 0; i < 300 && caught < 5; ++i) {
+    Scenario s;
+    s.name = "case";
+    s.batch = gen.next();
+    PhaseTimer t;
+    if (check_case(s, bad, t).passed) continue;
+    ++caught;
+    size_t outside = 0;
+    auto fails = [&](const Scenario& c) {
+      outside += !limits.admits(c.batch);
+      PhaseTimer scratch;
+      return !check_case(c, bad, scratch).passed;
+    };
+    const Scenario small = shrink_scenario(s, fails, 4000, limits);
+    EXPECT_EQ(outside, 0u) << "a candidate outside the limits was tried";
+    EXPECT_TRUE(limits.admits(small.batch));
+    EXPECT_EQ(small.batch.page_size, 16u) << "the smallest allowed page size";
+    EXPECT_EQ(small.batch.max_chunks, 2u) << "the smallest allowed max_chunks";
+    EXPECT_TRUE(fails(small));
+  }
+  EXPECT_EQ(caught, 5);
+}

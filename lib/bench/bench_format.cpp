@@ -59,6 +59,7 @@ std::vector<std::string> preamble(const BenchReport& r) {
   if (r.copy)
     lines.push_back(fmt::format("device copy: {:.0f} GB/s (read + write, {:.0f} MiB each way, {} us median, spread {})", r.copy->gbps(),
                                 r.copy->bytes / 2 / (1 << 20), us(r.copy->time.stats.median), percent(r.copy->time.stats.spread())));
+  if (!r.max_info.empty()) lines.push_back(fmt::format("max: {} (through {})", r.max_info, r.options.max_command));
   for (const Unavailable& u : r.unavailable) lines.push_back(fmt::format("{}: unavailable: {}", to_string(u.kernel), u.reason));
   return lines;
 }
@@ -168,6 +169,8 @@ std::string format_bench_json(const BenchReport& report) {
               {"version", info.version},
               {"cuda", info.cuda ? json(info.cuda_version) : json(nullptr)},
               {"device", report.host_device},
+              {"max", report.options.max_command.empty() ? json(nullptr)
+                                                          : json{{"command", report.options.max_command}, {"info", report.max_info}}},
               {"settings", settings},
               {"sm_clock_mhz", {{"before", opt(report.sm_mhz_before)}, {"after", opt(report.sm_mhz_after)}, {"rated", opt(report.sm_mhz_max)}}},
               {"limits", limits},

@@ -5,7 +5,9 @@
 
 #include "mlaplan/bench/bench_report.hpp"
 #include "mlaplan/bench/cpu_measurements.hpp"
+#include "mlaplan/bench/external_measurements.hpp"
 #include "mlaplan/bench/gpu_measurements.hpp"
+#include "mlaplan/errors.hpp"
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -60,8 +62,18 @@ BenchReport run_bench(const BenchOptions& o) {
     gpu = open_gpu_bench(&why);
   }
   report.host_device = gpu ? gpu->device() : "none";
+  std::unique_ptr<ExternalBench> max;
+  if (wants(o, Kernel::max)) {
+    auto scope = timer.phase("start max");
+    try {
+      max = std::make_unique<ExternalBench>(o.max_command);
+      report.max_info = max->info();
+    } catch (const DeviceError& e) {
+      report.unavailable.push_back({Kernel::max, e.what()});
+    }
+  }
   for (Kernel k : o.kernels) {
-    if (!on_gpu(k)) continue;
+    if (!on_gpu(k) || k == Kernel::max) continue;
     if (!gpu) {
       report.unavailable.push_back({k, why});
     } else if (auto reason = gpu->unavailable(k)) {
@@ -122,7 +134,9 @@ BenchReport run_bench(const BenchOptions& o) {
         row.buffer_tokens = sets[0].buffer_token_size;
         row.padded_tokens = plan_shape(sets[0]).padded_tokens;
         row.bytes = plan_bytes(size, o.workload.max_chunks);
-        row.measurement = on_gpu(k) ? gpu->measure(k, sets, references, m, o.rule) : measure_cpu(k, sets, references, m, o.rule);
+        row.measurement = k == Kernel::max ? max->measure(sets, references, m, o.rule)
+                          : on_gpu(k)      ? gpu->measure(k, sets, references, m, o.rule)
+                                           : measure_cpu(k, sets, references, m, o.rule);
         if (stop_requested()) {  // the measurement was cut short: keep only the finished rows
           report.interrupted = true;
           break;

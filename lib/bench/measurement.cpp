@@ -21,6 +21,7 @@ const char* to_string(Kernel k) {
     case Kernel::cpu_copy: return "cpu+copy";
     case Kernel::empty: return "empty";
     case Kernel::copy: return "copy";
+    case Kernel::max: return "max";
   }
   return "?";
 }
@@ -36,7 +37,8 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
     const size_t end = std::min(list.find(',', start), list.size());
     const std::string name = list.substr(start, end - start);
     bool found = false;
-    for (Kernel k : all_kernels()) {
+    for (Kernel k : {Kernel::seed, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty,
+                     Kernel::copy, Kernel::max}) {
       if (name == to_string(k)) {
         if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
         found = true;
@@ -49,7 +51,7 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
     }
     if (!found)
       throw InputError(fmt::format(
-          "--kernels: '{}' is not a kernel; choose from seed, fast, graph, cpu, cpu-fast, cpu+copy, empty, copy (or all)", name));
+          "--kernels: '{}' is not a kernel; choose from seed, fast, graph, cpu, cpu-fast, cpu+copy, empty, copy, max (or all)", name));
     start = end + 1;
   }
   return kernels;
@@ -57,7 +59,7 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
 
 bool on_gpu(Kernel k) { return k != Kernel::cpu && k != Kernel::cpu_fast; }
 bool is_limit(Kernel k) { return k == Kernel::empty || k == Kernel::copy; }
-bool gpu_resident(Kernel k) { return k == Kernel::seed || k == Kernel::fast || k == Kernel::graph; }
+bool gpu_resident(Kernel k) { return k == Kernel::seed || k == Kernel::fast || k == Kernel::graph || k == Kernel::max; }
 
 const char* to_string(Mode m) { return m == Mode::hot ? "hot" : "cold"; }
 

@@ -48,12 +48,52 @@ void BatchGenerator::set_max_chunks(Batch& b, int64_t relative_to_minimum) {
   b.max_chunks = static_cast<uint32_t>(std::clamp<int64_t>(need + relative_to_minimum, 1, options_.max_chunks));
 }
 
+// A page size to draw: one of the common ones, or of the limits' when there are limits; at least
+// `at_least` where one is allowed.
+uint32_t BatchGenerator::page_size(uint32_t at_least) {
+  static const std::vector<uint32_t> common = {1, 2, 16, 64, 128, 256, 1024};
+  const std::vector<uint32_t>& from = options_.limits.page_sizes.empty() ? common : options_.limits.page_sizes;
+  std::vector<uint32_t> big;
+  for (uint32_t p : from)
+    if (p >= at_least) big.push_back(p);
+  const std::vector<uint32_t>& pick = big.empty() ? from : big;
+  return pick[uniform(0, pick.size() - 1)];
+}
+
+// With a max_chunks limit: M becomes an allowed value as close as it can to the minimum plus
+// `relative_to_minimum` (below the minimum for the past-capacity shape), and a batch needing more
+// chunks than the largest allowed gets a larger buffer rather than becoming a refusal.
+void BatchGenerator::keep_to_limits(Batch& b, int64_t relative_to_minimum) {
+  const std::vector<uint32_t>& allowed = options_.limits.max_chunks;
+  if (allowed.empty()) return;
+  if (b.batch_size() == 0) {
+    b.max_chunks = allowed[uniform(0, allowed.size() - 1)];
+    return;
+  }
+  const uint32_t most = allowed.back();
+  uint32_t need = plan_shape(b).min_max_chunks;
+  if (relative_to_minimum >= 0) {
+    while (need > most && b.buffer_token_size < 0x7fffffffu) {
+      const uint64_t wider = std::max<uint64_t>(2ull * b.buffer_token_size, plan_shape(b).padded_tokens / most + 1);
+      b.buffer_token_size = static_cast<uint32_t>(std::min<uint64_t>(wider, 0x7fffffffu));
+      need = plan_shape(b).min_max_chunks;
+    }
+    const uint64_t target = need + static_cast<uint64_t>(relative_to_minimum);
+    auto at_least = std::lower_bound(allowed.begin(), allowed.end(), target);
+    if (at_least == allowed.end()) at_least = std::lower_bound(allowed.begin(), allowed.end(), need);
+    b.max_chunks = at_least == allowed.end() ? most : *at_least;
+  } else {  // the largest allowed below the minimum, else the smallest allowed (then feasible)
+    auto below = std::lower_bound(allowed.begin(), allowed.end(), need);
+    b.max_chunks = below == allowed.begin() ? allowed.front() : *std::prev(below);
+  }
+}
+
 Batch BatchGenerator::next(std::string* shape_name) {
   size_t kind = uniform(0, kShapes.size() - 1);
   if (!options_.infeasible && kind == 8) kind = 7;
+  if (kind == 5 && !options_.limits.admits_page_size(1)) kind = 0;  // no page size 1 to draw
   const uint32_t max_b = std::max<uint32_t>(options_.max_batch_size, 1);
-  const uint32_t pages[] = {1, 2, 16, 64, 128, 256, 1024};
-  uint32_t p = pages[uniform(0, 6)];
+  uint32_t p = page_size();
   Batch b;
   int64_t slack = static_cast<int64_t>(uniform(0, 3));  // chunks beyond the minimum
 
@@ -83,7 +123,7 @@ Batch BatchGenerator::next(std::string* shape_name) {
       break;
     }
     case 4:  // a buffer that is not a multiple of the page size: pages straddle chunks
-      p = pages[uniform(2, 6)];
+      p = page_size(16);
       b = sequences(static_cast<uint32_t>(uniform(1, max_b)), p, 3 * p, 0.1);
       b.buffer_token_size = static_cast<uint32_t>(uniform(1, 4 * p));
       if (b.buffer_token_size % p == 0) b.buffer_token_size += 1;
@@ -135,6 +175,7 @@ Batch BatchGenerator::next(std::string* shape_name) {
   }
   set_max_chunks(b, slack);
   if (kind == 8 && plan_shape(b).feasible && b.max_chunks > 1) --b.max_chunks;  // clamped at 1: feasible after all
+  keep_to_limits(b, slack);
   if (shape_name) *shape_name = kShapes[kind];
   return b;
 }

@@ -1,6 +1,7 @@
 #include "mlaplan/shrink.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "mlaplan/errors.hpp"
 
@@ -34,7 +35,8 @@ bool valid(const Batch& b) {
 
 }  // namespace
 
-Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails, int budget) {
+Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails, int budget,
+                         const BatchLimits& limits) {
   Scenario best = failing;
   best.expected.reset();
   if (!still_fails(best)) return failing;  // the failure needs the expected block: nothing to shrink
@@ -45,7 +47,7 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
     if (budget <= 0) return false;
     Scenario candidate = best;
     edit(candidate.batch);
-    if (!valid(candidate.batch)) return false;
+    if (!valid(candidate.batch) || !limits.admits(candidate.batch)) return false;
     --budget;
     if (!still_fails(candidate)) return false;
     best = std::move(candidate);
@@ -69,8 +71,10 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
       }
       if (run == 1) break;
     }
-    // Fewer chunks: the smallest max_chunks that still fails.
-    for (uint32_t m : {1u, best.batch.max_chunks / 2, best.batch.max_chunks - 1}) {
+    // Fewer chunks: the smallest max_chunks that still fails (among the allowed ones, with limits).
+    std::vector<uint32_t> fewer = {1u, best.batch.max_chunks / 2, best.batch.max_chunks - 1};
+    if (!limits.max_chunks.empty()) fewer = limits.max_chunks;
+    for (uint32_t m : fewer) {
       if (m >= 1 && m < best.batch.max_chunks) progress |= attempt([m](Batch& b) { b.max_chunks = m; });
     }
     // Simpler numbers: no base offset, page size 1, then smaller lengths.
@@ -80,7 +84,8 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
         s.base = 0;
         s.apply(b);
       });
-    if (best.batch.page_size != 1) progress |= attempt([](Batch& b) { b.page_size = 1; });
+    const uint32_t smallest_page = limits.page_sizes.empty() ? 1 : limits.page_sizes.front();
+    if (best.batch.page_size > smallest_page) progress |= attempt([smallest_page](Batch& b) { b.page_size = smallest_page; });
     for (size_t i = 0; i < best.batch.batch_size(); ++i) {
       for (int field = 0; field < 2; ++field) {
         for (int step = 0; step < 2; ++step) {  // to zero, else halve

@@ -13,9 +13,17 @@ one line `tables <M x (B+1) buffer_row_offsets> <M x B cache_offsets> <M buffer_
 --bug NAME plants a defect, to see how verify reports one:
   off-by-one    reads the input row offsets one sequence late (an engine port's classic slip)
   no-refusal    plans batches past max_chunks instead of refusing them
+
+--page-sizes and --max-chunks make it answer `error` outside those values, as a planner built for
+fixed values does (MAX's kernel; see verify's --only-page-sizes and --only-max-chunks).
+
+It also answers the timing requests `bench --max CMD` sends (load, time-hot R, time-cold, unload,
+info), timing its own Python loop with the host clock, so the whole protocol can be tried without
+a GPU.
 """
 import argparse
 import sys
+import time
 
 
 def plan(page, n, m, cache, offsets, bug):
@@ -63,20 +71,46 @@ def plan(page, n, m, cache, offsets, bug):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bug", choices=["off-by-one", "no-refusal"], help="plant a defect")
+    parser.add_argument("--page-sizes", help="comma-separated: the only page sizes it plans")
+    parser.add_argument("--max-chunks", help="comma-separated: the only max_chunks it plans")
     args = parser.parse_args()
+    only_pages = {int(v) for v in args.page_sizes.split(",")} if args.page_sizes else None
+    only_chunks = {int(v) for v in args.max_chunks.split(",")} if args.max_chunks else None
+    loaded = []
     for line in sys.stdin:
         words = line.split()
         if not words:
             continue
         try:
-            if words[0] != "plan":
+            if words[0] in ("plan", "load"):
+                page, n, m, b_count = map(int, words[1:5])
+                values = list(map(int, words[5:]))
+                if len(values) != 2 * b_count + 1:
+                    raise ValueError(f"{len(values)} numbers after B, expected {2 * b_count + 1}")
+                if (only_pages and page not in only_pages) or (only_chunks and m not in only_chunks):
+                    raise ValueError(f"not built for page_size={page} max_chunks={m}")
+                batch = (page, n, m, values[:b_count], values[b_count:], args.bug)
+                if words[0] == "plan":
+                    answer = plan(*batch)
+                else:
+                    loaded.append(batch)
+                    answer = f"loaded {len(loaded)}"
+            elif words[0] in ("time-hot", "time-cold"):
+                if not loaded:
+                    raise ValueError(f"{words[0]} before load")
+                count = int(words[1]) if words[0] == "time-hot" else 1
+                start = time.perf_counter_ns()
+                for i in range(count):
+                    plan(*loaded[i % len(loaded)])
+                answer = f"elapsed {time.perf_counter_ns() - start}"
+            elif words[0] == "unload":
+                loaded.clear()
+                answer = "unloaded"
+            elif words[0] == "info":
+                answer = "info the seed's loop in Python (scripts/external/seed_port.py), host clock"
+            else:
                 raise ValueError(f"unknown request {words[0]!r}")
-            page, n, m, b_count = map(int, words[1:5])
-            values = list(map(int, words[5:]))
-            if len(values) != 2 * b_count + 1:
-                raise ValueError(f"{len(values)} numbers after B, expected {2 * b_count + 1}")
-            answer = plan(page, n, m, values[:b_count], values[b_count:], args.bug)
-        except ValueError as e:
+        except (ValueError, IndexError) as e:
             answer = f"error {e}"
         sys.stdout.write(answer + "\n")
         sys.stdout.flush()

@@ -207,7 +207,7 @@ struct AnswerWriter(Movable):
     def flush_bytes(mut self):
         var at = 0
         while at < len(self.out):
-            var n = external_call["write", Int](Int32(1), self.out.unsafe_ptr() + at, len(self.out) - at)
+            var n = external_call["write", Int](Int32(1), self.out.unsafe_ptr().unsafe_offset(at), len(self.out) - at)
             if n <= 0:
                 break
             at += n

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mlaplan/batch.hpp"
+#include "mlaplan/batch_limits.hpp"
 
 namespace mlaplan {
 
@@ -15,6 +16,7 @@ struct BatchGeneratorOptions {
   uint32_t large_batch_size = 4096;  // B of the "large-batch" shape, drawn from max_batch_size up to this
   uint32_t max_chunks = 4096;    // upper bound of M
   bool infeasible = true;        // also produce batches one past capacity
+  BatchLimits limits;            // only these page sizes and max_chunks (the shapes adapt: see next())
 };
 
 class BatchGenerator {
@@ -29,6 +31,8 @@ class BatchGenerator {
   bool chance(double p);
   Batch sequences(uint32_t count, uint32_t page_size, uint32_t max_tokens, double empty_share);
   void set_max_chunks(Batch& b, int64_t relative_to_minimum);
+  uint32_t page_size(uint32_t at_least = 1);
+  void keep_to_limits(Batch& b, int64_t relative_to_minimum);
 
   std::mt19937_64 rng_;
   BatchGeneratorOptions options_;

@@ -4,13 +4,14 @@
 
 #include <functional>
 
+#include "mlaplan/batch_limits.hpp"
 #include "mlaplan/scenario.hpp"
 
 namespace mlaplan {
 
 // Greedily simplifies `failing` (dropping its expected block) while `still_fails` holds, calling it
-// at most `budget` times. Every candidate passed to `still_fails` is a valid batch.
+// at most `budget` times. Every candidate passed to `still_fails` is a valid batch that `limits` admits.
 Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails,
-                         int budget = 4000);
+                         int budget = 4000, const BatchLimits& limits = {});
 
 }  // namespace mlaplan

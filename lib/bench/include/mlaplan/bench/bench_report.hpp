@@ -20,6 +20,7 @@ struct BenchOptions {
   std::vector<Mode> modes;
   WorkloadOptions workload;
   StoppingRule rule;
+  std::string max_command;  // the max row's program (bench --max CMD), speaking docs/external.md's timing requests
   std::function<void(const std::string&)> progress;  // called before each measurement, if set
 };
 
@@ -46,6 +47,7 @@ struct Unavailable {
 struct BenchReport {
   BenchOptions options;
   std::string host_device;  // the GPU's name, or "none"
+  std::string max_info;     // what the max row's program says of itself (its MAX version, instantiations)
   std::optional<Measurement> empty_hot, empty_cold;
   std::optional<CopyMeasurement> copy;
   std::optional<double> sm_mhz_before, sm_mhz_after, sm_mhz_max;

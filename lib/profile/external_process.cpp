@@ -1,0 +1,122 @@
+#include "mlaplan/external_process.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "mlaplan/errors.hpp"
+
+extern char** environ;
+
+namespace mlaplan {
+
+namespace {
+constexpr size_t kMaxAnswerBytes = size_t{1} << 30;  // a program that never ends its line is stopped here
+}
+
+ExternalProcess::ExternalProcess(std::string command) : command_(std::move(command)) {
+  // A socket rather than pipes: send(MSG_NOSIGNAL) reports a program that died as an error instead
+  // of killing mlaplan with SIGPIPE, without touching the process's signal handlers.
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    throw DeviceError(fmt::format("external planner: socketpair: {}", std::strerror(errno)));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
+  const int rc = ::posix_spawn(&pid_, "/bin/sh", &actions, nullptr, const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    throw DeviceError(fmt::format("external planner: cannot start /bin/sh -c '{}': {}", command_, std::strerror(rc)));
+  }
+  fd_ = fds[0];
+}
+
+ExternalProcess::~ExternalProcess() {
+  ::shutdown(fd_, SHUT_WR);  // end of requests: the program's stdin reaches EOF and it exits
+  if (reaped_) {
+    ::close(fd_);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int status = 0;
+  while (::waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status, 0);
+      break;
+    }
+    ::usleep(2000);
+  }
+  ::close(fd_);
+}
+
+std::string ExternalProcess::ask(const std::string& line, double timeout_seconds, const std::string& context) {
+  send_line(line, context);
+  return read_line(timeout_seconds, context);
+}
+
+void ExternalProcess::died(const std::string& what, const std::string& context) {
+  // Its output closed, so it is most likely exiting: give it a moment to be reaped, so the message
+  // can say how it ended.
+  int status = 0;
+  std::string how = "closed its output";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  pid_t reaped = 0;
+  while ((reaped = ::waitpid(pid_, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) ::usleep(1000);
+  if (reaped == pid_) {
+    reaped_ = true;
+    how = WIFEXITED(status) ? fmt::format("exited with status {}", WEXITSTATUS(status))
+                            : fmt::format("was killed by signal {}", WTERMSIG(status));
+  }
+  throw DeviceError(fmt::format("external planner '{}' {} {} {}", command_, how, what, context));
+}
+
+void ExternalProcess::send_line(const std::string& line, const std::string& context) {
+  size_t sent = 0;
+  while (sent < line.size()) {
+    const ssize_t n = ::send(fd_, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) died("before reading the request", context);
+    sent += static_cast<size_t>(n);
+  }
+}
+
+std::string ExternalProcess::read_line(double timeout_seconds, const std::string& context) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    const size_t newline = buffer_.find('\n');
+    if (newline != std::string::npos) {
+      std::string line = buffer_.substr(0, newline);
+      buffer_.erase(0, newline + 1);
+      return line;
+    }
+    if (buffer_.size() > kMaxAnswerBytes) died("with an answer line over 1 GiB", context);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      throw DeviceError(fmt::format("external planner '{}' did not answer within {} s {}", command_, timeout_seconds, context));
+    pollfd p{fd_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready < 0 && errno != EINTR) died("(poll failed)", context);
+    if (ready <= 0) continue;
+    char chunk[65536];
+    const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) died(buffer_.empty() ? "before answering" : "in the middle of an answer", context);
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace mlaplan
