@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-if [ ! -x "$venv/bin/mojo" ] || ! "$venv/bin/pip" show max-mojo-libs 2>/dev/null | grep -qx "Version: $MAX_VERSION"; then
+if [ ! -x "$venv/bin/mojo" ] || ! "$venv/bin/pip" show max-mojo-libs 2>/dev/null | grep -x "Version: $MAX_VERSION" >/dev/null; then  # not -q: pipefail would see pip's SIGPIPE
   echo "build.sh: installing mojo==$MOJO_VERSION and max-mojo-libs==$MAX_VERSION into $venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "mojo==$MOJO_VERSION"

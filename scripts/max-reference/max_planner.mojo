@@ -28,8 +28,8 @@ comptime CHUNKS = (1, 2, 3, 4, 5, 6, 8, 16, 32, 64)
 comptime NUM_CHUNKS = 10
 comptime VERSION = "max-mojo-libs 26.7.0, mojo 1.2.0"
 
-# The paged cache is real, sized to the batch's pages, but capped: past 1 GiB of pages (and 2^24
-# lookup-table cells) logical pages share physical ones. The planner reads only the cache lengths.
+# The paged cache is real, its pages in one 1 GiB pool: past that (and past 2^24 lookup-table cells)
+# logical pages share physical ones. The planner reads only the cache lengths.
 comptime POOL_BYTES = 1 << 30
 comptime LUT_CELLS = 1 << 24
 comptime POISON = UInt32(0xA5A5A5A5)
@@ -78,7 +78,11 @@ struct DeviceBatch(Movable):
 
     # `shift_cache_lengths` is the planted defect of --bug off-by-one: sequence b is given the
     # cache length of b + 1.
-    def __init__(out self, ctx: DeviceContext, batch: Batch, shift_cache_lengths: Bool) raises:
+    # `pool`: the block pool every batch shares (POOL_BYTES); allocating it per batch cost more
+    # than the plan.
+    def __init__(
+        out self, ctx: DeviceContext, batch: Batch, pool: DeviceBuffer[CACHE_DTYPE], shift_cache_lengths: Bool
+    ) raises:
         var count = batch.batch_size()
         var p = batch.page_size
         self.page_size = p
@@ -97,7 +101,7 @@ struct DeviceBatch(Movable):
             self.max_cache = max(self.max_cache, batch.cache_lengths[b])
         self.pool_pages = max(1, min(total_pages, POOL_BYTES // (p * HEAD_BYTES)))
         self.lut_columns = max(1, min(widest, LUT_CELLS // max(1, count)))
-        self.blocks = ctx.enqueue_create_buffer[CACHE_DTYPE](self.pool_pages * p * 576)
+        self.blocks = pool
         self.cache_lengths = ctx.enqueue_create_buffer[DType.uint32](max(1, count))
         self.lookup_table = ctx.enqueue_create_buffer[DType.uint32](max(1, count) * self.lut_columns)
         self.input_row_offsets = ctx.enqueue_create_buffer[DType.uint32](count + 1)
@@ -211,6 +215,7 @@ def serve(ctx: DeviceContext, options: Options) raises:
     var out = AnswerWriter()
     var loaded = List[DeviceBatch]()
     var flush = ctx.enqueue_create_buffer[DType.uint8](FLUSH_BYTES)
+    var pool = ctx.enqueue_create_buffer[CACHE_DTYPE](POOL_BYTES // 2)
     var begin = 0
     var end = 0
     while reader.next_line(begin, end):
@@ -227,7 +232,7 @@ def serve(ctx: DeviceContext, options: Options) raises:
                     out.number(need)
                     out.end_line()
                     continue
-                var d = DeviceBatch(ctx, batch, options.off_by_one)
+                var d = DeviceBatch(ctx, batch, pool, options.off_by_one)
                 d.poison(ctx, not options.strict)
                 launch(ctx, d)
                 ctx.synchronize()
