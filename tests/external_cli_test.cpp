@@ -182,6 +182,7 @@ TEST_F(ExternalCli, BenchMaxNeedsACommandThatAnswers) {
             std::string::npos) << listed.err;
   const auto dead = run_cli("bench --max false --sizes 1 --kernels cpu --mode hot --max-time 0.01");
   EXPECT_EQ(dead.code, 0) << dead.err;  // the other rows are still measured
-  EXPECT_NE(dead.err.find("max: unavailable: external planner 'false' exited with status 1 before answering"),
-            std::string::npos) << dead.err;
+  // "before reading the request" or "before answering": which depends on how fast it exits.
+  EXPECT_NE(dead.err.find("max: unavailable: external planner 'false' exited with status 1 before "), std::string::npos)
+      << dead.err;
 }
