@@ -10,14 +10,17 @@
 # differences still there, and `bench` with the max row.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf]
 #   BUILD_DIR: default build; build it first with CUDA enabled
-#   all (default) runs everything; base all but MAX's steps; max only MAX's (each fits one 10-minute slot)
+#   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; perf the GPU
+#   tests, a memcheck sample, two back-to-back bench sweeps 1..4M compared row by row, and Nsight
+#   Compute on the fast kernel at B = 16,384 and 1M (each part fits one 10-minute slot)
 set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-[[ $part == all || $part == base || $part == max ]] || { echo "gpu-check: part '$part' is not all, base or max" >&2; exit 2; }
+[[ $part == all || $part == base || $part == max || $part == perf ]] ||
+  { echo "gpu-check: part '$part' is not all, base, max or perf" >&2; exit 2; }
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
@@ -151,6 +154,27 @@ max_differences_still_there() {
   return $rc
 }
 
+# Two identical sweeps, one after the other: the first's table, then how many rows agree within the
+# reported spread (scripts/compare_bench.py; 95% wanted).
+bench_sweeps() {
+  local args=(bench --sizes 1:4194304:x4 --kernels fast,graph,empty,copy --format md --no-progress)
+  "$exe" "${args[@]}" --json "$log_dir/bench-sweep-1.json" -o "$log_dir/bench-sweep-1.md" || return 1
+  "$exe" "${args[@]}" --json "$log_dir/bench-sweep-2.json" -o "$log_dir/bench-sweep-2.md" || return 1
+  cat "$log_dir/bench-sweep-1.md"
+  python3 "$source_dir/scripts/compare_bench.py" "$log_dir/bench-sweep-1.json" "$log_dir/bench-sweep-2.json"
+}
+
+# Nsight Compute on the fast kernel's first launch at two sizes: throughput, memory, stall reasons.
+ncu_fast() {
+  local b
+  for b in 16384 1048576; do
+    echo "== fast kernel, B = $b"
+    ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+      --section Occupancy --section LaunchStats -k regex:fast -c 2 \
+      "$exe" bench --sizes "$b" --kernels fast --mode hot --max-time 0.001 --min-samples 1 --input-sets 1 --no-progress || return 1
+  done
+}
+
 # A sample of every kernel path that stays quick under the sanitizers' instrumentation.
 sanitizer_filter='GpuDifferential.SanitizerSample:GpuDevicePlan.DecreasingOffsetsAreReported:GpuDevicePlan.OverflowIsReported:GpuPlanner.*'
 
@@ -159,7 +183,15 @@ cat "$log_dir/nvidia-smi.log"
 have_exe=1
 [[ -x $exe ]] || { have_exe=0; echo "gpu-check: $exe not built; skipping the steps that need it"; }
 skip() { summary+=("$(printf '%-34s SKIP          %s' "$1" "${2:-($exe not built)}")"); }
-if [[ $part != max ]]; then
+if [[ $part == perf ]]; then
+  step "GPU tests (ctest -L gpu)" ctest.log ctest --test-dir "$build_dir" -L gpu --output-on-failure
+  step "memcheck, both kernels" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$gpu_tests" --gtest_filter="$sanitizer_filter"
+  step "bench sweeps 1..4M, twice" bench-sweeps.log bench_sweeps
+  grep -E '^\||rows agree|^differ' "$log_dir/bench-sweeps.log" || true
+  step "Nsight Compute, fast kernel" ncu.log ncu_fast
+fi
+if [[ $part == all || $part == base ]]; then
 if ((have_exe)); then step "mlaplan --version" version.log "$exe" --version; else skip "mlaplan --version"; fi
 step "GPU tests (ctest -L gpu)" ctest.log ctest --test-dir "$build_dir" -L gpu --output-on-failure
 step "memcheck, both kernels" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 1 \
@@ -196,7 +228,7 @@ if ((have_exe)); then
 else skip "mlaplan bench (short)"; fi
 fi
 
-if [[ $part == base ]]; then
+if [[ $part == base || $part == perf ]]; then
   :
 elif ((have_exe)) && [[ -x $max_planner ]]; then
   step "MAX kernel, verify fuzz 100k" verify-max.log "$exe" verify --external "$max_planner" "${max_only[@]}" \

@@ -14,3 +14,7 @@ if(Python3_Interpreter_FOUND)
                    ${CMAKE_CURRENT_BINARY_DIR}/bench_sample.png)
   set_tests_properties(PlotBench.DrawsThePng PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+if(Python3_Interpreter_FOUND)
+  add_test(NAME CompareBench.AgreementWithinTheSpread
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/compare_bench_check.py ${PROJECT_SOURCE_DIR}/scripts/compare_bench.py)
+endif()

@@ -2,6 +2,7 @@
 // and the workload generator's guarantees.
 #include <gtest/gtest.h>
 
+#include "mlaplan/bench/bench_report.hpp"
 #include "mlaplan/bench/measurement.hpp"
 #include "mlaplan/bench/sample_stats.hpp"
 #include "mlaplan/bench/size_list.hpp"
@@ -106,4 +107,86 @@ TEST(BenchKernels, NamesRoundTrip) {
   for (Kernel k : all_kernels()) EXPECT_EQ(parse_kernels(to_string(k)), std::vector<Kernel>{k});
   EXPECT_EQ(parse_kernels("all").size(), all_kernels().size());
   EXPECT_THROW(parse_kernels("cpu,gpu"), InputError);
+}
+
+namespace {
+Measurement measured(double median_us) {
+  Measurement m;
+  m.stats.median = median_us;
+  m.stats.min = m.stats.max = median_us;
+  m.stats.samples = 10;
+  return m;
+}
+}  // namespace
+
+// The roofline: the empty launch of the row's mode (the empty graph for graph rows) plus the
+// tables' bytes at the write-only bandwidth, worked by hand for B = 1M, M = 16.
+TEST(BenchRoofline, EmptyLaunchPlusTheTablesAtTheWriteBandwidth) {
+  BenchReport report;
+  report.options.workload.max_chunks = 16;
+  report.empty_hot = measured(3.0);
+  report.empty_graph_hot = measured(2.5);
+  CopyMeasurement write;
+  write.bytes = 4e9;
+  write.time = measured(1e3);  // 4e9 bytes in 1 ms: 4000 GB/s
+  report.write = write;
+  const uint32_t B = 1u << 20;
+  for (Kernel k : {Kernel::fast, Kernel::graph, Kernel::cpu_fast}) {
+    BenchRow r;
+    r.size = B;
+    r.kernel = k;
+    r.mode = Mode::hot;
+    r.measurement = measured(50.0);
+    r.bytes = plan_bytes(B, 16);
+    report.rows.push_back(r);
+  }
+  derive_columns(report);
+  const double tables = 4.0 * (16.0 * (B + 1) + 16.0 * B + 16);  // 134,217,856 bytes
+  EXPECT_DOUBLE_EQ(table_bytes(B, 16), tables);
+  const double fast_roof = 3.0 + tables / 4000.0 / 1e3;  // 3 us + 33.55 us
+  ASSERT_TRUE(report.rows[0].roofline_us && report.rows[0].x_roofline);
+  EXPECT_NEAR(*report.rows[0].roofline_us, fast_roof, 1e-9);
+  EXPECT_NEAR(*report.rows[0].x_roofline, 50.0 / fast_roof, 1e-9);
+  EXPECT_NEAR(*report.rows[0].x_empty, 50.0 / 3.0, 1e-9);
+  // graph rows stand on the empty graph's replay.
+  EXPECT_NEAR(*report.rows[1].roofline_us, 2.5 + tables / 4000.0 / 1e3, 1e-9);
+  EXPECT_NEAR(*report.rows[1].x_empty, 50.0 / 2.5, 1e-9);
+  // A CPU planner has no GPU roofline.
+  EXPECT_FALSE(report.rows[2].roofline_us);
+  EXPECT_FALSE(report.rows[2].x_roofline);
+}
+
+TEST(BenchRoofline, NoWriteMeasurementNoRoofline) {
+  BenchReport report;
+  report.empty_hot = measured(3.0);
+  BenchRow r;
+  r.size = 1024;
+  r.kernel = Kernel::fast;
+  r.measurement = measured(5.0);
+  report.rows.push_back(r);
+  derive_columns(report);
+  EXPECT_TRUE(report.rows[0].x_empty);
+  EXPECT_FALSE(report.rows[0].x_roofline);
+}
+
+// Samples taken one at a time (interleaved with other kernels') stop by the same rule.
+TEST(BenchStats, ASeriesStopsByTheRuleOnItsOwnTime) {
+  StoppingRule rule;
+  rule.min_samples = 5;
+  rule.max_noise = 0.5;
+  rule.max_time_s = 100;
+  SampleSeries steady(rule, 3);
+  for (int i = 0; i < 4; ++i) steady.add(10.0, 0.001);
+  EXPECT_FALSE(steady.done()) << "fewer than min_samples";
+  steady.add(10.0, 0.001);
+  EXPECT_TRUE(steady.done());
+  EXPECT_EQ(steady.result().launches_per_sample, 3u);
+  EXPECT_DOUBLE_EQ(steady.result().stats.median, 10.0);
+  rule.max_noise = 0;  // never known well enough: only time stops it
+  rule.max_time_s = 0.01;
+  SampleSeries slow(rule, 1);
+  for (int i = 0; i < 20 && !slow.done(); ++i) slow.add(i, 0.004);
+  EXPECT_TRUE(slow.done());
+  EXPECT_EQ(slow.result().stats.samples, 5u) << "past the time, still the 5 samples a median needs";
+  EXPECT_NEAR(slow.result().elapsed_s, 0.02, 1e-12);
 }

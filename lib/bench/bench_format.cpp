@@ -23,7 +23,7 @@ std::string ratio(const std::optional<double>& x) {
 std::string percent(double x) { return fmt::format("{:.1f}%", 100.0 * x); }
 std::string gbps(double x) { return x < 10 ? fmt::format("{:.2f}", x) : fmt::format("{:.0f}", x); }
 
-const std::vector<std::string> kHeader = {"batch", "kernel", "mode", "median us", "spread (max-min)", "GB/s", "% copy", "x empty", "vs seed", "vs cpu+copy"};
+const std::vector<std::string> kHeader = {"batch", "kernel", "mode", "median us", "spread (max-min)", "GB/s", "% copy", "x empty", "x roofline", "vs seed", "vs cpu+copy"};
 
 std::vector<std::string> cells(const BenchRow& r) {
   return {std::to_string(r.size),
@@ -34,6 +34,7 @@ std::vector<std::string> cells(const BenchRow& r) {
           gbps(r.gbps),
           r.pct_copy ? fmt::format("{:.1f}%", *r.pct_copy) : "-",
           ratio(r.x_empty),
+          ratio(r.x_roofline),
           ratio(r.speedup_vs_seed),
           ratio(r.speedup_vs_cpu_copy)};
 }
@@ -56,9 +57,15 @@ std::vector<std::string> preamble(const BenchReport& r) {
                                 r.sm_mhz_after.value_or(0), r.sm_mhz_max.value_or(0)));
   if (r.empty_hot) lines.push_back(fmt::format("empty launch (hot): {} us median, spread {}", us(r.empty_hot->stats.median), percent(r.empty_hot->stats.spread())));
   if (r.empty_cold) lines.push_back(fmt::format("empty launch (cold): {} us median, spread {}", us(r.empty_cold->stats.median), percent(r.empty_cold->stats.spread())));
+  if (r.empty_graph_hot) lines.push_back(fmt::format("empty graph launch (hot): {} us median, spread {}", us(r.empty_graph_hot->stats.median), percent(r.empty_graph_hot->stats.spread())));
+  if (r.empty_graph_cold) lines.push_back(fmt::format("empty graph launch (cold): {} us median, spread {}", us(r.empty_graph_cold->stats.median), percent(r.empty_graph_cold->stats.spread())));
   if (r.copy)
     lines.push_back(fmt::format("device copy: {:.0f} GB/s (read + write, {:.0f} MiB each way, {} us median, spread {})", r.copy->gbps(),
                                 r.copy->bytes / 2 / (1 << 20), us(r.copy->time.stats.median), percent(r.copy->time.stats.spread())));
+  if (r.write)
+    lines.push_back(fmt::format("write-only: {:.0f} GB/s (memset of {:.0f} MiB, {} us median, spread {}); roofline = empty launch "
+                                "(the empty graph for graph) + the tables' bytes at this bandwidth",
+                                r.write->gbps(), r.write->bytes / (1 << 20), us(r.write->time.stats.median), percent(r.write->time.stats.spread())));
   if (!r.max_info.empty()) lines.push_back(fmt::format("max: {} (through {})", r.max_info, r.options.max_command));
   for (const Unavailable& u : r.unavailable) lines.push_back(fmt::format("{}: unavailable: {}", to_string(u.kernel), u.reason));
   return lines;
@@ -104,14 +111,14 @@ std::string format_bench_markdown(const BenchReport& report) {
 std::string format_bench_csv(const BenchReport& report) {
   std::string out =
       "batch_size,kernel,mode,median_us,min_us,max_us,p25_us,p75_us,spread,iqr,noise,samples,launches_per_sample,buffer_tokens,"
-      "padded_tokens,bytes,gbps,pct_copy,x_empty,speedup_vs_seed,speedup_vs_cpu_copy\n";
+      "padded_tokens,bytes,gbps,pct_copy,x_empty,roofline_us,x_roofline,speedup_vs_seed,speedup_vs_cpu_copy\n";
   auto opt = [](const std::optional<double>& x) { return x ? fmt::format("{:.6g}", *x) : std::string(); };
   for (const BenchRow& r : report.rows) {
     const SampleStats& s = r.measurement.stats;
-    out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{:.0f},{:.6g},{},{},{},{}\n", r.size,
+    out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{:.0f},{:.6g},{},{},{},{},{},{}\n", r.size,
                        to_string(r.kernel), to_string(r.mode), s.median, s.min, s.max, s.p25, s.p75, s.spread(), s.iqr(), s.noise, s.samples,
                        r.measurement.launches_per_sample, r.buffer_tokens, r.padded_tokens, r.bytes, r.gbps, opt(r.pct_copy),
-                       opt(r.x_empty), opt(r.speedup_vs_seed), opt(r.speedup_vs_cpu_copy));
+                       opt(r.x_empty), opt(r.roofline_us), opt(r.x_roofline), opt(r.speedup_vs_seed), opt(r.speedup_vs_cpu_copy));
   }
   return out;
 }
@@ -145,7 +152,10 @@ std::string format_bench_json(const BenchReport& report) {
   json limits = json::object();
   if (report.empty_hot) limits["empty"]["hot"] = stats(*report.empty_hot);
   if (report.empty_cold) limits["empty"]["cold"] = stats(*report.empty_cold);
+  if (report.empty_graph_hot) limits["empty_graph"]["hot"] = stats(*report.empty_graph_hot);
+  if (report.empty_graph_cold) limits["empty_graph"]["cold"] = stats(*report.empty_graph_cold);
   if (report.copy) limits["copy"] = {{"bytes", report.copy->bytes}, {"gbps", report.copy->gbps()}, {"time", stats(report.copy->time)}};
+  if (report.write) limits["write"] = {{"bytes", report.write->bytes}, {"gbps", report.write->gbps()}, {"time", stats(report.write->time)}};
   json unavailable = json::array();
   for (const Unavailable& u : report.unavailable) unavailable.push_back({{"kernel", to_string(u.kernel)}, {"reason", u.reason}});
   json rows = json::array();
@@ -158,6 +168,8 @@ std::string format_bench_json(const BenchReport& report) {
                 {"bytes", r.bytes},
                 {"gbps", r.gbps},
                 {"pct_copy", opt(r.pct_copy)},
+                {"roofline_us", opt(r.roofline_us)},
+                {"x_roofline", opt(r.x_roofline)},
                 {"x_empty", opt(r.x_empty)},
                 {"speedup_vs_seed", opt(r.speedup_vs_seed)},
                 {"speedup_vs_cpu_copy", opt(r.speedup_vs_cpu_copy)}};

@@ -1,6 +1,7 @@
 // The bench loop: limits first, then every size, kernel and mode, then the derived columns.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "mlaplan/bench/bench_report.hpp"
@@ -29,20 +30,27 @@ const BenchRow* find_row(const std::vector<BenchRow>& rows, uint32_t size, Kerne
   return nullptr;
 }
 
-void derive(BenchReport& report) {
+}  // namespace
+
+void derive_columns(BenchReport& report) {
   for (BenchRow& r : report.rows) {
     const double median = r.measurement.stats.median;
     if (median <= 0) continue;
     r.gbps = r.bytes / median / 1e3;
     if (report.copy && gpu_resident(r.kernel) && report.copy->gbps() > 0) r.pct_copy = 100.0 * r.gbps / report.copy->gbps();
-    const auto& empty = r.mode == Mode::hot ? report.empty_hot : report.empty_cold;
+    // A graph launch's floor is an empty graph's replay, not an empty kernel's launch.
+    const bool graph = r.kernel == Kernel::graph && (r.mode == Mode::hot ? report.empty_graph_hot : report.empty_graph_cold);
+    const auto& empty = graph ? (r.mode == Mode::hot ? report.empty_graph_hot : report.empty_graph_cold)
+                              : (r.mode == Mode::hot ? report.empty_hot : report.empty_cold);
     if (empty && empty->stats.median > 0) r.x_empty = median / empty->stats.median;
+    if (empty && gpu_resident(r.kernel) && report.write && report.write->gbps() > 0) {
+      r.roofline_us = empty->stats.median + table_bytes(r.size, report.options.workload.max_chunks) / report.write->gbps() / 1e3;
+      r.x_roofline = median / *r.roofline_us;
+    }
     if (const BenchRow* seed = find_row(report.rows, r.size, Kernel::seed, r.mode)) r.speedup_vs_seed = seed->measurement.stats.median / median;
     if (const BenchRow* cc = find_row(report.rows, r.size, Kernel::cpu_copy, r.mode)) r.speedup_vs_cpu_copy = cc->measurement.stats.median / median;
   }
 }
-
-}  // namespace
 
 BenchReport run_bench(const BenchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
@@ -97,12 +105,14 @@ BenchReport run_bench(const BenchOptions& o) {
       say(fmt::format("empty launch ({})", to_string(m)));
       auto scope = timer.phase(fmt::format("empty {}", to_string(m)));
       (m == Mode::hot ? report.empty_hot : report.empty_cold) = gpu->measure_empty(m, o.rule);
+      (m == Mode::hot ? report.empty_graph_hot : report.empty_graph_cold) = gpu->measure_empty_graph(m, o.rule);
     }
   }
   if (runnable(Kernel::copy)) {
     say("device-to-device copy");
     auto scope = timer.phase("copy");
     report.copy = gpu->measure_copy(o.rule);
+    report.write = gpu->measure_write(o.rule);
   }
 
   for (uint32_t size : o.sizes) {
@@ -121,22 +131,52 @@ BenchReport run_bench(const BenchOptions& o) {
       auto scope = timer.phase("reference");
       for (const Batch& b : sets) references.push_back(plan_reference(b));
     }
+    // The GPU planners' samples are interleaved (one measurement per mode for all of them); max
+    // and the CPU planners are measured one after another.
+    std::vector<Kernel> interleaved;
+    for (Kernel k : o.kernels)
+      if (!is_limit(k) && runnable(k) && on_gpu(k) && k != Kernel::max) interleaved.push_back(k);
+    std::vector<BenchRow> measured;
+    auto row_for = [&](Kernel k, Mode m) {
+      BenchRow row;
+      row.size = size;
+      row.kernel = k;
+      row.mode = m;
+      row.buffer_tokens = sets[0].buffer_token_size;
+      row.padded_tokens = plan_shape(sets[0]).padded_tokens;
+      row.bytes = plan_bytes(size, o.workload.max_chunks);
+      return row;
+    };
+    for (Mode m : o.modes) {
+      if (interleaved.empty() || report.interrupted) break;
+      std::string names;
+      for (Kernel k : interleaved) names += (names.empty() ? "" : ", ") + std::string(to_string(k));
+      say(fmt::format("batch {}: {} ({}, interleaved)", size, names, to_string(m)));
+      auto scope = timer.phase(fmt::format("gpu {}", to_string(m)));
+      const std::vector<Measurement> ms = gpu->measure(interleaved, sets, references, m, o.rule);
+      if (stop_requested()) {  // cut short: none of them is finished
+        report.interrupted = true;
+        break;
+      }
+      for (size_t i = 0; i < interleaved.size(); ++i) {
+        BenchRow row = row_for(interleaved[i], m);
+        row.measurement = ms[i];
+        measured.push_back(std::move(row));
+      }
+    }
     for (Kernel k : o.kernels) {
       if (report.interrupted) break;
       if (is_limit(k) || !runnable(k)) continue;
       for (Mode m : o.modes) {
+        if (std::find(interleaved.begin(), interleaved.end(), k) != interleaved.end()) {
+          for (BenchRow& r : measured)
+            if (r.kernel == k && r.mode == m) report.rows.push_back(std::move(r));
+          continue;
+        }
         say(fmt::format("batch {}: {} ({})", size, to_string(k), to_string(m)));
         auto scope = timer.phase(fmt::format("{} {}", to_string(k), to_string(m)));
-        BenchRow row;
-        row.size = size;
-        row.kernel = k;
-        row.mode = m;
-        row.buffer_tokens = sets[0].buffer_token_size;
-        row.padded_tokens = plan_shape(sets[0]).padded_tokens;
-        row.bytes = plan_bytes(size, o.workload.max_chunks);
-        row.measurement = k == Kernel::max ? max->measure(sets, references, m, o.rule)
-                          : on_gpu(k)      ? gpu->measure(k, sets, references, m, o.rule)
-                                           : measure_cpu(k, sets, references, m, o.rule);
+        BenchRow row = row_for(k, m);
+        row.measurement = k == Kernel::max ? max->measure(sets, references, m, o.rule) : measure_cpu(k, sets, references, m, o.rule);
         if (stop_requested()) {  // the measurement was cut short: keep only the finished rows
           report.interrupted = true;
           break;
@@ -150,7 +190,7 @@ BenchReport run_bench(const BenchOptions& o) {
     auto scope = timer.phase("clock after");
     report.sm_mhz_after = gpu->sm_clock_mhz();
   }
-  derive(report);
+  derive_columns(report);
   report.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

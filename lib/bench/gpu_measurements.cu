@@ -15,6 +15,7 @@
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/gpu_planner.hpp"
 #include "mlaplan/phase_timer.hpp"
+#include "mlaplan/stop_request.hpp"
 #include "sm_clock.cuh"
 
 namespace mlaplan::bench {
@@ -135,91 +136,200 @@ class CudaGpuBench final : public GpuBench {
     return c;
   }
 
-  Measurement measure(Kernel kernel, const std::vector<Batch>& sets, const std::vector<PlanTables>& references, Mode mode,
-                      const StoppingRule& rule) override {
+  CopyMeasurement measure_write(const StoppingRule& rule) override {
+    DeviceArray<unsigned char> dst(kCopyBytes);
+    CopyMeasurement c;
+    c.bytes = static_cast<double>(kCopyBytes);
+    unsigned char value = 0;
+    c.time = time_launches(Mode::hot, rule, [&](size_t) {
+      cuda_check(cudaMemsetAsync(dst.ptr, ++value, kCopyBytes, stream_), "device memset");
+    });
+    return c;
+  }
+
+  Measurement measure_empty_graph(Mode mode, const StoppingRule& rule) override {
+    cudaGraph_t graph = nullptr;
+    cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting graph capture");
+    empty_kernel<<<1, 1, 0, stream_>>>();
+    const cudaError_t launched = cudaGetLastError();
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    cuda_check(launched, "capturing the empty kernel");
+    cuda_check(ended, "ending graph capture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    cuda_check(inst, "instantiating the empty graph");
+    struct ExecGuard {
+      cudaGraphExec_t e;
+      ~ExecGuard() { cudaGraphExecDestroy(e); }
+    } guard{exec};
+    return time_launches(mode, rule, [&](size_t) { cuda_check(cudaGraphLaunch(exec, stream_), "launching the empty graph"); });
+  }
+
+  std::vector<Measurement> measure(const std::vector<Kernel>& kernels, const std::vector<Batch>& sets,
+                                   const std::vector<PlanTables>& references, Mode mode, const StoppingRule& rule) override {
     PhaseTimer timer;
-    std::vector<DeviceSet> dev;
+    std::vector<DeviceSet> dev;  // shared by every kernel: each writes the same tables
     {
       auto scope = timer.phase("copy in");
       for (const Batch& b : sets) dev.emplace_back(b);
     }
-    const uint32_t B = sets[0].batch_size(), M = sets[0].max_chunks;
-    const GpuKernel gk = gpu_kernel_of(kernel);
-    const size_t ws_bytes = kernel == Kernel::cpu_copy ? 0 : plan_workspace_bytes(B, M, gk);
-    DeviceArray<unsigned char> workspace(ws_bytes);
-    if (ws_bytes) cuda_check(cudaMemset(workspace.ptr, 0, ws_bytes), "zeroing the workspace");
-
-    // cpu+copy: one set of pinned staging buffers, as an engine keeps them, and a reused host batch.
-    PinnedArray<uint32_t> h_offsets(size_t{B} + 1), h_cache(B), h_rows(size_t{M} * (B + size_t{1})), h_co(size_t{M} * B);
-    PinnedArray<int32_t> h_lengths(M);
-    Batch host = sets[0];
-    std::vector<uint32_t> scratch;
-
-    std::vector<cudaGraphExec_t> graphs;
-    struct GraphGuard {
-      std::vector<cudaGraphExec_t>& g;
-      ~GraphGuard() {
-        for (auto e : g) cudaGraphExecDestroy(e);
-      }
-    } guard{graphs};
-    if (kernel == Kernel::graph) {
-      auto scope = timer.phase("capture");
-      for (DeviceSet& d : dev) {
-        cudaGraph_t graph = nullptr;
-        cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting graph capture");
-        const cudaError_t launched = plan_on_device(d.args, workspace.ptr, ws_bytes, stream_, GpuKernel::fast);
-        const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-        cuda_check(launched, "capturing plan_on_device");
-        cuda_check(ended, "ending graph capture");
-        cudaGraphExec_t exec = nullptr;
-        const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-        cudaGraphDestroy(graph);
-        cuda_check(inst, "instantiating the graph");
-        graphs.push_back(exec);
-      }
-    }
-
-    auto launch = [&](size_t i) {
-      DeviceSet& d = dev[i];
-      if (kernel == Kernel::graph) {
-        cuda_check(cudaGraphLaunch(graphs[i], stream_), "launching the graph");
-      } else if (kernel == Kernel::cpu_copy) {
-        // The vLLM way: lengths to the host, plan there, tables back through pinned memory.
-        cuda_check(cudaMemcpyAsync(h_offsets.ptr, d.offsets.ptr, d.offsets.bytes(), cudaMemcpyDeviceToHost, stream_), "copy to host");
-        if (B) cuda_check(cudaMemcpyAsync(h_cache.ptr, d.cache_lengths.ptr, d.cache_lengths.bytes(), cudaMemcpyDeviceToHost, stream_), "copy to host");
-        cuda_check(cudaStreamSynchronize(stream_), "waiting for the copy to host");
-        host.input_row_offsets.assign(h_offsets.ptr, h_offsets.ptr + B + 1);
-        host.cache_lengths.assign(h_cache.ptr, h_cache.ptr + B);
-        plan_fast_cpu_into(host, {h_rows.ptr, h_co.ptr, h_lengths.ptr}, scratch);
-        cuda_check(cudaMemcpyAsync(d.row_offsets.ptr, h_rows.ptr, d.row_offsets.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
-        if (B) cuda_check(cudaMemcpyAsync(d.cache_offsets.ptr, h_co.ptr, d.cache_offsets.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
-        cuda_check(cudaMemcpyAsync(d.lengths.ptr, h_lengths.ptr, d.lengths.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
-      } else {
-        cuda_check(plan_on_device(d.args, workspace.ptr, ws_bytes, stream_, gk), "plan_on_device");
-      }
-    };
-
+    std::vector<std::unique_ptr<Rig>> rigs;
     {
       auto scope = timer.phase("check");
-      for (size_t i = 0; i < dev.size(); ++i) {
-        dev[i].poison(stream_);
-        launch(i);
-        cuda_check(cudaStreamSynchronize(stream_), "running the planner");
-        if (kernel != Kernel::cpu_copy) {
-          DevicePlanStatus status{};
-          cuda_check(cudaMemcpy(&status, dev[i].status.ptr, sizeof status, cudaMemcpyDeviceToHost), "reading the plan status");
-          if (status.code != kPlanOk)
-            throw PlanMismatch(fmt::format("bench: the {} kernel refused batch size {} (input set {}) with status {} though the reference planned it",
-                                           to_string(kernel), B, i, status.code));
-        }
-        require_same_plan(references[i], dev[i].download(B, M), kernel, B, i);
+      for (Kernel k : kernels) {
+        rigs.push_back(std::make_unique<Rig>(k, sets[0], dev, stream_));
+        rigs.back()->check(references);
       }
     }
     auto scope = timer.phase("measure");
-    return time_launches(mode, rule, [&](size_t r) { launch(r % dev.size()); });
+    return time_interleaved(mode, rule, rigs);
   }
 
  private:
+  // What one planner needs to launch over the shared input sets: its workspace, its graphs (graph),
+  // its pinned staging buffers (cpu+copy).
+  class Rig {
+   public:
+    Rig(Kernel kernel, const Batch& shape, std::vector<DeviceSet>& dev, cudaStream_t stream)
+        : kernel_(kernel),
+          dev_(dev),
+          stream_(stream),
+          B_(shape.batch_size()),
+          M_(shape.max_chunks),
+          gk_(gpu_kernel_of(kernel)),
+          ws_bytes_(kernel == Kernel::cpu_copy ? 0 : plan_workspace_bytes(B_, M_, gk_)),
+          workspace_(ws_bytes_),
+          h_offsets_(kernel == Kernel::cpu_copy ? size_t{B_} + 1 : 0),
+          h_cache_(kernel == Kernel::cpu_copy ? B_ : 0),
+          h_rows_(kernel == Kernel::cpu_copy ? size_t{M_} * (B_ + size_t{1}) : 0),
+          h_co_(kernel == Kernel::cpu_copy ? size_t{M_} * B_ : 0),
+          h_lengths_(kernel == Kernel::cpu_copy ? M_ : 0),
+          host_(shape) {
+      if (ws_bytes_) cuda_check(cudaMemset(workspace_.ptr, 0, ws_bytes_), "zeroing the workspace");
+      if (kernel == Kernel::graph) {
+        for (DeviceSet& d : dev_) {
+          cudaGraph_t graph = nullptr;
+          cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting graph capture");
+          const cudaError_t launched = plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, GpuKernel::fast);
+          const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+          cuda_check(launched, "capturing plan_on_device");
+          cuda_check(ended, "ending graph capture");
+          cudaGraphExec_t exec = nullptr;
+          const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+          cudaGraphDestroy(graph);
+          cuda_check(inst, "instantiating the graph");
+          graphs_.push_back(exec);
+        }
+      }
+    }
+    ~Rig() {
+      for (auto e : graphs_) cudaGraphExecDestroy(e);
+    }
+    Rig(const Rig&) = delete;
+    Rig& operator=(const Rig&) = delete;
+
+    Kernel kernel() const { return kernel_; }
+    size_t sets() const { return dev_.size(); }
+
+    void launch(size_t i) {
+      DeviceSet& d = dev_[i];
+      if (kernel_ == Kernel::graph) {
+        cuda_check(cudaGraphLaunch(graphs_[i], stream_), "launching the graph");
+      } else if (kernel_ == Kernel::cpu_copy) {
+        // The vLLM way: lengths to the host, plan there, tables back through pinned memory.
+        cuda_check(cudaMemcpyAsync(h_offsets_.ptr, d.offsets.ptr, d.offsets.bytes(), cudaMemcpyDeviceToHost, stream_), "copy to host");
+        if (B_) cuda_check(cudaMemcpyAsync(h_cache_.ptr, d.cache_lengths.ptr, d.cache_lengths.bytes(), cudaMemcpyDeviceToHost, stream_), "copy to host");
+        cuda_check(cudaStreamSynchronize(stream_), "waiting for the copy to host");
+        host_.input_row_offsets.assign(h_offsets_.ptr, h_offsets_.ptr + B_ + 1);
+        host_.cache_lengths.assign(h_cache_.ptr, h_cache_.ptr + B_);
+        plan_fast_cpu_into(host_, {h_rows_.ptr, h_co_.ptr, h_lengths_.ptr}, scratch_);
+        cuda_check(cudaMemcpyAsync(d.row_offsets.ptr, h_rows_.ptr, d.row_offsets.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
+        if (B_) cuda_check(cudaMemcpyAsync(d.cache_offsets.ptr, h_co_.ptr, d.cache_offsets.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
+        cuda_check(cudaMemcpyAsync(d.lengths.ptr, h_lengths_.ptr, d.lengths.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
+      } else {
+        cuda_check(plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, gk_), "plan_on_device");
+      }
+    }
+
+    // Every input set's plan equals the reference (the tables poisoned first) and its status is ok.
+    void check(const std::vector<PlanTables>& references) {
+      for (size_t i = 0; i < dev_.size(); ++i) {
+        dev_[i].poison(stream_);
+        launch(i);
+        cuda_check(cudaStreamSynchronize(stream_), "running the planner");
+        if (kernel_ != Kernel::cpu_copy) {
+          DevicePlanStatus status{};
+          cuda_check(cudaMemcpy(&status, dev_[i].status.ptr, sizeof status, cudaMemcpyDeviceToHost), "reading the plan status");
+          if (status.code != kPlanOk)
+            throw PlanMismatch(fmt::format("bench: the {} kernel refused batch size {} (input set {}) with status {} though the reference planned it",
+                                           to_string(kernel_), B_, i, status.code));
+        }
+        require_same_plan(references[i], dev_[i].download(B_, M_), kernel_, B_, i);
+      }
+    }
+
+   private:
+    Kernel kernel_;
+    std::vector<DeviceSet>& dev_;
+    cudaStream_t stream_;
+    uint32_t B_, M_;
+    GpuKernel gk_;
+    size_t ws_bytes_;
+    DeviceArray<unsigned char> workspace_;
+    std::vector<cudaGraphExec_t> graphs_;
+    PinnedArray<uint32_t> h_offsets_, h_cache_, h_rows_, h_co_;
+    PinnedArray<int32_t> h_lengths_;
+    Batch host_;
+    std::vector<uint32_t> scratch_;
+  };
+
+  // Samples several planners in turn, one sample each per round, so that clock or thermal drift
+  // during the measurement hits them alike; each stops on its own by the rule. Hot: a batch of
+  // back-to-back launches between two events, sized from one timed launch; cold: L2 flushed, then
+  // events around a single launch. Each launch rotates over the input sets.
+  std::vector<Measurement> time_interleaved(Mode mode, const StoppingRule& rule, std::vector<std::unique_ptr<Rig>>& rigs) {
+    CudaTimer timer;
+    std::vector<size_t> counter(rigs.size(), 0), repeat(rigs.size(), 1);
+    std::vector<SampleSeries> series;
+    for (size_t r = 0; r < rigs.size(); ++r) {
+      // An untimed warm-up first (a kernel's first launch loads its module), then one timed launch.
+      rigs[r]->launch(counter[r]++ % rigs[r]->sets());
+      cuda_check(cudaStreamSynchronize(stream_), "warm-up launch");
+      timer.start(stream_);
+      rigs[r]->launch(counter[r]++ % rigs[r]->sets());
+      timer.stop(stream_);
+      const double one = std::max(0.5, timer.elapsed_us());
+      if (mode == Mode::hot) repeat[r] = static_cast<size_t>(std::clamp(kHotBatchUs / one, 1.0, static_cast<double>(kMaxHotBatch)));
+      series.emplace_back(rule, repeat[r]);
+    }
+    const auto begun = std::chrono::steady_clock::now();
+    double gpu_us = 0;
+    std::unique_ptr<L2Flush> l2;
+    if (mode == Mode::cold) l2 = std::make_unique<L2Flush>();
+    for (bool pending = true; pending && !stop_requested();) {
+      pending = false;
+      for (size_t r = 0; r < rigs.size(); ++r) {
+        if (series[r].done()) continue;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (l2) l2->flush(stream_);
+        timer.start(stream_);
+        for (size_t k = 0; k < repeat[r]; ++k) rigs[r]->launch(counter[r]++ % rigs[r]->sets());
+        timer.stop(stream_);
+        const double us = timer.elapsed_us();
+        gpu_us += us;
+        series[r].add(us / static_cast<double>(repeat[r]),
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        pending = pending || !series[r].done();
+      }
+    }
+    PhaseTimer trace_only;
+    trace_only.add(fmt::format("timed on the GPU ({} planners interleaved)", rigs.size()), gpu_us, begun);
+    std::vector<Measurement> out;
+    for (const SampleSeries& s : series) out.push_back(s.result());
+    return out;
+  }
+
   // Hot: a batch of back-to-back launches between two events, sized from one timed launch.
   // Cold: L2 flushed, then events around a single launch.
   template <class Launch>

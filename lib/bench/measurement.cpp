@@ -63,19 +63,28 @@ bool gpu_resident(Kernel k) { return k == Kernel::seed || k == Kernel::fast || k
 
 const char* to_string(Mode m) { return m == Mode::hot ? "hot" : "cold"; }
 
-Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std::function<double()>& sample) {
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<double> samples;
-  double elapsed = 0;
-  do {
-    samples.push_back(sample());
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  } while (!should_stop(rule, samples, elapsed) && !stop_requested());  // Ctrl-C: the caller drops this one
+void SampleSeries::add(double us_per_launch, double seconds) {
+  samples_.push_back(us_per_launch);
+  elapsed_s_ += seconds;
+  done_ = should_stop(rule_, samples_, elapsed_s_);
+}
+
+Measurement SampleSeries::result() const {
   Measurement m;
-  m.stats = summarize(std::move(samples));
-  m.launches_per_sample = per_sample;
-  m.elapsed_s = elapsed;
+  m.stats = summarize(samples_);
+  m.launches_per_sample = per_sample_;
+  m.elapsed_s = elapsed_s_;
   return m;
+}
+
+Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std::function<double()>& sample) {
+  SampleSeries series(rule, per_sample);
+  do {
+    const auto start = std::chrono::steady_clock::now();
+    const double us = sample();
+    series.add(us, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  } while (!series.done() && !stop_requested());  // Ctrl-C: the caller drops this one
+  return series.result();
 }
 
 void require_same_plan(const PlanTables& reference, const PlanTables& actual, Kernel kernel, size_t batch_size, size_t set) {
@@ -85,10 +94,8 @@ void require_same_plan(const PlanTables& reference, const PlanTables& actual, Ke
                                    to_string(kernel), batch_size, set, d.describe()));
 }
 
-double plan_bytes(size_t b, size_t m) {
-  const double inputs = 4.0 * static_cast<double>((b + 1) + b);
-  const double tables = 4.0 * static_cast<double>(m * (b + 1) + m * b + m);
-  return inputs + tables;
-}
+double table_bytes(size_t b, size_t m) { return 4.0 * static_cast<double>(m * (b + 1) + m * b + m); }
+
+double plan_bytes(size_t b, size_t m) { return 4.0 * static_cast<double>((b + 1) + b) + table_bytes(b, m); }
 
 }  // namespace mlaplan::bench

@@ -34,7 +34,9 @@ struct BenchRow {
   double bytes = 0;             // minimal bytes moved (plan_bytes)
   double gbps = 0;              // bytes / median
   std::optional<double> pct_copy;            // gbps / measured copy bandwidth (GPU-resident kernels)
-  std::optional<double> x_empty;             // median / empty-launch median (same mode)
+  std::optional<double> x_empty;             // median / empty-launch median (same mode; the empty graph for graph)
+  std::optional<double> roofline_us;         // that floor + the tables' bytes at the write-only bandwidth
+  std::optional<double> x_roofline;          // median / roofline_us
   std::optional<double> speedup_vs_seed;     // seed median / median (same size and mode)
   std::optional<double> speedup_vs_cpu_copy; // cpu+copy median / median
 };
@@ -49,7 +51,9 @@ struct BenchReport {
   std::string host_device;  // the GPU's name, or "none"
   std::string max_info;     // what the max row's program says of itself (its MAX version, instantiations)
   std::optional<Measurement> empty_hot, empty_cold;
+  std::optional<Measurement> empty_graph_hot, empty_graph_cold;  // an empty kernel replayed from a CUDA graph
   std::optional<CopyMeasurement> copy;
+  std::optional<CopyMeasurement> write;  // a memset: the write-only bandwidth
   std::optional<double> sm_mhz_before, sm_mhz_after, sm_mhz_max;
   std::vector<Unavailable> unavailable;
   std::vector<BenchRow> rows;
@@ -60,5 +64,10 @@ struct BenchReport {
 // Measures every requested kernel at every size and mode. Throws PlanMismatch when a planner
 // disagrees with the reference, InputError for an impossible workload.
 BenchReport run_bench(const BenchOptions& options);
+
+// Fills each row's derived columns from its median and the report's limits: GB/s, % copy, x empty,
+// the roofline (the empty launch of the row's mode, the empty graph for graph rows, plus the tables'
+// bytes at the write-only bandwidth) and x roofline, vs seed and vs cpu+copy. run_bench calls it.
+void derive_columns(BenchReport& report);
 
 }  // namespace mlaplan::bench

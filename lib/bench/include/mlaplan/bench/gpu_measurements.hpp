@@ -11,6 +11,7 @@
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/bench/measurement.hpp"
+#include "mlaplan/plan_tables.hpp"
 
 namespace mlaplan::bench {
 
@@ -31,11 +32,16 @@ class GpuBench {
   // Why `kernel` cannot be measured on this build and device, or nothing.
   virtual std::optional<std::string> unavailable(Kernel kernel) const = 0;
   virtual Measurement measure_empty(Mode mode, const StoppingRule& rule) = 0;
+  // An empty kernel captured in a CUDA graph and replayed: the floor of the `graph` rows.
+  virtual Measurement measure_empty_graph(Mode mode, const StoppingRule& rule) = 0;
   virtual CopyMeasurement measure_copy(const StoppingRule& rule) = 0;
-  // Checks the plan of every input set against `references` (PlanMismatch), then times it,
-  // rotating among the sets (inputs and tables each have one device copy per set).
-  virtual Measurement measure(Kernel kernel, const std::vector<Batch>& sets, const std::vector<PlanTables>& references,
-                              Mode mode, const StoppingRule& rule) = 0;
+  // A 1 GiB memset: the write-only bandwidth, the ceiling of a planner that only writes its tables.
+  virtual CopyMeasurement measure_write(const StoppingRule& rule) = 0;
+  // Checks each kernel's plan of every input set against `references` (PlanMismatch), then times
+  // the kernels with their samples interleaved, rotating among the sets (one device copy of the
+  // inputs and tables per set, shared by the kernels). One measurement per kernel, in order.
+  virtual std::vector<Measurement> measure(const std::vector<Kernel>& kernels, const std::vector<Batch>& sets,
+                                           const std::vector<PlanTables>& references, Mode mode, const StoppingRule& rule) = 0;
 };
 
 // The GPU bench for the first usable device, or nothing with `why` saying what is missing.

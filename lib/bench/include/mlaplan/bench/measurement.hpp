@@ -33,6 +33,24 @@ struct Measurement {
   double elapsed_s = 0;          // wall time spent measuring
 };
 
+// One measurement's samples, added one at a time so that several kernels' samples can be taken in
+// turn (interleaved, so clock drift hits them alike); `done` once the rule says stop. The time limit
+// counts the seconds spent in this measurement's own samples.
+class SampleSeries {
+ public:
+  SampleSeries(const StoppingRule& rule, size_t per_sample) : rule_(rule), per_sample_(per_sample) {}
+  void add(double us_per_launch, double seconds);
+  bool done() const { return done_; }
+  Measurement result() const;
+
+ private:
+  StoppingRule rule_;
+  size_t per_sample_;
+  std::vector<double> samples_;
+  double elapsed_s_ = 0;
+  bool done_ = false;
+};
+
 // Collects samples from `sample` (microseconds per launch, `per_sample` launches each) until the
 // rule says stop.
 Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std::function<double()>& sample);
@@ -48,5 +66,7 @@ void require_same_plan(const PlanTables& reference, const PlanTables& actual, Ke
 
 // Minimal bytes a plan must move: inputs read once, tables written once.
 double plan_bytes(size_t batch_size, size_t max_chunks);
+// The bytes of the three tables alone: what a planner must write whatever it reads.
+double table_bytes(size_t batch_size, size_t max_chunks);
 
 }  // namespace mlaplan::bench

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Do two `mlaplan bench` runs agree? For each row (batch size, kernel, mode) in both JSON reports,
+the medians agree when they differ by no more than the wider of the two reported spreads
+((max - min) / median, times the median). Prints the rows that disagree and the share that agree;
+exits 1 when that share is under --min-agree (default 95%).
+
+    scripts/compare_bench.py run1.json run2.json [--kernels seed,fast,graph] [--min-agree 95]
+"""
+import argparse
+import json
+import sys
+
+
+def rows(path):
+    with open(path) as f:
+        doc = json.load(f)
+    return {(r["batch_size"], r["kernel"], r["mode"]): r for r in doc["rows"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("first")
+    parser.add_argument("second")
+    parser.add_argument("--kernels", help="comma-separated: compare only these kernels' rows")
+    parser.add_argument("--min-agree", type=float, default=95.0, help="percent of rows that must agree (95)")
+    args = parser.parse_args()
+    a, b = rows(args.first), rows(args.second)
+    wanted = set(args.kernels.split(",")) if args.kernels else None
+    keys = sorted(k for k in a.keys() & b.keys() if wanted is None or k[1] in wanted)
+    if not keys:
+        print("compare_bench: the two reports share no rows", file=sys.stderr)
+        return 2
+    agree = 0
+    for key in keys:
+        x, y = a[key], b[key]
+        gap = abs(x["median_us"] - y["median_us"])
+        allowed = max(x["spread"] * x["median_us"], y["spread"] * y["median_us"])
+        if gap <= allowed:
+            agree += 1
+        else:
+            print(f"differ: B={key[0]} {key[1]} {key[2]}: {x['median_us']:.4g} vs {y['median_us']:.4g} us "
+                  f"(gap {100 * gap / x['median_us']:.1f}%, spreads {100 * x['spread']:.1f}% / {100 * y['spread']:.1f}%)")
+    share = 100.0 * agree / len(keys)
+    print(f"{agree} of {len(keys)} rows agree within the reported spread ({share:.1f}%; at least {args.min_agree:g}% wanted)")
+    return 0 if share >= args.min_agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

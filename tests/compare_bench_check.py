@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""scripts/compare_bench.py on hand-made reports: rows agree when their medians differ by no more
+than the wider reported spread; the exit status follows --min-agree."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+script = sys.argv[1]
+
+
+def report(rows):
+    return {"rows": [{"batch_size": b, "kernel": k, "mode": m, "median_us": med, "spread": sp} for b, k, m, med, sp in rows]}
+
+
+def run(a, b, *extra):
+    with tempfile.TemporaryDirectory() as d:
+        pa, pb = os.path.join(d, "a.json"), os.path.join(d, "b.json")
+        json.dump(report(a), open(pa, "w"))
+        json.dump(report(b), open(pb, "w"))
+        r = subprocess.run([sys.executable, script, pa, pb, *extra], capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr
+
+
+first = [(1, "fast", "hot", 10.0, 0.10), (2, "fast", "hot", 20.0, 0.05), (3, "seed", "hot", 5.0, 0.0)]
+second = [(1, "fast", "hot", 10.9, 0.02), (2, "fast", "hot", 22.0, 0.05), (3, "seed", "hot", 5.0, 0.0), (4, "x", "hot", 1, 0)]
+code, out = run(first, second)
+# 10 vs 10.9 is inside the wider spread (10%); 20 vs 22 (10%) is outside both 5% spreads.
+assert code == 1, out
+assert "differ: B=2 fast hot: 20 vs 22 us" in out, out
+assert "2 of 3 rows agree" in out, out
+code, out = run(first, second, "--min-agree", "60")
+assert code == 0, out
+code, out = run(first, second, "--kernels", "seed")
+assert code == 0 and "1 of 1 rows agree" in out, out
+code, out = run(first, [(9, "fast", "hot", 1.0, 0.0)])
+assert code == 2 and "share no rows" in out, out
+print("compare_bench: 4 checks passed")
