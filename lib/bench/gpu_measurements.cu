@@ -99,6 +99,22 @@ struct DeviceSet {
 
 GpuKernel gpu_kernel_of(Kernel k) { return k == Kernel::seed ? GpuKernel::seed : GpuKernel::fast; }
 
+// Captures what `enqueue` puts on `stream` (it returns the launch's error) and instantiates it.
+template <class Enqueue>
+cudaGraphExec_t capture_graph(cudaStream_t stream, Enqueue&& enqueue, const char* what) {
+  cudaGraph_t graph = nullptr;
+  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "starting graph capture");
+  const cudaError_t launched = enqueue();
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  cuda_check(launched, what);
+  cuda_check(ended, "ending graph capture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  cuda_check(inst, "instantiating the graph");
+  return exec;
+}
+
 class CudaGpuBench final : public GpuBench {
  public:
   explicit CudaGpuBench(std::string name) : name_(std::move(name)) {
@@ -148,17 +164,10 @@ class CudaGpuBench final : public GpuBench {
   }
 
   Measurement measure_empty_graph(Mode mode, const StoppingRule& rule) override {
-    cudaGraph_t graph = nullptr;
-    cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting graph capture");
-    empty_kernel<<<1, 1, 0, stream_>>>();
-    const cudaError_t launched = cudaGetLastError();
-    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-    cuda_check(launched, "capturing the empty kernel");
-    cuda_check(ended, "ending graph capture");
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    cuda_check(inst, "instantiating the empty graph");
+    const cudaGraphExec_t exec = capture_graph(stream_, [this] {
+      empty_kernel<<<1, 1, 0, stream_>>>();
+      return cudaGetLastError();
+    }, "capturing the empty kernel");
     struct ExecGuard {
       cudaGraphExec_t e;
       ~ExecGuard() { cudaGraphExecDestroy(e); }
@@ -209,17 +218,9 @@ class CudaGpuBench final : public GpuBench {
       if (ws_bytes_) cuda_check(cudaMemset(workspace_.ptr, 0, ws_bytes_), "zeroing the workspace");
       if (kernel == Kernel::graph) {
         for (DeviceSet& d : dev_) {
-          cudaGraph_t graph = nullptr;
-          cuda_check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "starting graph capture");
-          const cudaError_t launched = plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, GpuKernel::fast);
-          const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-          cuda_check(launched, "capturing plan_on_device");
-          cuda_check(ended, "ending graph capture");
-          cudaGraphExec_t exec = nullptr;
-          const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-          cudaGraphDestroy(graph);
-          cuda_check(inst, "instantiating the graph");
-          graphs_.push_back(exec);
+          graphs_.push_back(capture_graph(stream_, [&] {
+            return plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, GpuKernel::fast);
+          }, "capturing plan_on_device"));
         }
       }
     }

@@ -5,10 +5,13 @@
 // so once a block knows S for its columns, every table cell is independent and the kernel is a
 // scan followed by a bandwidth-bound fill.
 //
-// Three shapes, each a single launch but the last:
+// Four shapes, each a single launch but the last:
 // - B <= 1024: one sequence per thread, one block-wide scan (cub::BlockScan), no workspace. This is
 //   the latency-bound case, so it has the fewest instructions and barriers before the first store.
-// - up to kMaxOnePassTiles tiles of 2048 sequences: one pass. Each tile's block publishes its tile
+// - up to kMaxRedundantTiles tiles of 2048 sequences (B <= 16K): each block sums every column
+//   before its tile itself, loaded alongside its own, so no block waits for another and there is
+//   no workspace; a latency-bound size too, where one trip to memory beats three.
+// - up to kMaxOnePassTiles tiles: one pass. Each tile's block publishes its tile
 //   sum, then sums the published sums of every earlier tile (blocks take tickets in the order they
 //   start, so what they wait for is already running); the block holding the last tile judges the
 //   whole batch. The last block to finish puts the workspace back to zero, so it is zeroed once and
@@ -44,6 +47,9 @@ constexpr int kSmallThreads = 1024;            // batches up to this size take t
 constexpr uint64_t kMinCellsPerBlock = 2048;
 constexpr uint64_t kMinCellsPerSmallBlock = 512;
 constexpr uint64_t kMaxOnePassTiles = 1024;      // B <= 2M sequences in one pass
+// Up to this many tiles each block sums the columns before its tile itself (O(tiles^2) reads from
+// L2, all in flight with the tile's own) rather than waiting for other blocks' published sums.
+constexpr uint64_t kMaxRedundantTiles = 8;
 constexpr uint64_t kBadBit = uint64_t{1} << 63;  // a tile sum's flag: offsets decrease in this tile
 
 // The reduce-then-fill workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
@@ -266,9 +272,10 @@ __global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a,
 }
 
 enum class Prefix {
-  kNone,     // one tile holds the batch
-  kReduced,  // the reduce launch left each tile's prefix (and the batch's verdict) in the workspace
-  kOnePass,  // published tile sums, summed here (see the file comment)
+  kNone,       // one tile holds the batch
+  kRedundant,  // each block sums every earlier column itself: no workspace, no waiting (few tiles)
+  kReduced,    // the reduce launch left each tile's prefix (and the batch's verdict) in the workspace
+  kOnePass,    // published tile sums, summed here (see the file comment)
 };
 
 // One block: a tile of columns and a run of chunk rows [c0, c1). With kOnePass the block's
@@ -318,10 +325,30 @@ __global__ void __launch_bounds__(kThreads)
   const bool reduced_ok = kPrefix == Prefix::kReduced && last_tile ? reduced->ok != 0 : false;
   if (n_cols == 0 && threadIdx.x == 0) s_last_len = 0;  // an empty batch has no last column
 
+  // kRedundant: the padded lengths of every column before the tile, summed by this block. Loaded
+  // before the tile's own columns are used, so both streams of loads are in flight at once and the
+  // block's path to its first store has a single trip to memory.
+  uint64_t before = 0;
+  bool bad_before = false;
+  if (kPrefix == Prefix::kRedundant) {
+#pragma unroll 4
+    for (uint64_t j = threadIdx.x; j < b0; j += kThreads) {
+      bool bad_j;
+      before += padded_length(a.input_row_offsets, a.cache_lengths, j, a.page_size, bad_j);
+      bad_before |= bad_j;
+    }
+  }
+
   uint64_t len[kItems];
   const bool bad = __syncthreads_or(load_striped(a, b0, n_cols, len, &s_last_len));
 
-  bool bad_before = false;
+  if (kPrefix == Prefix::kRedundant) {
+    const uint64_t acc = BlockReduce(temp.reduce).Sum(before);
+    bad_before = __syncthreads_or(bad_before);
+    if (threadIdx.x == 0) s_prefix = acc;
+    __syncthreads();
+    prefix = s_prefix;
+  }
   if (kPrefix == Prefix::kOnePass) {
     TileSlot* slots = reinterpret_cast<TileSlot*>(static_cast<OnePassWorkspace*>(workspace) + 1);
     const uint64_t sum = BlockReduce(temp.reduce).Sum(len);
@@ -361,7 +388,7 @@ __global__ void __launch_bounds__(kThreads)
     if (kPrefix == Prefix::kReduced) {  // the reduce launch judged the whole batch
       s_total = reduced_total;
       s_ok = reduced_ok;
-    } else {  // this block has seen every tile: its own and (one pass) the sums of the others
+    } else {  // this block has seen every tile: its own and (one pass, redundant) the others' sums
       const uint64_t total = prefix + aggregate;
       const DevicePlanStatus st =
           batch_status(batch, total, total - s_last_len, bad || bad_before, a.buffer_token_size, a.max_chunks);
@@ -460,7 +487,7 @@ uint64_t resident_fill_blocks() {
 
 size_t fast_workspace_bytes(uint32_t batch_size) {
   const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;
-  if (tiles <= 1) return 0;
+  if (tiles <= 1 || (batch_size > kSmallThreads && tiles <= kMaxRedundantTiles)) return 0;
   if (tiles <= kMaxOnePassTiles) return sizeof(OnePassWorkspace) + tiles * sizeof(TileSlot);
   return kOnePassBytes + kWorkspaceHeader + tiles * sizeof(uint64_t);
 }
@@ -491,6 +518,9 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
     fast_small_kernel<kSmallThreads><<<grid, kSmallThreads, 0, stream>>>(args, per_split);
   } else if (tiles == 1) {
     fast_fill_kernel<Prefix::kNone><<<grid, kThreads, 0, stream>>>(args, nullptr, static_cast<uint32_t>(splits), per_split);
+  } else if (tiles <= kMaxRedundantTiles) {
+    fast_fill_kernel<Prefix::kRedundant><<<grid, kThreads, 0, stream>>>(args, nullptr, static_cast<uint32_t>(splits),
+                                                                          per_split);
   } else if (tiles <= kMaxOnePassTiles) {
     fast_fill_kernel<Prefix::kOnePass><<<grid, kThreads, 0, stream>>>(args, workspace, static_cast<uint32_t>(splits),
                                                                         per_split);
