@@ -99,6 +99,16 @@ struct DeviceSet {
 
 GpuKernel gpu_kernel_of(Kernel k) { return k == Kernel::seed ? GpuKernel::seed : GpuKernel::fast; }
 
+// Launches per hot sample: about kHotBatchUs of work, rounded down to a power of two so that two
+// runs whose one-launch estimates differ slightly still time batches of the same length (the
+// events' own cost is spread over the batch, so its length moves the per-launch figure).
+size_t hot_batch(double one_launch_us) {
+  const double want = std::clamp(kHotBatchUs / one_launch_us, 1.0, static_cast<double>(kMaxHotBatch));
+  size_t n = 1;
+  while (2 * n <= want) n *= 2;
+  return n;
+}
+
 // Captures what `enqueue` puts on `stream` (it returns the launch's error) and instantiates it.
 template <class Enqueue>
 cudaGraphExec_t capture_graph(cudaStream_t stream, Enqueue&& enqueue, const char* what) {
@@ -301,7 +311,7 @@ class CudaGpuBench final : public GpuBench {
       rigs[r]->launch(counter[r]++ % rigs[r]->sets());
       timer.stop(stream_);
       const double one = std::max(0.5, timer.elapsed_us());
-      if (mode == Mode::hot) repeat[r] = static_cast<size_t>(std::clamp(kHotBatchUs / one, 1.0, static_cast<double>(kMaxHotBatch)));
+      if (mode == Mode::hot) repeat[r] = hot_batch(one);
       series.emplace_back(rule, repeat[r]);
     }
     const auto begun = std::chrono::steady_clock::now();
@@ -360,7 +370,7 @@ class CudaGpuBench final : public GpuBench {
         return us;
       });
     } else {
-      const size_t repeat = static_cast<size_t>(std::clamp(kHotBatchUs / one, 1.0, static_cast<double>(kMaxHotBatch)));
+      const size_t repeat = hot_batch(one);
       m = measure_until(rule, repeat, [&] {
         timer.start(stream_);
         for (size_t r = 0; r < repeat; ++r) launch(counter++);

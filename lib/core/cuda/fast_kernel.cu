@@ -8,7 +8,7 @@
 // Four shapes, each a single launch but the last:
 // - B <= 1024: one sequence per thread, one block-wide scan (cub::BlockScan), no workspace. This is
 //   the latency-bound case, so it has the fewest instructions and barriers before the first store.
-// - up to kMaxRedundantTiles tiles of 2048 sequences (B <= 16K): each block sums every column
+// - up to kMaxRedundantTiles tiles of 2048 sequences (B <= 4096): each block sums every column
 //   before its tile itself, loaded alongside its own, so no block waits for another and there is
 //   no workspace; a latency-bound size too, where one trip to memory beats three.
 // - up to kMaxOnePassTiles tiles: one pass. Each tile's block publishes its tile
@@ -49,7 +49,9 @@ constexpr uint64_t kMinCellsPerSmallBlock = 512;
 constexpr uint64_t kMaxOnePassTiles = 1024;      // B <= 2M sequences in one pass
 // Up to this many tiles each block sums the columns before its tile itself (O(tiles^2) reads from
 // L2, all in flight with the tile's own) rather than waiting for other blocks' published sums.
-constexpr uint64_t kMaxRedundantTiles = 8;
+// Measured on the H200 (docs/performance.md, round 2): at 2 tiles (B = 4096) 7.57 us against 8.66
+// one-pass; at 8 tiles (16,384) 10.9 against 9.4, the redundant reads costing more than the wait.
+constexpr uint64_t kMaxRedundantTiles = 2;
 constexpr uint64_t kBadBit = uint64_t{1} << 63;  // a tile sum's flag: offsets decrease in this tile
 
 // The reduce-then-fill workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
