@@ -28,10 +28,11 @@ comptime CHUNKS = (1, 2, 3, 4, 5, 6, 8, 16, 32, 64)
 comptime NUM_CHUNKS = 10
 comptime VERSION = "max-mojo-libs 26.7.0, mojo 1.2.0"
 
-# The paged cache is real, its pages in one 1 GiB pool: past that (and past 2^24 lookup-table cells)
-# logical pages share physical ones. The planner reads only the cache lengths.
+# The paged cache is real, its pages in one 1 GiB pool: past that logical pages share physical ones,
+# and past 2^20 lookup-table cells a sequence's last pages go unmapped. The planner reads only the
+# cache lengths.
 comptime POOL_BYTES = 1 << 30
-comptime LUT_CELLS = 1 << 24
+comptime LUT_CELLS = 1 << 20
 comptime POISON = UInt32(0xA5A5A5A5)
 comptime FLUSH_BYTES = 256 << 20  # over twice the H200's L2
 
@@ -108,21 +109,26 @@ struct DeviceBatch(Movable):
         self.rows = ctx.enqueue_create_buffer[DType.uint32](self.max_chunks * (count + 1))
         self.cache_offsets = ctx.enqueue_create_buffer[DType.uint32](max(1, self.max_chunks * count))
         self.lengths = ctx.enqueue_create_buffer[DType.int32](self.max_chunks)
-        with self.cache_lengths.map_to_host() as host:
-            for b in range(count):
-                var from_b = min(b + 1, count - 1) if shift_cache_lengths else b
-                host[b] = UInt32(batch.cache_lengths[from_b])
-        with self.input_row_offsets.map_to_host() as host:
-            for b in range(count + 1):
-                host[b] = UInt32(batch.input_row_offsets[b])
+        # Inputs go up with one copy each (a mapping would copy both ways and wait for each).
+        var cache_lengths = List[UInt32](length=max(1, count), fill=0)
+        for b in range(count):
+            var from_b = min(b + 1, count - 1) if shift_cache_lengths else b
+            cache_lengths[b] = UInt32(batch.cache_lengths[from_b])
+        var offsets = List[UInt32](length=count + 1, fill=0)
+        for b in range(count + 1):
+            offsets[b] = UInt32(batch.input_row_offsets[b])
         # Each sequence's pages follow the previous sequence's in the pool.
-        with self.lookup_table.map_to_host() as host:
-            var next_page = 0
-            for b in range(count):
-                var pages = (batch.tokens(b) + p - 1) // p
-                for j in range(self.lut_columns):
-                    host[b * self.lut_columns + j] = UInt32((next_page + j) % self.pool_pages if j < pages else 0)
-                next_page += pages
+        var lookup = List[UInt32](length=max(1, count) * self.lut_columns, fill=0)
+        var next_page = 0
+        for b in range(count):
+            var pages = (batch.tokens(b) + p - 1) // p
+            for j in range(min(pages, self.lut_columns)):
+                lookup[b * self.lut_columns + j] = UInt32((next_page + j) % self.pool_pages)
+            next_page += pages
+        ctx.enqueue_copy(self.cache_lengths, cache_lengths.unsafe_ptr())
+        ctx.enqueue_copy(self.input_row_offsets, offsets.unsafe_ptr())
+        ctx.enqueue_copy(self.lookup_table, lookup.unsafe_ptr())
+        ctx.synchronize()  # the host lists end here
 
     # Fills the tables with a pattern no plan contains, so a cell the kernel leaves alone shows.
     # `zero_empty_batch`: an empty batch's buffer_row_offsets (M x 1) read as zeros, as mlaplan writes
@@ -167,16 +173,21 @@ def launch(ctx: DeviceContext, mut d: DeviceBatch) raises:
 
 
 def write_tables(ctx: DeviceContext, d: DeviceBatch, mut out: AnswerWriter) raises:
+    # One copy down per table and one wait for all three.
+    var rows = List[UInt32](length=d.max_chunks * (d.batch_size + 1), fill=0)
+    var cache_offsets = List[UInt32](length=max(1, d.max_chunks * d.batch_size), fill=0)
+    var lengths = List[Int32](length=d.max_chunks, fill=0)
+    ctx.enqueue_copy(rows.unsafe_ptr(), d.rows)
+    ctx.enqueue_copy(cache_offsets.unsafe_ptr(), d.cache_offsets)
+    ctx.enqueue_copy(lengths.unsafe_ptr(), d.lengths)
+    ctx.synchronize()
     out.word("tables")
-    with d.rows.map_to_host() as host:
-        for i in range(d.max_chunks * (d.batch_size + 1)):
-            out.number(Int(host[i]))
-    with d.cache_offsets.map_to_host() as host:
-        for i in range(d.max_chunks * d.batch_size):
-            out.number(Int(host[i]))
-    with d.lengths.map_to_host() as host:
-        for i in range(d.max_chunks):
-            out.number(Int(host[i]))
+    for i in range(d.max_chunks * (d.batch_size + 1)):
+        out.number(Int(rows[i]))
+    for i in range(d.max_chunks * d.batch_size):
+        out.number(Int(cache_offsets[i]))
+    for i in range(d.max_chunks):
+        out.number(Int(lengths[i]))
     out.end_line()
 
 
