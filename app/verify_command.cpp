@@ -389,13 +389,13 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->delimiter(',')
       ->allow_extra_args(false)  // one LIST: a path after it is not a page size
       ->type_name("LIST")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1u, 1u << 30).description(""));
   cmd->add_option("--only-max-chunks", opt->only_max_chunks,
                   "Check only batches with these max_chunks (comma-separated), as --only-page-sizes does")
       ->delimiter(',')
       ->allow_extra_args(false)
       ->type_name("LIST")
-      ->check(CLI::Range(1u, 1u << 20));
+      ->check(CLI::Range(1u, 1u << 20).description(""));
   cmd->add_option("--plan", opt->plan_file,
                   "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
                   "against the one SCENARIO given")
