@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 
 #include "cuda_check.cuh"
 #include "cuda_timer.cuh"
@@ -201,8 +202,10 @@ class CudaGpuBench final : public GpuBench {
         rigs.back()->check(references);
       }
     }
+    std::vector<Launch> launches;
+    for (auto& rig : rigs) launches.push_back([&r = *rig](size_t i) { r.launch(i % r.sets()); });
     auto scope = timer.phase("measure");
-    return time_interleaved(mode, rule, rigs);
+    return time_interleaved(mode, rule, launches);
   }
 
  private:
@@ -240,7 +243,6 @@ class CudaGpuBench final : public GpuBench {
     Rig(const Rig&) = delete;
     Rig& operator=(const Rig&) = delete;
 
-    Kernel kernel() const { return kernel_; }
     size_t sets() const { return dev_.size(); }
 
     void launch(size_t i) {
@@ -295,37 +297,45 @@ class CudaGpuBench final : public GpuBench {
     std::vector<uint32_t> scratch_;
   };
 
-  // Samples several planners in turn, one sample each per round, so that clock or thermal drift
+  using Launch = std::function<void(size_t)>;  // enqueues launch number i (callers rotate input sets by it)
+
+  // Times one launcher: time_interleaved with a single entry.
+  Measurement time_launches(Mode mode, const StoppingRule& rule, Launch launch) {
+    return time_interleaved(mode, rule, {std::move(launch)}).front();
+  }
+
+  // Samples several launchers in turn, one sample each per round, so that clock or thermal drift
   // during the measurement hits them alike; each stops on its own by the rule. Hot: a batch of
   // back-to-back launches between two events, sized from one timed launch; cold: L2 flushed, then
-  // events around a single launch. Each launch rotates over the input sets.
-  std::vector<Measurement> time_interleaved(Mode mode, const StoppingRule& rule, std::vector<std::unique_ptr<Rig>>& rigs) {
+  // events around a single launch.
+  std::vector<Measurement> time_interleaved(Mode mode, const StoppingRule& rule, const std::vector<Launch>& launches) {
     CudaTimer timer;
-    std::vector<size_t> counter(rigs.size(), 0), repeat(rigs.size(), 1);
+    std::vector<size_t> counter(launches.size(), 0), repeat(launches.size(), 1);
     std::vector<SampleSeries> series;
-    for (size_t r = 0; r < rigs.size(); ++r) {
-      // An untimed warm-up first (a kernel's first launch loads its module), then one timed launch.
-      rigs[r]->launch(counter[r]++ % rigs[r]->sets());
+    for (size_t r = 0; r < launches.size(); ++r) {
+      // An untimed warm-up first: a kernel's first launch loads its module, and sizing the hot batch
+      // from it once left the empty kernel at one launch per sample. Then one timed launch.
+      launches[r](counter[r]++);
       cuda_check(cudaStreamSynchronize(stream_), "warm-up launch");
       timer.start(stream_);
-      rigs[r]->launch(counter[r]++ % rigs[r]->sets());
+      launches[r](counter[r]++);
       timer.stop(stream_);
       const double one = std::max(0.5, timer.elapsed_us());
       if (mode == Mode::hot) repeat[r] = hot_batch(one);
       series.emplace_back(rule, repeat[r]);
     }
     const auto begun = std::chrono::steady_clock::now();
-    double gpu_us = 0;
+    double gpu_us = 0;  // every event-timed interval, for the trace's GPU track
     std::unique_ptr<L2Flush> l2;
     if (mode == Mode::cold) l2 = std::make_unique<L2Flush>();
-    for (bool pending = true; pending && !stop_requested();) {
+    for (bool pending = true; pending && !stop_requested();) {  // Ctrl-C: the caller drops the result
       pending = false;
-      for (size_t r = 0; r < rigs.size(); ++r) {
+      for (size_t r = 0; r < launches.size(); ++r) {
         if (series[r].done()) continue;
         const auto t0 = std::chrono::steady_clock::now();
         if (l2) l2->flush(stream_);
         timer.start(stream_);
-        for (size_t k = 0; k < repeat[r]; ++k) rigs[r]->launch(counter[r]++ % rigs[r]->sets());
+        for (size_t k = 0; k < repeat[r]; ++k) launches[r](counter[r]++);
         timer.stop(stream_);
         const double us = timer.elapsed_us();
         gpu_us += us;
@@ -334,55 +344,13 @@ class CudaGpuBench final : public GpuBench {
         pending = pending || !series[r].done();
       }
     }
-    PhaseTimer trace_only;
-    trace_only.add(fmt::format("timed on the GPU ({} planners interleaved)", rigs.size()), gpu_us, begun);
     std::vector<Measurement> out;
     for (const SampleSeries& s : series) out.push_back(s.result());
-    return out;
-  }
-
-  // Hot: a batch of back-to-back launches between two events, sized from one timed launch.
-  // Cold: L2 flushed, then events around a single launch.
-  template <class Launch>
-  Measurement time_launches(Mode mode, const StoppingRule& rule, Launch&& launch) {
-    CudaTimer timer;
-    size_t counter = 0;
-    // An untimed warm-up first: a kernel's first launch loads its module, and sizing the hot batch
-    // from it once left the empty kernel at one launch per sample.
-    launch(counter++);
-    cuda_check(cudaStreamSynchronize(stream_), "warm-up launch");
-    timer.start(stream_);
-    launch(counter++);
-    timer.stop(stream_);
-    const double one = std::max(0.5, timer.elapsed_us());
-    const auto begun = std::chrono::steady_clock::now();
-    double gpu_us = 0;  // every event-timed interval, for the trace's GPU track
-    Measurement m;
-    if (mode == Mode::cold) {
-      L2Flush l2;
-      m = measure_until(rule, 1, [&] {
-        l2.flush(stream_);
-        timer.start(stream_);
-        launch(counter++);
-        timer.stop(stream_);
-        const double us = timer.elapsed_us();
-        gpu_us += us;
-        return us;
-      });
-    } else {
-      const size_t repeat = hot_batch(one);
-      m = measure_until(rule, repeat, [&] {
-        timer.start(stream_);
-        for (size_t r = 0; r < repeat; ++r) launch(counter++);
-        timer.stop(stream_);
-        const double us = timer.elapsed_us();
-        gpu_us += us;
-        return us / static_cast<double>(repeat);
-      });
-    }
     PhaseTimer trace_only;
-    trace_only.add(fmt::format("timed on the GPU ({} samples)", m.stats.samples), gpu_us, begun);
-    return m;
+    trace_only.add(launches.size() == 1 ? fmt::format("timed on the GPU ({} samples)", out[0].stats.samples)
+                                        : fmt::format("timed on the GPU ({} planners interleaved)", launches.size()),
+                   gpu_us, begun);
+    return out;
   }
 
   std::string name_;
