@@ -170,33 +170,40 @@ def batch_from_numbers(numbers: List[Int], mut batch: Batch) raises:
             raise Error("input_row_offsets decrease at ", b + 1)
 
 
-# Collects an answer line and writes it with one write(2) per 64 KiB.
+# Collects an answer line and writes it to `fd` with one write(2) per 64 KiB.
 struct AnswerWriter(Movable):
+    var fd: Int32
     var out: List[UInt8]
 
-    def __init__(out self):
+    def __init__(out self, fd: Int32 = 1):
+        self.fd = fd
         self.out = List[UInt8](capacity=1 << 16)
 
     def word(mut self, text: String):
         for c in text.as_bytes():
             self.out.append(c)
 
+    # A space, then the decimal digits: written least significant first, then turned around in place.
     def number(mut self, value: Int):
         self.out.append(32)
         var v = value
         if v < 0:
             self.out.append(45)
             v = -v
-        var digits = InlineDigits()
-        var count = 0
+        var first = len(self.out)
         while True:
-            digits.d[count] = UInt8(48 + v % 10)
-            count += 1
+            self.out.append(UInt8(48 + v % 10))
             v //= 10
             if v == 0:
                 break
-        for k in range(count):
-            self.out.append(digits.d[count - 1 - k])
+        var i = first
+        var j = len(self.out) - 1
+        while i < j:
+            var t = self.out[i]
+            self.out[i] = self.out[j]
+            self.out[j] = t
+            i += 1
+            j -= 1
         if len(self.out) >= 1 << 16:
             self.flush_bytes()
 
@@ -207,15 +214,8 @@ struct AnswerWriter(Movable):
     def flush_bytes(mut self):
         var at = 0
         while at < len(self.out):
-            var n = external_call["write", Int](Int32(1), self.out.unsafe_ptr().unsafe_offset(at), len(self.out) - at)
+            var n = external_call["write", Int](self.fd, self.out.unsafe_ptr().unsafe_offset(at), len(self.out) - at)
             if n <= 0:
                 break
             at += n
         self.out.clear()
-
-
-struct InlineDigits:
-    var d: List[UInt8]
-
-    def __init__(out self):
-        self.d = List[UInt8](length=24, fill=0)

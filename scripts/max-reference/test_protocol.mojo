@@ -3,7 +3,7 @@
 from std.ffi import external_call
 from std.testing import assert_equal, assert_true, assert_false, assert_raises
 
-from protocol import LineReader, Request, Batch, parse_request, batch_from_numbers
+from protocol import AnswerWriter, LineReader, Request, Batch, parse_request, batch_from_numbers
 
 
 def bytes_of(text: String) -> List[UInt8]:
@@ -92,9 +92,40 @@ def test_line_reader() raises:
     assert_false(reader.next_line(begin, end))
 
 
+# Answers come out as the protocol spells them: words and signed decimals, one line each, whole
+# even past the 64 KiB at which the writer flushes.
+def test_answer_writer() raises:
+    var fds = List[Int32](length=2, fill=-1)
+    assert_equal(external_call["pipe", Int32](fds.unsafe_ptr()), 0)
+    _ = external_call["fcntl", Int32](fds[1], Int32(1031), Int32(1 << 20))  # F_SETPIPE_SZ
+    var out = AnswerWriter(fds[1])
+    out.word("tables")
+    out.number(0)
+    out.number(7)
+    out.number(4294967295)
+    out.number(-17)
+    out.number(1024)
+    out.end_line()
+    out.word("elapsed")
+    for _ in range(20000):
+        out.number(12345)
+    out.end_line()
+    _ = external_call["close", Int32](fds[1])
+    var reader = LineReader(fds[0])
+    var begin = 0
+    var end = 0
+    assert_true(reader.next_line(begin, end))
+    assert_equal(String(unsafe_from_utf8=Span(reader.buf)[begin:end]), "tables 0 7 4294967295 -17 1024")
+    assert_true(reader.next_line(begin, end))
+    assert_equal(end - begin, 7 + 6 * 20000)
+    assert_equal(String(unsafe_from_utf8=Span(reader.buf)[end - 11:end]), "12345 12345")
+    assert_false(reader.next_line(begin, end))
+
+
 def main() raises:
     test_parse_request()
     test_batch_from_numbers()
     test_chunks_needed()
     test_line_reader()
-    print("protocol tests: 4 passed")
+    test_answer_writer()
+    print("protocol tests: 5 passed")
