@@ -146,6 +146,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", opt->json_output, "Also write the JSON report to FILE, whatever --format is (for scripts/plot_bench.py)")
       ->type_name("FILE");
   cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
+  cmd->footer(help_footer(
+      "  mlaplan bench --sizes 1:4194304:x4 --mean-length 512 --kernels fast,graph,empty,copy --json bench.json\n"
+      "  mlaplan bench --max build-max/max-planner --sizes 1,1024,1048576 --format md\n"
+      "  mlaplan bench --max \"python3 scripts/external/seed_port.py\" --kernels cpu --sizes 1,64   (no GPU needed)"));
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run_bench_command(*opt); }));
 }
 

@@ -84,6 +84,13 @@ void set_command_line(int argc, char** argv) {
 
 const std::string& command_line() { return recorded_command_line(); }
 
+std::string help_footer(const std::string& examples) {
+  return (examples.empty() ? "" : "Examples:\n" + examples + "\n\n") +
+         "Exit status: 0 ok, 1 a plan was wrong, 2 bad usage or input (an infeasible batch included), 3 device failure,\n"
+         "130 interrupted (verify, bench and sweep print what finished).\n"
+         "Run `mlaplan SUBCOMMAND --help` for a subcommand's options.";
+}
+
 void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", one_line(message)); }
 
 void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", one_line(message)); }

@@ -28,9 +28,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mlaplan: plan, check and profile chunked MLA prefill (the chunk tables of mla_prefill_plan)", "mlaplan"};
   app.set_version_flag("--version", version_text, "Print the version, and whether and for which GPUs CUDA support is built in");
   app.require_subcommand(1);
-  app.footer("Exit status: 0 ok, 1 a plan was wrong, 2 bad usage or input (an infeasible batch included), 3 device failure,\n"
-             "130 interrupted (verify, bench and sweep print what finished).\n"
-             "Run `mlaplan SUBCOMMAND --help` for a subcommand's options.");
+  app.footer(cli::help_footer());
 
   cli::set_command_line(argc, argv);
   int exit_code = cli::kOk;

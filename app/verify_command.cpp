@@ -408,6 +408,11 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
       ->default_str("10")
       ->check(CLI::NonNegativeNumber);
+  cmd->footer(help_footer(
+      "  mlaplan verify scenarios/ --fuzz 100000 --seed 1 --junit verify.xml\n"
+      "  mlaplan verify --external \"python3 scripts/external/seed_port.py\" --fuzz 10000\n"
+      "  mlaplan verify --external build-max/max-planner --fuzz 100000 \\\n"
+      "      --only-page-sizes 1,2,16,64,128,256,1024 --only-max-chunks 1,2,3,4,5,6,8,16,32,64"));
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = verify(*opt); }));
 }
 
