@@ -109,11 +109,11 @@ TEST(GpuDevicePlan, OverflowIsReported) {
 TEST(GpuDevicePlan, RejectsBadArguments) {
   MLAPLAN_REQUIRE_GPU();
   DeviceBatch d;
-  // 50,000 sequences: past the sizes that plan without a workspace (up to 2 tiles of 2,048).
+  // 50,000 sequences: past the sizes that plan without a workspace (one tile of 2,048).
   ASSERT_EQ(d.load(std::vector<uint32_t>(50001, 0), std::vector<uint32_t>(50000, 1), 1, 64, 4, GpuKernel::fast), cudaSuccess);
   ASSERT_GT(plan_workspace_bytes(50000, 4, GpuKernel::fast), 0u);
-  EXPECT_EQ(plan_workspace_bytes(4096, 4, GpuKernel::fast), 0u);
-  EXPECT_GT(plan_workspace_bytes(4097, 4, GpuKernel::fast), 0u);
+  EXPECT_EQ(plan_workspace_bytes(2048, 4, GpuKernel::fast), 0u);
+  EXPECT_GT(plan_workspace_bytes(2049, 4, GpuKernel::fast), 0u);
   EXPECT_EQ(plan_workspace_bytes(50000, 4, GpuKernel::seed), 0u);
   EXPECT_EQ(plan_on_device(d.args, nullptr, 0, nullptr, GpuKernel::fast), cudaErrorInvalidValue);
   EXPECT_EQ(plan_on_device(d.args, d.workspace.get(), 8, nullptr, GpuKernel::fast), cudaErrorInvalidValue);

@@ -9,6 +9,14 @@
 
 namespace mlaplan::cuda_detail {
 
+// align_up(raw, P) in 64 bits. Page sizes are powers of two in practice (the seed's is a
+// compile-time constant): a mask then, not a 64-bit division, which would dominate the seed
+// kernel's O(B^2) prefix loop.
+__device__ __forceinline__ uint64_t pad_to_pages(uint64_t raw, uint32_t page_size) {
+  if ((page_size & (page_size - 1)) == 0) return (raw + page_size - 1) & ~uint64_t{page_size - 1};
+  return (raw + page_size - 1) / page_size * page_size;
+}
+
 // L[b] = align_up(cache_lengths[b] + input_len[b], P) in 64 bits, so nothing wraps. `bad` is set
 // when the offsets decrease at b (the length then is garbage, and the status says so).
 __device__ __forceinline__ uint64_t padded_length(const uint32_t* __restrict__ offsets,
@@ -17,11 +25,7 @@ __device__ __forceinline__ uint64_t padded_length(const uint32_t* __restrict__ o
   const uint32_t lo = offsets[b];
   const uint32_t hi = offsets[b + 1];
   bad = hi < lo;
-  const uint64_t raw = uint64_t{cache_lengths[b]} + (hi - lo);
-  // Page sizes are powers of two in practice (the seed's is a compile-time constant): a mask
-  // then, not a 64-bit division, which would dominate the seed kernel's O(B^2) prefix loop.
-  if ((page_size & (page_size - 1)) == 0) return (raw + page_size - 1) & ~uint64_t{page_size - 1};
-  return (raw + page_size - 1) / page_size * page_size;
+  return pad_to_pages(uint64_t{cache_lengths[b]} + (hi - lo), page_size);
 }
 
 // The status of a batch with padded total E whose last sequence starts at last_start.
