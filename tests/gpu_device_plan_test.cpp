@@ -86,6 +86,16 @@ TEST(GpuDevicePlan, DecreasingOffsetsAreReported) {
       }
     }
   }
+  // Past 256 tiles the fast kernel looks back over several windows, so the flag must travel
+  // through the earlier tiles' inclusive prefixes too.
+  const size_t b = 600000;
+  for (size_t at : {size_t{0}, size_t{4000}, b / 2, b - 1}) {
+    SCOPED_TRACE("fast B=" + std::to_string(b) + " at=" + std::to_string(at));
+    DevicePlanStatus st{};
+    std::vector<int32_t> lengths;
+    plan_refused(offsets_with_decrease(b, at), std::vector<uint32_t>(b, 0), GpuKernel::fast, st, lengths);
+    EXPECT_EQ(st.code, kPlanBadOffsets);
+  }
 }
 
 TEST(GpuDevicePlan, OverflowIsReported) {

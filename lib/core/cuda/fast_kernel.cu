@@ -53,33 +53,22 @@ constexpr int kSmallThreads = 1024;                // batches up to this size ta
 // latency, not work, is what they are short of.
 constexpr uint64_t kMinCellsPerBlock = 2048;
 constexpr uint64_t kMinCellsPerSmallBlock = 512;
-constexpr uint64_t kMaxOnePassTiles = 4096;        // B <= 8M sequences in one pass
-constexpr uint64_t kBadBit = uint64_t{1} << 63;    // a reduced tile sum's flag: offsets decrease in this tile
+constexpr int kFillBlocksPerSM = 4;  // 64 registers: enough stores in flight to keep DRAM busy
 
-// The reduce-then-fill workspace: a header, then one 64-bit value per tile (its sum, then its prefix).
-struct Workspace {
-  unsigned int done_blocks;  // reduce blocks finished in this launch; reset to 0 by the last
-  int32_t ok;                // the status said kPlanOk
-  uint64_t padded_tokens;    // E
-  uint64_t tiles[1];         // flexible: `tiles` values
-};
-constexpr size_t kWorkspaceHeader = offsetof(Workspace, tiles);
-
-// The one-pass workspace: a counter, then one published word per tile at a fixed place, so a
-// workspace reused for batches of any size finds every word where the last launch cleared it. It
-// comes first and the reduce-then-fill workspace after the largest one-pass area, so the two never
-// overlap (a launch of either kind leaves the other's area as it found it).
-struct OnePassHeader {
+// The workspace: a header, then one published word per tile at a fixed place, so a workspace sized
+// for some batch serves every smaller one: the words a launch uses were put back to zero by the
+// launch before it.
+struct Header {
   unsigned int done;  // blocks done reading published words in this launch; the last resets them
   unsigned int pad[3];
 };
-// A published word: the tile's padded total (under 2^45: 2048 lengths under 2^34) and two flags.
-constexpr uint64_t kSlotReady = uint64_t{1} << 63;  // published in this launch; 0 again after it
-constexpr uint64_t kSlotBad = uint64_t{1} << 62;    // offsets decrease in this tile
-constexpr uint64_t kSlotSum = kSlotBad - 1;
-constexpr size_t kOnePassBytes = sizeof(OnePassHeader) + kMaxOnePassTiles * sizeof(uint64_t);
-constexpr int kLookBackLoads = 4;
-constexpr int kFillBlocksPerSM = 4;  // 64 registers: enough stores in flight to keep DRAM busy  // published words each thread loads at once
+// A published word: a tile's aggregate, or its inclusive prefix, with flags, in one 64-bit word
+// written and read whole, so a reader that sees a flag sees the value (no fence, no second load).
+constexpr uint64_t kWordPrefix = uint64_t{1} << 63;     // value: the padded total up to and including this tile
+constexpr uint64_t kWordAggregate = uint64_t{1} << 62;  // value: this tile's padded total
+constexpr uint64_t kWordBad = uint64_t{1} << 61;        // offsets decrease in the tiles the value covers
+constexpr uint64_t kWordValue = kWordBad - 1;           // E below 2^61
+constexpr size_t kWordsOffset = sizeof(Header);
 
 __device__ __forceinline__ uint64_t min64(uint64_t x, uint64_t y) { return x < y ? x : y; }
 
@@ -87,27 +76,6 @@ __host__ __device__ inline uint32_t tile_columns(uint32_t batch, uint64_t tile) 
   const uint64_t b0 = tile * kTile;
   const uint64_t rest = batch - b0;
   return static_cast<uint32_t>(rest < kTile ? rest : kTile);
-}
-
-// Padded lengths of one tile's columns in a striped arrangement (item k of thread t is column
-// k * kThreads + t, so every load is coalesced); 0 past the batch. Returns "offsets decrease here".
-// The thread that loads the tile's last column also stores its length in *last_len, so the
-// status (which needs S[B-1] = E - L[B-1]) costs no second trip to global memory.
-__device__ __forceinline__ bool load_striped(const DevicePlanArgs& a, uint64_t b0, uint32_t n_cols,
-                                             uint64_t (&len)[kItems], uint64_t* last_len) {
-  bool bad_any = false;
-#pragma unroll
-  for (int k = 0; k < kItems; ++k) {
-    const uint32_t col = k * kThreads + threadIdx.x;
-    len[k] = 0;
-    if (col < n_cols) {
-      bool bad;
-      len[k] = padded_length(a.input_row_offsets, a.cache_lengths, b0 + col, a.page_size, bad);
-      bad_any |= bad;
-      if (col == n_cols - 1) *last_len = len[k];
-    }
-  }
-  return bad_any;
 }
 
 // Writes rows [c0, c1) x the tile's n_cols columns of both tables when the tile is narrower than
@@ -182,75 +150,9 @@ __global__ void __launch_bounds__(kBlock) fast_small_kernel(DevicePlanArgs a, ui
   write_sentinel<kBlock>(a, s_total, s_ok, c0, c1);
 }
 
-__global__ void __launch_bounds__(kThreads) fast_reduce_kernel(DevicePlanArgs a, Workspace* ws, uint32_t tiles) {
-  using BlockReduce = cub::BlockReduce<uint64_t, kThreads>;
-  using BlockScan = cub::BlockScan<uint64_t, kThreads>;
-  __shared__ union {
-    typename BlockReduce::TempStorage reduce;
-    typename BlockScan::TempStorage scan;
-  } temp;
-  __shared__ bool is_last;
-  __shared__ uint64_t s_last_len;
-
-  const uint64_t tile = blockIdx.x;
-  uint64_t len[kItems];
-  const bool bad = __syncthreads_or(load_striped(a, tile * kTile, tile_columns(a.batch_size, tile), len, &s_last_len));
-  const uint64_t sum = BlockReduce(temp.reduce).Sum(len);
-  if (threadIdx.x == 0) {
-    ws->tiles[tile] = sum | (bad ? kBadBit : 0);
-    __threadfence();  // publish the sum before taking a ticket
-    is_last = atomicAdd(&ws->done_blocks, 1u) == tiles - 1;
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-
-  // The last block (of the launch, not necessarily the last tile): every tile sum is visible; turn them into exclusive prefixes, in rounds of
-  // kTile tiles, reading through L2 (__ldcg) since other blocks wrote them.
-  uint64_t running = 0;
-  bool bad_any = false;
-  for (uint64_t r0 = 0; r0 < tiles; r0 += kTile) {
-    uint64_t v[kItems];
-    bool bad_here = false;
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const uint64_t t = r0 + threadIdx.x * kItems + k;
-      v[k] = 0;
-      if (t < tiles) {
-        const uint64_t x = __ldcg(&ws->tiles[t]);
-        bad_here |= (x & kBadBit) != 0;
-        v[k] = x & ~kBadBit;
-      }
-    }
-    uint64_t aggregate;
-    __syncthreads();  // the scan's temp storage is reused across rounds
-    BlockScan(temp.scan).ExclusiveSum(v, v, aggregate);
-#pragma unroll
-    for (int k = 0; k < kItems; ++k) {
-      const uint64_t t = r0 + threadIdx.x * kItems + k;
-      if (t < tiles) ws->tiles[t] = running + v[k];
-    }
-    running += aggregate;
-    bad_any |= __syncthreads_or(bad_here);
-  }
-  if (threadIdx.x == 0) {
-    const uint32_t batch = a.batch_size;
-    // The last column belongs to the last tile, which this block need not have loaded.
-    bool bad_last;
-    const uint64_t last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, bad_last);
-    const DevicePlanStatus st =
-        batch_status(batch, running, running - last_len, bad_any, a.buffer_token_size, a.max_chunks);
-    *a.status = st;
-    ws->ok = st.code == kPlanOk;
-    ws->padded_tokens = running;
-    ws->done_blocks = 0;  // self-reset for the next call on this workspace
-  }
-}
-
 enum class Prefix {
-  kNone,     // one tile holds the batch
-  kReduced,  // the reduce launch left each tile's prefix (and the batch's verdict) in the workspace
-  kOnePass,  // published tile sums, summed here (see the file comment)
+  kNone,      // one tile holds the batch
+  kLookBack,  // the earlier tiles' published sums, looked back at
 };
 
 // Padded lengths of columns b .. b+3 (0 from `end` on), in 32 bits, with their 64-bit sum; `bad`
@@ -300,83 +202,101 @@ __device__ __forceinline__ uint32_t cache_offset_cell(uint32_t s, uint32_t l, ui
 }
 __device__ __forceinline__ uint32_t saturate32(uint64_t x) { return x > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(x); }
 
-// What a thread stores for one run: S and L of the run's 4 columns (window index 3 + k is column
-// k) and of the 3 before it, and the columns of the table that are this block's to store.
-struct RunWindow {
-  uint32_t s[kRun + 3];
-  uint32_t l[kRun + 3];
-  int32_t col;      // the run's first column in the tile
-  int32_t lo, hi;   // this block stores tile columns [lo, hi] of the table
-  int32_t tail_hi;  // thread 0 of the last tile: also the cells past every vector, up to here
+// One table of the fill, as a block sees it: where its rows start and at which phase (elements
+// past a 16-byte boundary), and the tile columns [lo, hi] whose cells are this block's.
+struct FillTable {
+  uint32_t* row;  // the tile's column 0 in the current row
+  uint64_t pitch;
+  uint64_t phase0;  // the table's first element, in elements (mod 4 is its phase)
+  int32_t lo, hi;
+  int32_t tail_hi;  // the last tile: thread 0 also stores the cells past every vector, up to here
 };
 
-// Stores rows c, c + 4, ... below c_end of one table, every one of those rows at phase kShift
-// (its first element kShift elements past a 16-byte boundary): the thread's vector covers tile
-// columns w.col - kShift .. w.col - kShift + 3, one aligned 16-byte store a row. Vectors with
-// cells outside [lo, hi] are store_edges' (the ends of a row, shared with another block).
-template <bool kCache, int kShift>
-__device__ __forceinline__ void store_rows(uint32_t* __restrict__ table, uint64_t pitch, uint64_t b0, uint32_t c,
-                                           uint32_t c_end, uint32_t n, const RunWindow& w) {
-  const int32_t first = w.col - kShift;
-  if (first < w.lo || first + kRun - 1 > w.hi) return;
-  uint4* p = reinterpret_cast<uint4*>(table + (static_cast<int64_t>(c * pitch + b0) + first));
-  const uint64_t step = pitch;  // 4 rows of uint32 = pitch vectors
-  uint64_t cn = uint64_t{c} * n;
-  for (; c < c_end; c += 4, p += step, cn += 4 * uint64_t{n}) {
-    const uint32_t cn32 = saturate32(cn);
-    uint32_t v[kRun];
+// A thread's cells of one table in the rows of one phase class: the 4 columns its vector covers
+// (its run's columns shifted back by the phase), and whether the vector is whole.
+struct RunCells {
+  uint32_t s[kRun], l[kRun];
+  int32_t first;  // the vector's first tile column
+  bool full;      // every column in [lo, hi]: one aligned 16-byte store
+};
+
+template <bool kCache>
+__device__ __forceinline__ void load_cells(RunCells& x, const FillTable& t, int32_t col, int32_t shift,
+                                           const uint32_t* s_start, const uint32_t* s_len) {
+  x.first = col - shift;
 #pragma unroll
-    for (int k = 0; k < kRun; ++k) {
-      const int i = 3 - kShift + k;
-      v[k] = kCache ? cache_offset_cell(w.s[i], w.l[i], cn32) : row_offset_cell(w.s[i], cn32, n);
-    }
-    *p = make_uint4(v[0], v[1], v[2], v[3]);
+  for (int k = 0; k < kRun; ++k) {
+    x.s[k] = s_start[x.first + k + kRun];
+    if (kCache) x.l[k] = s_len[x.first + k + kRun];
+  }
+  x.full = x.first >= t.lo && x.first + kRun - 1 <= t.hi;
+}
+
+template <bool kCache>
+__device__ __forceinline__ uint32_t cell(uint32_t s, uint32_t l, uint32_t cn, uint32_t n) {
+  return kCache ? cache_offset_cell(s, l, cn) : row_offset_cell(s, cn, n);
+}
+
+// One row's cells of one run: a 16-byte store, or cell by cell at the ends of a row (shared with
+// the neighbouring block, or past the table's last column).
+template <bool kCache>
+__device__ __forceinline__ void store_cells(const FillTable& t, const RunCells& x, uint32_t cn, uint32_t n) {
+  uint32_t v[kRun];
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) v[k] = cell<kCache>(x.s[k], x.l[k], cn, n);
+  uint32_t* p = t.row + x.first;
+  if (x.full) {
+    *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kRun; ++k)
+      if (x.first + k >= t.lo && x.first + k <= t.hi) p[k] = v[k];
   }
 }
 
-// The cells of rows [c0, c1) that no whole vector holds, cell by cell from the tile's S and L in
-// shared memory: a thread's vector that reaches outside [lo, hi] (the first tile's first, the last
-// tile's last), and in thread 0 of the last tile the cells past every thread's vectors (at most 4).
+// The last tile's cells past every thread's vector in one row (at most shift + 1), by thread 0.
 template <bool kCache>
-__device__ __noinline__ void store_edges(uint32_t* __restrict__ table, uint64_t pitch, uint64_t b0, uint32_t c0,
-                                         uint32_t c1, uint32_t n, int32_t col0, int32_t lo, int32_t hi, int32_t tail_hi,
-                                         const uint32_t* s_start, const uint32_t* s_len) {
-  const uint64_t phase0 = reinterpret_cast<uintptr_t>(table) / sizeof(uint32_t);
-  for (uint32_t c = c0; c < c1; ++c) {
-    const int32_t shift = static_cast<int32_t>((phase0 + uint64_t{c} * pitch) & 3);
-    const int32_t first = col0 - shift;
-    const uint32_t cn32 = saturate32(uint64_t{c} * n);
-    uint32_t* row = table + (c * pitch + b0);
-    auto store = [&](int32_t col) {
-      const uint32_t s = s_start[col + kRun], l = s_len[col + kRun];
-      row[col] = kCache ? cache_offset_cell(s, l, cn32) : row_offset_cell(s, cn32, n);
-    };
-    if (first < lo || first + kRun - 1 > hi)
-      for (int32_t col = first < lo ? lo : first; col <= first + kRun - 1 && col <= hi; ++col) store(col);
-    if (threadIdx.x == 0)
-      for (int32_t col = static_cast<int32_t>(kTile) - shift; col <= tail_hi; ++col) store(col);
-  }
+__device__ __forceinline__ void store_tail(const FillTable& t, int32_t shift, uint32_t cn, uint32_t n,
+                                           const uint32_t* s_start, const uint32_t* s_len) {
+  for (int32_t col = static_cast<int32_t>(kTile) - shift; col <= t.tail_hi; ++col)
+    t.row[col] = cell<kCache>(s_start[col + kRun], s_len[col + kRun], cn, n);
 }
 
-// Rows [c0, c1) of one table: the rows fall in 4 phase classes by c mod 4, each stored with its
-// phase fixed at compile time, then the cells at the rows' ends.
-template <bool kCache>
-__device__ __forceinline__ void store_table(uint32_t* __restrict__ table, uint64_t pitch, uint64_t b0, uint32_t c0,
-                                            uint32_t c1, uint32_t n, const RunWindow& w, const uint32_t* s_start,
-                                            const uint32_t* s_len) {
-  const uint64_t phase0 = reinterpret_cast<uintptr_t>(table) / sizeof(uint32_t);
+// Rows [c0, c1) of both tables. Row by row, each row's cells of both runs and both tables, so that
+// each block writes 8 KB runs of each table in step with the others (storing one run's column
+// through every row first was 20% slower at B = 1M on the H200). A row's phase depends on c mod 4,
+// so the rows go in those 4 classes, each thread taking its shifted columns from shared memory once
+// a class.
+__device__ __forceinline__ void store_rows(FillTable rows, FillTable cache, uint64_t b0, uint32_t c0, uint32_t c1,
+                                           uint32_t n, const uint32_t* s_start, const uint32_t* s_len) {
 #pragma unroll 1
-  for (uint32_t c = c0; c < c1 && c - c0 < 4; ++c) {
-    switch ((phase0 + uint64_t{c} * pitch) & 3) {
-      case 0: store_rows<kCache, 0>(table, pitch, b0, c, c1, n, w); break;
-      case 1: store_rows<kCache, 1>(table, pitch, b0, c, c1, n, w); break;
-      case 2: store_rows<kCache, 2>(table, pitch, b0, c, c1, n, w); break;
-      default: store_rows<kCache, 3>(table, pitch, b0, c, c1, n, w); break;
+  for (uint32_t cls = c0; cls < c1 && cls - c0 < 4; ++cls) {
+    const int32_t shift_rows = static_cast<int32_t>((rows.phase0 + cls * rows.pitch) & 3);
+    const int32_t shift_cache = static_cast<int32_t>((cache.phase0 + cls * cache.pitch) & 3);
+    RunCells r[kRuns], q[kRuns];
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j) {
+      const int32_t col = static_cast<int32_t>(j * kRunStride + kRun * threadIdx.x);
+      load_cells<false>(r[j], rows, col, shift_rows, s_start, s_len);
+      load_cells<true>(q[j], cache, col, shift_cache, s_start, s_len);
+    }
+    FillTable tr = rows, tq = cache;
+    tr.row += cls * rows.pitch;
+    tq.row += cls * cache.pitch;
+    const bool tail = threadIdx.x == 0 && (tr.tail_hi >= 0 || tq.tail_hi >= 0);
+#pragma unroll 1
+    for (uint32_t c = cls; c < c1; c += 4, tr.row += 4 * rows.pitch, tq.row += 4 * cache.pitch) {
+      const uint32_t cn = saturate32(uint64_t{c} * n);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) store_cells<false>(tr, r[j], cn, n);
+#pragma unroll
+      for (int j = 0; j < kRuns; ++j) store_cells<true>(tq, q[j], cn, n);
+      if (tail) {
+        store_tail<false>(tr, shift_rows, cn, n, s_start, s_len);
+        store_tail<true>(tq, shift_cache, cn, n, s_start, s_len);
+      }
     }
   }
-  // Only threads near either end of the tile can hold a partial vector (or the tail).
-  const bool edge = w.col - kRun < w.lo || w.col + kRun - 1 > w.hi || (threadIdx.x == 0 && w.tail_hi >= 0);
-  if (edge) store_edges<kCache>(table, pitch, b0, c0, c1, n, w.col, w.lo, w.hi, w.tail_hi, s_start, s_len);
 }
 
 // Both runs' sums of a thread, scanned together: the tile's exclusive prefix within each run
@@ -389,23 +309,131 @@ struct AddRunSums {
 };
 static_assert(kRuns == 2, "RunSums holds two runs");
 
+using TileScan = cub::BlockScan<RunSums, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+using TileReduce = cub::BlockReduce<uint64_t, kThreads>;
+union TileTemp {
+  typename TileScan::TempStorage scan;
+  typename TileReduce::TempStorage reduce;
+};
+
+// A tile's lengths, as one thread holds them, and the tile's scan.
+struct ScannedTile {
+  uint32_t len[kRuns][kRun];  // L of the thread's runs
+  uint32_t before[kRun];      // thread 0: L of the 4 columns before the tile (0 for the first)
+  RunSums excl;               // the thread's runs' exclusive prefixes within their run strides
+  uint64_t sum;               // the tile's padded total
+  uint64_t last_len;          // thread 0 of the last tile: L[B-1], which the status needs
+  uint64_t strides_first;     // the first run stride's total
+  bool bad;                   // the offsets decrease somewhere in the tile (block-uniform)
+  // S of the thread's run r, relative to the tile's first column.
+  __device__ uint64_t start(int r) const { return r == 0 ? excl.first : strides_first + excl.second; }
+};
+
+// Loads a tile's lengths (thread 0 also those of the 4 columns before it, whose cells share the
+// tile's first vectors, and in the last tile L[B-1]) and scans them. Ends with a barrier.
+__device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile, bool last_tile, TileTemp& temp,
+                                          ScannedTile& t) {
+  const uint64_t b0 = tile * kTile;
+  const uint32_t batch = a.batch_size;
+  const bool vectors = ((reinterpret_cast<uintptr_t>(a.input_row_offsets) | reinterpret_cast<uintptr_t>(a.cache_lengths)) & 15) == 0;
+  t.last_len = 0;
+  if (last_tile && threadIdx.x == 0) {
+    bool ignored;
+    t.last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, ignored);
+  }
+  bool bad0, bad1;
+  RunSums sums{load_run(a, b0 + kRun * threadIdx.x, batch, vectors, t.len[0], bad0),
+               load_run(a, b0 + kRunStride + kRun * threadIdx.x, batch, vectors, t.len[1], bad1)};
+#pragma unroll
+  for (int k = 0; k < kRun; ++k) t.before[k] = 0;
+  if (threadIdx.x == 0 && tile > 0) {
+    bool ignored;  // that tile's blocks report it
+    load_run(a, b0 - kRun, batch, vectors, t.before, ignored);
+  }
+  RunSums strides;
+  TileScan(temp.scan).ExclusiveScan(sums, t.excl, RunSums{0, 0}, AddRunSums{}, strides);
+  t.bad = __syncthreads_or(bad0 || bad1);  // also the barrier before temp is reused
+  t.sum = strides.first + strides.second;
+  t.strides_first = strides.first;
+}
+
+// Fetches a tile's inputs into L2, kept there before other lines, for the block that will take
+// that tile a wave later: past one wave a block starts while the others' stores fill the memory
+// queues, and its first loads are what it waits for.
+__device__ __forceinline__ void prefetch_tile_inputs(const DevicePlanArgs& a, uint64_t tile) {
+  constexpr uint32_t kLine = 128 / sizeof(uint32_t);  // elements per cache line
+  const uint64_t b0 = tile * kTile;
+  if (b0 >= a.batch_size) return;
+  const uint64_t end = std::min<uint64_t>(b0 + kTile, a.batch_size);
+  const uint64_t i = b0 + uint64_t{threadIdx.x % (kThreads / 2)} * kLine;
+  const uint32_t* p = threadIdx.x < kThreads / 2 ? a.cache_lengths : a.input_row_offsets;
+  if (i < end + (p == a.input_row_offsets ? 1 : 0))
+    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p + i));
+}
+
+__device__ __forceinline__ void publish(uint64_t* word, uint64_t value) { *static_cast<volatile uint64_t*>(word) = value; }
+
+// Decoupled look-back (as CUB's DeviceScan): the tile's exclusive prefix and whether offsets
+// decrease before it. The publishing block puts out the tile's aggregate at once and its inclusive
+// prefix once known; every block reads the words of up to kThreads earlier tiles at a time, nearest
+// first, and stops at the nearest inclusive prefix. Tiles follow blockIdx and blocks start in
+// that order, so every word waited for belongs to a block that has started.
+__device__ __forceinline__ uint64_t look_back(uint64_t* words, uint64_t tile, const ScannedTile& t, bool publisher,
+                                              TileTemp& temp, bool& bad_before) {
+  __shared__ int s_first[kThreads / 32];
+  __shared__ uint64_t s_prefix;
+  if (publisher && threadIdx.x == 0)
+    publish(&words[tile], (tile == 0 ? kWordPrefix : kWordAggregate) | (t.bad ? kWordBad : 0) | t.sum);
+  uint64_t prefix = 0;  // thread 0's
+  bad_before = false;
+  for (int64_t end = static_cast<int64_t>(tile); end > 0; end -= kThreads) {
+    const int64_t j = end - 1 - threadIdx.x;
+    uint64_t w = kWordPrefix;  // before tile 0: an inclusive prefix of 0
+    if (j >= 0)
+      while (((w = *static_cast<volatile uint64_t*>(&words[j])) & (kWordPrefix | kWordAggregate)) == 0) {
+      }
+    const unsigned ballot = __ballot_sync(~0u, (w & kWordPrefix) != 0);
+    if ((threadIdx.x & 31) == 0) s_first[threadIdx.x / 32] = ballot ? static_cast<int>(threadIdx.x) + __ffs(ballot) - 1 : kThreads;
+    __syncthreads();
+    int first = kThreads;
+#pragma unroll
+    for (int k = 0; k < kThreads / 32; ++k) first = min(first, s_first[k]);
+    const bool counts = static_cast<int>(threadIdx.x) <= first;
+    prefix += TileReduce(temp.reduce).Sum(counts ? (w & kWordValue) : 0);
+    bad_before |= __syncthreads_or(counts && (w & kWordBad) != 0);  // also the barrier before s_first and temp are reused
+    if (first < kThreads) break;
+  }
+  if (threadIdx.x == 0) {
+    s_prefix = prefix;
+    if (publisher && tile > 0)
+      publish(&words[tile], kWordPrefix | (t.bad || bad_before ? kWordBad : 0) | (prefix + t.sum));
+  }
+  __syncthreads();
+  return s_prefix;
+}
+
+// The last block to be done reading published words puts them back to zero for the next launch.
+// `done` is thread 0's ticket, taken once the block read its last word.
+__device__ __forceinline__ void reset_words(Header* header, uint64_t* words, uint64_t tiles, unsigned int done) {
+  __shared__ bool s_last_block;
+  if (threadIdx.x == 0) s_last_block = done == gridDim.x - 1;
+  __syncthreads();
+  if (s_last_block) {
+    for (uint64_t j = threadIdx.x; j < tiles; j += kThreads) words[j] = 0;
+    if (threadIdx.x == 0) header->done = 0;
+  }
+}
+
 // One block: a tile of columns and a run of chunk rows [c0, c1), tile-major in blockIdx.
 template <Prefix kPrefix>
 __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
-    fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split) {
-  using BlockScan = cub::BlockScan<RunSums, kThreads>;
-  using BlockReduce = cub::BlockReduce<uint64_t, kThreads>;
-  __shared__ union {
-    typename BlockScan::TempStorage scan;
-    typename BlockReduce::TempStorage reduce;
-  } temp;
+    fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split, uint32_t prefetch_tiles) {
+  __shared__ TileTemp temp;
   // S and L of tile column i - 4 at [i]: [1, 4) the 3 columns before the tile, [4 + n_cols] the
   // sentinel (S = E, L = 0). 32 bits suffice when the plan is ok.
   __shared__ alignas(16) uint32_t s_start[kTile + 2 * kRun];
   __shared__ alignas(16) uint32_t s_len[kTile + 2 * kRun];
-  __shared__ uint64_t s_prefix;
   __shared__ bool s_ok;
-  __shared__ bool s_last_block;
 
   const uint32_t batch = a.batch_size;
   const uint64_t tiles = (uint64_t{batch} + kTile - 1) / kTile;
@@ -416,146 +444,70 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   const bool last_tile = b0 + n_cols == batch;
   const uint32_t c0 = split * rows_per_split;
   const uint32_t c1 = rows_per_split < a.max_chunks - c0 ? c0 + rows_per_split : a.max_chunks;
-  const Workspace* reduced = kPrefix == Prefix::kReduced
-                                 ? reinterpret_cast<const Workspace*>(static_cast<const char*>(workspace) + kOnePassBytes)
-                                 : nullptr;
-  auto* header = kPrefix == Prefix::kOnePass ? static_cast<OnePassHeader*>(workspace) : nullptr;
-  auto* published = reinterpret_cast<uint64_t*>(header + 1);
+  auto* header = static_cast<Header*>(workspace);
+  auto* words = reinterpret_cast<uint64_t*>(static_cast<char*>(workspace) + kWordsOffset);
 
-  // Issued first, so their latency overlaps the tile's loads: the reduced prefix and verdict, and
-  // (the last tile) L[B-1], which the status needs.
-  uint64_t prefix = kPrefix == Prefix::kReduced ? reduced->tiles[tile] : 0;
-  const uint64_t reduced_total = kPrefix == Prefix::kReduced && last_tile ? reduced->padded_tokens : 0;
-  const bool reduced_ok = kPrefix == Prefix::kReduced && last_tile ? reduced->ok != 0 : false;
-  uint64_t last_len = 0;
-  if (kPrefix != Prefix::kReduced && last_tile && threadIdx.x == 0) {
-    bool ignored;
-    last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, ignored);
-  }
-
-  // The tile's lengths, and thread 0 those of the run before the tile (the previous tile's last
-  // columns, whose cells share this tile's first vectors).
-  const bool vectors = ((reinterpret_cast<uintptr_t>(a.input_row_offsets) | reinterpret_cast<uintptr_t>(a.cache_lengths)) & 15) == 0;
-  uint32_t len[kRuns][kRun];
-  bool bad0, bad1;
-  RunSums sums{load_run(a, b0 + kRun * threadIdx.x, batch, vectors, len[0], bad0),
-               load_run(a, b0 + kRunStride + kRun * threadIdx.x, batch, vectors, len[1], bad1)};
-  uint32_t before[kRun] = {0, 0, 0, 0};
-  if (threadIdx.x == 0 && tile > 0) {
-    bool ignored;  // that tile's blocks report it
-    load_run(a, b0 - kRun, batch, vectors, before, ignored);
-  }
-
-  RunSums excl, strides;
-  BlockScan(temp.scan).ExclusiveScan(sums, excl, RunSums{0, 0}, AddRunSums{}, strides);
-  const bool bad = __syncthreads_or(bad0 || bad1);  // also the barrier before temp is reused
-  const uint64_t tile_sum = strides.first + strides.second;
-
-  bool bad_before = false;
-  if (kPrefix == Prefix::kOnePass) {
-    if (threadIdx.x == 0 && split == 0)
-      *static_cast<volatile uint64_t*>(&published[tile]) = kSlotReady | (bad ? kSlotBad : 0) | tile_sum;
-    // Every earlier tile's word: kLookBackLoads loads in flight per thread, then each waited for
-    // (its tile's first block started before this one and waits only on tiles before its own).
-    uint64_t acc = 0;
-    for (uint64_t j0 = 0; j0 < tile; j0 += kThreads * kLookBackLoads) {
-      uint64_t v[kLookBackLoads];
+  unsigned int done = 0;
+  uint64_t total;
+  {
+    ScannedTile t;
+    scan_tile(a, tile, last_tile, temp, t);
+    if (prefetch_tiles > 0 && split == 0) prefetch_tile_inputs(a, tile + prefetch_tiles);
+    uint64_t prefix = 0;
+    bool bad_before = false;
+    if (kPrefix == Prefix::kLookBack) {
+      prefix = look_back(words, tile, t, split == 0, temp, bad_before);
+      if (threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
+    }
+    // S and L of the thread's columns into shared memory; thread 0 adds the 3 columns before the
+    // tile, the sentinel of a full last tile, and the batch's verdict.
 #pragma unroll
-      for (int i = 0; i < kLookBackLoads; ++i) {
-        const uint64_t j = j0 + i * kThreads + threadIdx.x;
-        v[i] = j < tile ? *static_cast<volatile uint64_t*>(&published[j]) : uint64_t{kSlotReady};
+    for (int r = 0; r < kRuns; ++r) {
+      uint32_t s = static_cast<uint32_t>(prefix + t.start(r)), st[kRun];
+#pragma unroll
+      for (int k = 0; k < kRun; ++k) {
+        st[k] = s;
+        s += t.len[r][k];
       }
-#pragma unroll
-      for (int i = 0; i < kLookBackLoads; ++i) {
-        const uint64_t j = j0 + i * kThreads + threadIdx.x;
-        while ((v[i] & kSlotReady) == 0) v[i] = *static_cast<volatile uint64_t*>(&published[j]);
-        acc += v[i] & kSlotSum;
-        bad_before |= (v[i] & kSlotBad) != 0;
+      const uint32_t i = r * kRunStride + kRun * threadIdx.x + kRun;
+      *reinterpret_cast<uint4*>(&s_start[i]) = make_uint4(st[0], st[1], st[2], st[3]);
+      *reinterpret_cast<uint4*>(&s_len[i]) = make_uint4(t.len[r][0], t.len[r][1], t.len[r][2], t.len[r][3]);
+    }
+    total = prefix + t.sum;
+    if (threadIdx.x == 0) {
+      uint32_t s = static_cast<uint32_t>(prefix);  // S[b0]: the columns before the tile count back from it
+      for (int k = kRun - 1; k >= 1; --k) {
+        s -= t.before[k];
+        s_start[k] = s;
+        s_len[k] = t.before[k];
       }
-    }
-    acc = BlockReduce(temp.reduce).Sum(acc);
-    if (threadIdx.x == 0) s_prefix = acc;
-    bad_before = __syncthreads_or(bad_before);
-    prefix = s_prefix;
-  }
-
-  // S and L of the thread's columns into shared memory; thread 0 adds the 3 columns before the
-  // tile, the sentinel of a full last tile, and the batch's verdict.
-#pragma unroll
-  for (int r = 0; r < kRuns; ++r) {
-    uint32_t s = static_cast<uint32_t>(prefix + (r == 0 ? excl.first : strides.first + excl.second));
-    uint32_t st[kRun];
-#pragma unroll
-    for (int k = 0; k < kRun; ++k) {
-      st[k] = s;
-      s += len[r][k];
-    }
-    const uint32_t i = r * kRunStride + kRun * threadIdx.x + kRun;
-    *reinterpret_cast<uint4*>(&s_start[i]) = make_uint4(st[0], st[1], st[2], st[3]);
-    *reinterpret_cast<uint4*>(&s_len[i]) = make_uint4(len[r][0], len[r][1], len[r][2], len[r][3]);
-  }
-  const uint64_t total = prefix + tile_sum;
-  if (threadIdx.x == 0) {
-    uint32_t s = static_cast<uint32_t>(prefix);  // S[b0]: the columns before the tile count back from it
-    for (int k = kRun - 1; k >= 1; --k) {
-      s -= before[k];
-      s_start[k] = s;
-      s_len[k] = before[k];
-    }
-    s_start[kTile + kRun] = static_cast<uint32_t>(total);
-    s_len[kTile + kRun] = 0;
-    s_ok = true;
-    if (last_tile) {
-      if (kPrefix == Prefix::kReduced) {  // the reduce launch judged the whole batch
-        s_ok = reduced_ok;
-      } else {  // this block has seen every tile: its own and (one pass) the others' sums
+      s_start[kTile + kRun] = static_cast<uint32_t>(total);
+      s_len[kTile + kRun] = 0;
+      s_ok = true;
+      if (last_tile) {  // this block has seen every tile: its own and the others' sums
         const DevicePlanStatus st =
-            batch_status(batch, total, total - last_len, bad || bad_before, a.buffer_token_size, a.max_chunks);
+            batch_status(batch, total, total - t.last_len, t.bad || bad_before, a.buffer_token_size, a.max_chunks);
         if (split == 0) *a.status = st;
         s_ok = st.code == kPlanOk;
       }
     }
   }
   __syncthreads();
-  unsigned int done = 0;
-  if (kPrefix == Prefix::kOnePass && threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
 
-  if (last_tile) {
-    const uint64_t padded = kPrefix == Prefix::kReduced ? reduced_total : total;
+  if (last_tile)
     for (uint32_t c = c0 + threadIdx.x; c < c1; c += kThreads)
-      a.buffer_lengths[c] = chunk_length(c, batch, padded, a.buffer_token_size, s_ok);
-  }
+      a.buffer_lengths[c] = chunk_length(c, batch, total, a.buffer_token_size, s_ok);
 
-  // Each run's cells: the block stores tile columns from its first (the first tile) or from the 3
-  // before it, up to its last or, in the last tile, the table's last (the sentinel included).
-#pragma unroll 1
-  for (int r = 0; r < kRuns; ++r) {
-    RunWindow w;
-    w.col = static_cast<int32_t>(r * kRunStride + kRun * threadIdx.x);
-    const uint4 s0 = *reinterpret_cast<const uint4*>(&s_start[w.col]);
-    const uint4 s1 = *reinterpret_cast<const uint4*>(&s_start[w.col + kRun]);
-    const uint4 l0 = *reinterpret_cast<const uint4*>(&s_len[w.col]);
-    const uint4 l1 = *reinterpret_cast<const uint4*>(&s_len[w.col + kRun]);
-    w.s[0] = s0.y, w.s[1] = s0.z, w.s[2] = s0.w, w.s[3] = s1.x, w.s[4] = s1.y, w.s[5] = s1.z, w.s[6] = s1.w;
-    w.l[0] = l0.y, w.l[1] = l0.z, w.l[2] = l0.w, w.l[3] = l1.x, w.l[4] = l1.y, w.l[5] = l1.z, w.l[6] = l1.w;
-    w.lo = tile == 0 ? 0 : -kRun;
-    w.hi = last_tile ? static_cast<int32_t>(n_cols) : static_cast<int32_t>(kTile) - 1;
-    w.tail_hi = last_tile ? w.hi : -1;
-    store_table<false>(a.buffer_row_offsets, uint64_t{batch} + 1, b0, c0, c1, a.buffer_token_size, w, s_start, s_len);
-    w.hi = last_tile ? static_cast<int32_t>(n_cols) - 1 : static_cast<int32_t>(kTile) - 1;
-    w.tail_hi = last_tile ? w.hi : -1;
-    store_table<true>(a.cache_offsets, batch, b0, c0, c1, a.buffer_token_size, w, s_start, s_len);
-  }
+  // The block stores tile columns from its first (the first tile) or from the 3 before it, up
+  // to its last or, in the last tile, the table's last (the sentinel included).
+  FillTable rows{a.buffer_row_offsets + b0, uint64_t{batch} + 1, reinterpret_cast<uintptr_t>(a.buffer_row_offsets) / 4,
+                 tile == 0 ? 0 : -kRun, last_tile ? static_cast<int32_t>(n_cols) : static_cast<int32_t>(kTile) - 1, -1};
+  FillTable cache{a.cache_offsets + b0, batch, reinterpret_cast<uintptr_t>(a.cache_offsets) / 4, rows.lo,
+                  last_tile ? static_cast<int32_t>(n_cols) - 1 : static_cast<int32_t>(kTile) - 1, -1};
+  if (last_tile) rows.tail_hi = rows.hi, cache.tail_hi = cache.hi;
+  store_rows(rows, cache, b0, c0, c1, a.buffer_token_size, s_start, s_len);
 
-  if (kPrefix == Prefix::kOnePass) {
-    // The last block to be done reading puts the published words back to zero for the next launch.
-    if (threadIdx.x == 0) s_last_block = done == gridDim.x - 1;
-    __syncthreads();
-    if (s_last_block) {
-      for (uint64_t j = threadIdx.x; j < tiles; j += kThreads) published[j] = 0;
-      if (threadIdx.x == 0) header->done = 0;
-    }
-  }
+  if (kPrefix == Prefix::kLookBack) reset_words(header, words, tiles, done);
 }
 
 }  // namespace
@@ -570,7 +522,7 @@ uint64_t resident_fill_blocks() {
   if (blocks == 0) {
     int sms = 0, per_sm = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<Prefix::kOnePass>, kThreads, 0) !=
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<Prefix::kLookBack>, kThreads, 0) !=
             cudaSuccess)
       return 1024;
     blocks = static_cast<uint32_t>(std::max(1, sms * per_sm));
@@ -581,9 +533,7 @@ uint64_t resident_fill_blocks() {
 
 size_t fast_workspace_bytes(uint32_t batch_size) {
   const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;
-  if (tiles <= 1) return 0;
-  if (tiles <= kMaxOnePassTiles) return sizeof(OnePassHeader) + tiles * sizeof(uint64_t);
-  return kOnePassBytes + kWorkspaceHeader + tiles * sizeof(uint64_t);
+  return tiles <= 1 ? 0 : kWordsOffset + tiles * sizeof(uint64_t);
 }
 
 cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_t stream) {
@@ -594,7 +544,8 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   const uint64_t cols = small ? uint64_t{batch} + 1 : std::min<uint64_t>(batch, kTile);
   // Split chunk rows over blocks only while the grid fits in one wave: past that, whole tiles
   // keep every multiprocessor busy and splitting would only repeat the tile scans.
-  uint64_t splits = resident_fill_blocks() / tiles;
+  const uint64_t resident = resident_fill_blocks();
+  uint64_t splits = resident / tiles;
   const uint64_t by_work = m * cols / (small ? kMinCellsPerSmallBlock : kMinCellsPerBlock);
   if (splits > by_work) splits = by_work;
   if (splits < 1) splits = 1;
@@ -605,22 +556,18 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   if (blocks > 0x7fffffffu) return cudaErrorInvalidConfiguration;
   const auto grid = static_cast<uint32_t>(blocks);
   const auto per_split = static_cast<uint32_t>(rows_per_split);
+  const auto n_splits = static_cast<uint32_t>(splits);
+  // Past one wave, each block has the inputs of the tile one wave later fetched into L2.
+  const auto prefetch = static_cast<uint32_t>(blocks > resident ? resident / splits : 0);
 
   if (batch < kThreads) {
     fast_small_kernel<kThreads><<<grid, kThreads, 0, stream>>>(args, per_split);
   } else if (small) {
     fast_small_kernel<kSmallThreads><<<grid, kSmallThreads, 0, stream>>>(args, per_split);
   } else if (tiles == 1) {
-    fast_fill_kernel<Prefix::kNone><<<grid, kThreads, 0, stream>>>(args, nullptr, static_cast<uint32_t>(splits), per_split);
-  } else if (tiles <= kMaxOnePassTiles) {
-    fast_fill_kernel<Prefix::kOnePass><<<grid, kThreads, 0, stream>>>(args, workspace, static_cast<uint32_t>(splits),
-                                                                        per_split);
+    fast_fill_kernel<Prefix::kNone><<<grid, kThreads, 0, stream>>>(args, nullptr, n_splits, per_split, 0);
   } else {
-    auto* ws = reinterpret_cast<Workspace*>(static_cast<char*>(workspace) + kOnePassBytes);
-    fast_reduce_kernel<<<static_cast<uint32_t>(tiles), kThreads, 0, stream>>>(args, ws, static_cast<uint32_t>(tiles));
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    fast_fill_kernel<Prefix::kReduced><<<grid, kThreads, 0, stream>>>(args, workspace, static_cast<uint32_t>(splits),
-                                                                       per_split);
+    fast_fill_kernel<Prefix::kLookBack><<<grid, kThreads, 0, stream>>>(args, workspace, n_splits, per_split, prefetch);
   }
   return cudaGetLastError();
 }
