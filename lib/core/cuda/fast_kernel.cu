@@ -117,6 +117,16 @@ __device__ __forceinline__ void write_sentinel(const DevicePlanArgs& a, uint64_t
   }
 }
 
+// Programmatic dependent launch (Hopper): the kernels are launched so that they may start while the
+// stream's previous kernel finishes, and wait here, before reading anything, until it has
+// completed and its writes are visible; then they let the stream's next kernel start early in
+// turn (it waits the same way, if it was launched to). Back to back, this hides a launch's
+// dispatch behind the previous one's tail. Without the launch attribute both are no-ops.
+__device__ __forceinline__ void wait_for_previous_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;");
+}
+
 // Batches of at most kBlock sequences, the latency-bound case: one sequence per thread and one
 // block-wide scan, without the tile path's exchange and its extra barriers.
 template <int kBlock>
@@ -128,6 +138,7 @@ __global__ void __launch_bounds__(kBlock) fast_small_kernel(DevicePlanArgs a, ui
   __shared__ uint64_t s_total;
   __shared__ bool s_ok;
 
+  wait_for_previous_kernel();
   const uint32_t batch = a.batch_size;
   const uint64_t c0 = uint64_t{blockIdx.x} * rows_per_split;
   const uint64_t c1 = c0 + rows_per_split < a.max_chunks ? c0 + rows_per_split : a.max_chunks;
@@ -436,6 +447,7 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   __shared__ alignas(16) uint32_t s_len[kTile + 2 * kRun];
   __shared__ bool s_ok;
 
+  wait_for_previous_kernel();
   const uint32_t batch = a.batch_size;
   const uint64_t tiles = (uint64_t{batch} + kTile - 1) / kTile;
   const uint64_t tile = blockIdx.x / splits;
@@ -532,6 +544,21 @@ uint64_t resident_fill_blocks() {
   return blocks;
 }
 
+// Launches with programmatic stream serialization allowed (see wait_for_previous_kernel).
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), uint32_t grid, uint32_t block, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, kernel, args...);
+}
+
 size_t fast_workspace_bytes(uint32_t batch_size) {
   const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;
   return tiles <= 1 ? 0 : kWordsOffset + tiles * sizeof(uint64_t);
@@ -564,16 +591,12 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   // Past one wave, each block has the inputs of the tile one wave later fetched into L2.
   const auto prefetch = static_cast<uint32_t>(blocks > resident ? resident / splits : 0);
 
-  if (batch < kThreads) {
-    fast_small_kernel<kThreads><<<grid, kThreads, 0, stream>>>(args, per_split);
-  } else if (small) {
-    fast_small_kernel<kSmallThreads><<<grid, kSmallThreads, 0, stream>>>(args, per_split);
-  } else if (tiles == 1) {
-    fast_fill_kernel<Prefix::kNone><<<grid, kThreads, 0, stream>>>(args, nullptr, n_splits, per_split, 0);
-  } else {
-    fast_fill_kernel<Prefix::kLookBack><<<grid, kThreads, 0, stream>>>(args, workspace, n_splits, per_split, prefetch);
-  }
-  return cudaGetLastError();
+  if (batch < kThreads) return launch(fast_small_kernel<kThreads>, grid, kThreads, stream, args, per_split);
+  if (small) return launch(fast_small_kernel<kSmallThreads>, grid, kSmallThreads, stream, args, per_split);
+  if (tiles == 1)
+    return launch(fast_fill_kernel<Prefix::kNone>, grid, kThreads, stream, args, static_cast<void*>(nullptr), n_splits,
+                  per_split, uint32_t{0});
+  return launch(fast_fill_kernel<Prefix::kLookBack>, grid, kThreads, stream, args, workspace, n_splits, per_split, prefetch);
 }
 
 }  // namespace mlaplan::cuda_detail
