@@ -159,12 +159,8 @@ max_differences_still_there() {
 bench_sweeps() {
   # Mean 512 tokens: at mean 1024, 4M sequences pass the 32-bit limit of the tables.
   local args=(bench --sizes 1:4194304:x4 --mean-length 512 --kernels fast,graph,empty,copy --format md --no-progress)
-  # Both sweeps on one CPU core: hot launches and graph replays of small batches are bound by the
-  # host's submission rate, which moved by up to 6% between runs left to land on any core.
-  local pin=()
-  command -v taskset > /dev/null && pin=(taskset -c 2)
-  "${pin[@]}" "$exe" "${args[@]}" --json "$log_dir/bench-sweep-1.json" -o "$log_dir/bench-sweep-1.md" || return 1
-  "${pin[@]}" "$exe" "${args[@]}" --json "$log_dir/bench-sweep-2.json" -o "$log_dir/bench-sweep-2.md" || return 1
+  "$exe" "${args[@]}" --json "$log_dir/bench-sweep-1.json" -o "$log_dir/bench-sweep-1.md" || return 1
+  "$exe" "${args[@]}" --json "$log_dir/bench-sweep-2.json" -o "$log_dir/bench-sweep-2.md" || return 1
   cat "$log_dir/bench-sweep-1.md"
   python3 "$source_dir/scripts/compare_bench.py" "$log_dir/bench-sweep-1.json" "$log_dir/bench-sweep-2.json"
 }
