@@ -175,15 +175,27 @@ class CudaGpuBench final : public GpuBench {
   }
 
   Measurement measure_empty_graph(Mode mode, const StoppingRule& rule) override {
-    const cudaGraphExec_t exec = capture_graph(stream_, [this] {
-      empty_kernel<<<1, 1, 0, stream_>>>();
-      return cudaGetLastError();
-    }, "capturing the empty kernel");
+    auto capture = [this] {
+      return capture_graph(stream_, [this] {
+        empty_kernel<<<1, 1, 0, stream_>>>();
+        return cudaGetLastError();
+      }, "capturing the empty kernel");
+    };
     struct ExecGuard {
       cudaGraphExec_t e;
       ~ExecGuard() { cudaGraphExecDestroy(e); }
-    } guard{exec};
-    return time_launches(mode, rule, [&](size_t) { cuda_check(cudaGraphLaunch(exec, stream_), "launching the empty graph"); });
+    } guard{capture()};
+    // A fresh instantiation before every sample, as for the graph rows (Rig::renew).
+    const Renew renew = [&] {
+      cudaGraphExecDestroy(guard.e);
+      guard.e = nullptr;
+      guard.e = capture();
+      cuda_check(cudaGraphUpload(guard.e, stream_), "uploading the empty graph");
+    };
+    return time_interleaved(mode, rule,
+                            {[&](size_t) { cuda_check(cudaGraphLaunch(guard.e, stream_), "launching the empty graph"); }},
+                            {renew})
+        .front();
   }
 
   std::vector<Measurement> measure(const std::vector<Kernel>& kernels, const std::vector<Batch>& sets,
@@ -203,9 +215,13 @@ class CudaGpuBench final : public GpuBench {
       }
     }
     std::vector<Launch> launches;
-    for (auto& rig : rigs) launches.push_back([&r = *rig](size_t i) { r.launch(i % r.sets()); });
+    std::vector<Renew> renew;
+    for (auto& rig : rigs) {
+      launches.push_back([&r = *rig](size_t i) { r.launch(i % r.sets()); });
+      renew.push_back(rig->replays_graphs() ? Renew([&r = *rig] { r.renew(); }) : Renew());
+    }
     auto scope = timer.phase("measure");
-    return time_interleaved(mode, rule, launches);
+    return time_interleaved(mode, rule, launches, renew);
   }
 
  private:
@@ -229,13 +245,7 @@ class CudaGpuBench final : public GpuBench {
           h_lengths_(kernel == Kernel::cpu_copy ? M_ : 0),
           host_(shape) {
       if (ws_bytes_) cuda_check(cudaMemset(workspace_.ptr, 0, ws_bytes_), "zeroing the workspace");
-      if (kernel == Kernel::graph) {
-        for (DeviceSet& d : dev_) {
-          graphs_.push_back(capture_graph(stream_, [&] {
-            return plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, GpuKernel::fast);
-          }, "capturing plan_on_device"));
-        }
-      }
+      if (kernel == Kernel::graph) renew();
     }
     ~Rig() {
       for (auto e : graphs_) cudaGraphExecDestroy(e);
@@ -244,6 +254,21 @@ class CudaGpuBench final : public GpuBench {
     Rig& operator=(const Rig&) = delete;
 
     size_t sets() const { return dev_.size(); }
+    bool replays_graphs() const { return kernel_ == Kernel::graph; }
+
+    // (Re)captures and instantiates one graph per input set, uploaded ahead of its first replay.
+    // The bench does this before every sample: on the H200 one instantiation's replays were up to
+    // 15% slower than another's in the same process, a level the samples of one graph cannot show.
+    void renew() {
+      for (auto e : graphs_) cudaGraphExecDestroy(e);
+      graphs_.clear();
+      for (DeviceSet& d : dev_) {
+        graphs_.push_back(capture_graph(stream_, [&] {
+          return plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, GpuKernel::fast);
+        }, "capturing plan_on_device"));
+        cuda_check(cudaGraphUpload(graphs_.back(), stream_), "uploading the graph");
+      }
+    }
 
     void launch(size_t i) {
       DeviceSet& d = dev_[i];
@@ -298,6 +323,7 @@ class CudaGpuBench final : public GpuBench {
   };
 
   using Launch = std::function<void(size_t)>;  // enqueues launch number i (callers rotate input sets by it)
+  using Renew = std::function<void()>;         // untimed, before each of a launcher's samples (may be empty)
 
   // Times one launcher: time_interleaved with a single entry.
   Measurement time_launches(Mode mode, const StoppingRule& rule, Launch launch) {
@@ -308,7 +334,8 @@ class CudaGpuBench final : public GpuBench {
   // during the measurement hits them alike; each stops on its own by the rule. Hot: a batch of
   // back-to-back launches between two events, sized from one timed launch; cold: L2 flushed, then
   // events around a single launch.
-  std::vector<Measurement> time_interleaved(Mode mode, const StoppingRule& rule, const std::vector<Launch>& launches) {
+  std::vector<Measurement> time_interleaved(Mode mode, const StoppingRule& rule, const std::vector<Launch>& launches,
+                                           const std::vector<Renew>& renew = {}) {
     CudaTimer timer;
     std::vector<size_t> counter(launches.size(), 0), repeat(launches.size(), 1);
     std::vector<SampleSeries> series;
@@ -332,6 +359,10 @@ class CudaGpuBench final : public GpuBench {
       pending = false;
       for (size_t r = 0; r < launches.size(); ++r) {
         if (series[r].done()) continue;
+        if (r < renew.size() && renew[r]) {
+          cuda_check(cudaStreamSynchronize(stream_), "finishing the last sample");
+          renew[r]();
+        }
         const auto t0 = std::chrono::steady_clock::now();
         if (l2) l2->flush(stream_);
         timer.start(stream_);
