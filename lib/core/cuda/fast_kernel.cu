@@ -5,28 +5,30 @@
 // so once a block knows S for its columns, every table cell is independent and the kernel is a
 // scan followed by a bandwidth-bound fill.
 //
-// Three shapes, each a single launch but the last:
+// Three shapes, each a single launch:
 // - B <= 1024: one sequence per thread, one block-wide scan (cub::BlockScan), no workspace. This is
 //   the latency-bound case, so it has the fewest instructions and barriers before the first store.
-// - up to kMaxOnePassTiles tiles of 2048 sequences: one pass, as CUB's DeviceScan does it. Each
-//   tile's first block publishes its tile sum and flags in one 64-bit word (so a reader that sees
-//   the flag sees the sum: no fence, no second load); every block then sums the published words of
-//   the earlier tiles, all loaded at once. Tiles follow blockIdx, and blocks start in that order,
-//   so what a block waits for has started. The last block to finish puts the published words back
-//   to zero, so the workspace is zeroed once and safe to replay from a CUDA graph.
-// - more tiles: reduce-then-fill, two launches (summing every earlier tile would grow as tiles^2).
+// - one tile of 2048 sequences: the same tile kernel as below, with no prefix to look up.
+// - more tiles: one pass with a decoupled look-back, as CUB's DeviceScan does it. Each tile's first
+//   block publishes the tile's aggregate and then its inclusive prefix, each in one 64-bit word with
+//   its flags (a reader that sees the flag sees the value: no fence, no second load); every block
+//   reads the words of up to 256 earlier tiles at a time, nearest first, and stops at the nearest
+//   inclusive prefix. Tiles follow blockIdx, and blocks start in that order, so what a block waits
+//   for has started. The last block to finish puts the words back to zero, so the workspace is
+//   zeroed once and safe to replay from a CUDA graph.
 //
 // Chunks are parallel too: the grid is tiles x splits, each split owning a run of chunk rows, so a
 // tiny batch with many chunks (B = 1, M = 4096) still spreads over many threads.
 //
-// The fill is where large batches spend their time, so it is lean: each thread holds runs of 4
-// consecutive columns (S and L in registers) and stores each row's cells as one 16-byte vector at
-// a 16-byte-aligned address. A table's rows (pitch B + 1 or B) start at any phase modulo 4
-// elements, so a thread's vector in a row of phase p covers its columns shifted by p: the thread
-// also holds the 3 columns before its run (the tile's first thread, those of the previous tile),
-// and the rows are stored in 4 classes (c mod 4), each with its phase fixed at compile time. Only
-// the vectors at either end of a row, which two blocks share, are stored cell by cell. Each cell
-// is 3 instructions on 32-bit values (an ok plan has S < 2^32; a refused plan's cells are don't-care).
+// The fill is where large batches spend their time, so it is lean: each thread holds two runs of 4
+// consecutive columns and stores each row's cells as one 16-byte vector at a 16-byte-aligned
+// address, row by row, both runs and both tables in each row (the order that writes the tables at
+// memset speed). A table's rows (pitch B + 1 or B) start at any phase modulo 4 elements, so a
+// thread's vector in a row of phase p covers its columns shifted back by p: it takes those columns'
+// S and L from shared memory once per class of rows (c mod 4), the 3 columns before the tile
+// included. Only the vectors at either end of a row, which two blocks share, are stored cell by
+// cell. Each cell is 3 instructions on 32-bit values (an ok plan has S < 2^32; a refused plan's
+// cells are don't-care). docs/performance.md logs the measurements behind each of these choices.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -425,7 +427,7 @@ __device__ __forceinline__ uint64_t look_back(uint64_t* words, uint64_t tile, co
 }
 
 // The last block to be done reading published words puts them back to zero for the next launch.
-// `done` is thread 0's ticket, taken once the block read its last word.
+// `done` is thread 0's count of blocks done before it, taken once the block read its last word.
 __device__ __forceinline__ void reset_words(Header* header, uint64_t* words, uint64_t tiles, unsigned int done) {
   __shared__ bool s_last_block;
   if (threadIdx.x == 0) s_last_block = done == gridDim.x - 1;
