@@ -27,11 +27,11 @@ class InterruptScope {
   InterruptScope& operator=(const InterruptScope&) = delete;
 };
 
-// The command line as typed (main records it), shell-quoted where needed: reports show what made them.
 // The exit statuses and the pointer to subcommand help, at the end of every --help; a subcommand
 // with examples puts them before it.
 std::string help_footer(const std::string& examples = "");
 
+// The command line as typed (main records it), shell-quoted where needed: reports show what made them.
 void set_command_line(int argc, char** argv);
 const std::string& command_line();
 

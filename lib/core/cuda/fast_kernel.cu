@@ -81,12 +81,12 @@ __host__ __device__ inline uint32_t tile_columns(uint32_t batch, uint64_t tile) 
   return static_cast<uint32_t>(rest < kTile ? rest : kTile);
 }
 
-// Writes rows [c0, c1) x the tile's n_cols columns of both tables when the tile is narrower than
-// the block: rows x columns are flattened over the threads so that many chunk rows are written at
-// once, and (c, col) advance by the block size without a division per cell.
+// Writes rows [c0, c1) x the batch's n_cols columns of both tables for the one-block kernel (the
+// batch no wider than the block): rows x columns are flattened over the threads so that many chunk
+// rows are written at once, and (c, col) advance by the block size without a division per cell.
 template <int kBlock>
 __device__ __forceinline__ void write_narrow(const DevicePlanArgs& a, const uint32_t* s_start, const uint32_t* s_len,
-                                             uint64_t b0, uint32_t n_cols, uint64_t c0, uint64_t c1) {
+                                             uint32_t n_cols, uint64_t c0, uint64_t c1) {
   const uint64_t n = a.buffer_token_size;
   const uint64_t pitch = uint64_t{a.batch_size} + 1;
   const uint32_t step_c = kBlock / n_cols;
@@ -96,8 +96,8 @@ __device__ __forceinline__ void write_narrow(const DevicePlanArgs& a, const uint
   while (c < c1) {
     const uint64_t cn = c * n;
     const uint64_t sb = s_start[col];
-    a.buffer_row_offsets[c * pitch + b0 + col] = sb >= cn ? static_cast<uint32_t>(min64(sb - cn, n)) : 0u;
-    a.cache_offsets[c * a.batch_size + b0 + col] = cn > sb ? static_cast<uint32_t>(min64(cn - sb, s_len[col])) : 0u;
+    a.buffer_row_offsets[c * pitch + col] = sb >= cn ? static_cast<uint32_t>(min64(sb - cn, n)) : 0u;
+    a.cache_offsets[c * a.batch_size + col] = cn > sb ? static_cast<uint32_t>(min64(cn - sb, s_len[col])) : 0u;
     c += step_c;
     col += step_col;
     if (col >= n_cols) {
@@ -130,7 +130,7 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 }
 
 // Batches of at most kBlock sequences, the latency-bound case: one sequence per thread and one
-// block-wide scan, without the tile path's exchange and its extra barriers.
+// block-wide scan, without the tile path's runs, halo and staging through shared memory.
 template <int kBlock>
 __global__ void __launch_bounds__(kBlock) fast_small_kernel(DevicePlanArgs a, uint32_t rows_per_split) {
   using BlockScan = cub::BlockScan<uint64_t, kBlock, cub::BLOCK_SCAN_WARP_SCANS>;
@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(kBlock) fast_small_kernel(DevicePlanArgs a, ui
     s_ok = st.code == kPlanOk;
   }
   __syncthreads();
-  if (batch > 0) write_narrow<kBlock>(a, s_start, s_len, 0, batch, c0, c1);
+  if (batch > 0) write_narrow<kBlock>(a, s_start, s_len, batch, c0, c1);
   write_sentinel<kBlock>(a, s_total, s_ok, c0, c1);
 }
 
@@ -281,8 +281,8 @@ __device__ __forceinline__ void store_tail(const FillTable& t, int32_t shift, ui
 // through every row first was 20% slower at B = 1M on the H200). A row's phase depends on c mod 4,
 // so the rows go in those 4 classes, each thread taking its shifted columns from shared memory once
 // a class.
-__device__ __forceinline__ void store_rows(FillTable rows, FillTable cache, uint64_t b0, uint32_t c0, uint32_t c1,
-                                           uint32_t n, const uint32_t* s_start, const uint32_t* s_len) {
+__device__ __forceinline__ void store_rows(FillTable rows, FillTable cache, uint32_t c0, uint32_t c1, uint32_t n,
+                                           const uint32_t* s_start, const uint32_t* s_len) {
 #pragma unroll 1
   for (uint32_t cls = c0; cls < c1 && cls - c0 < 4; ++cls) {
     const int32_t shift_rows = static_cast<int32_t>((rows.phase0 + cls * rows.pitch) & 3);
@@ -463,48 +463,45 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   auto* words = reinterpret_cast<uint64_t*>(static_cast<char*>(workspace) + kWordsOffset);
 
   unsigned int done = 0;
-  uint64_t total;
-  {
-    ScannedTile t;
-    scan_tile(a, tile, last_tile, temp, t);
-    if (prefetch_tiles > 0 && split == 0) prefetch_tile_inputs(a, tile + prefetch_tiles);
-    uint64_t prefix = 0;
-    bool bad_before = false;
-    if (kPrefix == Prefix::kLookBack) {
-      prefix = look_back(words, tile, t, split == 0, temp, bad_before);
-      if (threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
-    }
-    // S and L of the thread's columns into shared memory; thread 0 adds the 3 columns before the
-    // tile, the sentinel of a full last tile, and the batch's verdict.
+  ScannedTile t;
+  scan_tile(a, tile, last_tile, temp, t);
+  if (prefetch_tiles > 0 && split == 0) prefetch_tile_inputs(a, tile + prefetch_tiles);
+  uint64_t prefix = 0;
+  bool bad_before = false;
+  if (kPrefix == Prefix::kLookBack) {
+    prefix = look_back(words, tile, t, split == 0, temp, bad_before);
+    if (threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
+  }
+  // S and L of the thread's columns into shared memory; thread 0 adds the 3 columns before the
+  // tile, the sentinel of a full last tile, and the batch's verdict.
 #pragma unroll
-    for (int r = 0; r < kRuns; ++r) {
-      uint32_t s = static_cast<uint32_t>(prefix + t.start(r)), st[kRun];
+  for (int r = 0; r < kRuns; ++r) {
+    uint32_t s = static_cast<uint32_t>(prefix + t.start(r)), st[kRun];
 #pragma unroll
-      for (int k = 0; k < kRun; ++k) {
-        st[k] = s;
-        s += t.len[r][k];
-      }
-      const uint32_t i = r * kRunStride + kRun * threadIdx.x + kRun;
-      *reinterpret_cast<uint4*>(&s_start[i]) = make_uint4(st[0], st[1], st[2], st[3]);
-      *reinterpret_cast<uint4*>(&s_len[i]) = make_uint4(t.len[r][0], t.len[r][1], t.len[r][2], t.len[r][3]);
+    for (int k = 0; k < kRun; ++k) {
+      st[k] = s;
+      s += t.len[r][k];
     }
-    total = prefix + t.sum;
-    if (threadIdx.x == 0) {
-      uint32_t s = static_cast<uint32_t>(prefix);  // S[b0]: the columns before the tile count back from it
-      for (int k = kRun - 1; k >= 1; --k) {
-        s -= t.before[k];
-        s_start[k] = s;
-        s_len[k] = t.before[k];
-      }
-      s_start[kTile + kRun] = static_cast<uint32_t>(total);
-      s_len[kTile + kRun] = 0;
-      s_ok = true;
-      if (last_tile) {  // this block has seen every tile: its own and the others' sums
-        const DevicePlanStatus st =
-            batch_status(batch, total, total - t.last_len, t.bad || bad_before, a.buffer_token_size, a.max_chunks);
-        if (split == 0) *a.status = st;
-        s_ok = st.code == kPlanOk;
-      }
+    const uint32_t i = r * kRunStride + kRun * threadIdx.x + kRun;
+    *reinterpret_cast<uint4*>(&s_start[i]) = make_uint4(st[0], st[1], st[2], st[3]);
+    *reinterpret_cast<uint4*>(&s_len[i]) = make_uint4(t.len[r][0], t.len[r][1], t.len[r][2], t.len[r][3]);
+  }
+  const uint64_t total = prefix + t.sum;
+  if (threadIdx.x == 0) {
+    uint32_t s = static_cast<uint32_t>(prefix);  // S[b0]: the columns before the tile count back from it
+    for (int k = kRun - 1; k >= 1; --k) {
+      s -= t.before[k];
+      s_start[k] = s;
+      s_len[k] = t.before[k];
+    }
+    s_start[kTile + kRun] = static_cast<uint32_t>(total);
+    s_len[kTile + kRun] = 0;
+    s_ok = true;
+    if (last_tile) {  // this block has seen every tile: its own and the others' sums
+      const DevicePlanStatus st =
+          batch_status(batch, total, total - t.last_len, t.bad || bad_before, a.buffer_token_size, a.max_chunks);
+      if (split == 0) *a.status = st;
+      s_ok = st.code == kPlanOk;
     }
   }
   __syncthreads();
@@ -520,7 +517,7 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   FillTable cache{a.cache_offsets + b0, batch, reinterpret_cast<uintptr_t>(a.cache_offsets) / 4, rows.lo,
                   last_tile ? static_cast<int32_t>(n_cols) - 1 : static_cast<int32_t>(kTile) - 1, -1};
   if (last_tile) rows.tail_hi = rows.hi, cache.tail_hi = cache.hi;
-  store_rows(rows, cache, b0, c0, c1, a.buffer_token_size, s_start, s_len);
+  store_rows(rows, cache, c0, c1, a.buffer_token_size, s_start, s_len);
 
   if (kPrefix == Prefix::kLookBack) reset_words(header, words, tiles, done);
 }
@@ -546,6 +543,7 @@ uint64_t resident_fill_blocks() {
   return blocks;
 }
 
+namespace {
 // Launches with programmatic stream serialization allowed (see wait_for_previous_kernel).
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), uint32_t grid, uint32_t block, cudaStream_t stream, Args... args) {
@@ -560,6 +558,7 @@ cudaError_t launch(void (*kernel)(Params...), uint32_t grid, uint32_t block, cud
   config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, kernel, args...);
 }
+}  // namespace
 
 size_t fast_workspace_bytes(uint32_t batch_size) {
   const uint64_t tiles = (uint64_t{batch_size} + kTile - 1) / kTile;

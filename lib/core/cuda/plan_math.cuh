@@ -9,14 +9,15 @@
 
 namespace mlaplan::cuda_detail {
 
-// align_up(raw, P) in 64 bits. Page sizes are powers of two in practice (the seed's is a
-// compile-time constant): a mask then, not a 64-bit division, which would dominate the seed
-// kernel's O(B^2) prefix loop.
 // The division is out of line: inlined at every length it would bloat the kernels' code, which
 // every block fetches into a cold instruction cache (measured: 0.3 us of a 7 us launch at B = 16K).
 inline __device__ __noinline__ uint64_t pad_by_division(uint64_t raw, uint32_t page_size) {
   return (raw + page_size - 1) / page_size * page_size;
 }
+
+// align_up(raw, P) in 64 bits. Page sizes are powers of two in practice (the seed's is a
+// compile-time constant): a mask then, not a 64-bit division, which would dominate the seed
+// kernel's O(B^2) prefix loop.
 __device__ __forceinline__ uint64_t pad_to_pages(uint64_t raw, uint32_t page_size) {
   if ((page_size & (page_size - 1)) == 0) return (raw + page_size - 1) & ~uint64_t{page_size - 1};
   return pad_by_division(raw, page_size);
