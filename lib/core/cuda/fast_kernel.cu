@@ -49,6 +49,13 @@ constexpr int kRun = 4;                            // the fill's runs: 4 consecu
 constexpr int kRuns = kItems / kRun;               // runs per thread
 constexpr uint32_t kRunStride = kThreads * kRun;   // columns between a thread's runs
 constexpr uint32_t kTile = kThreads * kItems;      // columns (sequences) per tile
+// In every row, each block writes a range of memory whose ends are kAlign cells into alignment:
+// 4 (16 bytes, each vector whole), or 64 (256 bytes) for large tables, so that no two blocks share
+// a 256-byte block. On the H200 a store-only kernel whose block ranges were 16-byte aligned wrote
+// the B = 4M tables in 144 us, 125 us when 256-byte aligned (as a memset). A tile's first vectors
+// then hold cells of up to kAlign - 1 columns before it.
+constexpr int kLargeAlign = 64;
+constexpr int kHalo = kLargeAlign;  // shared-memory slots before the tile's column 0
 constexpr int kSmallThreads = 1024;                // batches up to this size take the one-block-scan path
 // A block should write at least this many cells of each table, or splitting costs more in
 // redundant scans than it buys. Small batches split finer: their blocks' scans are cheap and
@@ -56,6 +63,9 @@ constexpr int kSmallThreads = 1024;                // batches up to this size ta
 constexpr uint64_t kMinCellsPerBlock = 2048;
 constexpr uint64_t kMinCellsPerSmallBlock = 512;
 constexpr uint64_t kMaxLookBackBlocks = 128;  // see launch_fast
+#ifndef ALIGN_MIN_CELLS
+#define ALIGN_MIN_CELLS (uint64_t{1} << 20)
+#endif
 constexpr int kFillBlocksPerSM = 4;  // 64 registers: enough stores in flight to keep DRAM busy
 
 // The workspace: a header, then one published word per tile at a fixed place, so a workspace sized
@@ -217,99 +227,82 @@ __device__ __forceinline__ uint32_t cache_offset_cell(uint32_t s, uint32_t l, ui
 __device__ __forceinline__ uint32_t saturate32(uint64_t x) { return x > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(x); }
 
 // One table of the fill, as a block sees it: where its rows start and at which phase (elements
-// past a 16-byte boundary), and the tile columns [lo, hi] whose cells are this block's.
+// past a 256-byte boundary), and the tile columns [lo, hi] whose cells are this block's.
 struct FillTable {
   uint32_t* row;  // the tile's column 0 in the current row
   uint64_t pitch;
-  uint64_t phase0;  // the table's first element, in elements (mod 4 is its phase)
+  uint64_t phase0;  // the table's first element, in elements (mod kAlign is its phase)
   int32_t lo, hi;
-  int32_t tail_hi;  // the last tile: thread 0 also stores the cells past every vector, up to here
+  int32_t tail_hi;  // the last tile: the first warp also stores the cells past every vector, up to here
 };
-
-// A thread's cells of one table in the rows of one phase class: the 4 columns its vector covers
-// (its run's columns shifted back by the phase), and whether the vector is whole.
-struct RunCells {
-  uint32_t s[kRun], l[kRun];
-  int32_t first;  // the vector's first tile column
-  bool full;      // every column in [lo, hi]: one aligned 16-byte store
-};
-
-template <bool kCache>
-__device__ __forceinline__ void load_cells(RunCells& x, const FillTable& t, int32_t col, int32_t shift,
-                                           const uint32_t* s_start, const uint32_t* s_len) {
-  x.first = col - shift;
-#pragma unroll
-  for (int k = 0; k < kRun; ++k) {
-    x.s[k] = s_start[x.first + k + kRun];
-    if (kCache) x.l[k] = s_len[x.first + k + kRun];
-  }
-  x.full = x.first >= t.lo && x.first + kRun - 1 <= t.hi;
-}
 
 template <bool kCache>
 __device__ __forceinline__ uint32_t cell(uint32_t s, uint32_t l, uint32_t cn, uint32_t n) {
   return kCache ? cache_offset_cell(s, l, cn) : row_offset_cell(s, cn, n);
 }
 
-// One row's cells of one run: a 16-byte store, or cell by cell at the ends of a row (shared with
-// the neighbouring block, or past the table's last column).
+// One row's cells of tile columns [first, first + 4) from S and L in shared memory: a 16-byte
+// store, or cell by cell at the ends of a row (the first tile's, or past the table's last column).
 template <bool kCache>
-__device__ __forceinline__ void store_cells(const FillTable& t, const RunCells& x, uint32_t cn, uint32_t n) {
+__device__ __forceinline__ void store_vector(const FillTable& t, uint32_t* row, int32_t first, uint32_t cn, uint32_t n,
+                                             const uint32_t* s_start, const uint32_t* s_len) {
   uint32_t v[kRun];
 #pragma unroll
-  for (int k = 0; k < kRun; ++k) v[k] = cell<kCache>(x.s[k], x.l[k], cn, n);
-  uint32_t* p = t.row + x.first;
-  if (x.full) {
+  for (int k = 0; k < kRun; ++k) {
+    const int32_t i = first + k + kHalo;
+    v[k] = cell<kCache>(s_start[i], kCache ? s_len[i] : 0u, cn, n);
+  }
+  uint32_t* p = row + first;
+  if (first >= t.lo && first + kRun - 1 <= t.hi) {
     *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
   } else {
 #pragma unroll
     for (int k = 0; k < kRun; ++k)
-      if (x.first + k >= t.lo && x.first + k <= t.hi) p[k] = v[k];
+      if (first + k >= t.lo && first + k <= t.hi) p[k] = v[k];
   }
 }
 
-// The last tile's cells past every thread's vector in one row (at most shift + 1), by thread 0.
+// The last tile's cells past every thread's vector in one row (at most kAlign), by the first warp.
 template <bool kCache>
-__device__ __forceinline__ void store_tail(const FillTable& t, int32_t shift, uint32_t cn, uint32_t n,
+__device__ __forceinline__ void store_tail(const FillTable& t, uint32_t* row, int32_t shift, uint32_t cn, uint32_t n,
                                            const uint32_t* s_start, const uint32_t* s_len) {
-  for (int32_t col = static_cast<int32_t>(kTile) - shift; col <= t.tail_hi; ++col)
-    t.row[col] = cell<kCache>(s_start[col + kRun], s_len[col + kRun], cn, n);
+  for (int32_t col = static_cast<int32_t>(kTile) - shift + static_cast<int32_t>(threadIdx.x); col <= t.tail_hi; col += 32)
+    row[col] = cell<kCache>(s_start[col + kHalo], s_len[col + kHalo], cn, n);
 }
 
 // Rows [c0, c1) of both tables. Row by row, each row's cells of both runs and both tables, so that
 // each block writes 8 KB runs of each table in step with the others (storing one run's column
-// through every row first was 20% slower at B = 1M on the H200). A row's phase depends on c mod 4,
-// so the rows go in those 4 classes, each thread taking its shifted columns from shared memory once
-// a class.
+// through every row first was 20% slower at B = 1M on the H200). A row that starts `shift`
+// elements past a kAlign boundary has each thread's vectors cover its columns shifted back by
+// `shift`, so the block's range of that row is aligned; the cells come from shared memory.
+template <int kAlign>
 __device__ __forceinline__ void store_rows(FillTable rows, FillTable cache, uint32_t c0, uint32_t c1, uint32_t n,
                                            const uint32_t* s_start, const uint32_t* s_len) {
+  constexpr uint32_t kMask = kAlign - 1;
+  uint32_t* pr = rows.row + c0 * rows.pitch;
+  uint32_t* pq = cache.row + c0 * cache.pitch;
+  auto shift_r = static_cast<uint32_t>((rows.phase0 + c0 * rows.pitch) & kMask);
+  auto shift_q = static_cast<uint32_t>((cache.phase0 + c0 * cache.pitch) & kMask);
+  const auto step_r = static_cast<uint32_t>(rows.pitch & kMask), step_q = static_cast<uint32_t>(cache.pitch & kMask);
+  const auto col = static_cast<int32_t>(kRun * threadIdx.x);
+  const bool tail = threadIdx.x < 32 && (rows.tail_hi >= 0 || cache.tail_hi >= 0);
 #pragma unroll 1
-  for (uint32_t cls = c0; cls < c1 && cls - c0 < 4; ++cls) {
-    const int32_t shift_rows = static_cast<int32_t>((rows.phase0 + cls * rows.pitch) & 3);
-    const int32_t shift_cache = static_cast<int32_t>((cache.phase0 + cls * cache.pitch) & 3);
-    RunCells r[kRuns], q[kRuns];
+  for (uint32_t c = c0; c < c1; ++c) {
+    const uint32_t cn = saturate32(uint64_t{c} * n);
 #pragma unroll
-    for (int j = 0; j < kRuns; ++j) {
-      const int32_t col = static_cast<int32_t>(j * kRunStride + kRun * threadIdx.x);
-      load_cells<false>(r[j], rows, col, shift_rows, s_start, s_len);
-      load_cells<true>(q[j], cache, col, shift_cache, s_start, s_len);
+    for (int j = 0; j < kRuns; ++j)
+      store_vector<false>(rows, pr, col + j * kRunStride - shift_r, cn, n, s_start, s_len);
+#pragma unroll
+    for (int j = 0; j < kRuns; ++j)
+      store_vector<true>(cache, pq, col + j * kRunStride - shift_q, cn, n, s_start, s_len);
+    if (tail) {
+      store_tail<false>(rows, pr, shift_r, cn, n, s_start, s_len);
+      store_tail<true>(cache, pq, shift_q, cn, n, s_start, s_len);
     }
-    FillTable tr = rows, tq = cache;
-    tr.row += cls * rows.pitch;
-    tq.row += cls * cache.pitch;
-    const bool tail = threadIdx.x == 0 && (tr.tail_hi >= 0 || tq.tail_hi >= 0);
-#pragma unroll 1
-    for (uint32_t c = cls; c < c1; c += 4, tr.row += 4 * rows.pitch, tq.row += 4 * cache.pitch) {
-      const uint32_t cn = saturate32(uint64_t{c} * n);
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) store_cells<false>(tr, r[j], cn, n);
-#pragma unroll
-      for (int j = 0; j < kRuns; ++j) store_cells<true>(tq, q[j], cn, n);
-      if (tail) {
-        store_tail<false>(tr, shift_rows, cn, n, s_start, s_len);
-        store_tail<true>(tq, shift_cache, cn, n, s_start, s_len);
-      }
-    }
+    pr += rows.pitch;
+    pq += cache.pitch;
+    shift_r = (shift_r + step_r) & kMask;
+    shift_q = (shift_q + step_q) & kMask;
   }
 }
 
@@ -333,7 +326,7 @@ union TileTemp {
 // A tile's lengths, as one thread holds them, and the tile's scan.
 struct ScannedTile {
   uint32_t len[kRuns][kRun];  // L of the thread's runs
-  uint32_t before[kRun];      // thread 0: L of the 4 columns before the tile (0 for the first)
+  uint32_t before[2];         // the first warp: L of columns b0 - kAlign + lane and + 32 + lane, where they exist
   RunSums excl;               // the thread's runs' exclusive prefixes within their run strides
   uint64_t sum;               // the tile's padded total
   uint64_t last_len;          // thread 0 of the last tile: L[B-1], which the status needs
@@ -343,8 +336,10 @@ struct ScannedTile {
   __device__ uint64_t start(int r) const { return r == 0 ? excl.first : strides_first + excl.second; }
 };
 
-// Loads a tile's lengths (thread 0 also those of the 4 columns before it, whose cells share the
-// tile's first vectors, and in the last tile L[B-1]) and scans them. Ends with a barrier.
+// Loads a tile's lengths (the first warp also those of the kAlign columns before it, whose cells
+// share the tile's first vectors, and in the last tile thread 0 L[B-1]) and scans them. Ends with a
+// barrier.
+template <int kAlign>
 __device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile, bool last_tile, TileTemp& temp,
                                           ScannedTile& t) {
   const uint64_t b0 = tile * kTile;
@@ -359,10 +354,13 @@ __device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile
   RunSums sums{load_run(a, b0 + kRun * threadIdx.x, batch, vectors, t.len[0], bad0),
                load_run(a, b0 + kRunStride + kRun * threadIdx.x, batch, vectors, t.len[1], bad1)};
 #pragma unroll
-  for (int k = 0; k < kRun; ++k) t.before[k] = 0;
-  if (threadIdx.x == 0 && tile > 0) {
-    bool ignored;  // that tile's blocks report it
-    load_run(a, b0 - kRun, batch, vectors, t.before, ignored);
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t q = h * 32 + threadIdx.x;
+    t.before[h] = 0;
+    if (q < kAlign && tile > 0) {
+      bool ignored;  // that tile's blocks report it
+      t.before[h] = static_cast<uint32_t>(padded_length(a.input_row_offsets, a.cache_lengths, b0 - kAlign + q, a.page_size, ignored));
+    }
   }
   RunSums strides;
   TileScan(temp.scan).ExclusiveScan(sums, t.excl, RunSums{0, 0}, AddRunSums{}, strides);
@@ -439,14 +437,14 @@ __device__ __forceinline__ void reset_words(Header* header, uint64_t* words, uin
 }
 
 // One block: a tile of columns and a run of chunk rows [c0, c1), tile-major in blockIdx.
-template <Prefix kPrefix>
+template <Prefix kPrefix, int kAlign>
 __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
     fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split, uint32_t prefetch_tiles) {
   __shared__ TileTemp temp;
-  // S and L of tile column i - 4 at [i]: [1, 4) the 3 columns before the tile, [4 + n_cols] the
-  // sentinel (S = E, L = 0). 32 bits suffice when the plan is ok.
-  __shared__ alignas(16) uint32_t s_start[kTile + 2 * kRun];
-  __shared__ alignas(16) uint32_t s_len[kTile + 2 * kRun];
+  // S and L of tile column i - kHalo at [i]: [kHalo - kAlign, kHalo) the columns before the tile,
+  // [kHalo + n_cols] the sentinel (S = E, L = 0). 32 bits suffice when the plan is ok.
+  __shared__ alignas(16) uint32_t s_start[kTile + 2 * kHalo];
+  __shared__ alignas(16) uint32_t s_len[kTile + 2 * kHalo];
   __shared__ bool s_ok;
 
   wait_for_previous_kernel();
@@ -464,7 +462,7 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
 
   unsigned int done = 0;
   ScannedTile t;
-  scan_tile(a, tile, last_tile, temp, t);
+  scan_tile<kAlign>(a, tile, last_tile, temp, t);
   if (prefetch_tiles > 0 && split == 0) prefetch_tile_inputs(a, tile + prefetch_tiles);
   uint64_t prefix = 0;
   bool bad_before = false;
@@ -472,8 +470,9 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
     prefix = look_back(words, tile, t, split == 0, temp, bad_before);
     if (threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
   }
-  // S and L of the thread's columns into shared memory; thread 0 adds the 3 columns before the
-  // tile, the sentinel of a full last tile, and the batch's verdict.
+  // S and L of the thread's columns into shared memory; the first warp adds the kAlign columns
+  // before the tile (S counting back from the tile's: suffix sums of L), thread 0 the sentinel of a
+  // full last tile and the batch's verdict.
 #pragma unroll
   for (int r = 0; r < kRuns; ++r) {
     uint32_t s = static_cast<uint32_t>(prefix + t.start(r)), st[kRun];
@@ -482,20 +481,36 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
       st[k] = s;
       s += t.len[r][k];
     }
-    const uint32_t i = r * kRunStride + kRun * threadIdx.x + kRun;
+    const uint32_t i = r * kRunStride + kRun * threadIdx.x + kHalo;
     *reinterpret_cast<uint4*>(&s_start[i]) = make_uint4(st[0], st[1], st[2], st[3]);
     *reinterpret_cast<uint4*>(&s_len[i]) = make_uint4(t.len[r][0], t.len[r][1], t.len[r][2], t.len[r][3]);
   }
   const uint64_t total = prefix + t.sum;
-  if (threadIdx.x == 0) {
-    uint32_t s = static_cast<uint32_t>(prefix);  // S[b0]: the columns before the tile count back from it
-    for (int k = kRun - 1; k >= 1; --k) {
-      s -= t.before[k];
-      s_start[k] = s;
-      s_len[k] = t.before[k];
+  if (threadIdx.x < 32) {
+    constexpr int kHalves = kAlign > 32 ? 2 : 1;
+    const unsigned lane = threadIdx.x;
+    uint32_t after[2] = {t.before[0], t.before[1]};  // suffix sums: L from the column to the tile
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h)
+#pragma unroll
+      for (unsigned o = 1; o < 32; o *= 2) {
+        const uint32_t y = __shfl_down_sync(~0u, after[h], o);
+        if (lane + o < 32) after[h] += y;
+      }
+    const uint32_t s0 = static_cast<uint32_t>(prefix);  // S[b0]
+    const uint32_t later = kHalves == 2 ? __shfl_sync(~0u, after[1], 0) : 0u;  // L of the second half's columns
+#pragma unroll
+    for (int h = 0; h < kHalves; ++h) {
+      const uint32_t q = h * 32 + lane;
+      if (q < kAlign) {
+        s_start[kHalo - kAlign + q] = s0 - after[h] - (h == 0 ? later : 0u);
+        s_len[kHalo - kAlign + q] = t.before[h];
+      }
     }
-    s_start[kTile + kRun] = static_cast<uint32_t>(total);
-    s_len[kTile + kRun] = 0;
+  }
+  if (threadIdx.x == 0) {
+    s_start[kTile + kHalo] = static_cast<uint32_t>(total);
+    s_len[kTile + kHalo] = 0;
     s_ok = true;
     if (last_tile) {  // this block has seen every tile: its own and the others' sums
       const DevicePlanStatus st =
@@ -510,14 +525,14 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
     for (uint32_t c = c0 + threadIdx.x; c < c1; c += kThreads)
       a.buffer_lengths[c] = chunk_length(c, batch, total, a.buffer_token_size, s_ok);
 
-  // The block stores tile columns from its first (the first tile) or from the 3 before it, up
+  // The block stores tile columns from its first (the first tile) or from the kAlign before it, up
   // to its last or, in the last tile, the table's last (the sentinel included).
   FillTable rows{a.buffer_row_offsets + b0, uint64_t{batch} + 1, reinterpret_cast<uintptr_t>(a.buffer_row_offsets) / 4,
-                 tile == 0 ? 0 : -kRun, last_tile ? static_cast<int32_t>(n_cols) : static_cast<int32_t>(kTile) - 1, -1};
+                 tile == 0 ? 0 : -kAlign, last_tile ? static_cast<int32_t>(n_cols) : static_cast<int32_t>(kTile) - 1, -1};
   FillTable cache{a.cache_offsets + b0, batch, reinterpret_cast<uintptr_t>(a.cache_offsets) / 4, rows.lo,
                   last_tile ? static_cast<int32_t>(n_cols) - 1 : static_cast<int32_t>(kTile) - 1, -1};
   if (last_tile) rows.tail_hi = rows.hi, cache.tail_hi = cache.hi;
-  store_rows(rows, cache, c0, c1, a.buffer_token_size, s_start, s_len);
+  store_rows<kAlign>(rows, cache, c0, c1, a.buffer_token_size, s_start, s_len);
 
   if (kPrefix == Prefix::kLookBack) reset_words(header, words, tiles, done);
 }
@@ -534,7 +549,7 @@ uint64_t resident_fill_blocks() {
   if (blocks == 0) {
     int sms = 0, per_sm = 0;
     if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<Prefix::kLookBack>, kThreads, 0) !=
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fast_fill_kernel<Prefix::kLookBack, kLargeAlign>, kThreads, 0) !=
             cudaSuccess)
       return 1024;
     blocks = static_cast<uint32_t>(std::max(1, sms * per_sm));
@@ -594,10 +609,17 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
 
   if (batch < kThreads) return launch(fast_small_kernel<kThreads>, grid, kThreads, stream, args, per_split);
   if (small) return launch(fast_small_kernel<kSmallThreads>, grid, kSmallThreads, stream, args, per_split);
+  // Tables under ~64 MB (B < 2^20 at M = 16) stay in L2 or write the same with 16-byte ranges,
+  // which need fewer columns before each tile.
+  const bool large = m * batch >= ALIGN_MIN_CELLS;
   if (tiles == 1)
-    return launch(fast_fill_kernel<Prefix::kNone>, grid, kThreads, stream, args, static_cast<void*>(nullptr), n_splits,
+    return launch(fast_fill_kernel<Prefix::kNone, 4>, grid, kThreads, stream, args, static_cast<void*>(nullptr), n_splits,
                   per_split, uint32_t{0});
-  return launch(fast_fill_kernel<Prefix::kLookBack>, grid, kThreads, stream, args, workspace, n_splits, per_split, prefetch);
+  if (large)
+    return launch(fast_fill_kernel<Prefix::kLookBack, kLargeAlign>, grid, kThreads, stream, args, workspace, n_splits,
+                  per_split, prefetch);
+  return launch(fast_fill_kernel<Prefix::kLookBack, 4>, grid, kThreads, stream, args, workspace, n_splits, per_split,
+                prefetch);
 }
 
 }  // namespace mlaplan::cuda_detail
