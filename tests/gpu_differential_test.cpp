@@ -100,7 +100,9 @@ TEST(GpuDifferential, LargeBatches) {
   };
   const Shape shapes[] = {{2047, 64, true},     {2048, 64, true},     {2049, 64, true},     {4096, 4096, true},
                           {4097, 1000, true},   {65536, 256, true},   {131073, 16, true},   {1048576, 16, true},
-                          {1048576, 64, false}, {4194304, 16, false}, {4194304, 33, false}};
+                          {1048576, 64, false}, {4194304, 16, false}, {4194304, 33, false},
+                          // 256-byte-aligned ranges (2^22 cells and more) with a last tile of 3 and 369 columns
+                          {262147, 17, false},  {70001, 64, false}};
   PlanHarness harness;
   for (const Shape& s : shapes) {
     Batch b;
@@ -129,6 +131,11 @@ TEST(GpuDifferential, SanitizerSample) {
   PlanHarness harness;
   EXPECT_EQ(harness.run(batches, GpuKernel::seed), 0u);  // the seed's O(B^2) prefix stops here
   batches.push_back(random_batch(rng, 600000, 1 << 21));  // past 256 tiles: a look-back over several windows
+  for (uint32_t b : {70001u, 270001u}) {  // tables of 2^22 cells and more: the 256-byte-aligned fill
+    Batch large = random_batch(rng, b, 1 << 24);
+    large.max_chunks = std::max<uint32_t>(large.max_chunks, ((1u << 22) + b - 1) / b);
+    batches.push_back(large);
+  }
   EXPECT_EQ(harness.run(batches, GpuKernel::fast), 0u);
 }
 

@@ -20,15 +20,17 @@
 // Chunks are parallel too: the grid is tiles x splits, each split owning a run of chunk rows, so a
 // tiny batch with many chunks (B = 1, M = 4096) still spreads over many threads.
 //
-// The fill is where large batches spend their time, so it is lean: each thread holds two runs of 4
+// The fill is where large batches spend their time, so it is lean: each thread owns two runs of 4
 // consecutive columns and stores each row's cells as one 16-byte vector at a 16-byte-aligned
 // address, row by row, both runs and both tables in each row (the order that writes the tables at
-// memset speed). A table's rows (pitch B + 1 or B) start at any phase modulo 4 elements, so a
-// thread's vector in a row of phase p covers its columns shifted back by p: it takes those columns'
-// S and L from shared memory once per class of rows (c mod 4), the 3 columns before the tile
-// included. Only the vectors at either end of a row, which two blocks share, are stored cell by
-// cell. Each cell is 3 instructions on 32-bit values (an ok plan has S < 2^32; a refused plan's
-// cells are don't-care). docs/performance.md logs the measurements behind each of these choices.
+// memset speed). A table's rows (pitch B + 1 or B) start at any phase, so in a row that starts p
+// elements past an alignment boundary a thread's vectors cover its columns shifted back by p, and a
+// block's range of the row starts and ends on the boundary: 16 bytes, or 256 bytes for large tables
+// (no two blocks then share a 256-byte block of memory, which DRAM writes at memset speed only when
+// whole). The cells' S and L come from shared memory, which also holds the columns before the tile
+// that its first vectors reach. Only the vectors at the ends of a row are stored cell by cell. Each
+// cell is 3 instructions on 32-bit values (an ok plan has S < 2^32; a refused plan's cells are
+// don't-care). docs/performance.md logs the measurements behind each of these choices.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -49,13 +51,14 @@ constexpr int kRun = 4;                            // the fill's runs: 4 consecu
 constexpr int kRuns = kItems / kRun;               // runs per thread
 constexpr uint32_t kRunStride = kThreads * kRun;   // columns between a thread's runs
 constexpr uint32_t kTile = kThreads * kItems;      // columns (sequences) per tile
-// In every row, each block writes a range of memory whose ends are kAlign cells into alignment:
-// 4 (16 bytes, each vector whole), or 64 (256 bytes) for large tables, so that no two blocks share
-// a 256-byte block. On the H200 a store-only kernel whose block ranges were 16-byte aligned wrote
-// the B = 4M tables in 144 us, 125 us when 256-byte aligned (as a memset). A tile's first vectors
-// then hold cells of up to kAlign - 1 columns before it.
+// In every row, each block writes a range of memory whose ends are aligned to kAlign cells: 4 (16
+// bytes, each vector whole), or 64 (256 bytes) for large tables, so that no two blocks share a
+// 256-byte block. On the H200 a store-only kernel whose block ranges were 16-byte aligned wrote the
+// B = 4M tables in 144 us, 125 us when 256-byte aligned (as a memset). A tile's first vectors then
+// hold cells of up to kAlign - 1 columns before it.
 constexpr int kLargeAlign = 64;
 constexpr int kHalo = kLargeAlign;  // shared-memory slots before the tile's column 0
+constexpr uint64_t kLargeCells = uint64_t{1} << 22;  // see launch_fast
 constexpr int kSmallThreads = 1024;                // batches up to this size take the one-block-scan path
 // A block should write at least this many cells of each table, or splitting costs more in
 // redundant scans than it buys. Small batches split finer: their blocks' scans are cheap and
@@ -63,9 +66,6 @@ constexpr int kSmallThreads = 1024;                // batches up to this size ta
 constexpr uint64_t kMinCellsPerBlock = 2048;
 constexpr uint64_t kMinCellsPerSmallBlock = 512;
 constexpr uint64_t kMaxLookBackBlocks = 128;  // see launch_fast
-#ifndef ALIGN_MIN_CELLS
-#define ALIGN_MIN_CELLS (uint64_t{1} << 20)
-#endif
 constexpr int kFillBlocksPerSM = 4;  // 64 registers: enough stores in flight to keep DRAM busy
 
 // The workspace: a header, then one published word per tile at a fixed place, so a workspace sized
@@ -243,7 +243,9 @@ __device__ __forceinline__ uint32_t cell(uint32_t s, uint32_t l, uint32_t cn, ui
 
 // One row's cells of tile columns [first, first + 4) from S and L in shared memory: a 16-byte
 // store, or cell by cell at the ends of a row (the first tile's, or past the table's last column).
-template <bool kCache>
+// Large tables are stored streaming (evict first): they do not fit in L2, and on the H200 it took
+// the B = 4M fill from 155.6 to 149.8 us (the 16-byte-aligned fill had been slower with it).
+template <bool kCache, int kAlign>
 __device__ __forceinline__ void store_vector(const FillTable& t, uint32_t* row, int32_t first, uint32_t cn, uint32_t n,
                                              const uint32_t* s_start, const uint32_t* s_len) {
   uint32_t v[kRun];
@@ -254,7 +256,11 @@ __device__ __forceinline__ void store_vector(const FillTable& t, uint32_t* row, 
   }
   uint32_t* p = row + first;
   if (first >= t.lo && first + kRun - 1 <= t.hi) {
-    *reinterpret_cast<uint4*>(p) = make_uint4(v[0], v[1], v[2], v[3]);
+    const uint4 x = make_uint4(v[0], v[1], v[2], v[3]);
+    if (kAlign == kLargeAlign)
+      __stcs(reinterpret_cast<uint4*>(p), x);
+    else
+      *reinterpret_cast<uint4*>(p) = x;
   } else {
 #pragma unroll
     for (int k = 0; k < kRun; ++k)
@@ -291,10 +297,10 @@ __device__ __forceinline__ void store_rows(FillTable rows, FillTable cache, uint
     const uint32_t cn = saturate32(uint64_t{c} * n);
 #pragma unroll
     for (int j = 0; j < kRuns; ++j)
-      store_vector<false>(rows, pr, col + j * kRunStride - shift_r, cn, n, s_start, s_len);
+      store_vector<false, kAlign>(rows, pr, col + j * kRunStride - shift_r, cn, n, s_start, s_len);
 #pragma unroll
     for (int j = 0; j < kRuns; ++j)
-      store_vector<true>(cache, pq, col + j * kRunStride - shift_q, cn, n, s_start, s_len);
+      store_vector<true, kAlign>(cache, pq, col + j * kRunStride - shift_q, cn, n, s_start, s_len);
     if (tail) {
       store_tail<false>(rows, pr, shift_r, cn, n, s_start, s_len);
       store_tail<true>(cache, pq, shift_q, cn, n, s_start, s_len);
@@ -369,20 +375,6 @@ __device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile
   t.strides_first = strides.first;
 }
 
-// Fetches a tile's inputs into L2, kept there before other lines, for the block that will take
-// that tile a wave later: past one wave a block starts while the others' stores fill the memory
-// queues, and its first loads are what it waits for.
-__device__ __forceinline__ void prefetch_tile_inputs(const DevicePlanArgs& a, uint64_t tile) {
-  constexpr uint32_t kLine = 128 / sizeof(uint32_t);  // elements per cache line
-  const uint64_t b0 = tile * kTile;
-  if (b0 >= a.batch_size) return;
-  const uint64_t end = std::min<uint64_t>(b0 + kTile, a.batch_size);
-  const uint64_t i = b0 + uint64_t{threadIdx.x % (kThreads / 2)} * kLine;
-  const uint32_t* p = threadIdx.x < kThreads / 2 ? a.cache_lengths : a.input_row_offsets;
-  if (i < end + (p == a.input_row_offsets ? 1 : 0))
-    asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p + i));
-}
-
 __device__ __forceinline__ void publish(uint64_t* word, uint64_t value) { *static_cast<volatile uint64_t*>(word) = value; }
 
 // Decoupled look-back (as CUB's DeviceScan): the tile's exclusive prefix and whether offsets
@@ -439,7 +431,7 @@ __device__ __forceinline__ void reset_words(Header* header, uint64_t* words, uin
 // One block: a tile of columns and a run of chunk rows [c0, c1), tile-major in blockIdx.
 template <Prefix kPrefix, int kAlign>
 __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
-    fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split, uint32_t prefetch_tiles) {
+    fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split) {
   __shared__ TileTemp temp;
   // S and L of tile column i - kHalo at [i]: [kHalo - kAlign, kHalo) the columns before the tile,
   // [kHalo + n_cols] the sentinel (S = E, L = 0). 32 bits suffice when the plan is ok.
@@ -463,7 +455,6 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   unsigned int done = 0;
   ScannedTile t;
   scan_tile<kAlign>(a, tile, last_tile, temp, t);
-  if (prefetch_tiles > 0 && split == 0) prefetch_tile_inputs(a, tile + prefetch_tiles);
   uint64_t prefix = 0;
   bool bad_before = false;
   if (kPrefix == Prefix::kLookBack) {
@@ -604,22 +595,19 @@ cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_
   const auto grid = static_cast<uint32_t>(blocks);
   const auto per_split = static_cast<uint32_t>(rows_per_split);
   const auto n_splits = static_cast<uint32_t>(splits);
-  // Past one wave, each block has the inputs of the tile one wave later fetched into L2.
-  const auto prefetch = static_cast<uint32_t>(blocks > resident ? resident / splits : 0);
 
   if (batch < kThreads) return launch(fast_small_kernel<kThreads>, grid, kThreads, stream, args, per_split);
   if (small) return launch(fast_small_kernel<kSmallThreads>, grid, kSmallThreads, stream, args, per_split);
-  // Tables under ~64 MB (B < 2^20 at M = 16) stay in L2 or write the same with 16-byte ranges,
-  // which need fewer columns before each tile.
-  const bool large = m * batch >= ALIGN_MIN_CELLS;
+  // Tables of 2^22 cells (B = 256K at M = 16) and more are large: 256-byte-aligned ranges and
+  // streaming stores. Smaller ones mostly stay in L2, where neither paid on the H200.
+  const bool large = m * batch >= kLargeCells;
   if (tiles == 1)
     return launch(fast_fill_kernel<Prefix::kNone, 4>, grid, kThreads, stream, args, static_cast<void*>(nullptr), n_splits,
-                  per_split, uint32_t{0});
+                  per_split);
   if (large)
     return launch(fast_fill_kernel<Prefix::kLookBack, kLargeAlign>, grid, kThreads, stream, args, workspace, n_splits,
-                  per_split, prefetch);
-  return launch(fast_fill_kernel<Prefix::kLookBack, 4>, grid, kThreads, stream, args, workspace, n_splits, per_split,
-                prefetch);
+                  per_split);
+  return launch(fast_fill_kernel<Prefix::kLookBack, 4>, grid, kThreads, stream, args, workspace, n_splits, per_split);
 }
 
 }  // namespace mlaplan::cuda_detail
