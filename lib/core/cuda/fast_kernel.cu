@@ -227,7 +227,7 @@ __device__ __forceinline__ uint32_t cache_offset_cell(uint32_t s, uint32_t l, ui
 __device__ __forceinline__ uint32_t saturate32(uint64_t x) { return x > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(x); }
 
 // One table of the fill, as a block sees it: where its rows start and at which phase (elements
-// past a 256-byte boundary), and the tile columns [lo, hi] whose cells are this block's.
+// past a kAlign boundary), and the tile columns [lo, hi] whose cells are this block's.
 struct FillTable {
   uint32_t* row;  // the tile's column 0 in the current row
   uint64_t pitch;
