@@ -13,8 +13,9 @@
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf]
 #   BUILD_DIR: default build; build it first with CUDA enabled
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; perf the GPU
-#   tests, a memcheck sample, two back-to-back bench sweeps 1..4M compared row by row, and Nsight
-#   Compute on the fast kernel at B = 16,384 and 1M (each part fits one 10-minute slot)
+#   tests, a memcheck sample, two back-to-back bench sweeps 1..4M compared row by row, one sweep each
+#   at M = 1 and M = 256, and Nsight Compute on the fast kernel at B = 16,384 and 1M (each part fits
+#   one 10-minute slot)
 set -uo pipefail
 
 build_dir=${1:-build}
@@ -165,6 +166,17 @@ bench_sweeps() {
   python3 "$source_dir/scripts/compare_bench.py" "$log_dir/bench-sweep-1.json" "$log_dir/bench-sweep-2.json"
 }
 
+# The other chunk counts of issue 13 (x roofline within 1.5x wanted), one sweep each, up to 1M: at
+# 4M and mean 512, M = 1 would need a buffer past 2^31 rows and M = 256 tables of 8.6 GB a set.
+bench_other_chunks() {
+  local m
+  for m in 1 256; do
+    echo "== M = $m"
+    "$exe" bench --sizes 1:1048576:x4 --mean-length 512 --max-chunks "$m" --input-sets 2 --kernels fast,empty,copy \
+      --format md --no-progress --json "$log_dir/bench-m$m.json" || return 1
+  done
+}
+
 # Nsight Compute on the fast kernel's first launch at two sizes: throughput, memory, stall reasons.
 ncu_fast() {
   local b
@@ -190,6 +202,8 @@ if [[ $part == perf ]]; then
     "$gpu_tests" --gtest_filter="$sanitizer_filter"
   step "bench sweeps 1..4M, twice" bench-sweeps.log bench_sweeps
   grep -E '^\||rows agree|^differ' "$log_dir/bench-sweeps.log" || true
+  step "bench at M = 1 and M = 256" bench-other-chunks.log bench_other_chunks
+  grep -E '^== M|\| fast +\| hot' "$log_dir/bench-other-chunks.log" || true
   step "Nsight Compute, fast kernel" ncu.log ncu_fast
 fi
 if [[ $part == all || $part == base ]]; then
