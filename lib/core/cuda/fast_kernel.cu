@@ -229,7 +229,7 @@ __device__ __forceinline__ uint32_t saturate32(uint64_t x) { return x > UINT32_M
 // One table of the fill, as a block sees it: where its rows start and at which phase (elements
 // past a kAlign boundary), and the tile columns [lo, hi] whose cells are this block's.
 struct FillTable {
-  uint32_t* row;  // the tile's column 0 in the current row
+  uint32_t* row;  // the tile's column 0 in row 0 (store_rows steps from it)
   uint64_t pitch;
   uint64_t phase0;  // the table's first element, in elements (mod kAlign is its phase)
   int32_t lo, hi;
