@@ -179,41 +179,60 @@ enum class Prefix {
   kLookBack,  // the earlier tiles' published sums, looked back at
 };
 
-// Padded lengths of columns b .. b+3 (0 from `end` on), in 32 bits, with their 64-bit sum; `bad`
-// when the offsets decrease among them. A length that needs more than 32 bits makes E overflow,
-// which the sum shows, so the cells that use the truncated ones are don't-care. One 16-byte load
-// of each input where the inputs are 16-byte aligned and the run is whole.
-__device__ __forceinline__ uint64_t load_run(const DevicePlanArgs& a, uint64_t b, uint64_t end, bool vectors,
-                                             uint32_t (&len)[kRun], bool& bad) {
-  uint64_t l[kRun];
+// A run's inputs as loaded: columns b .. b+3's cache lengths and the 5 offsets around them (0 past
+// the batch). Every load of a tile is issued before any length is computed, so the tile's inputs
+// take one memory round trip: with each run's lengths computed as it was loaded, the second run's
+// loads waited for the first's (the first run's arithmetic uses its loads at once). One 16-byte
+// load of each input where the inputs are 16-byte aligned and the run is whole.
+struct RunInputs {
+  uint32_t cache[kRun], offset[kRun + 1];
+};
+__device__ __forceinline__ void fetch_run(const DevicePlanArgs& a, uint64_t b, uint64_t end, bool vectors, RunInputs& in) {
   if (vectors && b + kRun <= end) {
     const uint4 c = __ldg(reinterpret_cast<const uint4*>(a.cache_lengths + b));
     const uint4 o = __ldg(reinterpret_cast<const uint4*>(a.input_row_offsets + b));
-    const uint32_t o4 = __ldg(a.input_row_offsets + b + kRun);
-    l[0] = pad_to_pages(uint64_t{c.x} + (o.y - o.x), a.page_size);
-    l[1] = pad_to_pages(uint64_t{c.y} + (o.z - o.y), a.page_size);
-    l[2] = pad_to_pages(uint64_t{c.z} + (o.w - o.z), a.page_size);
-    l[3] = pad_to_pages(uint64_t{c.w} + (o4 - o.w), a.page_size);
-    bad = o.y < o.x || o.z < o.y || o.w < o.z || o4 < o.w;
+    in.cache[0] = c.x, in.cache[1] = c.y, in.cache[2] = c.z, in.cache[3] = c.w;
+    in.offset[0] = o.x, in.offset[1] = o.y, in.offset[2] = o.z, in.offset[3] = o.w;
+    in.offset[kRun] = __ldg(a.input_row_offsets + b + kRun);
   } else {
-    bad = false;
 #pragma unroll
-    for (int k = 0; k < kRun; ++k) {
-      l[k] = 0;
-      if (b + k < end) {
-        bool bad_k;
-        l[k] = padded_length(a.input_row_offsets, a.cache_lengths, b + k, a.page_size, bad_k);
-        bad |= bad_k;
-      }
+    for (int k = 0; k <= kRun; ++k) {
+      if (k < kRun) in.cache[k] = b + k < end ? __ldg(a.cache_lengths + b + k) : 0u;
+      in.offset[k] = b + k <= end ? __ldg(a.input_row_offsets + b + k) : 0u;
     }
   }
+}
+
+// The run's padded lengths (0 from `end` on), in 32 bits, with their 64-bit sum; `bad` when the
+// offsets decrease among them. A length that needs more than 32 bits makes E overflow, which the
+// sum shows, so the cells that use the truncated ones are don't-care.
+__device__ __forceinline__ uint64_t run_lengths(const RunInputs& in, uint64_t b, uint64_t end, uint32_t page_size,
+                                                uint32_t (&len)[kRun], bool& bad) {
   uint64_t sum = 0;
+  bad = false;
 #pragma unroll
   for (int k = 0; k < kRun; ++k) {
-    len[k] = static_cast<uint32_t>(l[k]);
-    sum += l[k];
+    uint64_t l = 0;
+    if (b + k < end) {
+      l = pad_to_pages(uint64_t{in.cache[k]} + (in.offset[k + 1] - in.offset[k]), page_size);
+      bad |= in.offset[k + 1] < in.offset[k];
+    }
+    len[k] = static_cast<uint32_t>(l);
+    sum += l;
   }
   return sum;
+}
+
+// One column's inputs as loaded, and its padded length (the tile's neighbours and L[B-1], whose
+// offsets the tile that holds them checks).
+struct ColumnInputs {
+  uint32_t cache = 0, lo = 0, hi = 0;
+};
+__device__ __forceinline__ ColumnInputs fetch_column(const DevicePlanArgs& a, uint64_t b) {
+  return {__ldg(a.cache_lengths + b), __ldg(a.input_row_offsets + b), __ldg(a.input_row_offsets + b + 1)};
+}
+__device__ __forceinline__ uint64_t column_length(const ColumnInputs& in, uint32_t page_size) {
+  return pad_to_pages(uint64_t{in.cache} + (in.hi - in.lo), page_size);
 }
 
 // The two tables' cells from S, L and c*N saturated to 32 bits (past 2^32 - 1 it only needs to
@@ -351,26 +370,25 @@ __device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile
   const uint64_t b0 = tile * kTile;
   const uint32_t batch = a.batch_size;
   const bool vectors = ((reinterpret_cast<uintptr_t>(a.input_row_offsets) | reinterpret_cast<uintptr_t>(a.cache_lengths)) & 15) == 0;
-  t.last_len = 0;
-  if (last_tile && threadIdx.x == 0) {
-    bool ignored;
-    t.last_len = padded_length(a.input_row_offsets, a.cache_lengths, batch - 1, a.page_size, ignored);
-  }
-  bool bad0, bad1;
-  RunSums sums{load_run(a, b0 + kRun * threadIdx.x, batch, vectors, t.len[0], bad0),
-               load_run(a, b0 + kRunStride + kRun * threadIdx.x, batch, vectors, t.len[1], bad1)};
+  const bool last_thread = last_tile && threadIdx.x == 0;
+  RunInputs in[kRuns];
+  ColumnInputs before[2], last;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const uint32_t q = h * 32 + threadIdx.x;
-    t.before[h] = 0;
-    if (q < kAlign && tile > 0) {
-      bool ignored;  // that tile's blocks report it
-      t.before[h] = static_cast<uint32_t>(padded_length(a.input_row_offsets, a.cache_lengths, b0 - kAlign + q, a.page_size, ignored));
-    }
-  }
+  for (int r = 0; r < kRuns; ++r) fetch_run(a, b0 + r * kRunStride + kRun * threadIdx.x, batch, vectors, in[r]);
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    if (h * 32 + threadIdx.x < kAlign && tile > 0) before[h] = fetch_column(a, b0 - kAlign + h * 32 + threadIdx.x);
+  if (last_thread) last = fetch_column(a, batch - 1);
+
+  bool bad[kRuns];
+  RunSums sums{run_lengths(in[0], b0 + kRun * threadIdx.x, batch, a.page_size, t.len[0], bad[0]),
+               run_lengths(in[1], b0 + kRunStride + kRun * threadIdx.x, batch, a.page_size, t.len[1], bad[1])};
+#pragma unroll
+  for (int h = 0; h < 2; ++h) t.before[h] = static_cast<uint32_t>(column_length(before[h], a.page_size));  // 0 where not loaded
+  t.last_len = last_thread ? column_length(last, a.page_size) : 0;
   RunSums strides;
   TileScan(temp.scan).ExclusiveScan(sums, t.excl, RunSums{0, 0}, AddRunSums{}, strides);
-  t.bad = __syncthreads_or(bad0 || bad1);  // also the barrier before temp is reused
+  t.bad = __syncthreads_or(bad[0] || bad[1]);  // also the barrier before temp is reused
   t.sum = strides.first + strides.second;
   t.strides_first = strides.first;
 }
