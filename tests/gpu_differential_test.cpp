@@ -130,7 +130,7 @@ TEST(GpuDifferential, SanitizerSample) {
   for (uint32_t b : {2048u, 2049u, 5000u}) batches.push_back(random_batch(rng, b, 1 << 20));
   PlanHarness harness;
   EXPECT_EQ(harness.run(batches, GpuKernel::seed), 0u);  // the seed's O(B^2) prefix stops here
-  batches.push_back(random_batch(rng, 600000, 1 << 21));  // past 256 tiles: a look-back over several windows
+  batches.push_back(random_batch(rng, 600000, 1 << 21));  // past 256 tiles: a look-back over many 32-tile windows
   for (uint32_t b : {70001u, 270001u}) {  // tables of 2^22 cells and more: the 256-byte-aligned fill
     Batch large = random_batch(rng, b, 1 << 24);
     large.max_chunks = std::max<uint32_t>(large.max_chunks, ((1u << 22) + b - 1) / b);

@@ -11,9 +11,10 @@
 // - one tile of 2048 sequences: the same tile kernel as below, with no prefix to look up.
 // - more tiles: one pass with a decoupled look-back, as CUB's DeviceScan does it. Each tile's first
 //   block publishes the tile's aggregate and then its inclusive prefix, each in one 64-bit word with
-//   its flags (a reader that sees the flag sees the value: no fence, no second load); every block
-//   reads the words of up to 256 earlier tiles at a time, nearest first, and stops at the nearest
-//   inclusive prefix. Tiles follow blockIdx, and blocks start in that order, so what a block waits
+//   its flags (a reader that sees the flag sees the value: no fence, no second load); each block's
+//   first warp reads the words of up to 32 earlier tiles at a time, nearest first, and stops at the
+//   nearest inclusive prefix. Each tile's loads are all issued before its arithmetic, so they take
+//   one memory round trip. Tiles follow blockIdx, and blocks start in that order, so what a block waits
 //   for has started. The last block to finish puts the words back to zero, so the workspace is
 //   zeroed once and safe to replay from a CUDA graph.
 //
@@ -31,7 +32,6 @@
 // that its first vectors reach. Only the vectors at the ends of a row are stored cell by cell. Each
 // cell is 3 instructions on 32-bit values (an ok plan has S < 2^32; a refused plan's cells are
 // don't-care). docs/performance.md logs the measurements behind each of these choices.
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
@@ -342,11 +342,7 @@ struct AddRunSums {
 static_assert(kRuns == 2, "RunSums holds two runs");
 
 using TileScan = cub::BlockScan<RunSums, kThreads, cub::BLOCK_SCAN_WARP_SCANS>;
-using TileReduce = cub::BlockReduce<uint64_t, kThreads>;
-union TileTemp {
-  typename TileScan::TempStorage scan;
-  typename TileReduce::TempStorage reduce;
-};
+using TileTemp = TileScan::TempStorage;
 
 // A tile's lengths, as one thread holds them, and the tile's scan.
 struct ScannedTile {
@@ -387,8 +383,8 @@ __device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile
   for (int h = 0; h < 2; ++h) t.before[h] = static_cast<uint32_t>(column_length(before[h], a.page_size));  // 0 where not loaded
   t.last_len = last_thread ? column_length(last, a.page_size) : 0;
   RunSums strides;
-  TileScan(temp.scan).ExclusiveScan(sums, t.excl, RunSums{0, 0}, AddRunSums{}, strides);
-  t.bad = __syncthreads_or(bad[0] || bad[1]);  // also the barrier before temp is reused
+  TileScan(temp).ExclusiveScan(sums, t.excl, RunSums{0, 0}, AddRunSums{}, strides);
+  t.bad = __syncthreads_or(bad[0] || bad[1]);
   t.sum = strides.first + strides.second;
   t.strides_first = strides.first;
 }
@@ -412,40 +408,44 @@ __device__ __forceinline__ void publish(uint64_t* word, uint64_t value) { *stati
 
 // Decoupled look-back (as CUB's DeviceScan): the tile's exclusive prefix and whether offsets
 // decrease before it. The publishing block puts out the tile's aggregate at once and its inclusive
-// prefix once known; every block reads the words of up to kThreads earlier tiles at a time, nearest
-// first, and stops at the nearest inclusive prefix. Tiles follow blockIdx and blocks start in
-// that order, so every word waited for belongs to a block that has started.
+// prefix once known. The first warp reads the words of up to 32 earlier tiles at a time, nearest
+// first, and stops at the nearest inclusive prefix; the other warps wait at the barrier. (The whole
+// block reading 256 words at a time, with a block-wide reduction per round, was 1 to 6% slower
+// from B = 4096 to 4M on the H200.) Tiles follow blockIdx and blocks start in that order, so every
+// word waited for belongs to a block that has started.
 __device__ __forceinline__ uint64_t look_back(uint64_t* words, uint64_t tile, const ScannedTile& t, bool publisher,
-                                              TileTemp& temp, bool& bad_before) {
-  __shared__ int s_first[kThreads / 32];
+                                              bool& bad_before) {
   __shared__ uint64_t s_prefix;
-  if (publisher && threadIdx.x == 0)
-    publish(&words[tile], (tile == 0 ? kWordPrefix : kWordAggregate) | (t.bad ? kWordBad : 0) | t.sum);
-  uint64_t prefix = 0;  // thread 0's
-  bad_before = false;
-  for (int64_t end = static_cast<int64_t>(tile); end > 0; end -= kThreads) {
-    const int64_t j = end - 1 - threadIdx.x;
-    uint64_t w = kWordPrefix;  // before tile 0: an inclusive prefix of 0
-    if (j >= 0)
-      while (((w = *static_cast<volatile uint64_t*>(&words[j])) & (kWordPrefix | kWordAggregate)) == 0) {
-      }
-    const unsigned ballot = __ballot_sync(~0u, (w & kWordPrefix) != 0);
-    if ((threadIdx.x & 31) == 0) s_first[threadIdx.x / 32] = ballot ? static_cast<int>(threadIdx.x) + __ffs(ballot) - 1 : kThreads;
-    __syncthreads();
-    int first = kThreads;
+  __shared__ bool s_bad;
+  if (threadIdx.x < 32) {
+    const unsigned lane = threadIdx.x;
+    if (publisher && lane == 0)
+      publish(&words[tile], (tile == 0 ? kWordPrefix : kWordAggregate) | (t.bad ? kWordBad : 0) | t.sum);
+    uint64_t prefix = 0;
+    bool bad = false;
+    for (int64_t end = static_cast<int64_t>(tile); end > 0; end -= 32) {
+      const int64_t j = end - 1 - lane;
+      uint64_t w = kWordPrefix;  // before tile 0: an inclusive prefix of 0
+      if (j >= 0)
+        while (((w = *static_cast<volatile uint64_t*>(&words[j])) & (kWordPrefix | kWordAggregate)) == 0) {
+        }
+      const unsigned prefixes = __ballot_sync(~0u, (w & kWordPrefix) != 0);
+      const bool counts = prefixes == 0 || lane < static_cast<unsigned>(__ffs(prefixes));  // up to the nearest prefix
+      uint64_t value = counts ? (w & kWordValue) : 0;
 #pragma unroll
-    for (int k = 0; k < kThreads / 32; ++k) first = min(first, s_first[k]);
-    const bool counts = static_cast<int>(threadIdx.x) <= first;
-    prefix += TileReduce(temp.reduce).Sum(counts ? (w & kWordValue) : 0);
-    bad_before |= __syncthreads_or(counts && (w & kWordBad) != 0);  // also the barrier before s_first and temp are reused
-    if (first < kThreads) break;
-  }
-  if (threadIdx.x == 0) {
-    s_prefix = prefix;
-    if (publisher && tile > 0)
-      publish(&words[tile], kWordPrefix | (t.bad || bad_before ? kWordBad : 0) | (prefix + t.sum));
+      for (int o = 16; o > 0; o /= 2) value += __shfl_xor_sync(~0u, value, o);
+      prefix += value;
+      bad |= __any_sync(~0u, counts && (w & kWordBad) != 0);
+      if (prefixes) break;
+    }
+    if (lane == 0) {
+      s_prefix = prefix;
+      s_bad = bad;
+      if (publisher && tile > 0) publish(&words[tile], kWordPrefix | (t.bad || bad ? kWordBad : 0) | (prefix + t.sum));
+    }
   }
   __syncthreads();
+  bad_before = s_bad;
   return s_prefix;
 }
 
@@ -492,7 +492,7 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   uint64_t prefix = 0;
   bool bad_before = false;
   if (kPrefix == Prefix::kLookBack) {
-    prefix = look_back(words, tile, t, split == 0, temp, bad_before);
+    prefix = look_back(words, tile, t, split == 0, bad_before);
     if (threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
   }
   // S and L of the thread's columns into shared memory; the first warp adds the kAlign columns
