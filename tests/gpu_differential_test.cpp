@@ -102,7 +102,9 @@ TEST(GpuDifferential, LargeBatches) {
                           {4097, 1000, true},   {65536, 256, true},   {131073, 16, true},   {1048576, 16, true},
                           {1048576, 64, false}, {4194304, 16, false}, {4194304, 33, false},
                           // 256-byte-aligned ranges (2^22 cells and more) with a last tile of 3 and 369 columns
-                          {262147, 17, false},  {70001, 64, false}};
+                          {262147, 17, false},  {70001, 64, false},
+                          // one chunk over many tiles; 16 rows or more per block past 128 blocks
+                          {1048577, 1, false},  {262144, 256, false}};
   PlanHarness harness;
   for (const Shape& s : shapes) {
     Batch b;
