@@ -90,7 +90,8 @@ TEST(GpuDifferential, EdgeCases) {
   EXPECT_EQ(harness.checked(), 2 * cases.size());
 }
 
-// Large batches, one per launch: tile boundaries, many tiles, B up to 4M, M up to 4096.
+// Large batches, one per launch: tile boundaries, many tiles, B up to 4M, M up to 4096, and the
+// one-block kernel with many chunk rows.
 TEST(GpuDifferential, LargeBatches) {
   MLAPLAN_REQUIRE_GPU();
   std::mt19937_64 rng(4194304);
@@ -104,7 +105,9 @@ TEST(GpuDifferential, LargeBatches) {
                           // 256-byte-aligned ranges (2^22 cells and more) with a last tile of 3 and 369 columns
                           {262147, 17, false},  {70001, 64, false},
                           // one chunk over many tiles; 16 rows or more per block past 128 blocks
-                          {1048577, 1, false},  {262144, 256, false}};
+                          {1048577, 1, false},  {262144, 256, false},
+                          // the one-block kernel of 1024 threads, one wave of blocks with many rows each
+                          {1024, 1024, true},   {300, 4096, true}};
   PlanHarness harness;
   for (const Shape& s : shapes) {
     Batch b;
