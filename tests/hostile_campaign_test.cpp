@@ -30,6 +30,9 @@ struct HostileCase {
   std::string needle, setup, command;
 };
 
+// ctest shows each case by its file and line rather than as bytes.
+void PrintTo(const HostileCase& c, std::ostream* os) { *os << c.area << ".tsv:" << c.line; }
+
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> fields;
   std::string field;
