@@ -281,7 +281,7 @@ CaseResult check_policy_plan(const Scenario& s, const PlanEntry& e, const explor
   const TableDiff diff = diff_tables(ref->tables, *plan.tables);
   if (!diff.equal()) r.detail = diff.describe();
   const explore::InvariantReport inv =
-      explore::check_policy_invariants(s.batch, policy, *plan.tables, e.claims.chunks_used.value_or(ref->outcome.chunks));
+      explore::check_policy_invariants(s.batch, policy, *plan.tables, ref->outcome.chunks);  // claims: below
   if (r.detail.empty() && !inv.ok()) r.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
   if (r.detail.empty()) {
     PlanClaims facts = e.claims;
