@@ -203,9 +203,9 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
       }
       std::sort(found.begin(), found.end());
       if (found.empty())
-        throw InputError(hidden ? fmt::format("{}: no *.json scenario files in this folder but {} hidden one{} ({}{}), which "
-                                              "verify and sweep skip with hidden folders; give such a file by name, or "
-                                              "rename it without the leading dot",
+        throw InputError(hidden ? fmt::format("{}: no *.json scenario files in this folder, only {} hidden one{} ({}{}), and "
+                                              "hidden files and folders are skipped; give such a file by name, or rename "
+                                              "it without the leading dot",
                                               p, hidden, hidden == 1 ? "" : "s", first_hidden, hidden > 1 ? ", ..." : "")
                                 : fmt::format("{}: no *.json scenario files in this folder", p));
       files.insert(files.end(), found.begin(), found.end());
