@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -161,19 +162,54 @@ std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::str
   throw InputError(fmt::format("{}: --scenario {}: no such scenario; the file holds: {}", path, wanted, names));
 }
 
+namespace {
+
+// *.json in any case (*.JSON, *.Json), as a file manager shows them.
+bool has_json_extension(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".json";
+}
+
+bool is_hidden(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.size() > 1 && name[0] == '.' && name != "..";
+}
+
+}  // namespace
+
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const auto& p : paths) {
     std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) {
+    if (fs::is_directory(p, ec)) {
+      // Hidden files and folders (.git, an editor's .backup.json) are skipped, as most tools do; a
+      // folder given by name is searched whatever its name.
       std::vector<std::string> found;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      std::string first_hidden;
+      size_t hidden = 0;
+      for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it) {
+        const bool hide = is_hidden(it->path());
+        if (hide && it->is_directory()) {
+          it.disable_recursion_pending();
+          for (const auto& inner : fs::recursive_directory_iterator(it->path(), ec))
+            if (inner.is_regular_file() && has_json_extension(inner.path()) && hidden++ == 0) first_hidden = inner.path().string();
+          continue;
+        }
+        if (!it->is_regular_file() || !has_json_extension(it->path())) continue;
+        if (!hide) found.push_back(it->path().string());
+        else if (hidden++ == 0) first_hidden = it->path().string();
       }
       std::sort(found.begin(), found.end());
-      if (found.empty()) throw InputError(fmt::format("{}: no *.json scenario files in this folder", p));
+      if (found.empty())
+        throw InputError(hidden ? fmt::format("{}: no *.json scenario files in this folder, only {} hidden one{} ({}{}), and "
+                                              "hidden files and folders are skipped; give such a file by name, or rename "
+                                              "it without the leading dot",
+                                              p, hidden, hidden == 1 ? "" : "s", first_hidden, hidden > 1 ? ", ..." : "")
+                                : fmt::format("{}: no *.json scenario files in this folder", p));
       files.insert(files.end(), found.begin(), found.end());
-    } else if (std::filesystem::exists(p, ec)) {
+    } else if (fs::exists(p, ec)) {
       files.push_back(p);
     } else {
       throw InputError(fmt::format("{}: no such file or folder", p));
