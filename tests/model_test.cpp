@@ -368,6 +368,21 @@ TEST(ModelConfig, RefusesANonMlaConfig) {
                      {"vl2.json: use_mla: false", "MLA"});
 }
 
+TEST(ModelConfig, AnMlaConfigMissingOneKeyIsToldSo) {
+  // Not "not an MLA model": the other MLA fields are there, so the key is what is missing.
+  try {
+    parse_model_config(dsv3_json({{"kv_lora_rank", "null"}}), "cut.json");
+    FAIL() << "accepted a config without kv_lora_rank";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cut.json: kv_lora_rank: missing, though the config has the other MLA fields (qk_nope_head_dim, "
+                        "qk_rope_head_dim, v_head_dim); add kv_lora_rank"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("not an MLA model"), std::string::npos) << what;
+  }
+}
+
 TEST(ModelConfig, RefusesNegativeZeroAndAbsurdValues) {
   expect_input_error([] { parse_model_config(dsv3_json({{"qk_rope_head_dim", "-64"}}), "cfg.json"); },
                      {"cfg.json: qk_rope_head_dim: expected an integer from 1 to 65536, got -64", "negative"});

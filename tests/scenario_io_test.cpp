@@ -108,7 +108,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"{\"scenarios\": 3}", "scenarios: expected an array"},
         BadCase{"{\"scenarios\": [], \"name\": \"x\"}", "may hold no other top-level key"},
         BadCase{std::string("{\"scenarios\": [") + kGood + ", " + with("cache_lengths", "[1, -1, 0]") + "]}",
-                "s.json: scenarios[1].cache_lengths[1]: expected a non-negative integer"}));
+                "s.json: scenarios[1].cache_lengths[1]: expected a non-negative integer"},
+        // The entry is the field: not "scenarios[1].scenarios[1]".
+        BadCase{std::string("{\"scenarios\": [") + kGood + ", [3]]}", "s.json: scenarios[1]: expected a scenario object, got [3]"}));
 
 }  // namespace
 

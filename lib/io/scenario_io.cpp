@@ -134,9 +134,12 @@ ExpectedPlan parse_expected(const json& e, const std::string& file, const std::s
 
 Scenario parse_one(const json& obj, const std::string& file, const std::string& prefix, const std::string& default_name) {
   const FieldReader r(file, prefix);
-  if (!obj.is_object())
-    r.fail(prefix.empty() ? "(top level)" : prefix.substr(0, prefix.size() - 1),
-           "expected a scenario object or {\"scenarios\": [...]}");
+  if (!obj.is_object()) {
+    // The entry itself is the field: "scenarios[1]", not the prefix and the field again.
+    if (prefix.empty()) r.fail("(top level)", "expected a scenario object or {\"scenarios\": [...]}");
+    FieldReader(file, "").fail(prefix.substr(0, prefix.size() - 1),
+                               fmt::format("expected a scenario object, got {}", json_preview(obj, 40)));
+  }
   r.reject_unknown_keys(obj, "", kScenarioKeys, std::size(kScenarioKeys));
 
   Scenario s;
