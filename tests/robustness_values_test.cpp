@@ -310,3 +310,11 @@ TEST(Values, SweepHelpNamesItsPositionalOnce) {
   EXPECT_FALSE(has(r.out, "PATH ... ...")) << r.out;
   EXPECT_TRUE(has(r.out, "scenarios PATH ...")) << r.out;
 }
+
+TEST(Values, JsonNegativeZeroIsZero) {
+  const fs::path dir = scratch("negzero");
+  write(dir / "z.json", "{\"page_size\": 1, \"buffer_token_size\": 8, \"max_chunks\": 2, \"cache_lengths\": [-0], \"input_lengths\": [2]}");
+  const CliResult r = run_cli("run " + (dir / "z.json").string() + " --backend cpu --format json");
+  ASSERT_EQ(r.code, 0) << r.err;  // was "cache_lengths[0]: expected a non-negative integer below 2^32, got 0"
+  EXPECT_EQ(json::parse(r.out)["padded_tokens"], 2);  // cache 0 + 2 new tokens, page 1
+}

@@ -126,6 +126,13 @@ TEST(ScenarioIo, LoadsEveryAcceptedForm) {
   EXPECT_EQ(lengths[0].name, "n");
   EXPECT_EQ(lengths[0].batch.input_row_offsets, (std::vector<uint32_t>{0, 9, 209, 229}));
 
+  // JSON's -0 is zero (it was refused as "expected a non-negative integer, got 0").
+  const auto negative_zero = parse_scenarios(
+      R"({"page_size": 128, "buffer_token_size": 512, "max_chunks": 4, "cache_lengths": [-0, 0], "input_lengths": [-0, 3]})",
+      "z.json", "z");
+  EXPECT_EQ(negative_zero[0].batch.cache_lengths, (std::vector<uint32_t>{0, 0}));
+  EXPECT_EQ(negative_zero[0].batch.input_row_offsets, (std::vector<uint32_t>{0, 0, 3}));
+
   const auto list = parse_scenarios(std::string("{\"scenarios\": [") + kGood + ", " + kGood + "]}", "l.json", "l");
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[1].name, "l[1]");

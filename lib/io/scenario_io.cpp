@@ -36,9 +36,12 @@ class FieldReader {
   static std::string shown(const json& v) { return json_preview(v, 40); }
 
   uint64_t integer(const json& v, const std::string& field, uint64_t lo, uint64_t hi, const char* expectation) const {
-    if (!v.is_number_unsigned() || v.get<uint64_t>() < lo || v.get<uint64_t>() > hi)
+    // JSON's -0 is zero, which nlohmann reads as a signed 0: refusing it as "not non-negative, got 0"
+    // would contradict itself.
+    const bool zero = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() == 0;
+    if ((!v.is_number_unsigned() && !zero) || (zero ? 0 : v.get<uint64_t>()) < lo || (zero ? 0 : v.get<uint64_t>()) > hi)
       fail(field, fmt::format("expected {}, got {}", expectation, shown(v)));
-    return v.get<uint64_t>();
+    return zero ? 0 : v.get<uint64_t>();
   }
   uint32_t u32(const json& v, const std::string& field) const {
     return static_cast<uint32_t>(integer(v, field, 0, std::numeric_limits<uint32_t>::max(),
