@@ -241,7 +241,7 @@ TEST(Values, MessagesSayTheOptionsOwnWords) {
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --buffer-tokens 1099511627776"),
                    "--buffer-tokens: 1099511627776 is out of range; values go from 1 to 2147483647");
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --buffer-tokens ,,"),
-                   "--buffer-tokens ,,: an empty item (two commas in a row, or one at an end)");
+                   "--buffer-tokens: ',,' has an empty item (two commas in a row, or one at an end)");
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --recommend --max-iterations 1 --model deepseek-v3 --memory-budget 0"),
                    "--memory-budget 0: a budget of 0 bytes fits no buffer");
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --recommend --max-iterations 1 --model deepseek-v3 --memory-budget 8GX"),

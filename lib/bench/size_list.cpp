@@ -51,8 +51,8 @@ std::vector<uint32_t> parse_sizes(const std::string& spec, const std::string& op
   for (const std::string& item : split(spec, ',')) {
     if (spec.empty()) throw InputError(fmt::format("{}: no values given; write e.g. 1,16,128 or 1:1048576:x4", option));
     if (item.empty())
-      throw InputError(fmt::format("{} {}: an empty item (two commas in a row, or one at an end); write e.g. 1,16,128 or "
-                                   "1:1048576:x4",
+      throw InputError(fmt::format("{}: '{}' has an empty item (two commas in a row, or one at an end); write e.g. "
+                                   "1,16,128 or 1:1048576:x4",
                                    option, spec));
     const auto parts = split(item, ':');
     if (parts.size() == 1) {
