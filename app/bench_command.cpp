@@ -68,6 +68,25 @@ int run_bench_command(const BenchCliOptions& opt) {
     return kWrongPlan;
   }
   if (o.progress) fmt::print(stderr, "\r\033[K");
+  // A bench that could measure none of what was asked must not pass with an empty table.
+  const auto unavailable = [&report](bench::Kernel k) {
+    return std::any_of(report.unavailable.begin(), report.unavailable.end(), [k](const bench::Unavailable& u) { return u.kernel == k; });
+  };
+  if (!report.interrupted && std::all_of(o.kernels.begin(), o.kernels.end(), unavailable)) {
+    std::string why;
+    bool only_max = true;
+    for (const bench::Unavailable& u : report.unavailable) {
+      why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", bench::to_string(u.kernel), u.reason);
+      only_max = only_max && u.kernel == bench::Kernel::max;
+    }
+    if (only_max)  // the command given is what failed: bad input
+      throw InputError(fmt::format("--max {}: nothing to measure, max is unavailable ({}); give a command that speaks "
+                                   "the timing requests of docs/external.md",
+                                   opt.max, why));
+    throw DeviceError(fmt::format("bench: nothing to measure, every kernel asked for is unavailable ({}); time the CPU "
+                                  "paths with --kernels cpu,cpu-fast",
+                                  why));
+  }
   for (const bench::Unavailable& u : report.unavailable) note(fmt::format("{}: unavailable: {}", bench::to_string(u.kernel), u.reason));
   if (report.sm_mhz_before && report.sm_mhz_after && *report.sm_mhz_after < 0.9 * *report.sm_mhz_before)
     fmt::print(stderr, "mlaplan: warning: the SM clock fell from {:.0f} to {:.0f} MHz during the run (throttling?); "
@@ -113,34 +132,36 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "of docs/external.md, such as scripts/max-reference's build-max/max-planner")
       ->type_name("CMD");
   cmd->add_option("--mode", opt->mode, "hot (back-to-back launches), cold (caches flushed before each sample) or both")
-      ->check(CLI::IsMember({"hot", "cold", "both"}))
+      ->transform(one_of({"hot", "cold", "both"}))
       ->capture_default_str();
-  cmd->add_option("--max-chunks", opt->workload.max_chunks, "M, chunk rows in the tables")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
-  cmd->add_option("--page-size", opt->workload.page_size, "P, the KV cache page size")->check(CLI::Range(1u, 1u << 20))->capture_default_str();
+  cmd->add_option("--max-chunks", opt->workload.max_chunks, "M, chunk rows in the tables")->check(whole_number(1, 1u << 20))->capture_default_str();
+  cmd->add_option("--page-size", opt->workload.page_size, "P, the KV cache page size")->check(whole_number(1, 1u << 20))->capture_default_str();
   cmd->add_option("--buffer-tokens", opt->workload.buffer_tokens, "N, rows in the buffer (default: chosen per size from --fill)")
-      ->check(CLI::Range(1u, 0x7fffffffu));
+      ->check(whole_number(1, 0x7fffffffu));
   cmd->add_option("--fill", opt->workload.fill, "Without --buffer-tokens: N is chosen so a batch uses this share of the M chunks")
-      ->check(CLI::Range(0.01, 1.0))
+      ->check(real_number(0.01, 1.0))
       ->capture_default_str();
   cmd->add_option("--distribution", opt->distribution, "Sequence lengths: fixed, uniform, lognormal (sigma 1) or zipf (s 1.1)")
-      ->check(CLI::IsMember({"fixed", "uniform", "lognormal", "zipf"}))
+      ->transform(one_of({"fixed", "uniform", "lognormal", "zipf"}))
       ->capture_default_str();
   cmd->add_option("--mean-length", opt->workload.mean_length, "Mean tokens per sequence (cached + new), before page padding")
-      ->check(CLI::Range(1u, 1u << 30))
+      ->check(whole_number(1, 1u << 30))
       ->capture_default_str();
-  cmd->add_option("--seed", opt->workload.seed, "Seed of the random sequence lengths")->capture_default_str();
+  cmd->add_option("--seed", opt->workload.seed, "Seed of the random sequence lengths")
+      ->check(whole_number(0, UINT64_MAX))
+      ->capture_default_str();
   cmd->add_option("--input-sets", opt->workload.input_sets, "Input sets per size, rotated while timing")
-      ->check(CLI::Range(1u, 64u))
+      ->check(whole_number(1, 64))
       ->capture_default_str();
   cmd->add_option("--max-time", opt->rule.max_time_s, "Seconds per measurement at most (each kernel, size and mode)")
-      ->check(CLI::Range(0.001, 600.0))
+      ->check(real_number(0.001, 600.0, "seconds"))
       ->capture_default_str();
-  cmd->add_option("--min-samples", opt->rule.min_samples, "Samples per measurement at least")->check(CLI::Range(3, 1000000))->capture_default_str();
+  cmd->add_option("--min-samples", opt->rule.min_samples, "Samples per measurement at least")->check(whole_number(3, 1000000))->capture_default_str();
   cmd->add_option("--max-noise", opt->max_noise_percent, "Stop sampling once the median is known to this many percent (95% CI)")
-      ->check(CLI::Range(0.001, 100.0))
+      ->check(real_number(0.001, 100.0, "percent"))
       ->capture_default_str();
   cmd->add_option("--format", opt->format, "Output: table (for people), md (Markdown), csv or json (for scripts/plot_bench.py)")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+      ->transform(one_of({"table", "md", "csv", "json"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)")->type_name("FILE");
   cmd->add_option("--json", opt->json_output, "Also write the JSON report to FILE, whatever --format is (for scripts/plot_bench.py)")
@@ -150,6 +171,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "  mlaplan bench --sizes 1:4194304:x4 --mean-length 512 --kernels fast,graph,empty,copy --json bench.json\n"
       "  mlaplan bench --max build-max/max-planner --sizes 1,1024,1048576 --format md\n"
       "  mlaplan bench --max \"python3 scripts/external/seed_port.py\" --kernels cpu --sizes 1,64   (no GPU needed)"));
+  cmd->get_option("--fill")->excludes(cmd->get_option("--buffer-tokens"));  // --fill only chooses N when it is not given
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run_bench_command(*opt); }));
 }
 

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +17,7 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/phase_timer.hpp"
+#include "mlaplan/printable.hpp"
 #include "mlaplan/stop_request.hpp"
 #include "mlaplan/trace_recorder.hpp"
 
@@ -43,20 +47,7 @@ namespace {
 
 // Messages quote user input (names, paths, CSV cells): control characters are shown escaped and
 // very long messages clipped, so an error stays one readable line and cannot drive the terminal.
-std::string one_line(const std::string& message) {
-  std::string out;
-  out.reserve(message.size());
-  for (unsigned char c : message) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += ' ';
-    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  constexpr size_t kMaxLine = 4096;  // a 10 MB name in a message helps nobody
-  if (out.size() > kMaxLine) out = fmt::format("{}... ({} more bytes)", out.substr(0, kMaxLine), out.size() - kMaxLine);
-  return out;
-}
+std::string one_line(const std::string& message) { return printable_line(message); }
 
 }  // namespace
 
@@ -134,12 +125,85 @@ void write_output(const std::string& path, const std::string& content) {
   }
 }
 
+namespace {
+
+// Bounds as a person writes them: 600, 0.001, 86400 (CLI11 printed 600.000000).
+std::string number_text(double v) { return fmt::format("{:g}", v); }
+
+}  // namespace
+
+CLI::Validator whole_number(uint64_t lo, uint64_t hi) {
+  auto check = [lo, hi](std::string& text) -> std::string {
+    const std::string range = fmt::format("give a whole number from {} to {}", lo, hi);
+    if (text.empty()) return "no value; " + range;
+    if (text.find_first_not_of("0123456789") != std::string::npos) {
+      // 1e3 or 64.0: say how to write it rather than only that it is wrong.
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      const bool decimal = text.find_first_not_of("0123456789.eE+") == std::string::npos && text[0] != '+';
+      if (decimal && end && *end == '\0' && std::isfinite(v) && v == std::floor(v) && v < 1e19)
+        return fmt::format("{} is not written in digits; {} (e.g. {:.0f})", text, range, v);
+      return fmt::format("{} is not a whole number; {}", text, range);
+    }
+    uint64_t v = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec == std::errc::result_out_of_range || ptr != text.data() + text.size() || v < lo || v > hi)
+      return fmt::format("{} is out of range; {}", text, range);
+    return "";
+  };
+  return CLI::Validator(check, fmt::format("in [{} - {}]", lo, hi));
+}
+
+CLI::Validator real_number(double lo, double hi, const std::string& unit) {
+  auto check = [lo, hi, unit](std::string& text) -> std::string {
+    const std::string range =
+        fmt::format("give a number{} from {} to {}", unit.empty() ? "" : " of " + unit, number_text(lo), number_text(hi));
+    // Decimal digits, a point and an exponent only: strtod alone would also take nan, inf and hex.
+    char* end = nullptr;
+    const double v = text.find_first_not_of("0123456789.eE+-") == std::string::npos && !text.empty()
+                         ? std::strtod(text.c_str(), &end)
+                         : std::nan("");
+    if (!end || *end != '\0' || !std::isfinite(v)) return fmt::format("{} is not a number; {}", text, range);
+    if (v < lo || v > hi) return fmt::format("{} is out of range; {}", text, range);
+    return "";
+  };
+  return CLI::Validator(check, fmt::format("in [{} - {}]", number_text(lo), number_text(hi)));
+}
+
+bool iequal(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+std::string choices_text(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  return out;
+}
+
+CLI::Validator one_of(std::vector<std::string> names) {
+  const std::string description = fmt::format("{{{}}}", fmt::join(names, ","));
+  auto check = [names](std::string& text) -> std::string {
+    for (const std::string& n : names) {
+      if (iequal(n, text)) {
+        text = n;
+        return "";
+      }
+    }
+    return fmt::format("'{}' is not one of {}", text, choices_text(names));
+  };
+  return CLI::Validator(check, description);
+}
+
+bool given(const CLI::App& cmd, const std::string& name) { return cmd.get_option(name)->count() > 0; }
+
 void add_backend_option(CLI::App& cmd, Backend& backend) {
   cmd.add_option_function<std::string>(
          "--backend",
          [&backend](const std::string& v) { backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic; },
          "Where to plan: auto (the GPU when one is usable, else the CPU, saying so), gpu or cpu")
-      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->transform(one_of({"auto", "gpu", "cpu"}))
       ->default_str("auto");
 }
 
@@ -147,15 +211,25 @@ void add_backend_options(CLI::App& cmd, BackendOptions& options) {
   add_backend_option(cmd, options.backend);
   cmd.add_option_function<std::string>(
          "--kernel", [&options](const std::string& v) { options.kernel = v == "seed" ? GpuKernel::seed : GpuKernel::fast; },
-         "GPU kernel: fast, or seed (the port of the seed's kernel, the baseline); the CPU backend always uses the reference")
-      ->check(CLI::IsMember({"fast", "seed"}))
+         "Planner of max: fast (the GPU fast kernel; on the CPU the closed-form planner, checked against the "
+         "reference) or seed (the GPU port of the seed's kernel; on the CPU the reference loop itself), as verify")
+      ->transform(one_of({"fast", "seed"}))
       ->default_str("fast");
 }
 
 std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path) {
   if (wanted.empty()) return all;
+  // By name first; a name several scenarios share picks none of them (the first would be a guess).
+  std::vector<size_t> named;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].name == wanted) named.push_back(i);
+  if (named.size() > 1)
+    throw InputError(fmt::format("{}: --scenario {}: {} scenarios have this name (at {}); pick one by its index, e.g. "
+                                 "--scenario {}, or rename them",
+                                 path, wanted, named.size(), fmt::join(named, ", "), named[0]));
+  if (named.size() == 1) return {all[named[0]]};
   for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].name == wanted || std::to_string(i) == wanted) return {all[i]};
+    if (std::to_string(i) == wanted) return {all[i]};
   }
   std::string names;
   for (const auto& s : all) names += (names.empty() ? "" : ", ") + s.name;
@@ -177,6 +251,14 @@ bool is_hidden(const std::filesystem::path& p) {
 }
 
 }  // namespace
+
+CLI::Validator scenario_name() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "'' names no scenario; give a scenario's name or its index (0 for the first)" : "";
+      },
+      "");
+}
 
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -45,6 +46,23 @@ void error(const std::string& message);
 // file (/dev/null, a FIFO) is written into, never replaced.
 void write_output(const std::string& path, const std::string& content);
 
+// Option values in the option's own words (CLI11's texts say "Value 0 not in range 0.000000 to 1797...",
+// and let nan through a range). Each refuses with one sentence that CLI11 prefixes with the option.
+// A whole number from lo to hi, in decimal digits: no sign, exponent, fraction or clamping past 2^64 - 1.
+CLI::Validator whole_number(uint64_t lo, uint64_t hi);
+// A finite decimal number from lo to hi (nan and inf refused); `unit` names it in the message ("seconds").
+CLI::Validator real_number(double lo, double hi, const std::string& unit = "");
+// One of `names`, in any case (the one rule for every enumerated value: --format JSON is json); use
+// with ->transform, which replaces the value by the name as listed.
+CLI::Validator one_of(std::vector<std::string> names);
+// names as a sentence, "a, b or c", for messages.
+std::string choices_text(const std::vector<std::string>& names);
+// Equal ignoring ASCII case.
+bool iequal(const std::string& a, const std::string& b);
+
+// The option `name` of `cmd` was given on the command line (not just left at its default).
+bool given(const CLI::App& cmd, const std::string& name);
+
 // --backend auto|gpu|cpu, the same on every subcommand.
 void add_backend_option(CLI::App& cmd, Backend& backend);
 
@@ -55,9 +73,12 @@ struct BackendOptions {
 };
 void add_backend_options(CLI::App& cmd, BackendOptions& options);
 
-// The scenarios of `path` that --scenario WANTED names (by name or index; all of them when WANTED
-// is empty). Throws InputError listing the file's scenarios when none matches.
+// The scenarios of `path` that --scenario WANTED names (by name, else by index; all of them when WANTED
+// is empty). Throws InputError listing the file's scenarios when none matches, and when several
+// share the name.
 std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path);
+// The check of --scenario NAME: refuses '' (which would otherwise select every scenario).
+CLI::Validator scenario_name();
 
 // The scenario files among PATHs: files as given, folders searched recursively for *.json in any
 // case (sorted), skipping hidden files and folders (a name starting with '.'). Throws InputError for

@@ -1,10 +1,13 @@
 #include "explore_options.hpp"
 
+#include <cstdint>
+
 #include <fmt/format.h>
 
 #include "mlaplan/bench/size_list.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/lengths_csv.hpp"
+#include "cli_common.hpp"
 
 namespace mlaplan::cli {
 
@@ -30,15 +33,15 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
   cmd.add_option("--packed", o.packed,
                  "packed: vllm (split points aligned to --split-align; a request without context ends the chunk) or "
                  "trtllm (TensorRT-LLM: no alignment, such requests skipped)")
-      ->check(CLI::IsMember({"vllm", "trtllm"}))
+      ->transform(one_of({"vllm", "trtllm"}))
       ->default_str("vllm");
   cmd.add_option("--split-align", o.split_align, "packed (vllm): split points are multiples of A tokens (default: the page size)")
       ->type_name("A")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 30}));
+      ->check(whole_number(1, 1u << 30));
   cmd.add_option("--even-split", o.even_split,
                  "even-split: vllm (share = buffer / sequences with context, rounded down to pages) or sglang "
                  "(share = buffer / batch size)")
-      ->check(CLI::IsMember({"vllm", "sglang"}))
+      ->transform(one_of({"vllm", "sglang"}))
       ->default_str("vllm");
 }
 
@@ -54,7 +57,33 @@ explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& o) {
 }
 
 std::vector<explore::Policy> make_policies(const PolicyOptions& o) {
-  return explore::parse_policies(o.policy, make_policy(explore::PolicyKind::max, o));
+  std::vector<explore::Policy> policies = explore::parse_policies(o.policy, make_policy(explore::PolicyKind::max, o));
+  // A variant option that changes no policy of the list is refused rather than dropped: the list is
+  // planned again with the option's other value, and the same names mean it had no effect.
+  auto names = [&](const PolicyOptions& changed) {
+    std::vector<std::string> out;
+    for (const explore::Policy& p : explore::parse_policies(o.policy, make_policy(explore::PolicyKind::max, changed))) out.push_back(p.name());
+    return out;
+  };
+  const std::vector<std::string> planned = names(o);
+  auto refuse_if_idle = [&](bool given, PolicyOptions other, const std::string& option, const std::string& what) {
+    if (given && names(other) == planned)
+      throw InputError(fmt::format("{}: it sets {}, and --policy {} plans no such policy; drop {} or add that policy "
+                                   "to --policy",
+                                   option, what, o.policy, option.substr(0, option.find(' '))));
+  };
+  PolicyOptions other = o;
+  other.packed = o.packed == "trtllm" ? "vllm" : "trtllm";
+  other.split_align = 0;  // TensorRT-LLM's packing has no alignment
+  refuse_if_idle(!o.packed.empty(), other, "--packed " + o.packed, "the variant of a plain `packed` policy");
+  other = o;
+  other.split_align = 0;
+  refuse_if_idle(o.split_align != 0, other, fmt::format("--split-align {}", o.split_align),
+                 "the split points of the packed (vllm) policy");
+  other = o;
+  other.even_split = o.even_split == "sglang" ? "vllm" : "sglang";
+  refuse_if_idle(!o.even_split.empty(), other, "--even-split " + o.even_split, "the variant of a plain `even-split` policy");
+  return policies;
 }
 
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool list) {
@@ -66,7 +95,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& o, bool list) {
   cmd.add_option("--tp", o.tps, list ? "Tensor-parallel degrees (a comma list); each GPU holds heads / TP" : "Tensor-parallel degree; each GPU holds heads / TP")
       ->type_name(list ? "LIST" : "N")
       ->default_str("1");
-  cmd.add_option("--dtype", o.dtype, "Element type of the buffers")->check(CLI::IsMember({"bf16", "fp8"}))->default_str("bf16");
+  cmd.add_option("--dtype", o.dtype, "Element type of the buffers")->transform(one_of({"bf16", "fp8"}))->default_str("bf16");
 }
 
 std::vector<explore::ModelDims> make_models(const ModelOptions& o) {
@@ -106,23 +135,33 @@ void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
       ->type_name("NAME");
   cmd.add_option("--lengths", o.lengths, "Request lengths from your own trace: a CSV with columns cached_tokens,new_tokens")
       ->type_name("FILE.csv");
-  cmd.add_option("--seed", o.seed, "Seed of the workload's draws and of the batch sizes")->default_str("1");
+  cmd.add_option_function<uint64_t>(
+         "--seed",
+         [&o](const uint64_t& v) {
+           o.seed = v;
+           o.seed_given = true;
+         },
+         "Seed of the workload's draws and of the batch sizes")
+      ->default_str("1")
+      ->check(whole_number(0, UINT64_MAX));
   cmd.add_option("--token-budget", o.token_budget,
                  "Form batches like a scheduler with this many new tokens per step (max_num_batched_tokens); a request "
                  "that does not fit prefills what fits and continues next step with that part cached")
       ->type_name("T")
       ->default_str("8192")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 30}));
+      ->check(whole_number(1, 1u << 30));
   cmd.add_option("--max-sequences", o.max_sequences, "With --token-budget: at most S sequences per step (max_num_seqs)")
       ->type_name("S")
       ->default_str("256")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 24}));
+      ->check(whole_number(1, 1u << 24));
   cmd.add_option("--max-model-len", o.max_model_len,
                  "Drop requests longer than L tokens (cached + new), as an engine with this max_model_len refuses them")
       ->type_name("L")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+      ->check(whole_number(1, uint64_t{1} << 32));
   cmd.add_option("--batch-size", o.batch_size, "Instead of a token budget: batches of LO..HI whole requests (uniform), or of B")
-      ->type_name("LO:HI");
+      ->type_name("LO:HI")
+      ->excludes(cmd.get_option("--token-budget"))  // the two ways of forming batches: one at a time
+      ->excludes(cmd.get_option("--max-sequences"));
 }
 
 bool has_workload(const WorkloadOptions& o) { return !o.workload.empty() || !o.lengths.empty(); }
@@ -142,6 +181,9 @@ std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& o) {
 }
 
 explore::BatchFormation make_formation(const WorkloadOptions& o) {
+  if (o.seed_given && o.workload.empty() && o.batch_size.empty())
+    throw InputError("--seed: it draws a --workload's requests and --batch-size's sizes, and a --lengths trace formed "
+                     "by --token-budget uses neither; drop --seed");
   explore::BatchFormation f;
   f.token_budget = o.token_budget;
   f.max_sequences = o.max_sequences;

@@ -21,13 +21,15 @@ namespace mlaplan::cli {
 // --even-split vllm|sglang.
 struct PolicyOptions {
   std::string policy = "max";
-  std::string packed = "vllm";
-  uint32_t split_align = 0;
-  std::string even_split = "vllm";
+  std::string packed;      // "" (not given): vllm
+  uint32_t split_align = 0;  // 0: not given
+  std::string even_split;  // "" (not given): vllm
 };
 void add_policy_options(CLI::App& cmd, PolicyOptions& options, bool list);
 explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& options);
-std::vector<explore::Policy> make_policies(const PolicyOptions& options);  // the list of --policy
+// The list of --policy; InputError for a variant option (--packed, --split-align, --even-split) that
+// changes none of its policies.
+std::vector<explore::Policy> make_policies(const PolicyOptions& options);
 
 // --model NAME (a list for sweep), --model-config FILE, --tp N (a list for sweep), --dtype bf16|fp8.
 struct ModelOptions {
@@ -48,6 +50,7 @@ struct WorkloadOptions {
   std::string workload;
   std::string lengths;
   uint64_t seed = 1;
+  bool seed_given = false;  // --seed on the line: refused where nothing is drawn
   uint32_t token_budget = 8192;
   std::string batch_size;  // "LO:HI" or "B"; set: batches by size instead of by token budget
   uint32_t max_sequences = 256;

@@ -21,6 +21,37 @@ std::string version_text() {
   return fmt::format("mlaplan {}\n{}", info.version, cuda);
 }
 
+// CLI11's texts for ->needs and ->excludes ("--a requires --b", "--a excludes --b"), in the house's
+// words: what is wrong and the fix.
+std::string parse_error_text(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  auto split = [&what](const std::string& word, std::string& a, std::string& b) {
+    const size_t at = what.find(word);
+    if (at == std::string::npos) return false;
+    a = what.substr(0, at);
+    b = what.substr(at + word.size());
+    return true;
+  };
+  std::string a, b;
+  if (dynamic_cast<const CLI::RequiresError*>(&e) && split(" requires ", a, b))
+    return fmt::format("{}: applies only with {}; add {} or drop {}", a, b, b, a);
+  if (dynamic_cast<const CLI::ExcludesError*>(&e) && split(" excludes ", a, b))
+    return fmt::format("{} and {} exclude each other; drop one of them", a, b);
+  // "--batches: 1 required UINT:in [1 - 1000000] missing" for `--batches=`: the option and the fix.
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) && what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0 &&
+      what.find(": ") != std::string::npos)
+    return fmt::format("{}: needs a value; give one after it", what.substr(0, what.find(": ")));
+  return what;
+}
+
+// The help to point to: the subcommand's when the line names one (CLI11 does not say which failed).
+std::string help_hint(const CLI::App& app, int argc, char** argv) {
+  if (argc >= 2)
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == argv[1]) return fmt::format("mlaplan {} --help", sub->get_name());
+  return "mlaplan --help";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -51,7 +82,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    cli::error(fmt::format("{}; see `mlaplan --help`", e.what()));
+    cli::error(fmt::format("{}; see `{}`", parse_error_text(e), help_hint(app, argc, argv)));
     return cli::kBadInput;
   } catch (const Interrupted& e) {
     cli::error(fmt::format("{}; nothing written", e.what()));

@@ -11,6 +11,7 @@
 #include "mlaplan/plan_check.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
+#include "mlaplan/printable.hpp"
 #include "mlaplan/render/plan_html.hpp"
 #include "mlaplan/scenario_io.hpp"
 
@@ -32,6 +33,8 @@ struct RunOptions {
   ModelOptions model;
   std::string svg;   // --svg FILE
   std::string html;  // --html FILE
+  bool kernel_given = false;         // --kernel on the line
+  bool max_sequences_given = false;  // --max-sequences on the line
 };
 
 // A policy other than max, planned on the CPU and checked against its invariants (the expected
@@ -104,11 +107,11 @@ PlanReport plan_one(const Scenario& s, const explore::Policy& policy, Planner& p
 // After the plans of a scenario under several policies: one line per policy, side by side.
 std::string comparison_table(const std::vector<PlanReport>& reports, size_t first, size_t count) {
   std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}\n",
-                                reports[first].scenario->name, "policy", "chunks", "fill", "rows streamed", "page padding");
+                                printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed", "page padding");
   for (size_t i = first; i < first + count; ++i) {
     const PlanReport& r = reports[i];
     if (!r.refused.empty()) {
-      out += fmt::format("{:<20} refused: {}\n", r.policy, r.refused);
+      out += fmt::format("{:<20} refused: {}\n", r.policy, printable(r.refused));
       continue;
     }
     const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
@@ -129,6 +132,10 @@ int run(const RunOptions& opt) {
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
   const std::vector<explore::Policy> policies = make_policies(opt.policy);
   const bool compare = policies.size() > 1;
+  if (opt.max_sequences_given && opt.format != Format::table && opt.html.empty())
+    throw InputError(fmt::format("--max-sequences: it shortens the table output (and --html's tables), and --format {} "
+                                 "lists every sequence; drop --max-sequences or use --format table",
+                                 opt.format == Format::json ? "json" : "csv"));
   if (compare && opt.format == Format::csv)
     throw InputError("--format csv: the cells of one plan; with several policies use --format json (each plan names its "
                      "policy) or --svg/--html to see them side by side");
@@ -138,6 +145,9 @@ int run(const RunOptions& opt) {
     if (p.kind != explore::PolicyKind::max && opt.backend.backend == Backend::gpu)
       note(fmt::format("policy {} is planned on the CPU; only max has a GPU planner", p.name()));
   }
+  if (!any_max && opt.kernel_given)  // harmless, but the user asked for a planner that plans nothing here
+    note(fmt::format("--kernel picks max's planner, and --policy {} has no max; its policies have one CPU planner each",
+                     opt.policy.policy));
   PlannerChoice choice = any_max ? choose(opt.backend) : PlannerChoice{make_fast_cpu_planner(), ""};
 
   std::vector<PlanReport> reports;
@@ -194,18 +204,19 @@ void add_run_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("run", "Plan the scenarios of one file, check the plans and print them");
   cmd->add_option("scenario", opt->path, "Scenario file (.json): one scenario, or {\"scenarios\": [...]}")->required()->type_name("FILE");
   cmd->add_option("--scenario", opt->scenario, "In a file holding several scenarios, plan only this one (name or index)")
-      ->type_name("NAME");
+      ->type_name("NAME")
+      ->check(scenario_name());
   add_backend_options(*cmd, opt->backend);
   cmd->add_option_function<std::string>(
          "--format", [opt](const std::string& v) { opt->format = v == "json" ? Format::json : v == "csv" ? Format::csv : Format::table; },
          "Output: table (for people), json (the contract of interface.md) or csv (one row per table cell)")
-      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->transform(one_of({"table", "json", "csv"}))
       ->default_str("table");
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE instead of stdout (atomically)")->type_name("FILE");
   cmd->add_flag("--no-verify", opt->no_verify, "Skip checking the plan against the reference, the properties and `expected`");
   cmd->add_option("--max-sequences", opt->max_sequences, "Table format: sequences spelled out per chunk")
       ->default_str("8")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, UINT32_MAX));
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
   cmd->add_option("--svg", opt->svg,
@@ -216,7 +227,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Also write one self-contained page (opens from disk, fetches nothing) with the pictures, a summary "
                   "per scenario and the chunk tables")
       ->type_name("FILE");
-  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run(*opt); }));
+  cmd->callback(traced(*cmd, [opt, cmd, &exit_code] {
+    opt->kernel_given = given(*cmd, "--kernel");
+    opt->max_sequences_given = given(*cmd, "--max-sequences");
+    exit_code = run(*opt);
+  }));
 }
 
 }  // namespace mlaplan::cli

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
@@ -41,6 +43,8 @@ struct SweepOptions {
   std::string svg;   // --svg FILE: the plot
   std::string html;  // --html FILE: the page
   bool no_progress = false;
+  std::vector<std::string> formation_given;  // options forming batches from a workload, given on the line
+  bool quantile_given = false, max_chunks_given = false, backend_given = false;
 };
 
 // The batches to sweep and where they came from.
@@ -54,6 +58,10 @@ Batches load_batches(const SweepOptions& opt) {
   if (!opt.paths.empty()) {
     if (has_workload(opt.workload))
       throw InputError("--workload: give scenario files or a workload (--workload / --lengths), not both");
+    if (!opt.formation_given.empty())
+      throw InputError(fmt::format("{}: it forms batches from a workload, and scenario files give their batches as they "
+                                   "are; drop {}",
+                                   opt.formation_given.front(), opt.formation_given.front()));
     for (const std::string& f : scenario_files(opt.paths)) {
       std::vector<Scenario> scenarios = load_scenario_file(f);
       if (scenarios.empty())
@@ -81,6 +89,13 @@ int sweep(const SweepOptions& opt) {
   grid.buffer_tokens = bench::parse_sizes(opt.buffer_tokens, "--buffer-tokens", 0x7fffffffu);
   grid.max_chunks = bench::parse_sizes(opt.max_chunks, "--max-chunks", 1u << 20);
   grid.policies = make_policies(opt.policy);
+  const bool any_max = std::any_of(grid.policies.begin(), grid.policies.end(),
+                                   [](const explore::Policy& p) { return p.kind == explore::PolicyKind::max; });
+  if (!any_max && (opt.max_chunks_given || opt.backend_given))
+    throw InputError(fmt::format("{}: it applies to the max policy only, and --policy {} has none; add max to --policy "
+                                 "or drop {}",
+                                 opt.max_chunks_given ? "--max-chunks" : "--backend", opt.policy.policy,
+                                 opt.max_chunks_given ? "--max-chunks" : "--backend"));
   grid.models = make_models(opt.model);
   grid.tps = make_tps(opt.model);
   grid.dtype = explore::parse_dtype(opt.model.dtype);
@@ -90,8 +105,9 @@ int sweep(const SweepOptions& opt) {
     for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
 
   std::optional<explore::RecommendOptions> rec;
-  if (opt.recommend || opt.max_iterations || !opt.memory_budget.empty()) {
-    if (!opt.recommend) throw InputError("--max-iterations/--memory-budget: they set what --recommend looks for; add --recommend");
+  if (opt.recommend || opt.max_iterations || !opt.memory_budget.empty() || opt.quantile_given) {
+    if (!opt.recommend)
+      throw InputError("--max-iterations/--quantile/--memory-budget: they set what --recommend looks for; add --recommend");
     if (!opt.max_iterations)
       throw InputError("--recommend: say how many iterations a batch may take with --max-iterations K (e.g. 1 for one-shot prefill)");
     rec.emplace();
@@ -166,14 +182,14 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       "sweep", "Iterations, refusals, padding, fill and memory of a workload's batches over grids of buffer sizes, chunk "
                "counts, policies, models and TP; --recommend picks the smallest buffer that meets a target");
   cmd->add_option("scenarios", opt->paths, "Scenario files or folders to sweep instead of a workload (their batches as given)")
-      ->type_name("PATH ...");
+      ->type_name("PATH");
   add_workload_options(*cmd, opt->workload);
   cmd->add_option("--batches", opt->batches, "Batches to form from the workload")
       ->default_str("10000")
-      ->check(CLI::Range(size_t{1}, size_t{100000000}));
+      ->check(whole_number(1, 100000000));
   cmd->add_option("--page-size", opt->page_size, "page_size of the formed batches (scenario files keep theirs)")
       ->default_str("128")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 30}));
+      ->check(whole_number(1, 1u << 30));
   cmd->add_option("--buffer-tokens", opt->buffer_tokens, "Buffer sizes (rows): a list 8192,65536 or a range 4096:262144:x2")
       ->type_name("LIST")
       ->default_str("4096:262144:x2");
@@ -185,15 +201,16 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--backend", opt->backend, "Planner of the max policy: cpu (the fast CPU planner, on every core) or gpu (the GPU planner, one "
                  "launch and two copies per batch: a check of the kernel on a workload, far slower than the CPU for "
                  "sweeps of small batches)")
-      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->transform(one_of({"cpu", "gpu"}))
       ->default_str("cpu");
   cmd->add_flag("--recommend", opt->recommend,
                 "Name, per policy, M, model and TP, the smallest buffer meeting --max-iterations at --quantile within "
                 "--memory-budget, and why each smaller one fails");
   cmd->add_option("--max-iterations", opt->max_iterations, "With --recommend: iterations a batch may take")
       ->type_name("K")
-      ->check(CLI::Range(uint32_t{1}, uint32_t{1u << 20}));
-  cmd->add_option("--quantile", opt->quantile, "With --recommend: the share of batches that must meet K (p50, p90, p99, p99.9, max)")
+      ->check(whole_number(1, 1u << 20));
+  cmd->add_option("--quantile", opt->quantile, "With --recommend: the share of batches that must meet K: p50, p90, p99, p99.9 or max, or the share "
+                  "itself (0.99 is p99)")
       ->default_str("p99");
   cmd->add_option("--memory-budget", opt->memory_budget, "With --recommend: bytes for the buffer plus the K concat buffer, e.g. 8GiB")
       ->type_name("SIZE");
@@ -203,7 +220,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
            opt->format = v == "md" ? Format::md : v == "csv" ? Format::csv : v == "json" ? Format::json : Format::table;
          },
          "Output: table, md (Markdown), csv or json (what scripts/plot_sweep.py reads)")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+      ->transform(one_of({"table", "md", "csv", "json"}))
       ->default_str("table");
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE (atomically) instead of stdout")->type_name("FILE");
   cmd->add_option("--json", opt->json, "Also write the JSON report to FILE, whatever --format is")->type_name("FILE");
@@ -214,7 +231,15 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "plot, the recommendation and the table")
       ->type_name("FILE");
   cmd->add_flag("--no-progress", opt->no_progress, "No progress line on stderr (it is shown only when stderr is a terminal)");
-  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = sweep(*opt); }));
+  cmd->callback(traced(*cmd, [opt, cmd, &exit_code] {
+    for (const char* name :
+         {"--token-budget", "--batch-size", "--max-sequences", "--max-model-len", "--seed", "--batches", "--page-size"})
+      if (given(*cmd, name)) opt->formation_given.push_back(name);
+    opt->quantile_given = given(*cmd, "--quantile");
+    opt->max_chunks_given = given(*cmd, "--max-chunks");
+    opt->backend_given = given(*cmd, "--backend");
+    exit_code = sweep(*opt);
+  }));
 }
 
 }  // namespace mlaplan::cli

@@ -20,6 +20,7 @@
 #include "mlaplan/external_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_tables_io.hpp"
+#include "mlaplan/printable.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "mlaplan/scenario_io.hpp"
 #include "mlaplan/shrink.hpp"
@@ -145,12 +146,12 @@ class Verifier {
         fmt::print("  (further failures are counted, not shown or shrunk)\n");
       return;
     }
-    fmt::print("  FAIL {} [{}]{}: {}\n", s.name, planner.name(), rec.shape.empty() ? "" : " (" + rec.shape + ")",
-               rec.detail);
+    fmt::print("  FAIL {} [{}]{}: {}\n", printable(s.name), printable(planner.name()),
+               rec.shape.empty() ? "" : " (" + rec.shape + ")", printable(rec.detail));
     fmt::print("       batch: B={} P={} N={} M={}\n", s.batch.batch_size(), s.batch.page_size,
                s.batch.buffer_token_size, s.batch.max_chunks);
     rec.reproducer = write_reproducer(s, planner, rec.detail);
-    if (!rec.reproducer.empty()) fmt::print("       reproducer: {}\n", rec.reproducer);
+    if (!rec.reproducer.empty()) fmt::print("       reproducer: {}\n", printable(rec.reproducer));
   }
 
   // Shrinks the failing case and writes it, with the reference's plan as its expected block.
@@ -199,7 +200,7 @@ class Verifier {
 };
 
 void print_group(const std::string& group, uint64_t cases, uint64_t failed, double seconds) {
-  fmt::print("{}  {:<48} {:>7} case{} {:>10.3f} ms{}\n", failed ? "FAIL" : "PASS", group, cases, cases == 1 ? " " : "s",
+  fmt::print("{}  {:<48} {:>7} case{} {:>10.3f} ms{}\n", failed ? "FAIL" : "PASS", printable(group), cases, cases == 1 ? " " : "s",
              seconds * 1e3, failed ? fmt::format("  ({} failed)", failed) : "");
 }
 
@@ -389,7 +390,8 @@ int verify_plan_file(const VerifyOptions& opt) {
     for (const auto& [phase, us] : timer.phases()) rec.check_us += us;
     if (!rec.passed) {
       ++failed;
-      fmt::print("  FAIL {} [{}]{}: {}\n", s.name, e.where, rec.shape.empty() ? "" : " (" + rec.shape + ")", rec.detail);
+      fmt::print("  FAIL {} [{}]{}: {}\n", printable(s.name), printable(e.where), rec.shape.empty() ? "" : " (" + rec.shape + ")",
+                 printable(rec.detail));
     }
     run.cases.push_back(std::move(rec));
   }
@@ -403,7 +405,7 @@ int verify_plan_file(const VerifyOptions& opt) {
     rec.planner = opt.plan_file;
     rec.detail = fmt::format("no plan for this scenario in {}", opt.plan_file);
     ++failed;
-    fmt::print("  FAIL {} [{}]: {}\n", s.name, opt.plan_file, rec.detail);
+    fmt::print("  FAIL {} [{}]: {}\n", printable(s.name), printable(opt.plan_file), printable(rec.detail));
     run.cases.push_back(std::move(rec));
   }
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -455,7 +457,8 @@ int verify(const VerifyOptions& opt) {
     run.fuzz = fuzz;
   }
   fmt::print("mlaplan verify: {} on the {}; each plan checked against the reference, the properties and any expected block\n",
-             opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", ")) : fmt::format("external planner '{}'", opt.external),
+             printable(opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", "))
+                                            : fmt::format("external planner '{}'", opt.external)),
              run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
   if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
   if (!limits.any())
@@ -527,21 +530,21 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "--fuzz random batches, or with no PATH and no --fuzz the built-in edge cases and 1,000 random batches");
   cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json in any case; hidden ones, named .*, only when given by name)")->type_name("PATH");
   cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners")
-      ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
+      ->check(whole_number(0, 1000000000));
   cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
                                      "Seed of the random batches (default: random, and printed so any run can be repeated)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, UINT64_MAX));
   cmd->add_option("--max-batch-size", opt->max_batch_size, "Largest B of ordinary random batches")
       ->default_str("64")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, UINT32_MAX));
   cmd->add_option("--large-batch-size", opt->large_batch_size, "Largest B of the random large-batch shape")
       ->default_str("4096")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number(1, UINT32_MAX));
   add_backend_option(*cmd, opt->backend);
   cmd->add_option("--kernel", opt->kernel,
                   "Which planner: fast (GPU fast kernel; on the CPU the closed-form planner), seed (GPU seed port; on the "
                   "CPU the reference loop) or all")
-      ->check(CLI::IsMember({"fast", "seed", "all"}))
+      ->transform(one_of({"fast", "seed", "all"}))
       ->default_str("fast");
   cmd->add_option("--external", opt->external,
                   "Check another implementation instead of the built-in planners: a command (run with /bin/sh -c) that "
@@ -550,39 +553,58 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->type_name("CMD");
   cmd->add_option("--external-timeout", opt->external_timeout, "With --external: seconds to wait for each answer")
       ->default_str("60")
-      ->check(CLI::Range(0.001, 86400.0));
+      ->check(real_number(0.001, 86400.0, "seconds"));
   cmd->add_option("--only-page-sizes", opt->only_page_sizes,
                   "Check only batches of these page sizes (comma-separated): random batches are drawn from them, "
                   "reproducers keep to them, other scenarios are skipped. For a planner built for fixed values, like MAX's")
       ->delimiter(',')
       ->allow_extra_args(false)  // one LIST: a path after it is not a page size
       ->type_name("LIST")
-      ->check(CLI::Range(1u, 1u << 30).description(""));
+      ->check(whole_number(1, 1u << 30).description(""));
   cmd->add_option("--only-max-chunks", opt->only_max_chunks,
                   "Check only batches with these max_chunks (comma-separated), as --only-page-sizes does")
       ->delimiter(',')
       ->allow_extra_args(false)
       ->type_name("LIST")
-      ->check(CLI::Range(1u, 1u << 20).description(""));
+      ->check(whole_number(1, 1u << 20).description(""));
   cmd->add_option("--plan", opt->plan_file,
                   "Check plans produced elsewhere (JSON as `run --format json` writes it, one plan or {\"scenarios\": "
                   "[...]}, or {\"infeasible\": true}) against the SCENARIO file given: the tables and every fact stated "
                   "(chunks_used, padded_tokens, min_max_chunks, ...); plans are matched to scenarios by name")
       ->type_name("TABLES.json");
   cmd->add_option("--scenario", opt->scenario, "With --plan: check only this scenario of a multi-scenario file (name or index)")
-      ->type_name("NAME");
+      ->type_name("NAME")
+      ->check(scenario_name());
   cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE")->type_name("FILE");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE")->type_name("FILE");
   cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->type_name("DIR")->default_str(".");
   cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
       ->default_str("10")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_number(0, UINT32_MAX));
   cmd->footer(help_footer(
       "  mlaplan verify scenarios/ --fuzz 100000 --seed 1 --junit verify.xml\n"
       "  mlaplan verify --external \"python3 scripts/external/seed_port.py\" --fuzz 10000\n"
       "  mlaplan verify --external build-max/max-planner --fuzz 100000 \\\n"
       "      --only-page-sizes 1,2,16,64,128,256,1024 --only-max-chunks 1,2,3,4,5,6,8,16,32,64"));
-  cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = verify(*opt); }));
+  // Options of one mode only are refused in the others, never dropped: CLI11 checks the plain pairs,
+  // the callback the rest.
+  CLI::Option* external = cmd->get_option("--external");
+  CLI::Option* plan = cmd->get_option("--plan");
+  cmd->get_option("--external-timeout")->needs(external);
+  cmd->get_option("--scenario")->needs(plan);
+  for (const char* name : {"--kernel", "--backend"}) cmd->get_option(name)->excludes(external)->excludes(plan);
+  for (const char* name : {"--seed", "--max-batch-size", "--large-batch-size", "--repro-dir", "--max-reproducers",
+                           "--only-page-sizes", "--only-max-chunks"})
+    cmd->get_option(name)->excludes(plan);
+  cmd->callback(traced(*cmd, [opt, cmd, &exit_code] {
+    if (!opt->paths.empty() && opt->fuzz == 0 && opt->plan_file.empty())
+      for (const char* name : {"--seed", "--max-batch-size", "--large-batch-size"})
+        if (given(*cmd, name))
+          throw InputError(fmt::format("{}: it shapes the random batches, and scenario files without --fuzz N check "
+                                       "none; add --fuzz N or drop {}",
+                                       name, name));
+    exit_code = verify(*opt);
+  }));
 }
 
 }  // namespace mlaplan::cli

@@ -313,11 +313,13 @@ TEST(ModelConfig, ReadsTheTextModelUnderTextConfig) {
 }
 
 TEST(ModelConfig, AMissingFieldIsNamed) {
+  // The other MLA fields are there: the key is what is missing (it used to say the reader needs an
+  // MLA model's config, as for a Llama one).
   EXPECT_EQ(input_error([] { parse_model_config(dsv3_json({{"kv_lora_rank", ""}, {"model_type", ""}}), "cfg.json"); }),
-            "cfg.json: kv_lora_rank: missing; this reader needs an MLA model's config (DeepSeek-V2/V3 style: "
-            "kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)");
+            "cfg.json: kv_lora_rank: missing, though the config has the other MLA fields (qk_nope_head_dim, "
+            "qk_rope_head_dim, v_head_dim); add kv_lora_rank from the model's published config.json");
   expect_input_error([] { parse_model_config(dsv3_json({{"v_head_dim", ""}}), "cfg.json"); },
-                     {"cfg.json: v_head_dim: missing", "MLA model's config"});
+                     {"cfg.json: v_head_dim: missing, though the config has the other MLA fields"});
   expect_input_error([] { parse_model_config(dsv3_json({{"qk_rope_head_dim", "null"}}), "cfg.json"); },
                      {"cfg.json: qk_rope_head_dim: missing"});
   expect_input_error([] { parse_model_config(dsv3_json({{"num_attention_heads", ""}}), "cfg.json"); },
@@ -366,6 +368,21 @@ TEST(ModelConfig, RefusesANonMlaConfig) {
                       "model_type is \"llama\", which is not an MLA model"});
   expect_input_error([] { parse_model_config(dsv3_json({{"use_mla", "false"}}), "vl2.json"); },
                      {"vl2.json: use_mla: false", "MLA"});
+}
+
+TEST(ModelConfig, AnMlaConfigMissingOneKeyIsToldSo) {
+  // Not "not an MLA model": the other MLA fields are there, so the key is what is missing.
+  try {
+    parse_model_config(dsv3_json({{"kv_lora_rank", "null"}}), "cut.json");
+    FAIL() << "accepted a config without kv_lora_rank";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cut.json: kv_lora_rank: missing, though the config has the other MLA fields (qk_nope_head_dim, "
+                        "qk_rope_head_dim, v_head_dim); add kv_lora_rank"),
+              std::string::npos)
+        << what;
+    EXPECT_EQ(what.find("not an MLA model"), std::string::npos) << what;
+  }
 }
 
 TEST(ModelConfig, RefusesNegativeZeroAndAbsurdValues) {

@@ -108,7 +108,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"{\"scenarios\": 3}", "scenarios: expected an array"},
         BadCase{"{\"scenarios\": [], \"name\": \"x\"}", "may hold no other top-level key"},
         BadCase{std::string("{\"scenarios\": [") + kGood + ", " + with("cache_lengths", "[1, -1, 0]") + "]}",
-                "s.json: scenarios[1].cache_lengths[1]: expected a non-negative integer"}));
+                "s.json: scenarios[1].cache_lengths[1]: expected a non-negative integer"},
+        // The entry is the field: not "scenarios[1].scenarios[1]".
+        BadCase{std::string("{\"scenarios\": [") + kGood + ", [3]]}", "s.json: scenarios[1]: expected a scenario object, got [3]"}));
 
 }  // namespace
 
@@ -123,6 +125,13 @@ TEST(ScenarioIo, LoadsEveryAcceptedForm) {
           "cache_lengths": [500, 0, 100], "input_lengths": [9, 200, 20]})", "f.json", "f");
   EXPECT_EQ(lengths[0].name, "n");
   EXPECT_EQ(lengths[0].batch.input_row_offsets, (std::vector<uint32_t>{0, 9, 209, 229}));
+
+  // JSON's -0 is zero (it was refused as "expected a non-negative integer, got 0").
+  const auto negative_zero = parse_scenarios(
+      R"({"page_size": 128, "buffer_token_size": 512, "max_chunks": 4, "cache_lengths": [-0, 0], "input_lengths": [-0, 3]})",
+      "z.json", "z");
+  EXPECT_EQ(negative_zero[0].batch.cache_lengths, (std::vector<uint32_t>{0, 0}));
+  EXPECT_EQ(negative_zero[0].batch.input_row_offsets, (std::vector<uint32_t>{0, 0, 3}));
 
   const auto list = parse_scenarios(std::string("{\"scenarios\": [") + kGood + ", " + kGood + "]}", "l.json", "l");
   ASSERT_EQ(list.size(), 2u);

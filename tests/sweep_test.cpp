@@ -163,8 +163,17 @@ TEST(Recommend, MemoryBudgetNeedsAModelAndRejectsLargeBuffers) {
 
 TEST(Recommend, ParseQuantileAndBytes) {
   EXPECT_DOUBLE_EQ(parse_quantile("p99"), 0.99);
-  EXPECT_DOUBLE_EQ(parse_quantile("99.9"), 0.999);
+  EXPECT_DOUBLE_EQ(parse_quantile("p99.9"), 0.999);
   EXPECT_DOUBLE_EQ(parse_quantile("max"), 1.0);
+  // The share means the same as the percent (the JSON writes 0.99 for p99); a bare 99 is ambiguous.
+  EXPECT_DOUBLE_EQ(parse_quantile("0.99"), parse_quantile("p99"));
+  EXPECT_DOUBLE_EQ(parse_quantile("0.999"), 0.999);
+  EXPECT_DOUBLE_EQ(parse_quantile("1"), 1.0);
+  EXPECT_DOUBLE_EQ(parse_quantile("MAX"), 1.0);
+  EXPECT_THROW(parse_quantile("99.9"), InputError);
+  EXPECT_THROW(parse_quantile("0"), InputError);
+  EXPECT_THROW(parse_quantile("nan"), InputError);
+  EXPECT_THROW(parse_quantile("p1e1"), InputError);
   EXPECT_EQ(quantile_name(0.99), "p99");
   EXPECT_EQ(quantile_name(1.0), "max");
   EXPECT_THROW(parse_quantile("p0"), InputError);
@@ -173,6 +182,11 @@ TEST(Recommend, ParseQuantileAndBytes) {
   EXPECT_EQ(parse_byte_size("8GiB"), uint64_t{8} << 30);
   EXPECT_EQ(parse_byte_size("512 MiB"), uint64_t{512} << 20);
   EXPECT_EQ(parse_byte_size("2GB"), 2000000000u);
+  EXPECT_EQ(parse_byte_size("8gib"), uint64_t{8} << 30);  // units in any case, as every named value
+  EXPECT_THROW(parse_byte_size("0"), InputError);
+  EXPECT_THROW(parse_byte_size("nan"), InputError);
+  EXPECT_THROW(parse_byte_size("inf"), InputError);
+  EXPECT_THROW(parse_byte_size("1e3"), InputError);
   EXPECT_EQ(parse_byte_size("1024"), 1024u);
   EXPECT_THROW(parse_byte_size("8 gigs"), InputError);
   EXPECT_THROW(parse_byte_size("-1GiB"), InputError);

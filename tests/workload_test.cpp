@@ -370,6 +370,7 @@ TEST(LengthsCsv, EveryBadCaseNamesTheLineAndTheColumn) {
       {h + "1,+3\n", "x.csv:2: new_tokens: '+3' is not a whole number"},
       {h + "1,2\n\n-4,3\n", "x.csv:4: cached_tokens: -4 is negative; write a whole number of tokens, 0 or more"},
       {h + "4,-3\n", "x.csv:2: new_tokens: -3 is negative; write a whole number of tokens, 1 or more"},
+      {h + "-0,3\n", "x.csv:2: cached_tokens: -0 has a sign; write a whole number of tokens, 0 or more"},  // not "negative"
       {h + "4,0\n", "x.csv:2: new_tokens: 0; every request needs at least 1 new token"},
       {h + ",3\n", "x.csv:2: cached_tokens: empty; write a whole number of tokens, 0 or more"},
       {h + "5\n", "x.csv:2: new_tokens: missing; write two values per row (cached_tokens,new_tokens)"},

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/build_info.hpp"
+#include "mlaplan/printable.hpp"
 
 namespace mlaplan::bench {
 
@@ -80,7 +81,8 @@ std::string format_bench_table(const BenchReport& report) {
   for (const auto& row : table)
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   std::string out;
-  for (const std::string& line : preamble(report)) out += line + "\n";
+  // The preamble quotes the --max command, its info answer and failure reasons: escaped for the terminal.
+  for (const std::string& line : preamble(report)) out += printable(line) + "\n";
   out += "\n";
   for (const auto& row : table) {
     std::string line;
@@ -94,7 +96,7 @@ std::string format_bench_table(const BenchReport& report) {
 
 std::string format_bench_markdown(const BenchReport& report) {
   std::string out;
-  for (const std::string& line : preamble(report)) out += "- " + line + "\n";
+  for (const std::string& line : preamble(report)) out += "- " + printable(line) + "\n";
   out += "\n|";
   for (const auto& h : kHeader) out += " " + h + " |";
   out += "\n|";

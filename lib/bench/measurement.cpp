@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 
 #include "mlaplan/errors.hpp"
@@ -35,7 +36,9 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
   size_t start = 0;
   while (start <= list.size()) {
     const size_t end = std::min(list.find(',', start), list.size());
-    const std::string name = list.substr(start, end - start);
+    std::string name = list.substr(start, end - start);
+    // Names in any case, as every named value of the command line: --kernels FAST is fast.
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
     bool found = false;
     for (Kernel k : {Kernel::seed, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty,
                      Kernel::copy, Kernel::max}) {

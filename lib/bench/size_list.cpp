@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 
 #include "mlaplan/errors.hpp"
@@ -14,10 +15,16 @@ namespace {
 constexpr uint64_t kMaxSize = std::numeric_limits<uint32_t>::max() - 1;  // B + 1 must fit in 32 bits
 
 uint64_t parse_number(const std::string& text, const std::string& item, const std::string& option, uint64_t max_value) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 10)
+  if (text.empty())
+    throw InputError(fmt::format("{}: '{}' has an empty part; write FIRST:LAST:xFACTOR or FIRST:LAST:+STEP, e.g. 1:1048576:x4",
+                                 option, item));
+  if (text.find_first_not_of("0123456789") != std::string::npos)
     throw InputError(fmt::format("{}: '{}' in '{}' is not a whole number; write e.g. 1,16,128 or 1:1048576:x4", option, text, item));
-  const uint64_t v = std::stoull(text);
-  if (v < 1 || v > max_value) throw InputError(fmt::format("{}: {} is out of range; values go from 1 to {}", option, v, max_value));
+  // All digits: a value past max_value (however many digits) is out of range, not "not a number".
+  uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1 || v > max_value)
+    throw InputError(fmt::format("{}: {} is out of range; values go from 1 to {}", option, text, max_value));
   return v;
 }
 
@@ -42,6 +49,11 @@ std::vector<uint32_t> parse_sizes(const std::string& spec, const std::string& op
     if (std::find(sizes.begin(), sizes.end(), v) == sizes.end()) sizes.push_back(static_cast<uint32_t>(v));
   };
   for (const std::string& item : split(spec, ',')) {
+    if (spec.empty()) throw InputError(fmt::format("{}: no values given; write e.g. 1,16,128 or 1:1048576:x4", option));
+    if (item.empty())
+      throw InputError(fmt::format("{}: '{}' has an empty item (two commas in a row, or one at an end); write e.g. "
+                                   "1,16,128 or 1:1048576:x4",
+                                   option, spec));
     const auto parts = split(item, ':');
     if (parts.size() == 1) {
       add(parse_number(item, item, option, max_value));

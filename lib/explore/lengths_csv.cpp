@@ -154,8 +154,10 @@ class Reader {
     const char* column = kColumns[which];
     const char* least = which == 0 ? "0 or more" : "1 or more";
     if (text.empty()) fail(line_no, column, fmt::format("empty; write a whole number of tokens, {}", least));
-    if (text[0] == '-' && all_digits(text.substr(1)))
-      fail(line_no, column, fmt::format("{} is negative; write a whole number of tokens, {}", text, least));
+    if (text[0] == '-' && all_digits(text.substr(1)))  // -0 is not negative, only signed: say so
+      fail(line_no, column,
+           fmt::format("{} {}; write a whole number of tokens, {}", text,
+                       text.find_first_not_of('0', 1) == std::string::npos ? "has a sign" : "is negative", least));
     if (!all_digits(text))
       fail(line_no, column,
            fmt::format("'{}' is not a whole number; write digits only (no sign, decimal point or separators), {}", text,

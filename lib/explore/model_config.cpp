@@ -68,6 +68,14 @@ class ConfigReader {
   // An MLA field: its absence means the config is not an MLA model's.
   uint32_t mla_dim(const char* field) const {
     if (!has(field)) {
+      // Another MLA field present: an MLA config with this key missing, not another kind of model.
+      std::string present;
+      for (const char* other : {"kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
+        if (has(other)) present += (present.empty() ? "" : ", ") + std::string(other);
+      if (!present.empty())
+        fail(field, fmt::format("missing, though the config has the other MLA fields ({}); add {} from the model's "
+                                "published config.json",
+                                present, field));
       std::string what = fmt::format("missing; {}", kNeedMla);
       if (!model_type_.empty())
         what += fmt::format("; this config's model_type is \"{}\", which is not an MLA model", model_type_);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "mlaplan/errors.hpp"
 
 namespace mlaplan::explore {
@@ -23,13 +26,18 @@ PolicyKind parse_policy_kind(const std::string& name, const std::string& option)
   if (name == "max") return PolicyKind::max;
   if (name == "packed") return PolicyKind::packed;
   if (name == "even-split" || name == "even_split") return PolicyKind::even_split;
-  throw InputError(fmt::format("{} {}: unknown policy; choose max, packed or even-split", option, name));
+  throw InputError(fmt::format("{} {}: unknown policy; choose max, packed or even-split, a variant (packed/vllm, "
+                               "packed/trtllm, even-split/vllm, even-split/sglang), a comma list of them, all (the "
+                               "three) or variants (all five)",
+                               option, name));
 }
 
 std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option) {
+  // Names in any case, as every named value of the command line: --policy MAX is max.
   std::string spelled = list;
-  if (list == "all") spelled = "max,packed,even-split";
-  if (list == "variants") spelled = "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
+  std::transform(spelled.begin(), spelled.end(), spelled.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (spelled == "all") spelled = "max,packed,even-split";
+  if (spelled == "variants") spelled = "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
   std::vector<Policy> policies;
   size_t start = 0;
   while (start <= spelled.size()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -78,19 +79,28 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
 }
 
 double parse_quantile(const std::string& text) {
-  std::string t = text;
-  if (t == "max") return 1.0;
-  if (!t.empty() && (t[0] == 'p' || t[0] == 'P')) t = t.substr(1);
-  size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(t, &used);
-  } catch (...) {
-    used = 0;
+  // p99 (a percent) and 0.99 (a share) mean the same, as the JSON writes 0.99 for p99. A bare number
+  // above 1 could be either, so it is refused rather than read as a percent or as more than all.
+  const std::string usage = "write p50, p90, p99, p99.9 or max, or the share itself: 0.5, 0.9, 0.99, 0.999";
+  if (text.size() == 3 && std::tolower(static_cast<unsigned char>(text[0])) == 'm' &&
+      std::tolower(static_cast<unsigned char>(text[1])) == 'a' && std::tolower(static_cast<unsigned char>(text[2])) == 'x')
+    return 1.0;
+  const bool percent = !text.empty() && (text[0] == 'p' || text[0] == 'P');
+  const std::string number = percent ? text.substr(1) : text;
+  // Digits and one point only: strtod would also take nan, inf, hex and exponents.
+  const bool plain = !number.empty() && number.find_first_not_of("0123456789.") == std::string::npos &&
+                     std::count(number.begin(), number.end(), '.') <= 1 && number != ".";
+  const double v = plain ? std::strtod(number.c_str(), nullptr) : -1;
+  if (!plain) throw InputError(fmt::format("--quantile {}: not a quantile; {}", text, usage));
+  if (percent) {
+    if (!(v > 0 && v <= 100)) throw InputError(fmt::format("--quantile {}: a percent goes above 0 up to 100; {}", text, usage));
+    return v / 100.0;
   }
-  if (t.empty() || used != t.size() || !(v > 0 && v <= 100))
-    throw InputError(fmt::format("--quantile {}: not a quantile; write p50, p90, p99, p99.9 or max", text));
-  return v / 100.0;
+  if (v > 1)
+    throw InputError(fmt::format("--quantile {}: a share goes above 0 up to 1; for the {}th percentile write p{} or {:g}", text,
+                                 number, number, v / 100.0));
+  if (!(v > 0)) throw InputError(fmt::format("--quantile {}: a share goes above 0 up to 1; {}", text, usage));
+  return v;
 }
 
 std::string quantile_name(double q) {
@@ -99,22 +109,35 @@ std::string quantile_name(double q) {
 }
 
 uint64_t parse_byte_size(const std::string& text) {
-  size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(text, &used);
-  } catch (...) {
-    used = 0;
-  }
+  const std::string usage = "write e.g. 8GiB, 512MiB or 2GB";
+  // The number: digits and one point (strtod alone would also take nan, inf, hex and exponents).
+  const size_t used = std::min(text.find_first_not_of("0123456789."), text.size());
+  const std::string number = text.substr(0, used);
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
+    throw InputError(fmt::format("--memory-budget {}: not a size; {}", text, usage));
+  const double v = std::strtod(number.c_str(), nullptr);
   std::string unit = text.substr(used);
   unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
   static const std::pair<const char*, double> units[] = {
       {"", 1},          {"B", 1},          {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
       {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6},    {"GB", 1e9},         {"TB", 1e12}};
   for (const auto& [name, scale] : units) {
-    if (used > 0 && v > 0 && unit == name && v * scale < 1.8e19) return static_cast<uint64_t>(std::llround(v * scale));
+    // Units in any case, as every named value: 8gib is 8GiB (all of them count bytes, none bits).
+    const std::string n = name;
+    if (unit.size() != n.size() || !std::equal(unit.begin(), unit.end(), n.begin(), [](unsigned char a, unsigned char b) {
+          return std::tolower(a) == std::tolower(b);
+        }))
+      continue;
+    const double bytes = v * scale;
+    if (bytes >= 1.8e19)
+      throw InputError(fmt::format("--memory-budget {}: more than 2^64 - 1 bytes; give a smaller size, {}", text, usage));
+    const double rounded = std::round(bytes);  // llround would overflow past 2^63
+    if (rounded < 1)
+      throw InputError(fmt::format("--memory-budget {}: a budget of 0 bytes fits no buffer; give a size above 0, {}", text, usage));
+    return static_cast<uint64_t>(rounded);
   }
-  throw InputError(fmt::format("--memory-budget {}: not a size; write e.g. 8GiB, 512MiB or 2GB", text));
+  throw InputError(fmt::format("--memory-budget {}: unknown unit '{}'; use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB ({})", text,
+                               unit, usage));
 }
 
 }  // namespace mlaplan::explore

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/printable.hpp"
+
 namespace mlaplan::explore {
 
 namespace {
@@ -27,7 +29,7 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model) {
                              fmt::format("{:.2f}%", 100.0 * r.padding_overhead),
                              fmt::format("{:.1f}%", 100.0 * r.mean_fill)};
   if (with_model) {
-    c.push_back(r.model->name);
+    c.push_back(printable(r.model->name));  // a --model-config's name is the user's text
     c.push_back(fmt::format("{}", r.memory->tp));
     c.push_back(format_bytes(r.memory->kv_bytes(r.buffer_tokens)));
     c.push_back(format_bytes(r.memory->k_bytes(r.buffer_tokens)));
@@ -53,7 +55,7 @@ bool has_model(const SweepResult& s) { return !s.rows.empty() && s.rows.front().
 std::string header(const SweepResult& s) {
   return fmt::format("batches: {} from {}, {}; {:.1f} sequences per batch on average\n"
                      "iterations per batch (mean, quantiles, max); max planned by {}; evaluated in {:.2f} s\n",
-                     s.batches, s.source, s.formation, s.mean_batch_size, s.max_planner, s.seconds);
+                     s.batches, printable(s.source), printable(s.formation), s.mean_batch_size, s.max_planner, s.seconds);
 }
 
 std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent) {
@@ -69,11 +71,11 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       if (row.memory)
         mem = fmt::format(", buffer {} + K concat {}", format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
                           format_bytes(row.memory->k_bytes(row.buffer_tokens)));
-      out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, r.group,
+      out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, printable(r.group),
                          row.buffer_tokens, quantile_name(o.quantile), row.iterations_at(o.quantile),
                          row.mean_iterations, mem);
     } else {
-      out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, r.group,
+      out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, printable(r.group),
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
     }
     for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, x.why);

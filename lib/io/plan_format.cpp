@@ -4,6 +4,7 @@
 
 #include "mlaplan/byte_format.hpp"
 #include "mlaplan/plan_report.hpp"
+#include "mlaplan/printable.hpp"
 
 namespace mlaplan {
 
@@ -91,11 +92,12 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   fmt::memory_buffer out;
   auto put = [&](auto&&... args) { fmt::format_to(std::back_inserter(out), std::forward<decltype(args)>(args)...); };
 
-  put("scenario  {}{}\n", s.name, s.file.empty() ? "" : fmt::format("  ({})", s.file));
-  if (!s.description.empty()) put("          {}\n", s.description);
+  // Names, descriptions and paths come from the user: escaped, so they cannot drive the terminal.
+  put("scenario  {}{}\n", printable(s.name), s.file.empty() ? "" : fmt::format("  ({})", printable(s.file)));
+  if (!s.description.empty()) put("          {}\n", printable(s.description));
   put("batch     {} sequences, page {} tokens, buffer {} rows, max {} chunks\n", b.batch_size(), b.page_size, n,
       b.max_chunks);
-  put("planner   {} on {}{}{}\n", r.planner, r.backend, r.device ? fmt::format(" ({})", *r.device) : "",
+  put("planner   {} on {}{}{}\n", printable(r.planner), r.backend, r.device ? fmt::format(" ({})", printable(*r.device)) : "",
       r.policy == "max" ? "" : fmt::format(", policy {}: the cached context only", r.policy));
   if (r.memory) {
     const MemoryFigures& f = *r.memory;
@@ -104,7 +106,7 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   }
   put("\n");
   if (!r.refused.empty()) {
-    put("refused: {}\n", r.refused);
+    put("refused: {}\n", printable(r.refused));
     return fmt::to_string(out);
   }
 
@@ -141,7 +143,7 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   }
   const Verification& v = r.verification;
   put("verification: {} (reference {}, properties {}, expected {})\n", v.status, v.reference, v.properties, v.expected);
-  if (!v.detail.empty()) put("  {}\n", v.detail);
+  if (!v.detail.empty()) put("  {}\n", printable(v.detail));
   put("timings (us):");
   for (const auto& [name, us] : r.timings_us) put(" {} {:.1f}", name, us);
   put("\n");

@@ -36,9 +36,12 @@ class FieldReader {
   static std::string shown(const json& v) { return json_preview(v, 40); }
 
   uint64_t integer(const json& v, const std::string& field, uint64_t lo, uint64_t hi, const char* expectation) const {
-    if (!v.is_number_unsigned() || v.get<uint64_t>() < lo || v.get<uint64_t>() > hi)
+    // JSON's -0 is zero, which nlohmann reads as a signed 0: refusing it as "not non-negative, got 0"
+    // would contradict itself.
+    const bool zero = v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() == 0;
+    if ((!v.is_number_unsigned() && !zero) || (zero ? 0 : v.get<uint64_t>()) < lo || (zero ? 0 : v.get<uint64_t>()) > hi)
       fail(field, fmt::format("expected {}, got {}", expectation, shown(v)));
-    return v.get<uint64_t>();
+    return zero ? 0 : v.get<uint64_t>();
   }
   uint32_t u32(const json& v, const std::string& field) const {
     return static_cast<uint32_t>(integer(v, field, 0, std::numeric_limits<uint32_t>::max(),
@@ -134,9 +137,12 @@ ExpectedPlan parse_expected(const json& e, const std::string& file, const std::s
 
 Scenario parse_one(const json& obj, const std::string& file, const std::string& prefix, const std::string& default_name) {
   const FieldReader r(file, prefix);
-  if (!obj.is_object())
-    r.fail(prefix.empty() ? "(top level)" : prefix.substr(0, prefix.size() - 1),
-           "expected a scenario object or {\"scenarios\": [...]}");
+  if (!obj.is_object()) {
+    // The entry itself is the field: "scenarios[1]", not the prefix and the field again.
+    if (prefix.empty()) r.fail("(top level)", "expected a scenario object or {\"scenarios\": [...]}");
+    FieldReader(file, "").fail(prefix.substr(0, prefix.size() - 1),
+                               fmt::format("expected a scenario object, got {}", json_preview(obj, 40)));
+  }
   r.reject_unknown_keys(obj, "", kScenarioKeys, std::size(kScenarioKeys));
 
   Scenario s;

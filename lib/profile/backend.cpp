@@ -2,10 +2,20 @@
 
 namespace mlaplan {
 
+namespace {
+
+// The CPU's pair of the GPU kernels, as verify has them: fast is the closed-form planner (checked
+// bit-exactly against the reference), seed the reference loop (the seed's own algorithm) itself.
+std::unique_ptr<Planner> cpu_planner(GpuKernel kernel) {
+  return kernel == GpuKernel::seed ? make_reference_planner() : make_fast_cpu_planner();
+}
+
+}  // namespace
+
 PlannerChoice choose_planner(Backend backend, GpuKernel kernel) {
   PlannerChoice choice;
   if (backend == Backend::cpu) {
-    choice.planner = make_reference_planner();
+    choice.planner = cpu_planner(kernel);
     return choice;
   }
   if (backend == Backend::gpu) {
@@ -16,7 +26,7 @@ PlannerChoice choose_planner(Backend backend, GpuKernel kernel) {
   if (find_usable_gpu(&why)) {
     choice.planner = make_gpu_planner(kernel);
   } else {
-    choice.planner = make_reference_planner();
+    choice.planner = cpu_planner(kernel);
     choice.fallback_note = "no usable GPU (" + why + "); planning on the CPU";
   }
   return choice;

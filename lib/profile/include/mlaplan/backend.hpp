@@ -16,8 +16,9 @@ struct PlannerChoice {
   std::string fallback_note;  // set when auto fell back to the CPU: why, for stderr
 };
 
-// auto: the GPU when one is usable, else the CPU reference with a note; gpu: throws DeviceError
-// when no GPU is usable; cpu: the reference.
+// auto: the GPU when one is usable, else the CPU with a note; gpu: throws DeviceError when no GPU is
+// usable; cpu: the CPU. On the CPU, `kernel` picks as verify does: fast the closed-form planner,
+// seed the reference.
 PlannerChoice choose_planner(Backend backend, GpuKernel kernel = GpuKernel::fast);
 
 }  // namespace mlaplan

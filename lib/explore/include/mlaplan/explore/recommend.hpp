@@ -33,7 +33,8 @@ struct Recommendation {
 // memory budget is given without a model.
 std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendOptions& options);
 
-// "p99", "p50", "p100", "max", "99", "99.9": a quantile in (0, 1]; InputError naming --quantile.
+// "p99", "p99.9", "p100", "max" (any case), or the share itself, "0.99", "0.999", "1": a quantile in
+// (0, 1]; InputError naming --quantile (a bare number above 1, "99", is refused as ambiguous).
 double parse_quantile(const std::string& text);
 // "p99" for 0.99, "p99.9" for 0.999, "max" for 1.
 std::string quantile_name(double q);
