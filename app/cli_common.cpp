@@ -12,6 +12,8 @@
 #include <optional>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/file_error.hpp"
+#include "output_files.hpp"
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/stop_request.hpp"
 #include "mlaplan/trace_recorder.hpp"
@@ -96,41 +98,8 @@ void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n"
 void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", one_line(message)); }
 
 void write_output(const std::string& path, const std::string& content) {
-  if (path.empty() || path == "-") {
-    std::fwrite(content.data(), 1, content.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code kind_ec;
-  const fs::file_status st = fs::status(target, kind_ec);
-  if (!kind_ec && fs::exists(st) && !fs::is_regular_file(st)) {
-    // A device or pipe (-o /dev/null, a FIFO): write into it; renaming over it would replace it.
-    if (fs::is_directory(st)) throw InputError(fmt::format("{}: is a folder; give a file name", path));
-    std::ofstream out(target, std::ios::binary);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out) throw InputError(fmt::format("{}: writing the output failed", path));
-    return;
-  }
-  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot write the output file; check that its folder exists", path));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw InputError(fmt::format("{}: writing the output failed (disk full?)", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot replace the output file: {}", path, ec.message()));
-  }
+  if (path.empty() || path == "-") return write_stdout(content);
+  outputs().stage(path, content);  // main renames it into place once the whole command has succeeded
 }
 
 void add_backend_option(CLI::App& cmd, Backend& backend) {
@@ -162,18 +131,38 @@ std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::str
 }
 
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  // Every failure names its real cause (errno): a permission, a symlink loop, a name too long are
+  // not "no such file", and an unreadable subfolder is not an internal error.
+  auto refuse = [](const std::string& p, const std::error_code& ec) {
+    if (ec.value() == ENOENT) throw InputError(fmt::format("{}: no such file or folder", p));
+    throw InputError(fmt::format("{}: cannot read it: {}", p, file_error_cause(ec.value(), FileRole::input)));
+  };
   std::vector<std::string> files;
   for (const auto& p : paths) {
     std::error_code ec;
-    if (std::filesystem::is_directory(p, ec)) {
+    const fs::file_status st = fs::status(p, ec);
+    if (ec) refuse(p, ec);
+    if (fs::is_directory(st)) {
       std::vector<std::string> found;
-      for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
-        if (e.is_regular_file() && e.path().extension() == ".json") found.push_back(e.path().string());
+      fs::recursive_directory_iterator it(p, ec), end;
+      if (ec) refuse(p, ec);
+      std::string last = p;  // the entry a failed step was about to enter
+      for (; it != end; it.increment(ec)) {
+        const fs::path& entry = it->path();
+        last = entry.string();
+        if (entry.extension() != ".json") continue;
+        const fs::file_status est = fs::status(entry, ec);
+        // A *.json entry that cannot be read (a dangling link, a loop) is refused, not skipped: a
+        // gate must not pass over a scenario it was given.
+        if (ec || !fs::exists(est)) refuse(entry.string(), ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
+        if (fs::is_regular_file(est)) found.push_back(entry.string());
       }
+      if (ec) refuse(last, ec);  // a subfolder that could not be opened
       std::sort(found.begin(), found.end());
       if (found.empty()) throw InputError(fmt::format("{}: no *.json scenario files in this folder", p));
       files.insert(files.end(), found.begin(), found.end());
-    } else if (std::filesystem::exists(p, ec)) {
+    } else if (fs::exists(st)) {
       files.push_back(p);
     } else {
       throw InputError(fmt::format("{}: no such file or folder", p));
@@ -194,6 +183,7 @@ std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
                  "Also write a Chrome/Perfetto trace of every phase (host ranges and CUDA event times, in us) to FILE.json")
       ->type_name("FILE.json");
   return [path, name = "mlaplan " + cmd.get_name(), body = std::move(body)] {
+    outputs().claim_output(*path, "--trace");  // before any work: a bad path fails at once
     TraceRecorder recorder;
     std::optional<ActiveTrace> active;
     if (!path->empty()) active.emplace(recorder);
@@ -202,7 +192,13 @@ std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
       auto scope = root.phase(name);
       body();
     }
-    if (!path->empty()) write_output(*path, recorder.to_json());
+    // An interrupted command writes no trace: it would be of a partial run, and building it took
+    // longer than the stop (1.7 GB for a long verify).
+    if (path->empty() || stop_requested()) return;
+    write_output(*path, recorder.to_json());
+    if (recorder.dropped_events())
+      note(fmt::format("--trace {}: kept the first {} events; {} later ones were counted, not kept (otherData.dropped_events)",
+                       *path, TraceRecorder::kMaxEvents, recorder.dropped_events()));
   };
 }
 
