@@ -170,8 +170,15 @@ void OutputSet::claim_output(const std::string& path, const std::string& option)
 }
 
 OutputSet::Output& OutputSet::find_or_claim(const std::string& path) {
-  for (Output& o : outputs_)
-    if (o.path == path) return o;
+  // One path may be claimed by several options only where it is shared (/dev/stdout for -o and
+  // --svg): each write then takes the next claim not yet written.
+  Output* last = nullptr;
+  for (Output& o : outputs_) {
+    if (o.path != path) continue;
+    if (!o.staged) return o;
+    last = &o;
+  }
+  if (last) return *last;
   claim_output(path, "output");
   return outputs_.back();
 }

@@ -3,6 +3,7 @@
 // trace on an interrupt, and file-access messages that say the real cause.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,6 +196,25 @@ TEST(Outputs, ASymlinkIsWrittenThroughAndStays) {
   fs::create_symlink("loop1", dir / "loop2");
   expect_one_error(run_cli(kRun + " -o " + (dir / "loop1").string()), 2, "symbolic links");
   EXPECT_TRUE(fs::is_symlink(dir / "loop1"));
+  fs::remove_all(dir);
+}
+
+// /dev/stdout is a link into /proc; what it names (here the file stdout goes to) is written into, not
+// replaced by a rename (which, as root, would have replaced /dev/stdout itself). A FIFO likewise.
+TEST(Outputs, DevicesAndPipesAreWrittenInto) {
+  const CliResult r = run_cli(kRun + " -o /dev/stdout --svg /dev/stdout");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("chunk"), std::string::npos);
+  EXPECT_NE(r.out.find("<svg"), std::string::npos);
+  EXPECT_TRUE(fs::is_symlink("/dev/stdout"));
+  const fs::path dir = scratch("fifo");
+  const fs::path fifo = dir / "fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = slurp(fifo); });
+  EXPECT_EQ(run_cli(kRun + " -o " + fifo.string()).code, 0);
+  reader.join();
+  EXPECT_NE(got.find("chunk"), std::string::npos);
   fs::remove_all(dir);
 }
 
