@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -130,6 +131,22 @@ std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::str
   throw InputError(fmt::format("{}: --scenario {}: no such scenario; the file holds: {}", path, wanted, names));
 }
 
+namespace {
+
+// *.json in any case (*.JSON, *.Json), as a file manager shows them.
+bool has_json_extension(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".json";
+}
+
+bool is_hidden(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  return name.size() > 1 && name[0] == '.' && name != "..";
+}
+
+}  // namespace
+
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
   // Every failure names its real cause (errno): a permission, a symlink loop, a name too long are
@@ -144,23 +161,46 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
     const fs::file_status st = fs::status(p, ec);
     if (ec) refuse(p, ec);
     if (fs::is_directory(st)) {
+      // Hidden files and folders (.git, an editor's .backup.json) are skipped, as most tools do; a
+      // folder given by name is searched whatever its name.
       std::vector<std::string> found;
+      std::string first_hidden;
+      size_t hidden = 0;
       fs::recursive_directory_iterator it(p, ec), end;
       if (ec) refuse(p, ec);
       std::string last = p;  // the entry a failed step was about to enter
       for (; it != end; it.increment(ec)) {
-        const fs::path& entry = it->path();
+        const fs::path entry = it->path();
         last = entry.string();
-        if (entry.extension() != ".json") continue;
-        const fs::file_status est = fs::status(entry, ec);
+        std::error_code entry_ec;
+        const bool hide = is_hidden(entry);
+        if (hide && it->is_directory(entry_ec)) {
+          it.disable_recursion_pending();
+          // Only counted for the hint: what cannot be read in a skipped folder is not an error.
+          for (fs::recursive_directory_iterator in(entry, entry_ec), e; !entry_ec && in != e; in.increment(entry_ec))
+            if (in->is_regular_file(entry_ec) && has_json_extension(in->path()) && hidden++ == 0) first_hidden = in->path().string();
+          continue;
+        }
+        if (!has_json_extension(entry)) continue;
+        const fs::file_status est = fs::status(entry, entry_ec);
+        if (hide) {
+          if (fs::is_regular_file(est) && hidden++ == 0) first_hidden = entry.string();
+          continue;
+        }
         // A *.json entry that cannot be read (a dangling link, a loop) is refused, not skipped: a
         // gate must not pass over a scenario it was given.
-        if (ec || !fs::exists(est)) refuse(entry.string(), ec ? ec : std::make_error_code(std::errc::no_such_file_or_directory));
+        if (entry_ec || !fs::exists(est))
+          refuse(entry.string(), entry_ec ? entry_ec : std::make_error_code(std::errc::no_such_file_or_directory));
         if (fs::is_regular_file(est)) found.push_back(entry.string());
       }
       if (ec) refuse(last, ec);  // a subfolder that could not be opened
       std::sort(found.begin(), found.end());
-      if (found.empty()) throw InputError(fmt::format("{}: no *.json scenario files in this folder", p));
+      if (found.empty())
+        throw InputError(hidden ? fmt::format("{}: no *.json scenario files in this folder, only {} hidden one{} ({}{}), and "
+                                              "hidden files and folders are skipped; give such a file by name, or rename "
+                                              "it without the leading dot",
+                                              p, hidden, hidden == 1 ? "" : "s", first_hidden, hidden > 1 ? ", ..." : "")
+                                : fmt::format("{}: no *.json scenario files in this folder", p));
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::exists(st)) {
       files.push_back(p);

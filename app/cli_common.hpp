@@ -61,8 +61,9 @@ void add_backend_options(CLI::App& cmd, BackendOptions& options);
 // is empty). Throws InputError listing the file's scenarios when none matches.
 std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path);
 
-// The scenario files among PATHs: files as given, folders searched recursively for *.json (sorted).
-// Throws InputError for a missing path or a folder without scenario files.
+// The scenario files among PATHs: files as given, folders searched recursively for *.json in any
+// case (sorted), skipping hidden files and folders (a name starting with '.'). Throws InputError for
+// a missing path or a folder without scenario files (saying so when it held hidden ones only).
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
 
 // Picks the planner and prints the fallback note, if any.

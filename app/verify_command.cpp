@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -14,6 +15,8 @@
 #include "mlaplan/builtin_suite.hpp"
 #include "mlaplan/case_check.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/external_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_tables_io.hpp"
@@ -205,6 +208,142 @@ void write_reports(const VerifyOptions& opt, const VerifyRun& run) {
   if (!opt.junit.empty()) write_output(opt.junit, format_verify_junit(run));
 }
 
+// The policy a plan file names, spelled as run writes it (Policy::name()).
+explore::Policy policy_named(const PlanEntry& e, const std::string& path) {
+  std::string spelled = e.policy;
+  uint32_t align = 0;
+  const std::string align_prefix = "packed/align-";
+  if (spelled.rfind(align_prefix, 0) == 0) {
+    const char* begin = spelled.data() + align_prefix.size();
+    const char* end = spelled.data() + spelled.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, align);
+    if (ec != std::errc() || ptr != end || align == 0) align = 0, spelled = "?";
+    else spelled = "packed/vllm";
+  }
+  if (spelled.find(',') == std::string::npos && spelled != "all" && spelled != "variants") {
+    try {
+      const std::vector<explore::Policy> named = explore::parse_policies(spelled, explore::Policy{});
+      if (named.size() == 1) {
+        explore::Policy p = named[0];
+        if (align) p.split_align = align;
+        return p;
+      }
+    } catch (const InputError&) {  // named below, with the file and the field
+    }
+  }
+  throw InputError(fmt::format("{}: {}policy: unknown policy '{}'; run writes max, packed, packed/trtllm, packed/align-A, "
+                               "even-split/vllm or even-split/sglang",
+                               path, e.field_prefix, e.policy));
+}
+
+// A plan under another policy than max: the policy's own planner is its reference (cell for cell,
+// refusals included), and its invariants are checked on the tables as run checks them. The check
+// is here because lib/check sits below lib/explore.
+CaseResult check_policy_plan(const Scenario& s, const PlanEntry& e, const explore::Policy& policy, PhaseTimer& timer) {
+  CaseResult r;
+  PlanClaims echo;
+  echo.batch_size = e.claims.batch_size;
+  echo.page_size = e.claims.page_size;
+  echo.buffer_token_size = e.claims.buffer_token_size;
+  echo.max_chunks = e.claims.max_chunks;
+  if (auto wrong = compare_claims(s.batch, echo, 0, 0, 0, std::nullopt)) {
+    r.detail = *wrong;
+    return r;
+  }
+  std::optional<explore::PolicyPlan> ref;
+  std::string why;
+  {
+    auto scope = timer.phase("reference");
+    try {
+      ref = explore::plan_policy(s.batch, policy);
+    } catch (const InputError& refusal) {
+      why = refusal.what();
+    }
+  }
+  auto scope = timer.phase("check");
+  r.refused = e.refused;
+  if (e.refused || !ref) {
+    if (e.refused && ref)
+      r.detail = fmt::format("the plan refuses a batch policy {} plans in {} chunks", policy.name(), ref->outcome.chunks);
+    else if (!e.refused)
+      r.detail = fmt::format("the plan holds tables for a batch policy {} refuses: {}", policy.name(), why);
+    r.passed = r.detail.empty();
+    return r;
+  }
+  const uint32_t rows = ref->tables.max_chunks;  // max(max_chunks, chunks used)
+  const LoadedPlan plan = shape_plan_tables(
+      e, s.batch.batch_size(), rows,
+      fmt::format("policy {}'s plan of this scenario has {} (max_chunks, or its chunks when more)", policy.name(), rows));
+  if (!plan.problem.empty()) {
+    r.detail = plan.problem;
+    return r;
+  }
+  const TableDiff diff = diff_tables(ref->tables, *plan.tables);
+  if (!diff.equal()) r.detail = diff.describe();
+  const explore::InvariantReport inv =
+      explore::check_policy_invariants(s.batch, policy, *plan.tables, ref->outcome.chunks);  // claims: below
+  if (r.detail.empty() && !inv.ok()) r.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
+  if (r.detail.empty()) {
+    PlanClaims facts = e.claims;
+    facts.batch_size = facts.page_size = facts.buffer_token_size = facts.max_chunks = std::nullopt;
+    // min_max_chunks is max's notion (the chunks it needs); another policy has no such bound to state.
+    if (facts.min_max_chunks)
+      r.detail = fmt::format("min_max_chunks: stated for policy {}, which has no such bound; leave it out", policy.name());
+    else if (auto wrong = compare_claims(s.batch, facts, ref->outcome.chunks, ref->outcome.streamed_rows,
+                                         ref->outcome.payload_tokens, std::nullopt))
+      r.detail = *wrong;
+  }
+  r.passed = r.detail.empty();
+  r.diff = diff;
+  return r;
+}
+
+// Pairs each plan of the file with the scenario it plans: by its "scenario" name, else the one
+// scenario selected (the file's only one, or --scenario's).
+std::vector<std::pair<const PlanEntry*, const Scenario*>> match_plans(const VerifyOptions& opt, const PlanFile& file,
+                                                                      const std::vector<Scenario>& scenarios) {
+  const std::string& path = opt.paths[0];
+  auto names = [&] {
+    std::string list;
+    for (const auto& s : scenarios) list += (list.empty() ? "" : ", ") + s.name;
+    return list;
+  };
+  std::vector<std::pair<const PlanEntry*, const Scenario*>> pairs;
+  for (const PlanEntry& e : file.plans) {
+    const Scenario* match = nullptr;
+    if (e.scenario)
+      for (const Scenario& s : scenarios)
+        if (!match && s.name == *e.scenario) match = &s;
+    if (!match) {
+      if (!file.is_list) {  // one plan: the tables of the one scenario selected, whatever they are named
+        if (scenarios.size() != 1)
+          throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME", path,
+                                       scenarios.size()));
+        match = &scenarios[0];
+      } else if (!e.scenario) {
+        if (scenarios.size() != 1)
+          throw InputError(fmt::format("{}: {}scenario: missing, and {} holds {} scenarios; name the scenario each plan "
+                                       "belongs to (run writes it), or pick one with --scenario NAME",
+                                       opt.plan_file, e.field_prefix, path, scenarios.size()));
+        match = &scenarios[0];
+      } else if (!opt.scenario.empty()) {
+        continue;  // under --scenario, the plan of another scenario
+      } else {
+        throw InputError(fmt::format("{}: {}scenario: '{}' is not a scenario of {} (it holds: {}); check that the two "
+                                     "files belong together, or pick one scenario with --scenario NAME",
+                                     opt.plan_file, e.field_prefix, *e.scenario, path, names()));
+      }
+    }
+    pairs.emplace_back(&e, match);
+  }
+  if (pairs.empty())
+    throw InputError(file.plans.empty()
+                         ? fmt::format("{}: holds no plan (an empty \"scenarios\" list); give the plans to check", opt.plan_file)
+                         : fmt::format("{}: holds no plan for scenario '{}'; its plans name other scenarios", opt.plan_file,
+                                       scenarios[0].name));
+  return pairs;
+}
+
 int verify_plan_file(const VerifyOptions& opt) {
   if (opt.paths.size() != 1)
     throw InputError("--plan: give exactly one scenario file: mlaplan verify --plan TABLES.json SCENARIO.json");
@@ -213,36 +352,65 @@ int verify_plan_file(const VerifyOptions& opt) {
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); give the scenario the tables belong to",
                                  opt.paths[0]));
-  if (scenarios.size() != 1)
-    throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME",
-                                 opt.paths[0], scenarios.size()));
-  const Scenario& s = scenarios[0];
   const auto start = Clock::now();
-  const LoadedPlan plan = load_plan_tables(opt.plan_file, s.batch.batch_size(), s.batch.max_chunks);
+  const PlanFile file = load_plan_file(opt.plan_file);
+  const auto pairs = match_plans(opt, file, scenarios);
+  std::vector<explore::Policy> policies;  // parsed before any check: a bad name is bad input (exit 2)
+  for (const auto& [entry, scenario] : pairs)
+    policies.push_back(entry->policy == "max" ? explore::Policy{} : policy_named(*entry, opt.plan_file));
+
   VerifyRun run;
   run.backend = "external";
   run.planners = {opt.plan_file};
-  VerifyCaseRecord rec;
-  rec.group = opt.paths[0];
-  rec.name = s.name;
-  rec.planner = opt.plan_file;
-  if (!plan.problem.empty()) {
-    rec.detail = plan.problem;
-  } else {
+  uint64_t failed = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const PlanEntry& e = *pairs[i].first;
+    const Scenario& s = *pairs[i].second;
+    VerifyCaseRecord rec;
+    rec.group = opt.paths[0];
+    rec.name = s.name;
+    rec.planner = e.where;
     PhaseTimer timer;
-    const CaseResult r = check_tables(s, plan.tables, timer);
+    CaseResult r;
+    if (policies[i].kind != explore::PolicyKind::max) {
+      rec.shape = "policy " + policies[i].name();
+      r = check_policy_plan(s, e, policies[i], timer);
+    } else {
+      const LoadedPlan plan = shape_plan_tables(e, s.batch.batch_size(), s.batch.max_chunks,
+                                                fmt::format("the scenario has max_chunks = {}", s.batch.max_chunks));
+      if (!plan.problem.empty())
+        r.detail = plan.problem;
+      else
+        r = check_plan_claims(s, plan.tables, e.claims, timer);
+    }
     rec.passed = r.passed;
     rec.refused = r.refused;
     rec.detail = r.detail;
     for (const auto& [phase, us] : timer.phases()) rec.check_us += us;
+    if (!rec.passed) {
+      ++failed;
+      fmt::print("  FAIL {} [{}]{}: {}\n", s.name, e.where, rec.shape.empty() ? "" : " (" + rec.shape + ")", rec.detail);
+    }
+    run.cases.push_back(std::move(rec));
+  }
+  // A list file is the producer's plans of the scenarios: one it left out is a failure, not a pass.
+  for (const Scenario& s : scenarios) {
+    if (!file.is_list) break;
+    if (std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) { return p.second == &s; })) continue;
+    VerifyCaseRecord rec;
+    rec.group = opt.paths[0];
+    rec.name = s.name;
+    rec.planner = opt.plan_file;
+    rec.detail = fmt::format("no plan for this scenario in {}", opt.plan_file);
+    ++failed;
+    fmt::print("  FAIL {} [{}]: {}\n", s.name, opt.plan_file, rec.detail);
+    run.cases.push_back(std::move(rec));
   }
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  if (!rec.passed) fmt::print("  FAIL {} [{}]: {}\n", s.name, opt.plan_file, rec.detail);
-  print_group(opt.plan_file + " vs " + opt.paths[0], 1, rec.passed ? 0 : 1, run.wall_seconds);
-  run.cases.push_back(rec);
-  fmt::print("{} passed, {} failed\n", rec.passed ? 1 : 0, rec.passed ? 0 : 1);
+  print_group(opt.plan_file + " vs " + opt.paths[0], run.cases.size(), failed, run.wall_seconds);
+  fmt::print("{} passed, {} failed\n", run.cases.size() - failed, failed);
   write_reports(opt, run);
-  return rec.passed ? kOk : kWrongPlan;
+  return failed ? kWrongPlan : kOk;
 }
 
 // Before any work: no report may be an input or the other report, and each folder must take a file.
@@ -368,9 +536,9 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<VerifyOptions>();
   CLI::App* cmd = app.add_subcommand(
       "verify",
-      "Check a planner: every scenario in PATHs (folders recursively) plus --fuzz random batches, or with no PATH and no "
-      "--fuzz the built-in edge cases and 1,000 random batches");
-  cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json)")->type_name("PATH");
+      "Check a planner: every scenario in PATHs (folders recursively, skipping hidden files and folders such as .git) plus "
+      "--fuzz random batches, or with no PATH and no --fuzz the built-in edge cases and 1,000 random batches");
+  cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json in any case; hidden ones, named .*, only when given by name)")->type_name("PATH");
   cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
   cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
@@ -410,10 +578,11 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->type_name("LIST")
       ->check(CLI::Range(1u, 1u << 20).description(""));
   cmd->add_option("--plan", opt->plan_file,
-                  "Check tables produced elsewhere (JSON as `run --format json` writes, or {\"infeasible\": true}) "
-                  "against the one SCENARIO given")
+                  "Check plans produced elsewhere (JSON as `run --format json` writes it, one plan or {\"scenarios\": "
+                  "[...]}, or {\"infeasible\": true}) against the SCENARIO file given: the tables and every fact stated "
+                  "(chunks_used, padded_tokens, min_max_chunks, ...); plans are matched to scenarios by name")
       ->type_name("TABLES.json");
-  cmd->add_option("--scenario", opt->scenario, "With --plan: the scenario of a multi-scenario file the tables belong to (name or index)")
+  cmd->add_option("--scenario", opt->scenario, "With --plan: check only this scenario of a multi-scenario file (name or index)")
       ->type_name("NAME");
   cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE")->type_name("FILE");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE")->type_name("FILE");

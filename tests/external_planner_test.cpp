@@ -1,8 +1,13 @@
 // The external planner protocol's two lines (docs/external.md), without a process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
 #include "mlaplan/errors.hpp"
 #include "mlaplan/external_planner.hpp"
+#include "mlaplan/external_process.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "test_batches.hpp"
 
@@ -74,4 +79,34 @@ TEST(ExternalProtocol, MalformedAnswersSayWhatIsWrong) {
   EXPECT_NE(device_error("tables 99999999999", b).find("out of range"), std::string::npos);
   EXPECT_NE(device_error("error the GPU is on fire", b).find("error: the GPU is on fire"), std::string::npos);
   EXPECT_NE(device_error("infeasible -2", b).find("negative"), std::string::npos);
+}
+
+TEST(ExternalProtocol, TheLongestPlanAnswerFitsItsBound) {
+  // Every cell at its widest: the bound must admit it, and stay within the short-answer room of it.
+  Batch b = worked_example();
+  PlanTables widest(b.batch_size(), b.max_chunks);
+  std::fill(widest.buffer_row_offsets.begin(), widest.buffer_row_offsets.end(), UINT32_MAX);
+  std::fill(widest.cache_offsets.begin(), widest.cache_offsets.end(), UINT32_MAX);
+  std::fill(widest.buffer_lengths.begin(), widest.buffer_lengths.end(), INT32_MIN);
+  const std::string line = tables_line(widest);
+  EXPECT_EQ(max_plan_answer_bytes(b), line.size() + ExternalProcess::kShortAnswerBytes);
+  EXPECT_EQ(parse_external_answer(line + "\r", b).buffer_lengths.size(), 4u);
+}
+
+TEST(ExternalProcessLines, ALineLongerThanItsBoundIsCutOffAtOnce) {
+  ExternalProcess p("read l; head -c 50000000 /dev/zero | tr '\\0' 1; echo");
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    p.ask("plan\n", 30, "(test)", 1000);
+    FAIL() << "no error";
+  } catch (const DeviceError& e) {
+    EXPECT_NE(std::string(e.what()).find("sent an answer line of more than 1000 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+}
+
+TEST(ExternalProcessLines, AnAnswerSplitOverReadsComesBackWhole) {
+  ExternalProcess p("while read l; do printf 'a b'; sleep 0.05; printf ' c\\n'; done");
+  EXPECT_EQ(p.ask("x\n", 5, "(test)"), "a b c");
+  EXPECT_EQ(p.ask("y\n", 5, "(test)"), "a b c");
 }

@@ -134,6 +134,46 @@ TEST(Verify, RefusalsMustAgreeOnTheMinimum) {
   EXPECT_NE(r.detail.find("refused a feasible batch"), std::string::npos) << r.detail;
 }
 
+TEST(Verify, APlanFilesRefusalIsJudgedWithItsStatedMinimum) {
+  Scenario s = worked();
+  s.expected.reset();
+  s.batch.max_chunks = 1;  // needs 2
+  PhaseTimer t;
+  PlanClaims claims;
+  EXPECT_TRUE(check_plan_claims(s, std::nullopt, claims, t).passed);
+  claims.min_max_chunks = 2;
+  EXPECT_TRUE(check_plan_claims(s, std::nullopt, claims, t).passed);
+  claims.min_max_chunks = 1;
+  const CaseResult r = check_plan_claims(s, std::nullopt, claims, t);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.detail.find("asking for max_chunks >= 1; the smallest that fits is 2"), std::string::npos) << r.detail;
+}
+
+TEST(Verify, APlanFilesCountsAndEchoAreCompared) {
+  const Scenario s = worked();
+  const PlanTables ref = plan_reference(s.batch);
+  PhaseTimer t;
+  PlanClaims right;
+  right.chunks_used = 2;
+  right.padded_tokens = 896;
+  right.input_tokens = 829;
+  right.batch_size = 3;
+  right.page_size = 128;
+  right.buffer_token_size = 512;
+  right.max_chunks = 4;
+  right.min_max_chunks = 2;
+  EXPECT_TRUE(check_plan_claims(s, ref, right, t).passed) << check_plan_claims(s, ref, right, t).detail;
+  PlanClaims wrong = right;
+  wrong.padded_tokens = 895;
+  EXPECT_EQ(check_plan_claims(s, ref, wrong, t).detail, "padded_tokens: the file says 895, the right value is 896");
+  wrong = right;
+  wrong.chunks_used = 3;
+  EXPECT_EQ(check_plan_claims(s, ref, wrong, t).detail, "chunks_used: the file says 3, the right value is 2");
+  // The echo is compared first: tables for another batch.
+  wrong.max_chunks = 5;
+  EXPECT_EQ(check_plan_claims(s, ref, wrong, t).detail, "max_chunks: the file says 5, the scenario has 4");
+}
+
 TEST(Verify, JunitCountsCasesAndFailures) {
   VerifyRun run;
   run.cases.push_back({"g1", "a", "", "p", true, false, "", "", 1, 1});

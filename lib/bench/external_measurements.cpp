@@ -32,8 +32,9 @@ ExternalBench::ExternalBench(const std::string& command, double timeout_seconds)
 
 ExternalBench::~ExternalBench() = default;
 
-std::string ExternalBench::ask(const std::string& line, const std::string& context) {
-  std::string answer = process_->ask(line, timeout_seconds_, context);
+std::string ExternalBench::ask(const std::string& line, const std::string& context, size_t max_answer_bytes) {
+  std::string answer =
+      process_->ask(line, timeout_seconds_, context, max_answer_bytes ? max_answer_bytes : ExternalProcess::kShortAnswerBytes);
   if (answer.rfind("error", 0) == 0)
     throw DeviceError(fmt::format("external planner '{}': {} {}", process_->command(), answer, context));
   return answer;
@@ -55,7 +56,7 @@ Measurement ExternalBench::measure(const std::vector<Batch>& sets, const std::ve
   const std::string context = context_of(sets.front());
   for (size_t i = 0; i < sets.size(); ++i) {
     if (sets[i].batch_size() > kExternalCheckLimit) continue;
-    const PlanTables got = parse_external_answer(ask(external_request_line(sets[i]), context), sets[i]);
+    const PlanTables got = parse_external_answer(ask(external_request_line(sets[i]), context, max_plan_answer_bytes(sets[i])), sets[i]);
     require_same_plan(references[i], got, Kernel::max, sets[i].batch_size(), i);
   }
   for (const Batch& b : sets) {

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+#include <utility>
+
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_check.hpp"
@@ -52,6 +55,63 @@ CaseResult check_tables(const Scenario& s, const std::optional<PlanTables>& tabl
   r.passed = v.status == "pass";
   r.detail = v.detail;
   r.diff = v.diff;
+  return r;
+}
+
+std::optional<std::string> compare_claims(const Batch& b, const PlanClaims& c, uint64_t chunks_used, uint64_t padded_tokens,
+                                          uint64_t input_tokens, std::optional<uint64_t> min_max_chunks) {
+  const std::pair<const char*, std::pair<std::optional<uint64_t>, std::optional<uint64_t>>> facts[] = {
+      {"batch_size", {c.batch_size, b.batch_size()}},
+      {"page_size", {c.page_size, b.page_size}},
+      {"buffer_token_size", {c.buffer_token_size, b.buffer_token_size}},
+      {"max_chunks", {c.max_chunks, b.max_chunks}},
+      {"min_max_chunks", {c.min_max_chunks, min_max_chunks}},
+      {"chunks_used", {c.chunks_used, chunks_used}},
+      {"padded_tokens", {c.padded_tokens, padded_tokens}},
+      {"input_tokens", {c.input_tokens, input_tokens}},
+  };
+  for (size_t i = 0; i < std::size(facts); ++i) {
+    const auto& [stated, right] = facts[i].second;
+    if (stated && right && *stated != *right)
+      return fmt::format("{}: the file says {}, the {} {}", facts[i].first, *stated,
+                         i < 4 ? "scenario has" : "right value is", *right);  // the first four echo the batch
+  }
+  return std::nullopt;
+}
+
+CaseResult check_plan_claims(const Scenario& s, const std::optional<PlanTables>& tables, const PlanClaims& claims,
+                             PhaseTimer& timer) {
+  PlanShape shape;
+  {
+    auto scope = timer.phase("check");
+    shape = plan_shape(s.batch);
+  }
+  // Tables for another batch say nothing about this one: the echo first.
+  PlanClaims echo;
+  echo.batch_size = claims.batch_size;
+  echo.page_size = claims.page_size;
+  echo.buffer_token_size = claims.buffer_token_size;
+  echo.max_chunks = claims.max_chunks;
+  if (auto wrong = compare_claims(s.batch, echo, 0, 0, 0, std::nullopt)) {
+    CaseResult r;
+    r.detail = *wrong;
+    return r;
+  }
+  CaseResult r;
+  if (!tables) {
+    // The same judgement as a refusal through --external: a stated minimum must be the right one.
+    r = judge_refusal(s, shape, claims.min_max_chunks.value_or(0));
+  } else {
+    r = check_tables(s, tables, timer);
+  }
+  if (!r.passed) return r;
+  PlanClaims rest = claims;
+  if (!tables) rest.min_max_chunks.reset();  // judged with the refusal
+  if (auto wrong = compare_claims(s.batch, rest, shape.chunks_used, shape.padded_tokens, shape.input_tokens,
+                                  shape.min_max_chunks)) {
+    r.passed = false;
+    r.detail = *wrong;
+  }
   return r;
 }
 

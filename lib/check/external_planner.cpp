@@ -55,7 +55,7 @@ class ExternalPlanner : public Planner {
     std::string answer;
     {
       auto scope = timer.phase("plan");
-      answer = process_.ask(external_request_line(batch), options_.answer_timeout_seconds, given);
+      answer = process_.ask(external_request_line(batch), options_.answer_timeout_seconds, given, max_plan_answer_bytes(batch));
     }
     try {
       return parse_external_answer(answer, batch);
@@ -80,6 +80,12 @@ std::string external_request_line(const Batch& b) {
   for (uint32_t o : b.input_row_offsets) fmt::format_to(std::back_inserter(out), " {}", o);
   out.push_back('\n');
   return fmt::to_string(out);
+}
+
+size_t max_plan_answer_bytes(const Batch& b) {
+  const uint64_t B = b.batch_size(), M = b.max_chunks;
+  const uint64_t offsets = M * (B + 1) + M * B;  // each " " and at most 10 digits (4294967295)
+  return static_cast<size_t>(6 + offsets * 11 + M * 12 + ExternalProcess::kShortAnswerBytes);  // lengths: " -2147483648"
 }
 
 PlanTables parse_external_answer(const std::string& line, const Batch& b) {

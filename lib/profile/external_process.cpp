@@ -19,10 +19,6 @@ extern char** environ;
 
 namespace mlaplan {
 
-namespace {
-constexpr size_t kMaxAnswerBytes = size_t{1} << 30;  // a program that never ends its line is stopped here
-}
-
 ExternalProcess::ExternalProcess(std::string command) : command_(std::move(command)) {
   // A socket rather than pipes: send(MSG_NOSIGNAL) reports a program that died as an error instead
   // of killing mlaplan with SIGPIPE, without touching the process's signal handlers.
@@ -63,9 +59,10 @@ ExternalProcess::~ExternalProcess() {
   ::close(fd_);
 }
 
-std::string ExternalProcess::ask(const std::string& line, double timeout_seconds, const std::string& context) {
+std::string ExternalProcess::ask(const std::string& line, double timeout_seconds, const std::string& context,
+                                 size_t max_answer_bytes) {
   send_line(line, context);
-  return read_line(timeout_seconds, context);
+  return read_line(timeout_seconds, context, max_answer_bytes);
 }
 
 void ExternalProcess::died(const std::string& what, const std::string& context) {
@@ -94,16 +91,27 @@ void ExternalProcess::send_line(const std::string& line, const std::string& cont
   }
 }
 
-std::string ExternalProcess::read_line(double timeout_seconds, const std::string& context) {
+std::string ExternalProcess::read_line(double timeout_seconds, const std::string& context, size_t max_answer_bytes) {
+  // One deadline for the whole answer, however it arrives (a byte at a time included).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  size_t scanned = 0;  // bytes of buffer_ known to hold no '\n': each byte is searched once
   for (;;) {
-    const size_t newline = buffer_.find('\n');
-    if (newline != std::string::npos) {
+    const size_t newline = buffer_.find('\n', scanned);
+    if (newline != std::string::npos && newline <= max_answer_bytes) {
       std::string line = buffer_.substr(0, newline);
       buffer_.erase(0, newline + 1);
       return line;
     }
-    if (buffer_.size() > kMaxAnswerBytes) died("with an answer line over 1 GiB", context);
+    scanned = buffer_.size();
+    if (newline != std::string::npos || buffer_.size() > max_answer_bytes) {
+      // No answer to this request can be this long: stop reading now rather than after gigabytes.
+      // Shutting the socket makes the program's next write fail, so it ends instead of blocking.
+      ::shutdown(fd_, SHUT_RDWR);
+      throw DeviceError(fmt::format("external planner '{}' sent an answer line of more than {} bytes, the most an answer "
+                                    "to this request can take; it must answer each request with one line ending in "
+                                    "a newline (docs/external.md, Line limits) {}",
+                                    command_, max_answer_bytes, context));
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0)
       throw DeviceError(fmt::format("external planner '{}' did not answer within {} s {}", command_, timeout_seconds, context));

@@ -2,8 +2,8 @@
 // load_plan_tables calls on the file's text). The first bytes give the scenario's shape: byte 0 the
 // batch size B (0..64), byte 1 max_chunks M (0..64), bytes 2 and 3 the batch's lengths; the rest is
 // the file's text. Tables that load must have exactly the shape M x (B+1), M x B, M; written back
-// as `run --format json` writes them they must load again unchanged; and check_tables (the judge of
-// `verify --plan`) must give a verdict on them without crashing. A rejection (InputError) is normal.
+// as `run --format json` writes them they must load again unchanged; and check_tables and
+// check_plan_claims (the judges of `verify --plan`) must give a verdict on them without crashing. A rejection (InputError) is normal.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -85,5 +85,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   FUZZ_UNEXPECTED("check_tables")
   FUZZ_CHECK(r.passed || !r.detail.empty(), "a failed case without a reason");
+
+  // The judge verify --plan uses, with the facts the file states beside the tables.
+  PlanFile file;
+  try {
+    file = parse_plan_file(text, path);
+    r = check_plan_claims(s, loaded.tables, file.plans.at(0).claims, timer);
+  }
+  FUZZ_UNEXPECTED("check_plan_claims")
+  FUZZ_CHECK(r.passed || !r.detail.empty(), "a failed claims check without a reason");
   return 0;
 }

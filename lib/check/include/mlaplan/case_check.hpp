@@ -26,4 +26,23 @@ CaseResult check_case(const Scenario& scenario, Planner& planner, PhaseTimer& ti
 CaseResult check_tables(const Scenario& scenario, const std::optional<PlanTables>& tables, PhaseTimer& timer,
                         bool tables_are_reference = false);
 
+// What a plan file states beside its tables (`verify --plan`): each value given is a fact of the plan
+// and is compared with the reference's; absent ones are not compared.
+struct PlanClaims {
+  std::optional<uint64_t> min_max_chunks;  // with a refusal: the smallest max_chunks that fits
+  std::optional<uint64_t> chunks_used, padded_tokens, input_tokens;
+  std::optional<uint64_t> batch_size, page_size, buffer_token_size, max_chunks;  // the batch, echoed
+};
+
+// The first claim that differs from the right value, as "field: the file says X, the right value is Y";
+// nothing when all agree. The batch's echo is compared with `batch`, the rest with the values given.
+std::optional<std::string> compare_claims(const Batch& batch, const PlanClaims& claims, uint64_t chunks_used,
+                                          uint64_t padded_tokens, uint64_t input_tokens,
+                                          std::optional<uint64_t> min_max_chunks);
+
+// Judges a max plan read from a file: the batch's echo, then the tables (or the refusal, judged as a
+// refusal from --external is, with the stated min_max_chunks), then the facts against plan_shape.
+CaseResult check_plan_claims(const Scenario& scenario, const std::optional<PlanTables>& tables, const PlanClaims& claims,
+                             PhaseTimer& timer);
+
 }  // namespace mlaplan

@@ -4,6 +4,7 @@
 // planners: fuzzing, the three-way checks, shrunk reproducers.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,11 @@ std::unique_ptr<Planner> make_external_planner(const std::string& command, const
 
 // The protocol's two lines, for ports written in C++ and for tests.
 std::string external_request_line(const Batch& batch);
+// The longest answer a plan request for `batch` can have, in bytes without the newline: "tables" and
+// M(B+1) + MB offsets of at most 10 digits and M lengths of at most 11 characters, each after one
+// space, plus ExternalProcess::kShortAnswerBytes of room (a CR, stray blanks, an error message).
+// A longer line is refused as soon as it passes this.
+size_t max_plan_answer_bytes(const Batch& batch);
 // Parses an answer: tables, or InfeasibleBatch for `infeasible`, or DeviceError for `error` and
 // malformed lines (naming what is wrong: the word, the count of numbers, the bad number).
 PlanTables parse_external_answer(const std::string& line, const Batch& batch);

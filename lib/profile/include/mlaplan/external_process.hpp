@@ -2,6 +2,7 @@
 // docs/external.md, shared by `verify --external` (plan requests) and `bench --max` (timing requests).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <sys/types.h>
 
@@ -18,15 +19,21 @@ class ExternalProcess {
 
   const std::string& command() const { return command_; }
 
+  // Short answers (info, loaded, elapsed, infeasible, error) fit in this many bytes.
+  static constexpr size_t kShortAnswerBytes = size_t{64} << 10;
+
   // Sends `line` (which ends in '\n') and returns the answer line without its '\n'. Throws
-  // DeviceError when the program dies, closes its output or is silent for `timeout_seconds`; the
-  // message ends with `context` (say, "(given B=3 ...)").
-  std::string ask(const std::string& line, double timeout_seconds, const std::string& context);
+  // DeviceError when the program dies, closes its output, has not sent the whole line within
+  // `timeout_seconds`, or sends more than `max_answer_bytes` without ending the line (no answer to
+  // the request can be longer; the program is then cut off). The message ends with `context`
+  // (say, "(given B=3 ...)").
+  std::string ask(const std::string& line, double timeout_seconds, const std::string& context,
+                  size_t max_answer_bytes = kShortAnswerBytes);
 
  private:
   [[noreturn]] void died(const std::string& what, const std::string& context);
   void send_line(const std::string& line, const std::string& context);
-  std::string read_line(double timeout_seconds, const std::string& context);
+  std::string read_line(double timeout_seconds, const std::string& context, size_t max_answer_bytes);
 
   std::string command_;
   pid_t pid_ = -1;

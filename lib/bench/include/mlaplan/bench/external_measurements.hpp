@@ -37,7 +37,8 @@ class ExternalBench {
                       const StoppingRule& rule);
 
  private:
-  std::string ask(const std::string& line, const std::string& context);
+  // `max_answer_bytes` 0: a short answer (ExternalProcess::kShortAnswerBytes); plan answers are longer.
+  std::string ask(const std::string& line, const std::string& context, size_t max_answer_bytes = 0);
   double elapsed_us(const std::string& request, const std::string& context);
 
   std::unique_ptr<ExternalProcess> process_;
