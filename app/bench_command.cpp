@@ -34,6 +34,8 @@ struct BenchCliOptions {
 };
 
 int run_bench_command(const BenchCliOptions& opt) {
+  outputs().claim_output(opt.output, "-o");  // before any work: distinct paths, folders that take a file
+  outputs().claim_output(opt.json_output, "--json");
   bench::BenchOptions o;
   o.sizes = bench::parse_sizes(opt.sizes);
   o.kernels = bench::parse_kernels(opt.kernels);

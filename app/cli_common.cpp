@@ -16,6 +16,8 @@
 #include <optional>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/file_error.hpp"
+#include "output_files.hpp"
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/printable.hpp"
 #include "mlaplan/stop_request.hpp"
@@ -88,41 +90,8 @@ void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n"
 void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", one_line(message)); }
 
 void write_output(const std::string& path, const std::string& content) {
-  if (path.empty() || path == "-") {
-    std::fwrite(content.data(), 1, content.size(), stdout);
-    std::fflush(stdout);
-    return;
-  }
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code kind_ec;
-  const fs::file_status st = fs::status(target, kind_ec);
-  if (!kind_ec && fs::exists(st) && !fs::is_regular_file(st)) {
-    // A device or pipe (-o /dev/null, a FIFO): write into it; renaming over it would replace it.
-    if (fs::is_directory(st)) throw InputError(fmt::format("{}: is a folder; give a file name", path));
-    std::ofstream out(target, std::ios::binary);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    if (!out) throw InputError(fmt::format("{}: writing the output failed", path));
-    return;
-  }
-  const fs::path tmp = target.parent_path() / fmt::format(".{}.tmp{}", target.filename().string(), ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot write the output file; check that its folder exists", path));
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw InputError(fmt::format("{}: writing the output failed (disk full?)", path));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot replace the output file: {}", path, ec.message()));
-  }
+  if (path.empty() || path == "-") return write_stdout(content);
+  outputs().stage(path, content);  // main renames it into place once the whole command has succeeded
 }
 
 namespace {
@@ -262,27 +231,51 @@ CLI::Validator scenario_name() {
 
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   namespace fs = std::filesystem;
+  // Every failure names its real cause (errno): a permission, a symlink loop, a name too long are
+  // not "no such file", and an unreadable subfolder is not an internal error.
+  auto refuse = [](const std::string& p, const std::error_code& ec) {
+    if (ec.value() == ENOENT) throw InputError(fmt::format("{}: no such file or folder", p));
+    throw InputError(fmt::format("{}: cannot read it: {}", p, file_error_cause(ec.value(), FileRole::input)));
+  };
   std::vector<std::string> files;
   for (const auto& p : paths) {
     std::error_code ec;
-    if (fs::is_directory(p, ec)) {
+    const fs::file_status st = fs::status(p, ec);
+    if (ec) refuse(p, ec);
+    if (fs::is_directory(st)) {
       // Hidden files and folders (.git, an editor's .backup.json) are skipped, as most tools do; a
       // folder given by name is searched whatever its name.
       std::vector<std::string> found;
       std::string first_hidden;
       size_t hidden = 0;
-      for (auto it = fs::recursive_directory_iterator(p); it != fs::recursive_directory_iterator(); ++it) {
-        const bool hide = is_hidden(it->path());
-        if (hide && it->is_directory()) {
+      fs::recursive_directory_iterator it(p, ec), end;
+      if (ec) refuse(p, ec);
+      std::string last = p;  // the entry a failed step was about to enter
+      for (; it != end; it.increment(ec)) {
+        const fs::path entry = it->path();
+        last = entry.string();
+        std::error_code entry_ec;
+        const bool hide = is_hidden(entry);
+        if (hide && it->is_directory(entry_ec)) {
           it.disable_recursion_pending();
-          for (const auto& inner : fs::recursive_directory_iterator(it->path(), ec))
-            if (inner.is_regular_file() && has_json_extension(inner.path()) && hidden++ == 0) first_hidden = inner.path().string();
+          // Only counted for the hint: what cannot be read in a skipped folder is not an error.
+          for (fs::recursive_directory_iterator in(entry, entry_ec), e; !entry_ec && in != e; in.increment(entry_ec))
+            if (in->is_regular_file(entry_ec) && has_json_extension(in->path()) && hidden++ == 0) first_hidden = in->path().string();
           continue;
         }
-        if (!it->is_regular_file() || !has_json_extension(it->path())) continue;
-        if (!hide) found.push_back(it->path().string());
-        else if (hidden++ == 0) first_hidden = it->path().string();
+        if (!has_json_extension(entry)) continue;
+        const fs::file_status est = fs::status(entry, entry_ec);
+        if (hide) {
+          if (fs::is_regular_file(est) && hidden++ == 0) first_hidden = entry.string();
+          continue;
+        }
+        // A *.json entry that cannot be read (a dangling link, a loop) is refused, not skipped: a
+        // gate must not pass over a scenario it was given.
+        if (entry_ec || !fs::exists(est))
+          refuse(entry.string(), entry_ec ? entry_ec : std::make_error_code(std::errc::no_such_file_or_directory));
+        if (fs::is_regular_file(est)) found.push_back(entry.string());
       }
+      if (ec) refuse(last, ec);  // a subfolder that could not be opened
       std::sort(found.begin(), found.end());
       if (found.empty())
         throw InputError(hidden ? fmt::format("{}: no *.json scenario files in this folder, only {} hidden one{} ({}{}), and "
@@ -291,7 +284,7 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
                                               p, hidden, hidden == 1 ? "" : "s", first_hidden, hidden > 1 ? ", ..." : "")
                                 : fmt::format("{}: no *.json scenario files in this folder", p));
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(p, ec)) {
+    } else if (fs::exists(st)) {
       files.push_back(p);
     } else {
       throw InputError(fmt::format("{}: no such file or folder", p));
@@ -312,6 +305,7 @@ std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
                  "Also write a Chrome/Perfetto trace of every phase (host ranges and CUDA event times, in us) to FILE.json")
       ->type_name("FILE.json");
   return [path, name = "mlaplan " + cmd.get_name(), body = std::move(body)] {
+    outputs().claim_output(*path, "--trace");  // before any work: a bad path fails at once
     TraceRecorder recorder;
     std::optional<ActiveTrace> active;
     if (!path->empty()) active.emplace(recorder);
@@ -320,7 +314,13 @@ std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
       auto scope = root.phase(name);
       body();
     }
-    if (!path->empty()) write_output(*path, recorder.to_json());
+    // An interrupted command writes no trace: it would be of a partial run, and building it took
+    // longer than the stop (1.7 GB for a long verify).
+    if (path->empty() || stop_requested()) return;
+    write_output(*path, recorder.to_json());
+    if (recorder.dropped_events())
+      note(fmt::format("--trace {}: kept the first {} events; {} later ones were counted, not kept (otherData.dropped_events)",
+                       *path, TraceRecorder::kMaxEvents, recorder.dropped_events()));
   };
 }
 

@@ -11,6 +11,7 @@
 #include "mlaplan/backend.hpp"
 #include "mlaplan/gpu_planner.hpp"
 #include "mlaplan/scenario.hpp"
+#include "output_files.hpp"
 
 namespace mlaplan::cli {
 
@@ -41,9 +42,10 @@ void note(const std::string& message);
 // "mlaplan: error: ..." on stderr: one line.
 void error(const std::string& message);
 
-// Writes `content` to `path` atomically (a temporary beside it, then rename), so a failed run never
-// leaves a partial file; an empty path or "-" means stdout. A path that exists and is not a regular
-// file (/dev/null, a FIFO) is written into, never replaced.
+// Writes `content` for `path`: an empty path or "-" is stdout, written at once (a failure is exit
+// 3, naming "stdout"); a file is staged in the process's OutputSet (output_files.hpp) and renamed
+// into place by main once the whole command has succeeded, with all the other outputs, or removed.
+// Claim the paths first (outputs().claim_output) so a bad one fails before any work.
 void write_output(const std::string& path, const std::string& content);
 
 // Option values in the option's own words (CLI11's texts say "Value 0 not in range 0.000000 to 1797...",
@@ -90,7 +92,8 @@ PlannerChoice choose(const BackendOptions& options);
 
 // Adds `--trace FILE.json` to `cmd` and wraps its body in a root range named after the command
 // ("mlaplan run"): an NVTX range always, and with --trace a Chrome/Perfetto trace of every
-// PhaseTimer phase, written when the body returns (not when it throws). Usage, one line:
+// PhaseTimer phase, claimed before the body runs and staged when it returns (not when it throws,
+// nor after a stop request). Usage, one line:
 //   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = run(*opt); }));
 std::function<void()> traced(CLI::App& cmd, std::function<void()> body);
 

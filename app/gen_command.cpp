@@ -21,6 +21,8 @@ struct GenOptions {
 };
 
 int gen(const GenOptions& opt) {
+  outputs().claim_input(opt.workload.lengths, "the --lengths file");  // before any work
+  outputs().claim_output(opt.output, "-o");
   std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
   const explore::BatchFormation formation = make_formation(opt.workload);
   std::vector<Batch> batches;

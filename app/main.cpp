@@ -2,7 +2,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <exception>
+#include <iostream>
 #include <new>
 
 #include "cli_common.hpp"
@@ -10,6 +16,7 @@
 #include "commands.hpp"
 #include "mlaplan/build_info.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/file_error.hpp"
 #include "mlaplan/stop_request.hpp"
 
 namespace {
@@ -54,7 +61,7 @@ std::string help_hint(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_mlaplan(int argc, char** argv) {
   using namespace mlaplan;
   CLI::App app{"mlaplan: plan, check and profile chunked MLA prefill (the chunk tables of mla_prefill_plan)", "mlaplan"};
   app.set_version_flag("--version", version_text, "Print the version, and whether and for which GPUs CUDA support is built in");
@@ -75,6 +82,29 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+    // The command has finished. Its outputs are committed together, only if it succeeded (exit 0,
+    // or 1: a verdict, with the report saying why) and was not stopped, and only after what it
+    // printed on stdout is known to have arrived; otherwise their temporaries go (OutputSet).
+    if (exit_code == cli::kOk || exit_code == cli::kWrongPlan) {
+      // A stop requested after the work (while writing) still means no output: exit 130, not 0.
+      if (stop_requested()) throw Interrupted("interrupted");
+      cli::check_stdout();
+      // A signal now would kill half-way through the renames: it waits until they are done.
+      sigset_t stop, previous;
+      sigemptyset(&stop);
+      sigaddset(&stop, SIGINT);
+      sigaddset(&stop, SIGTERM);
+      sigprocmask(SIG_BLOCK, &stop, &previous);
+      try {
+        cli::outputs().commit();
+      } catch (...) {
+        sigprocmask(SIG_SETMASK, &previous, nullptr);
+        throw;
+      }
+      sigprocmask(SIG_SETMASK, &previous, nullptr);
+    } else {
+      cli::outputs().discard();
+    }
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -101,4 +131,21 @@ int main(int argc, char** argv) {
     return cli::kDeviceFailure;
   }
   return exit_code;
+}
+
+int main(int argc, char** argv) {
+  mlaplan::cli::guard_standard_streams();  // before anything opens a file: a closed stdout keeps fd 1
+  int code = run_mlaplan(argc, argv);
+  mlaplan::cli::outputs().discard();  // whatever was not committed (an error, an interrupt)
+  // What any path printed (--help, --version, the summaries) must have arrived, and closing stdout
+  // is the last chance to hear of it.
+  std::string problem = mlaplan::cli::stdout_problem();
+  // close(2), not fclose: the streams' own flush at exit must still find a FILE, just an empty one.
+  if (::close(STDOUT_FILENO) != 0 && errno != EBADF && problem.empty())
+    problem = fmt::format("stdout: closing it failed: {}", mlaplan::file_error_cause(errno, mlaplan::FileRole::output));
+  if (!problem.empty() && code == mlaplan::cli::kOk) {  // an error already said is not followed by a second line
+    mlaplan::cli::error(problem);
+    code = mlaplan::cli::kDeviceFailure;
+  }
+  return code;
 }

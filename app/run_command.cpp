@@ -122,6 +122,12 @@ std::string comparison_table(const std::vector<PlanReport>& reports, size_t firs
 }
 
 int run(const RunOptions& opt) {
+  // Before any work: no output may be an input or another output, and each folder must take a file.
+  outputs().claim_input(opt.path, "the scenario file");
+  outputs().claim_input(opt.model.config, "the --model-config file");
+  outputs().claim_output(opt.output, "-o");
+  outputs().claim_output(opt.svg, "--svg");
+  outputs().claim_output(opt.html, "--html");
   PhaseTimer load_timer;
   std::vector<Scenario> scenarios;
   {
@@ -181,7 +187,7 @@ int run(const RunOptions& opt) {
   }
   {
     auto write_scope = output_timer.phase("write");
-    // The pictures first: a bad --svg path then fails before anything else is written.
+    // Staged, all renamed into place together when the command has succeeded (OutputSet).
     if (!opt.svg.empty()) write_output(opt.svg, svg);
     if (!opt.html.empty()) write_output(opt.html, html);
     write_output(opt.output, text);

@@ -84,6 +84,15 @@ Batches load_batches(const SweepOptions& opt) {
 }
 
 int sweep(const SweepOptions& opt) {
+  // Before any work: no output may be an input or another output, and each folder must take a file.
+  if (!opt.paths.empty())
+    for (const std::string& f : scenario_files(opt.paths)) outputs().claim_input(f, "a scenario file swept");
+  outputs().claim_input(opt.workload.lengths, "the --lengths file");
+  outputs().claim_input(opt.model.config, "the --model-config file");
+  outputs().claim_output(opt.output, "-o");
+  outputs().claim_output(opt.json, "--json");
+  outputs().claim_output(opt.svg, "--svg");
+  outputs().claim_output(opt.html, "--html");
   // Every option is checked before the batches are formed, so a typo fails at once.
   explore::SweepGrid grid;
   grid.buffer_tokens = bench::parse_sizes(opt.buffer_tokens, "--buffer-tokens", 0x7fffffffu);

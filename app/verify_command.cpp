@@ -183,9 +183,9 @@ class Verifier {
     std::error_code ec;
     fs::create_directories(opt_.repro_dir, ec);
     const std::string path = (fs::path(opt_.repro_dir) / (safe_name(small.name) + ".json")).string();
-    try {
-      write_output(path, scenario_to_json(small));
-    } catch (const InputError& e) {
+    try {  // a side output kept whatever the outcome (the run fails): written now, not staged
+      write_file_now(path, scenario_to_json(small), "--repro-dir");
+    } catch (const std::runtime_error& e) {
       note(fmt::format("could not write the reproducer: {}", e.what()));
       return "";
     }
@@ -415,7 +415,20 @@ int verify_plan_file(const VerifyOptions& opt) {
   return failed ? kWrongPlan : kOk;
 }
 
+// Before any work: no report may be an input or the other report, and each folder must take a file.
+void claim_files(const VerifyOptions& opt) {
+  if (!opt.plan_file.empty()) {
+    outputs().claim_input(opt.plan_file, "the --plan file");
+    for (const std::string& p : opt.paths) outputs().claim_input(p, "the scenario file");
+  } else {
+    for (const std::string& f : scenario_files(opt.paths)) outputs().claim_input(f, "a scenario file verified");
+  }
+  outputs().claim_output(opt.report, "--report");
+  outputs().claim_output(opt.junit, "--junit");
+}
+
 int verify(const VerifyOptions& opt) {
+  claim_files(opt);
   if (!opt.plan_file.empty() && !opt.external.empty())
     throw InputError("--external: checks a planner by running it; --plan checks tables already made; use one");
   if (!opt.plan_file.empty()) return verify_plan_file(opt);

@@ -81,7 +81,7 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
        it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) break;
-    const fs::path rel = fs::relative(it->path(), dir);
+    const fs::path rel = it->path().lexically_relative(dir);  // relative() resolves links: a loop would throw
     const fs::file_status st = it->symlink_status();
     std::string what;
     if (fs::is_symlink(st)) what = "link:" + fs::read_symlink(it->path(), ec).string();

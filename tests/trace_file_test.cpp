@@ -2,9 +2,11 @@
 // ranges properly nested per track, and the phases named as the NVTX ranges are.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_runner.hpp"
@@ -118,4 +120,47 @@ TEST(TraceFile, DeviceTimesGoOnTheirOwnTrackWithoutOverlap) {
   int device = 0;
   for (const Event& e : events) device += e.tid == mlaplan::TraceRecorder::kDeviceTrack;
   EXPECT_EQ(device, 2);
+}
+
+// The trace is written event by event; it must be byte for byte what json::dump(1) gives for the
+// same document (the format of every trace written so far).
+TEST(TraceFile, StreamedJsonIsWhatDumpWrites) {
+  mlaplan::TraceRecorder recorder;
+  {
+    mlaplan::ActiveTrace active(recorder);
+    mlaplan::PhaseTimer timer;
+    auto scope = timer.phase("outer \"quoted\" \\ name\n");
+    { auto inner = timer.phase("inner"); }
+    timer.add("kernel", 12.345678);
+    std::thread([&] { mlaplan::PhaseTimer t; auto s = t.phase("other thread"); }).join();
+  }
+  const std::string text = recorder.to_json();
+  EXPECT_EQ(json::parse(text).dump(1) + "\n", text);
+  EXPECT_FALSE(json::parse(text).at("otherData").contains("dropped_events"));
+}
+
+// Past kMaxEvents, events are counted, not kept: the first to start stay (the root among them), and
+// the metadata says how many were dropped.
+TEST(TraceFile, EventsPastTheCapAreCountedNotKept) {
+  using mlaplan::TraceRecorder;
+  TraceRecorder recorder;
+  const size_t extra = 1234;
+  recorder.begin("root");
+  for (size_t i = 0; i < TraceRecorder::kMaxEvents + extra; ++i) {
+    recorder.begin("case");
+    recorder.end();
+  }
+  recorder.add_device("kernel", TraceRecorder::Clock::now(), 1.0);
+  recorder.end();
+  EXPECT_EQ(recorder.events().size(), TraceRecorder::kMaxEvents);
+  EXPECT_EQ(recorder.dropped_events(), extra + 2);  // the cases past the cap and the device event
+  const std::vector<TraceRecorder::Event> kept = recorder.events();
+  EXPECT_EQ(kept.back().name, "root");  // it started first, so it stays although it ended last
+  // The metadata, read from the text: parsing 75 MB of JSON would be most of the test's time.
+  const std::string text = recorder.to_json();
+  const std::string head = text.substr(0, 200);
+  EXPECT_NE(head.find("\"dropped_events\": " + std::to_string(extra + 2)), std::string::npos) << head;
+  EXPECT_NE(head.find("\"max_events\": " + std::to_string(TraceRecorder::kMaxEvents)), std::string::npos) << head;
+  EXPECT_EQ(static_cast<size_t>(std::count(text.begin(), text.end(), '{')), TraceRecorder::kMaxEvents + 6)
+      << "the kept events; the document and otherData; the process and the thread name, each with its args";
 }

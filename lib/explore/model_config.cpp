@@ -199,7 +199,9 @@ ModelDims read_model_config(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(p, ec)) p /= "config.json";
   const std::string file = p.string();
-  if (!std::filesystem::exists(p, ec))
+  // Only a plain ENOENT is "no such file": a loop, a permission or a name too long is left to
+  // read_input_file, which names the cause.
+  if (std::filesystem::status(p, ec).type() == std::filesystem::file_type::not_found && (!ec || ec.value() == ENOENT))
     throw InputError(fmt::format("{}: no such file; give the path of the model's Hugging Face config.json (or of the "
                                  "directory holding it)",
                                  file));
