@@ -112,6 +112,31 @@ TEST(Interrupt, VerifyStopsWithAPartialSummaryAndNoReport) {
   fs::remove_all(dir);
 }
 
+// A planner that never answers: Ctrl-C must not wait out --external-timeout, nor the 2 s given to a
+// program that ends normally.
+TEST(Interrupt, VerifyStopsWhileWaitingForAnExternalPlanner) {
+  const fs::path dir = scratch("external");
+  const Interrupted r = interrupt_after("verify --external 'sleep 30' --fuzz 5 --seed 1", std::chrono::milliseconds(800), dir);
+  EXPECT_EQ(r.code, 130) << r.out << r.err;
+  EXPECT_LT(r.seconds_to_exit, 1.0);
+  EXPECT_NE(r.err.find("interrupted while waiting for the external planner"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// The program's own stderr does not interleave with mlaplan's: its last line is quoted in the one
+// error line.
+TEST(Gate, AFailingExternalPlannerIsOneErrorLineQuotingItsStderr) {
+  const auto r = run_cli("verify --external 'echo first >&2; echo the last words >&2; exit 4' --fuzz 2 --seed 1");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find("exited with status 4"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("its stderr said: the last words"), std::string::npos) << r.err;
+  const auto b = run_cli("bench --kernels max --max ./no-such-planner");
+  EXPECT_EQ(b.code, 2) << b.out << b.err;
+  EXPECT_EQ(lines(b.err), 1u) << b.err;
+  EXPECT_NE(b.err.find("not found"), std::string::npos) << b.err;
+}
+
 TEST(Interrupt, SweepStopsWithTheFinishedSettingsAndNoOutputFile) {
   const fs::path dir = scratch("sweep");
   const std::string out = (dir / "sweep.csv").string(), json = (dir / "sweep.json").string();
