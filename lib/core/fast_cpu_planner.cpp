@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
 
 namespace mlaplan {
 
-void plan_fast_cpu_into(const Batch& batch, PlanTablesView out, std::vector<uint32_t>& starts) {
+void plan_fast_cpu_into(const Batch& batch, PlanTablesView out, std::vector<uint32_t>& starts, const std::atomic<bool>* stop) {
   require_feasible(batch);
   const uint32_t B = batch.batch_size();
   const uint32_t M = batch.max_chunks;
@@ -34,6 +35,7 @@ void plan_fast_cpu_into(const Batch& batch, PlanTablesView out, std::vector<uint
   // S is non-decreasing, so each clamp is a constant prefix, a middle band and a constant suffix:
   // find the band by binary search and fill the rest at memset speed.
   for (uint32_t c = 0; c < M; ++c) {
+    if (stop && stop->load(std::memory_order_relaxed)) throw Interrupted("interrupted while planning");
     const uint64_t lo = uint64_t{c} * N;  // chunk c holds padded rows [lo, lo + N)
     const uint64_t hi = lo + N;
 
@@ -61,11 +63,11 @@ void plan_fast_cpu_into(const Batch& batch, PlanTablesView out, std::vector<uint
   }
 }
 
-PlanTables plan_fast_cpu(const Batch& batch) {
+PlanTables plan_fast_cpu(const Batch& batch, const std::atomic<bool>* stop) {
   require_feasible(batch);  // before allocating tables for a batch that is refused anyway
   PlanTables t(batch.batch_size(), batch.max_chunks);
   std::vector<uint32_t> starts;
-  plan_fast_cpu_into(batch, {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data()}, starts);
+  plan_fast_cpu_into(batch, {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data()}, starts, stop);
   return t;
 }
 
