@@ -98,7 +98,7 @@ std::string quantile_name(double q) {
   return fmt::format("p{:g}", q * 100.0);
 }
 
-uint64_t parse_byte_size(const std::string& text) {
+uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   size_t used = 0;
   double v = -1;
   try {
@@ -114,7 +114,7 @@ uint64_t parse_byte_size(const std::string& text) {
   for (const auto& [name, scale] : units) {
     if (used > 0 && v > 0 && unit == name && v * scale < 1.8e19) return static_cast<uint64_t>(std::llround(v * scale));
   }
-  throw InputError(fmt::format("--memory-budget {}: not a size; write e.g. 8GiB, 512MiB or 2GB", text));
+  throw InputError(fmt::format("{} {}: not a size; write e.g. 8GiB, 512MiB or 2GB", option, text));
 }
 
 }  // namespace mlaplan::explore
