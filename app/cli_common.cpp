@@ -11,7 +11,9 @@
 #include <memory>
 #include <optional>
 
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/stop_request.hpp"
 #include "mlaplan/trace_recorder.hpp"
@@ -131,6 +133,24 @@ void write_output(const std::string& path, const std::string& content) {
     fs::remove(tmp, ec);
     throw InputError(fmt::format("{}: cannot replace the output file: {}", path, ec.message()));
   }
+}
+
+void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit) {
+  cmd.add_option_function<std::string>(
+         "--memory-limit",
+         [&limit](const std::string& v) {
+           constexpr uint64_t kLeast = uint64_t{1} << 20;
+           const uint64_t bytes = explore::parse_byte_size(v, "--memory-limit");
+           if (bytes < kLeast)
+             throw InputError(fmt::format("--memory-limit {}: below the least of {}; give e.g. 512MiB or 4GiB", v,
+                                          format_bytes(kLeast)));
+           limit.bytes = bytes;
+           limit.given = true;
+         },
+         "Most memory the plan tables may take (8 bytes per chunk and column: 8 x max_chunks x (B+1) per batch); "
+         "a batch or option past it is refused before anything is allocated. E.g. 512MiB, 8GiB")
+      ->type_name("SIZE")
+      ->default_str("2GiB");
 }
 
 void add_backend_option(CLI::App& cmd, Backend& backend) {

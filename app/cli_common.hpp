@@ -45,6 +45,15 @@ void error(const std::string& message);
 // file (/dev/null, a FIFO) is written into, never replaced.
 void write_output(const std::string& path, const std::string& content);
 
+// --memory-limit SIZE (run, verify, sweep, bench, gen): the most the plan tables may take (table_bytes,
+// 2 GiB by default), checked before anything is allocated. A size as --memory-budget takes it (4GiB,
+// 512MiB, 2GB), at least 1 MiB.
+struct MemoryLimit {
+  uint64_t bytes = kDefaultMemoryLimit;
+  bool given = false;
+};
+void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit);
+
 // --backend auto|gpu|cpu, the same on every subcommand.
 void add_backend_option(CLI::App& cmd, Backend& backend);
 
