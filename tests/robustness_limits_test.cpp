@@ -260,7 +260,7 @@ TEST(Limits, RunStopsOnCtrlCAndWritesNothing) {
 
 TEST(Limits, GenStopsOnCtrlCAndWritesNothing) {
   const fs::path dir = scratch("gen_interrupt");
-  const Stopped r = interrupt_after("gen --workload coding-agent --batches 1000000 -o out.json", std::chrono::milliseconds(700), dir);
+  const Stopped r = interrupt_after("gen --workload coding-agent --batches 700000 -o out.json", std::chrono::milliseconds(1500), dir);
   EXPECT_EQ(r.code, 130) << r.out << r.err;
   EXPECT_LT(r.seconds_to_exit, kPromptExit);
   EXPECT_EQ(lines(r.err), 1u) << r.err;
