@@ -11,7 +11,9 @@
 #include "mlaplan/bench/bench_format.hpp"
 #include "mlaplan/bench/bench_report.hpp"
 #include "mlaplan/bench/size_list.hpp"
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/memory_limit.hpp"
 #include "mlaplan/phase_timer.hpp"
 
 namespace mlaplan::cli {
@@ -31,13 +33,30 @@ struct BenchCliOptions {
   double max_noise_percent = 0.5;
   bool no_progress = false;
   std::string max;  // --max CMD
+  MemoryLimit memory_limit;
 };
+
+// Before anything is measured: the largest size's tables and input sets within --memory-limit.
+void require_bench_fits(const BenchCliOptions& opt, const std::vector<uint32_t>& sizes) {
+  const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const uint64_t sets = std::max<uint32_t>(1, opt.workload.input_sets), m = opt.workload.max_chunks;
+  auto need = [&](uint64_t b) { return table_bytes(b, m) + sets * 8 * (b + 1); };  // no overflow: b < 2^32, m <= 2^20
+  if (need(largest) <= opt.memory_limit.bytes) return;
+  const uint64_t per_sequence = table_bytes(0, m) + 8 * sets;  // need(b) = per_sequence x (b + 1)
+  const uint64_t fit = std::max<uint64_t>(opt.memory_limit.bytes / per_sequence, 1) - 1;
+  throw InputError(fmt::format("--sizes {}: a batch of {} sequences in --max-chunks {} chunks takes {} of tables and {} "
+                               "input sets, above {}; use sizes up to {}, a smaller --max-chunks or --input-sets, or "
+                               "raise --memory-limit",
+                               largest, largest, m, format_bytes(need(largest)), sets,
+                               describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given), fit));
+}
 
 int run_bench_command(const BenchCliOptions& opt) {
   outputs().claim_output(opt.output, "-o");  // before any work: distinct paths, folders that take a file
   outputs().claim_output(opt.json_output, "--json");
   bench::BenchOptions o;
   o.sizes = bench::parse_sizes(opt.sizes);
+  require_bench_fits(opt, o.sizes);
   o.kernels = bench::parse_kernels(opt.kernels);
   const auto listed_max = std::find(o.kernels.begin(), o.kernels.end(), bench::Kernel::max);
   if (opt.max.empty() && listed_max != o.kernels.end())
@@ -136,6 +155,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--mode", opt->mode, "hot (back-to-back launches), cold (caches flushed before each sample) or both")
       ->transform(one_of({"hot", "cold", "both"}))
       ->capture_default_str();
+  add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--max-chunks", opt->workload.max_chunks, "M, chunk rows in the tables")->check(whole_number(1, 1u << 20))->capture_default_str();
   cmd->add_option("--page-size", opt->workload.page_size, "P, the KV cache page size")->check(whole_number(1, 1u << 20))->capture_default_str();
   cmd->add_option("--buffer-tokens", opt->workload.buffer_tokens, "N, rows in the buffer (default: chosen per size from --fill)")

@@ -15,9 +15,11 @@
 #include <memory>
 #include <optional>
 
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/file_error.hpp"
 #include "output_files.hpp"
+#include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/phase_timer.hpp"
 #include "mlaplan/printable.hpp"
 #include "mlaplan/stop_request.hpp"
@@ -166,6 +168,24 @@ CLI::Validator one_of(std::vector<std::string> names) {
 }
 
 bool given(const CLI::App& cmd, const std::string& name) { return cmd.get_option(name)->count() > 0; }
+
+void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit) {
+  cmd.add_option_function<std::string>(
+         "--memory-limit",
+         [&limit](const std::string& v) {
+           constexpr uint64_t kLeast = uint64_t{1} << 20;
+           const uint64_t bytes = explore::parse_byte_size(v, "--memory-limit");
+           if (bytes < kLeast)
+             throw InputError(fmt::format("--memory-limit {}: below the least of {}; give e.g. 512MiB or 4GiB", v,
+                                          format_bytes(kLeast)));
+           limit.bytes = bytes;
+           limit.given = true;
+         },
+         "Most memory the plan tables may take (8 bytes per chunk and column: 8 x max_chunks x (B+1) per batch); "
+         "a batch or option past it is refused before anything is allocated. E.g. 512MiB, 8GiB")
+      ->type_name("SIZE")
+      ->default_str("2GiB");
+}
 
 void add_backend_option(CLI::App& cmd, Backend& backend) {
   cmd.add_option_function<std::string>(

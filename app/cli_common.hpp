@@ -64,6 +64,14 @@ bool iequal(const std::string& a, const std::string& b);
 
 // The option `name` of `cmd` was given on the command line (not just left at its default).
 bool given(const CLI::App& cmd, const std::string& name);
+// --memory-limit SIZE (run, verify, sweep, bench, gen): the most the plan tables may take (table_bytes,
+// 2 GiB by default), checked before anything is allocated. A size as --memory-budget takes it (4GiB,
+// 512MiB, 2GB), at least 1 MiB.
+struct MemoryLimit {
+  uint64_t bytes = kDefaultMemoryLimit;
+  bool given = false;
+};
+void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit);
 
 // --backend auto|gpu|cpu, the same on every subcommand.
 void add_backend_option(CLI::App& cmd, Backend& backend);

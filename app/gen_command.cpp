@@ -4,9 +4,13 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/input_file.hpp"
+#include "mlaplan/memory_limit.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/scenario_io.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::cli {
 
@@ -18,13 +22,69 @@ struct GenOptions {
   explore::BatchSettings settings;
   std::string name;
   std::string output;
+  MemoryLimit memory_limit;
 };
+
+// Before forming anything: even the smallest batches must make a file run can read. After forming,
+// require_tables_fit_all: every batch one that run and verify plan within the memory limit.
+void require_gen_fits(const GenOptions& opt, const explore::BatchFormation& formation) {
+  const bool by_size = formation.mode == explore::BatchFormation::Mode::batch_size;
+  // A scenario in a list takes at least ~100 bytes of keys and at least 4 bytes a sequence ("0, " twice, less the commas).
+  const uint64_t least = static_cast<uint64_t>(opt.batches) * (100 + 4 * uint64_t{by_size ? formation.min_batch : 1});
+  if (opt.batches > 1 && least > kMaxInputBytes)
+    throw InputError(fmt::format("--batches {}: the file would take at least {}, more than the {} run and verify read; "
+                                 "write at most {} batches per file",
+                                 opt.batches, format_bytes(least), format_bytes(kMaxInputBytes),
+                                 kMaxInputBytes / (least / opt.batches)));
+}
+
+// The bytes of a list of numbers as scenario_to_json writes it ("[58,0,730]"), without writing it.
+uint64_t list_bytes(const std::vector<uint32_t>& values) {
+  uint64_t bytes = 2 + (values.empty() ? 0 : values.size() - 1);
+  for (uint32_t v : values) {
+    for (bytes += 1; v >= 10; v /= 10) ++bytes;
+  }
+  return bytes;
+}
+
+// After forming: the file's size from the batches' numbers and the first scenario's keys, name and
+// settings (later names are no shorter), so a file run would refuse is refused before any text is built.
+void require_file_fits(const std::vector<Batch>& batches, const Scenario& first) {
+  const uint64_t keys = scenario_to_json(first).size() - list_bytes(first.batch.cache_lengths) -
+                        list_bytes(first.batch.input_row_offsets) - 1;  // the newline the list drops
+  uint64_t least = 0;
+  for (size_t i = 0; i < batches.size(); ++i) {
+    least += keys + list_bytes(batches[i].cache_lengths) + list_bytes(batches[i].input_row_offsets);
+    if (least > kMaxInputBytes)
+      throw InputError(fmt::format("--batches {}: the file would pass {} by scenario {}, more than run and verify read; "
+                                   "write at most about {} batches per file (run gen several times with other --seed values)",
+                                   batches.size(), format_bytes(kMaxInputBytes), i, std::max<size_t>(1, i * 9 / 10)));
+  }
+}
+
+void require_tables_fit_all(const GenOptions& opt, const std::vector<Batch>& batches) {
+  size_t largest = 0;
+  for (size_t i = 1; i < batches.size(); ++i)
+    if (batches[i].batch_size() > batches[largest].batch_size()) largest = i;
+  const uint64_t b = batches[largest].batch_size(), bytes = table_bytes(batches[largest]);
+  if (bytes <= opt.memory_limit.bytes) return;
+  throw InputError(fmt::format("--max-chunks {}: batch {} holds {} sequences, and its tables in {} chunks take {}, above {}, "
+                               "so run would refuse it; lower --max-chunks to at most {}, form smaller batches or raise "
+                               "--memory-limit",
+                               opt.settings.max_chunks, largest, b, opt.settings.max_chunks, format_bytes(bytes),
+                               describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
+                               opt.memory_limit.bytes / table_bytes(b, 1)));
+}
 
 int gen(const GenOptions& opt) {
   outputs().claim_input(opt.workload.lengths, "the --lengths file");  // before any work
   outputs().claim_output(opt.output, "-o");
+  InterruptScope interrupt_scope;  // Ctrl-C: forming batches and building the text stop; nothing written (exit 130)
   std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
-  const explore::BatchFormation formation = make_formation(opt.workload);
+  explore::BatchFormation formation = make_formation(opt.workload);
+  require_gen_fits(opt, formation);
+  formation.memory_limit = opt.memory_limit.bytes;  // the formed batches themselves, counted as they come
+  formation.memory_limit_text = describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   std::vector<Batch> batches;
   {
     PhaseTimer timer;
@@ -32,14 +92,25 @@ int gen(const GenOptions& opt) {
     batches = explore::form_batches(*source, formation, opt.settings, opt.batches, opt.workload.seed);
   }
   if (batches.empty()) throw InputError(fmt::format("--lengths {}: no requests, so no batch to write", opt.workload.lengths));
+  require_tables_fit_all(opt, batches);
 
   const std::string base = !opt.name.empty() ? opt.name : !opt.workload.workload.empty() ? opt.workload.workload : "trace";
   const std::string description = fmt::format("{}; {}; mlaplan gen", source->describe(), formation.describe());
   // The shape --batches asks for, even when a trace runs out first: a script asking for a list gets one.
   const bool list = opt.batches > 1;
+  {
+    Scenario first;
+    first.name = list ? fmt::format("{}-0", base) : base;
+    first.description = description;
+    first.batch = batches[0];
+    require_file_fits(batches, first);
+  }
   std::string text = list ? "{\"scenarios\": [\n" : "";
   size_t refused = 0, sequences = 0;
+  const std::string where = opt.output.empty() || opt.output == "-" ? std::string("the output") : opt.output;
   for (size_t i = 0; i < batches.size(); ++i) {
+    if ((i & 1023) == 0 && stop_requested())
+      throw Interrupted(fmt::format("gen: interrupted while writing scenario {} of {}", i, batches.size()));
     Scenario s;
     s.name = list ? fmt::format("{}-{}", base, i) : base;
     s.description = description;
@@ -49,8 +120,18 @@ int gen(const GenOptions& opt) {
     std::string one = scenario_to_json(s);
     if (list) one.pop_back();  // its newline: the list puts ",\n" between scenarios
     text += (i ? ",\n" : "") + one;
+    // run reads at most kMaxInputBytes: a larger file would be refused, so stop as soon as it passes that.
+    if (text.size() > kMaxInputBytes)
+      throw InputError(fmt::format("--batches {}: {} would pass {} at scenario {}, more than run and verify read; "
+                                   "write at most about {} batches per file (run gen several times with other --seed "
+                                   "values)",
+                                   batches.size(), where, format_bytes(kMaxInputBytes), i,
+                                   std::max<size_t>(1, i * (kMaxInputBytes / 1024) / (text.size() / 1024) * 9 / 10)));
   }
   text += list ? "\n]}\n" : "";
+  if (text.size() > kMaxInputBytes)
+    throw InputError(fmt::format("--batches {}: {} would be {}, more than the {} run and verify read; write fewer batches",
+                                 batches.size(), where, format_bytes(text.size()), format_bytes(kMaxInputBytes)));
   write_output(opt.output, text);
   note(fmt::format("{}{} batch{} of {:.1f} sequences on average from {}{}",
                    batches.size() < opt.batches
@@ -83,6 +164,7 @@ void add_gen_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-chunks", opt->settings.max_chunks, "max_chunks of every scenario")
       ->default_str("16")
       ->check(whole_number(1, 1u << 20));
+  add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--name", opt->name, "Scenario name (with -0, -1, ... for several); default: the workload's")->type_name("NAME");
   cmd->add_option("-o,--output", opt->output, "Write the scenarios to FILE (atomically) instead of stdout")->type_name("FILE");
   cmd->callback(traced(*cmd, [opt, &exit_code] { exit_code = gen(*opt); }));

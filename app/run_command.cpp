@@ -7,13 +7,18 @@
 #include "explore_options.hpp"
 #include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/explore/policy_report.hpp"
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/memory_limit.hpp"
 #include "mlaplan/plan_check.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/printable.hpp"
 #include "mlaplan/render/plan_html.hpp"
+#include "mlaplan/render/plan_picture.hpp"
 #include "mlaplan/scenario_io.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::cli {
 
@@ -35,6 +40,7 @@ struct RunOptions {
   std::string html;  // --html FILE
   bool kernel_given = false;         // --kernel on the line
   bool max_sequences_given = false;  // --max-sequences on the line
+  MemoryLimit memory_limit;
 };
 
 // A policy other than max, planned on the CPU and checked against its invariants (the expected
@@ -104,6 +110,38 @@ PlanReport plan_one(const Scenario& s, const explore::Policy& policy, Planner& p
   return r;
 }
 
+// Checks, before anything is planned, that the tables of every scenario under every policy, with the
+// text and pictures made from them, fit in --memory-limit: run holds them all until it prints.
+void require_run_fits(const std::vector<Scenario>& scenarios, const std::vector<explore::Policy>& policies,
+                      const RunOptions& opt) {
+  const bool pictures = !opt.svg.empty() || !opt.html.empty();
+  std::string extra_what = opt.format == Format::json ? "--format json text" : opt.format == Format::csv ? "--format csv text" : "";
+  if (pictures) extra_what += std::string(extra_what.empty() ? "" : " and ") + "the pictures";
+  uint64_t total = 0;
+  size_t checked = 0;
+  for (const Scenario& s : scenarios) {
+    const uint64_t B = s.batch.batch_size();
+    const uint64_t extra = (opt.format == Format::table ? 0 : plan_text_bytes_per_row(B, opt.format == Format::csv)) +
+                           (pictures ? sizeof(render::ChunkPicture) : 0);
+    for (const explore::Policy& p : policies) {
+      uint64_t rows = s.batch.max_chunks;
+      if (p.kind != explore::PolicyKind::max) {  // its tables hold max(max_chunks, chunks) rows
+        const explore::PolicyOutcome o = explore::policy_outcome(s.batch, p);
+        if (o.refused) continue;  // refused: no tables
+        rows = std::max<uint64_t>(rows, o.chunks);
+      }
+      require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given, rows, extra, extra_what);
+      total += rows * (table_bytes(B, 1) + extra);  // each term within the limit: no overflow
+      ++checked;
+      if (total > opt.memory_limit.bytes)
+        throw InputError(fmt::format("{}: the tables of its first {} plans take {} together, above {}; plan fewer at "
+                                     "once (--scenario NAME, fewer policies) or raise --memory-limit",
+                                     opt.path, checked, format_bytes(total),
+                                     describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given)));
+    }
+  }
+}
+
 // After the plans of a scenario under several policies: one line per policy, side by side.
 std::string comparison_table(const std::vector<PlanReport>& reports, size_t first, size_t count) {
   std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}\n",
@@ -128,6 +166,8 @@ int run(const RunOptions& opt) {
   outputs().claim_output(opt.output, "-o");
   outputs().claim_output(opt.svg, "--svg");
   outputs().claim_output(opt.html, "--html");
+  // Ctrl-C: reading, planning and the outputs' pieces stop; nothing is written (exit 130).
+  InterruptScope interrupt_scope;
   PhaseTimer load_timer;
   std::vector<Scenario> scenarios;
   {
@@ -154,15 +194,27 @@ int run(const RunOptions& opt) {
   if (!any_max && opt.kernel_given)  // harmless, but the user asked for a planner that plans nothing here
     note(fmt::format("--kernel picks max's planner, and --policy {} has no max; its policies have one CPU planner each",
                      opt.policy.policy));
+  require_run_fits(scenarios, policies, opt);
   PlannerChoice choice = any_max ? choose(opt.backend) : PlannerChoice{make_fast_cpu_planner(), ""};
 
   std::vector<PlanReport> reports;
+  auto stop_if_asked = [&](const char* doing) {
+    if (stop_requested())
+      throw Interrupted(fmt::format("run: interrupted while {} ({} of {} plans made)", doing, reports.size(),
+                                    scenarios.size() * policies.size()));
+  };
   reports.reserve(scenarios.size() * policies.size());
   for (const Scenario& s : scenarios)
-    for (const explore::Policy& p : policies)
+    for (const explore::Policy& p : policies) {
+      stop_if_asked("planning");
       reports.push_back(plan_one(s, p, *choice.planner, opt, load_timer, compare));
+    }
 
   PhaseTimer output_timer;  // phases after timings_us was filled in: NVTX and --trace only
+  // The text of 100,000 plans takes a while: look for Ctrl-C every 256 of them.
+  auto poll = [&](size_t i) {
+    if ((i & 255) == 0) stop_if_asked("formatting the output");
+  };
   std::string text, svg, html;
   {
     auto format_scope = output_timer.phase("format");
@@ -171,13 +223,20 @@ int run(const RunOptions& opt) {
         text = format_plan_json(reports[0]);
       } else {  // still one object on stdout: a list under "scenarios"
         text = "{\"scenarios\": [\n";
-        for (size_t i = 0; i < reports.size(); ++i) text += (i ? ",\n" : "") + format_plan_json(reports[i]);
+        for (size_t i = 0; i < reports.size(); ++i) {
+          poll(i);
+          text += (i ? ",\n" : "") + format_plan_json(reports[i]);
+        }
         text += "]}\n";
       }
     } else if (opt.format == Format::csv) {
-      for (size_t i = 0; i < reports.size(); ++i) text += format_plan_csv(reports[i], i == 0);
+      for (size_t i = 0; i < reports.size(); ++i) {
+        poll(i);
+        text += format_plan_csv(reports[i], i == 0);
+      }
     } else {
       for (size_t i = 0; i < reports.size(); ++i) {
+        poll(i);
         text += (i ? "\n" : "") + format_plan_table(reports[i], opt.max_sequences);
         if (compare && (i + 1) % policies.size() == 0) text += comparison_table(reports, i + 1 - policies.size(), policies.size());
       }
@@ -185,6 +244,7 @@ int run(const RunOptions& opt) {
     if (!opt.svg.empty()) svg = render::plans_svg(reports);
     if (!opt.html.empty()) html = render::plan_html(reports, command_line(), opt.max_sequences);
   }
+  stop_if_asked("formatting the output");  // the last chance before anything is written
   {
     auto write_scope = output_timer.phase("write");
     // Staged, all renamed into place together when the command has succeeded (OutputSet).
@@ -225,6 +285,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(whole_number(1, UINT32_MAX));
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
+  add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--svg", opt->svg,
                   "Also draw the plans as a picture (SVG): a bar per chunk, a coloured segment per sequence, page "
                   "padding hatched; one panel per scenario and policy")

@@ -4,12 +4,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
 #include "mlaplan/bench/size_list.hpp"
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/memory_limit.hpp"
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
@@ -45,6 +48,7 @@ struct SweepOptions {
   bool no_progress = false;
   std::vector<std::string> formation_given;  // options forming batches from a workload, given on the line
   bool quantile_given = false, max_chunks_given = false, backend_given = false;
+  MemoryLimit memory_limit;
 };
 
 // The batches to sweep and where they came from.
@@ -53,7 +57,8 @@ struct Batches {
   std::string source, formation;
 };
 
-Batches load_batches(const SweepOptions& opt) {
+// `bytes_per_batch`: what the sweep keeps per batch besides the batch, counted while forming.
+Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
   Batches out;
   if (!opt.paths.empty()) {
     if (has_workload(opt.workload))
@@ -73,7 +78,10 @@ Batches load_batches(const SweepOptions& opt) {
     return out;
   }
   std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
-  const explore::BatchFormation formation = make_formation(opt.workload);
+  explore::BatchFormation formation = make_formation(opt.workload);
+  formation.memory_limit = opt.memory_limit.bytes;
+  formation.bytes_per_batch = bytes_per_batch;
+  formation.memory_limit_text = describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   explore::BatchSettings settings;
   settings.page_size = opt.page_size;
   out.batches = explore::form_batches(*source, formation, settings, opt.batches, opt.workload.seed);
@@ -81,6 +89,58 @@ Batches load_batches(const SweepOptions& opt) {
   out.source = source->describe();
   out.formation = fmt::format("{}, page {}", formation.describe(), opt.page_size);
   return out;
+}
+
+// What a sweep holds: the batches (their two arrays and the struct), one iteration count per batch
+// and setting, and per planning thread the max tables of the largest batch at the largest M and a
+// sorted copy of a row's counts. Forming counts the batches as they come (BatchFormation's
+// memory_limit); this checks the whole once they are there, scenario files included.
+struct SweepFootprint {
+  uint64_t batches = 0, sequences = 0, largest_batch = 0;
+};
+
+struct SweepShape {
+  size_t settings = 0, max_settings = 0;
+  uint64_t threads = 1;
+  // An iteration count per setting, and each thread's sorted copy of one row's.
+  uint64_t bytes_per_batch() const { return 4 * (settings + threads); }
+};
+
+SweepShape sweep_shape(const SweepOptions& opt, const explore::SweepGrid& grid) {
+  SweepShape shape;
+  for (const explore::Policy& p : grid.policies) {
+    const size_t n = grid.buffer_tokens.size() * (p.kind == explore::PolicyKind::max ? grid.max_chunks.size() : 1);
+    shape.settings += n;
+    if (p.kind == explore::PolicyKind::max) shape.max_settings += n;
+  }
+  // run_sweep's threads: one with the GPU, else one per core, at most one per setting.
+  shape.threads = opt.backend == "gpu" ? 1 : std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), shape.settings);
+  return shape;
+}
+
+void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid, const SweepFootprint& f) {
+  const SweepShape shape = sweep_shape(opt, grid);
+  const size_t settings = shape.settings, max_settings = shape.max_settings;
+  const uint64_t threads = shape.threads;
+  const std::string limit = describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
+  // Each term is far below 2^64 for any count that fits in memory at all; the product is capped.
+  const long double held = static_cast<long double>(f.batches) * (sizeof(Batch) + 8.0L + shape.bytes_per_batch()) +
+                           8.0L * static_cast<long double>(f.sequences);
+  if (held > static_cast<long double>(opt.memory_limit.bytes)) {
+    const uint64_t shown = held >= 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(held);
+    throw InputError(fmt::format("{}: {} batches x {} settings take {} (the batches and an iteration count per batch and "
+                                 "setting), above {}; sweep fewer batches or settings, or raise --memory-limit",
+                                 opt.paths.empty() ? fmt::format("--batches {}", opt.batches) : opt.paths.front(),
+                                 f.batches, settings, format_bytes(shown), limit));
+  }
+  if (max_settings == 0) return;
+  const uint32_t most_m = *std::max_element(grid.max_chunks.begin(), grid.max_chunks.end());
+  const uint64_t tables = table_bytes(f.largest_batch, most_m);
+  if (tables > opt.memory_limit.bytes / threads)
+    throw InputError(fmt::format("--max-chunks {}: batches of up to {} sequences in {} chunks take {} of tables on each of "
+                                 "{} planning thread{}, above {}; lower --max-chunks to at most {} or raise --memory-limit",
+                                 most_m, f.largest_batch, most_m, format_bytes(tables), threads, threads == 1 ? "" : "s",
+                                 limit, opt.memory_limit.bytes / threads / table_bytes(f.largest_batch, 1)));
 }
 
 int sweep(const SweepOptions& opt) {
@@ -145,7 +205,16 @@ int sweep(const SweepOptions& opt) {
   Batches in;
   {
     auto scope = timer.phase("form batches");
-    in = load_batches(opt);
+    in = load_batches(opt, sweep_shape(opt, grid).bytes_per_batch());
+  }
+  {
+    SweepFootprint formed;
+    formed.batches = in.batches.size();
+    for (const Batch& b : in.batches) {
+      formed.sequences += b.batch_size();
+      formed.largest_batch = std::max<uint64_t>(formed.largest_batch, b.batch_size());
+    }
+    require_sweep_fits(opt, grid, formed);
   }
   explore::SweepResult result;
   {
@@ -207,6 +276,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->default_str("16");
   add_policy_options(*cmd, opt->policy, true);
   add_model_options(*cmd, opt->model, true);
+  add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--backend", opt->backend, "Planner of the max policy: cpu (the fast CPU planner, on every core) or gpu (the GPU planner, one "
                  "launch and two copies per batch: a check of the kernel on a workload, far slower than the CPU for "
                  "sweeps of small batches)")

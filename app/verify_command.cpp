@@ -13,11 +13,13 @@
 #include "commands.hpp"
 #include "mlaplan/batch_generator.hpp"
 #include "mlaplan/builtin_suite.hpp"
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/case_check.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/external_planner.hpp"
+#include "mlaplan/memory_limit.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_tables_io.hpp"
 #include "mlaplan/printable.hpp"
@@ -52,10 +54,42 @@ struct VerifyOptions {
   size_t max_reproducers = 10;
   std::vector<uint32_t> only_page_sizes;  // --only-page-sizes
   std::vector<uint32_t> only_max_chunks;  // --only-max-chunks
+  MemoryLimit memory_limit;
   BatchLimits limits() const { return BatchLimits::of(only_page_sizes, only_max_chunks); }
 };
 
 constexpr uint64_t kBuiltinFuzz = 1000;
+// The largest B of random batches: ordinary shapes go up to 4096 chunks, so B = 16384 takes up to
+// 512 MiB of tables; the large-batch shape keeps to a few chunks, so 2^20 sequences take 160 MiB.
+// Either way one case plans in well under a second, so Ctrl-C is seen promptly.
+constexpr uint32_t kMostMaxBatchSize = 16384;
+constexpr uint32_t kMostLargeBatchSize = uint32_t{1} << 20;
+
+// Before any batch is drawn: the options' sizes within their maxima, and the largest tables the
+// generator can make within --memory-limit.
+void require_fuzz_fits(const VerifyOptions& opt, const BatchGeneratorOptions& g) {
+  if (opt.max_batch_size > kMostMaxBatchSize)
+    throw InputError(fmt::format("--max-batch-size {}: above {}, the most for ordinary random batches (in up to {} chunks); "
+                                 "for large batches use --large-batch-size (up to {})",
+                                 opt.max_batch_size, kMostMaxBatchSize, g.max_chunks, kMostLargeBatchSize));
+  if (opt.large_batch_size > kMostLargeBatchSize)
+    throw InputError(fmt::format("--large-batch-size {}: above {}, the most verify draws; give a value up to {}, or check "
+                                 "larger batches as scenario files",
+                                 opt.large_batch_size, kMostLargeBatchSize, kMostLargeBatchSize));
+  for (bool large : {false, true}) {
+    const uint64_t b = most_batch_size(g, large), m = most_chunk_rows(g, large), bytes = table_bytes(b, m);
+    if (bytes <= opt.memory_limit.bytes) continue;
+    const bool by_limits = !g.limits.max_chunks.empty();  // then the chunk counts allowed set the tables' rows
+    const std::string batch_option = large ? "--large-batch-size" : "--max-batch-size";
+    const std::string option = by_limits ? "--only-max-chunks" : batch_option;
+    const uint32_t value = by_limits ? g.limits.max_chunks.back() : large ? opt.large_batch_size : opt.max_batch_size;
+    throw InputError(fmt::format("{} {}: random batches of up to {} sequences in up to {} chunks take up to {} of tables, "
+                                 "above {}; lower {}{}, or raise --memory-limit",
+                                 option, value, b, m, format_bytes(bytes),
+                                 describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
+                                 by_limits ? "the largest --only-max-chunks or " : "", batch_option));
+  }
+}
 
 // The planners to check: on the GPU, its kernels; on the CPU, seed means the reference (the
 // seed's loop) and fast the closed-form planner.
@@ -161,6 +195,7 @@ class Verifier {
       return !check_case(candidate, planner, scratch).passed;
     };
     Scenario small = shrink_scenario(s, still_fails, 4000, opt_.limits());
+    if (stop_requested()) return "";  // shrinking was cut short: on Ctrl-C nothing is written
     PhaseTimer scratch;
     const CaseResult again = check_case(small, planner, scratch);
     small.name = s.name + "-repro";
@@ -353,6 +388,8 @@ int verify_plan_file(const VerifyOptions& opt) {
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); give the scenario the tables belong to",
                                  opt.paths[0]));
+  // Every scenario the plans may belong to, before the plan file is read into tables.
+  for (const Scenario& s : scenarios) require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
   const auto start = Clock::now();
   const PlanFile file = load_plan_file(opt.plan_file);
   const auto pairs = match_plans(opt, file, scenarios);
@@ -429,6 +466,9 @@ void claim_files(const VerifyOptions& opt) {
 
 int verify(const VerifyOptions& opt) {
   claim_files(opt);
+  // Ctrl-C: while loading, nothing is written (exit 130); later, the case at hand stops, the partial
+  // summary is printed and no report is written (exit 130).
+  InterruptScope interrupt_scope;
   if (!opt.plan_file.empty() && !opt.external.empty())
     throw InputError("--external: checks a planner by running it; --plan checks tables already made; use one");
   if (!opt.plan_file.empty()) return verify_plan_file(opt);
@@ -462,6 +502,15 @@ int verify(const VerifyOptions& opt) {
                                  "to verify; widen the lists or add --fuzz N",
                                  skipped));
 
+  // Every scenario to plan within --memory-limit, before any is planned.
+  for (const auto& group : groups)
+    for (const Scenario& s : group.second) require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
+  BatchGeneratorOptions gen_options;
+  gen_options.max_batch_size = opt.max_batch_size;
+  gen_options.large_batch_size = opt.large_batch_size;
+  gen_options.limits = limits;
+  if (fuzz) require_fuzz_fits(opt, gen_options);
+
   VerifyRun run;
   auto planners = make_planners(opt, &run.backend);
   for (const auto& p : planners) run.planners.push_back(p->name());
@@ -480,7 +529,6 @@ int verify(const VerifyOptions& opt) {
 
   uint64_t total = fuzz;
   for (const auto& g : groups) total += g.second.size();
-  InterruptScope interrupt_scope;  // Ctrl-C: finish the case at hand, print the partial summary, exit 130
   bool interrupted = false;
   Progress progress(total * planners.size());
   Verifier verifier(opt, std::move(planners), run);
@@ -491,7 +539,12 @@ int verify(const VerifyOptions& opt) {
     uint64_t group_failed = 0;
     for (const Scenario& s : scenarios) {
       if ((interrupted = interrupted || stop_requested())) break;
-      group_failed += verifier.check(s, group, "");
+      try {
+        group_failed += verifier.check(s, group, "");
+      } catch (const Interrupted&) {  // Ctrl-C inside a large case: the planners and checks stop too
+        interrupted = true;
+        break;
+      }
       progress.update(++done, failed + group_failed);
     }
     failed += group_failed;
@@ -499,10 +552,6 @@ int verify(const VerifyOptions& opt) {
   }
   if (fuzz) {
     const auto t0 = Clock::now();
-    BatchGeneratorOptions gen_options;
-    gen_options.max_batch_size = opt.max_batch_size;
-    gen_options.large_batch_size = opt.large_batch_size;
-    gen_options.limits = limits;
     BatchGenerator gen(seed, gen_options);
     uint64_t group_failed = 0;
     const std::string group = fmt::format("fuzz (seed {})", seed);
@@ -511,9 +560,14 @@ int verify(const VerifyOptions& opt) {
     for (uint64_t i = 0; i < fuzz; ++i, ++checked) {
       if ((interrupted = interrupted || stop_requested())) break;
       std::string shape;
-      s.batch = gen.next(&shape);
-      s.name = fmt::format("fuzz-{}-{}", seed, i);
-      group_failed += verifier.check(s, group, shape);
+      try {  // Ctrl-C inside a large batch: drawing, planning and checking it stop too
+        s.batch = gen.next(&shape);
+        s.name = fmt::format("fuzz-{}-{}", seed, i);
+        group_failed += verifier.check(s, group, shape);
+      } catch (const Interrupted&) {
+        interrupted = true;
+        break;
+      }
       progress.update(++done, failed + group_failed);
     }
     failed += group_failed;
@@ -547,10 +601,10 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
                                      "Seed of the random batches (default: random, and printed so any run can be repeated)")
       ->check(whole_number(0, UINT64_MAX));
-  cmd->add_option("--max-batch-size", opt->max_batch_size, "Largest B of ordinary random batches")
+  cmd->add_option("--max-batch-size", opt->max_batch_size, "Largest B of ordinary random batches (at most 16384)")
       ->default_str("64")
       ->check(whole_number(1, UINT32_MAX));
-  cmd->add_option("--large-batch-size", opt->large_batch_size, "Largest B of the random large-batch shape")
+  cmd->add_option("--large-batch-size", opt->large_batch_size, "Largest B of the random large-batch shape (at most 1048576)")
       ->default_str("4096")
       ->check(whole_number(1, UINT32_MAX));
   add_backend_option(*cmd, opt->backend);
@@ -590,6 +644,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->check(scenario_name());
   cmd->add_option("--report", opt->report, "Write every case, its status and timings as JSON to FILE")->type_name("FILE");
   cmd->add_option("--junit", opt->junit, "Write a JUnit XML report (one testcase per case and planner) to FILE")->type_name("FILE");
+  add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->type_name("DIR")->default_str(".");
   cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
       ->default_str("10")

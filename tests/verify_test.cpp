@@ -2,14 +2,18 @@
 // cell named, and the shrunk reproducer must still fail.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "mlaplan/batch_generator.hpp"
 #include "mlaplan/builtin_suite.hpp"
 #include "mlaplan/case_check.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
+#include "mlaplan/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "mlaplan/scenario_io.hpp"
 #include "mlaplan/shrink.hpp"
+#include "mlaplan/stop_request.hpp"
 #include "mlaplan/verify_report.hpp"
 
 using namespace mlaplan;
@@ -251,4 +255,61 @@ TEST(BatchLimits, ShrinkingKeepsToTheLimits) {
     EXPECT_TRUE(fails(small));
   }
   EXPECT_EQ(caught, 5);
+}
+
+// The bound verify checks --memory-limit against (issue 21): no batch the generator draws has larger
+// tables than most_batch_size x most_chunk_rows, with and without limits, for small and large B.
+TEST(BatchLimits, TheGeneratorsTablesStayWithinItsStatedBound) {
+  std::vector<BatchGeneratorOptions> all;
+  all.push_back({});
+  all.push_back({8, 20000, 4096, true, {}});
+  BatchGeneratorOptions limited{64, 5000, 4096, true, BatchLimits::of({1, 16, 1024}, {1, 3, 64, 200})};
+  all.push_back(limited);
+  limited.limits = BatchLimits::of({128}, {2, 5});  // every allowed M below what the large shape may need
+  all.push_back(limited);
+  for (size_t k = 0; k < all.size(); ++k) {
+    const BatchGeneratorOptions& o = all[k];
+    const uint64_t bound = std::max(table_bytes(most_batch_size(o, false), most_chunk_rows(o, false)),
+                                    table_bytes(most_batch_size(o, true), most_chunk_rows(o, true)));
+    BatchGenerator gen(k + 1, o);
+    for (int i = 0; i < 1500; ++i) {
+      std::string shape;
+      const Batch b = gen.next(&shape);
+      ASSERT_LE(table_bytes(b), bound) << "options " << k << ", " << shape << ": B=" << b.batch_size() << " M=" << b.max_chunks;
+    }
+  }
+  EXPECT_EQ(table_bytes(3, 4), 8u * 4 * 4);
+  EXPECT_EQ(table_bytes(0, 1), 8u);
+  EXPECT_EQ(table_bytes(uint64_t{1} << 40, uint64_t{1} << 40), UINT64_MAX);  // saturates
+}
+
+// Ctrl-C inside one large case: the planners, the property check and the shrinker stop.
+TEST(BatchLimits, AStopRequestStopsPlanningCheckingAndShrinking) {
+  Batch b;
+  b.page_size = 1;
+  b.buffer_token_size = 64;
+  b.max_chunks = 64;
+  b.cache_lengths.assign(100, 10);
+  b.input_row_offsets.assign(101, 0);
+  std::atomic<bool> stop{true};
+  EXPECT_THROW(plan_reference(b, &stop), Interrupted);
+  EXPECT_NO_THROW(plan_reference(b));
+  const PlanTables t = plan_reference(b);
+
+  DropsPagePadding bad;
+  Scenario s;
+  s.name = "case";
+  BatchGenerator gen(11, {64, 64, 64, false});
+  for (int i = 0; i < 300; ++i) {
+    s.batch = gen.next();
+    PhaseTimer timer;
+    if (!check_case(s, bad, timer).passed) break;
+  }
+  int calls = 0;
+  request_stop();
+  EXPECT_THROW(check_properties(b, t, 1), Interrupted);
+  const Scenario shrunk = shrink_scenario(s, [&](const Scenario&) { ++calls; return true; });
+  clear_stop_request();
+  EXPECT_EQ(calls, 1) << "only the first check, before any edit";
+  EXPECT_EQ(shrunk.batch.cache_lengths, s.batch.cache_lengths);
 }

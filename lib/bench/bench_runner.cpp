@@ -44,7 +44,7 @@ void derive_columns(BenchReport& report) {
                               : (r.mode == Mode::hot ? report.empty_hot : report.empty_cold);
     if (empty && empty->stats.median > 0) r.x_empty = median / empty->stats.median;
     if (empty && gpu_resident(r.kernel) && report.write && report.write->gbps() > 0) {
-      r.roofline_us = empty->stats.median + table_bytes(r.size, report.options.workload.max_chunks) / report.write->gbps() / 1e3;
+      r.roofline_us = empty->stats.median + static_cast<double>(table_bytes(r.size, report.options.workload.max_chunks)) / report.write->gbps() / 1e3;
       r.x_roofline = median / *r.roofline_us;
     }
     if (const BenchRow* seed = find_row(report.rows, r.size, Kernel::seed, r.mode)) r.speedup_vs_seed = seed->measurement.stats.median / median;

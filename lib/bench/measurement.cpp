@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/plan_tables.hpp"
 #include "mlaplan/stop_request.hpp"
 #include "mlaplan/table_diff.hpp"
 
@@ -97,8 +98,6 @@ void require_same_plan(const PlanTables& reference, const PlanTables& actual, Ke
                                    to_string(kernel), batch_size, set, d.describe()));
 }
 
-double table_bytes(size_t b, size_t m) { return 4.0 * static_cast<double>(m * (b + 1) + m * b + m); }
-
-double plan_bytes(size_t b, size_t m) { return 4.0 * static_cast<double>((b + 1) + b) + table_bytes(b, m); }
+double plan_bytes(size_t b, size_t m) { return 4.0 * static_cast<double>((b + 1) + b) + static_cast<double>(table_bytes(b, m)); }
 
 }  // namespace mlaplan::bench

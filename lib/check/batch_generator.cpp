@@ -4,6 +4,7 @@
 #include <array>
 
 #include "mlaplan/plan_shape.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -15,6 +16,27 @@ constexpr std::array<const char*, 11> kShapes = {"random",          "empty-batch
 constexpr uint64_t kU32Max = 0xffffffffu;
 
 }  // namespace
+
+uint64_t most_chunk_rows(const BatchGeneratorOptions& options, bool large_shape) {
+  const std::vector<uint32_t>& allowed = options.limits.max_chunks;  // sorted
+  const uint64_t any_shape = allowed.empty() ? options.max_chunks : allowed.back();
+  if (!large_shape) return any_shape;
+  // Its sequences take at most 2 pages each and its buffer at least an eighth of them, so it needs at
+  // most 16 chunks, unless the padded total passes 32 bits (huge --only-page-sizes) and the count is off.
+  const uint64_t largest_page = options.limits.page_sizes.empty() ? 1024 : options.limits.page_sizes.back();
+  const uint64_t count = std::max(options.large_batch_size, options.max_batch_size);
+  if (2 * largest_page * count > kU32Max) return any_shape;
+  constexpr uint64_t kLargeShapeChunks = 16 + 1 + 3;
+  if (allowed.empty()) return kLargeShapeChunks;
+  // keep_to_limits picks the smallest allowed value at or above what the batch needs, else the largest.
+  const auto at_least = std::lower_bound(allowed.begin(), allowed.end(), kLargeShapeChunks);
+  return at_least == allowed.end() ? allowed.back() : *at_least;
+}
+
+uint64_t most_batch_size(const BatchGeneratorOptions& options, bool large_shape) {
+  const uint64_t ordinary = uint64_t{std::max<uint32_t>(options.max_batch_size, 1)} + 3;
+  return large_shape ? std::max<uint64_t>(options.large_batch_size, ordinary) : ordinary;
+}
 
 BatchGenerator::BatchGenerator(uint64_t seed, BatchGeneratorOptions options) : rng_(seed), options_(options) {}
 
@@ -28,6 +50,8 @@ Batch BatchGenerator::sequences(uint32_t count, uint32_t page_size, uint32_t max
   b.page_size = page_size;
   b.input_row_offsets.push_back(chance(0.2) ? static_cast<uint32_t>(uniform(0, 100000)) : 0);
   for (uint32_t i = 0; i < count; ++i) {
+    // A large batch takes a while to draw: Ctrl-C is seen inside it too.
+    if ((i & 0xffff) == 0xffff && stop_requested()) throw Interrupted("interrupted while drawing a random batch");
     uint32_t tokens = chance(empty_share) ? 0 : static_cast<uint32_t>(uniform(0, max_tokens));
     // Some lengths sit on or next to page boundaries, where padding bugs live.
     if (chance(0.25)) {

@@ -4,6 +4,7 @@
 
 #include "mlaplan/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -16,7 +17,7 @@ Verification verify_plan(const Scenario& scenario, const PlanTables& tables, boo
     PlanTables ref;
     {
       auto scope = timer.phase("reference");
-      ref = plan_reference(scenario.batch);
+      ref = plan_reference(scenario.batch, stop_flag());
     }
     auto scope = timer.phase("check");
     v.diff = diff_tables(ref, tables);

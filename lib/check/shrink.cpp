@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -44,6 +45,7 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
 
   // Tries one edit of the batch; keeps it when the case still fails.
   auto attempt = [&](const std::function<void(Batch&)>& edit) {
+    if (stop_requested()) budget = 0;  // Ctrl-C: keep what is shrunk so far
     if (budget <= 0) return false;
     Scenario candidate = best;
     edit(candidate.batch);

@@ -2,11 +2,12 @@
 
 #include <algorithm>
 
+#include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
 
 namespace mlaplan {
 
-PlanTables plan_reference(const Batch& batch) {
+PlanTables plan_reference(const Batch& batch, const std::atomic<bool>* stop) {
   require_feasible(batch);
   const uint32_t B = batch.batch_size();
   const uint32_t M = batch.max_chunks;
@@ -21,6 +22,7 @@ PlanTables plan_reference(const Batch& batch) {
   // S[b] is kept as a running sum instead of the seed's per-thread re-summation: same values.
   uint64_t S = 0;
   for (uint32_t b = 0; b < B; ++b) {
+    if (stop && stop->load(std::memory_order_relaxed)) throw Interrupted("interrupted while planning");
     const uint64_t L = batch.padded_length(b);
     const uint64_t start_chunk = S / N;
     uint64_t processed = 0;

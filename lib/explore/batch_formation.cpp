@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mlaplan/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/stop_request.hpp"
 
@@ -109,9 +110,35 @@ std::string BatchFormation::describe() const {
   return fmt::format("a budget of {} new tokens per step, at most {} sequences", token_budget, max_sequences);
 }
 
+namespace {
+
+// Counts what the formed batches hold and refuses to go past the formation's memory limit.
+class Footprint {
+ public:
+  Footprint(const BatchFormation& f, size_t max_batches) : f_(f), max_batches_(max_batches) {}
+  void add(const std::vector<Batch>& batches, const Batch& b) {
+    if (f_.memory_limit == 0) return;
+    bytes_ += sizeof(Batch) + f_.bytes_per_batch + 4 * (b.cache_lengths.capacity() + b.input_row_offsets.capacity());
+    const uint64_t total = bytes_ + (batches.capacity() - batches.size()) * sizeof(Batch);
+    if (total > f_.memory_limit)
+      throw InputError(fmt::format("--batches {}: the first {} batches formed already take {}, above {}; form fewer "
+                                   "batches (about {} fit) or smaller ones, or raise --memory-limit",
+                                   max_batches_, batches.size() + 1, format_bytes(total), f_.memory_limit_text,
+                                   batches.size() * 9 / 10));
+  }
+
+ private:
+  const BatchFormation& f_;
+  size_t max_batches_;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace
+
 std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, const BatchSettings& settings,
                                 size_t max_batches, uint64_t seed) {
   std::vector<Batch> batches;
+  Footprint footprint(f, max_batches);
   std::mt19937_64 rng(seed);
   if (f.mode == BatchFormation::Mode::batch_size) {
     std::uniform_int_distribution<uint32_t> size(f.min_batch, f.max_batch);
@@ -128,6 +155,7 @@ std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, 
       }
       if (b.batch_size() == 0) break;
       validated(b, batches.size());
+      footprint.add(batches, b);
       batches.push_back(std::move(b));
     }
     return batches;
@@ -156,6 +184,7 @@ std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, 
     }
     if (b.batch_size() == 0) break;
     validated(b, batches.size());
+    footprint.add(batches, b);
     batches.push_back(std::move(b));
   }
   return batches;

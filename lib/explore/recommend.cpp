@@ -108,13 +108,13 @@ std::string quantile_name(double q) {
   return fmt::format("p{:g}", q * 100.0);
 }
 
-uint64_t parse_byte_size(const std::string& text) {
+uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   const std::string usage = "write e.g. 8GiB, 512MiB or 2GB";
   // The number: digits and one point (strtod alone would also take nan, inf, hex and exponents).
   const size_t used = std::min(text.find_first_not_of("0123456789."), text.size());
   const std::string number = text.substr(0, used);
   if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
-    throw InputError(fmt::format("--memory-budget {}: not a size; {}", text, usage));
+    throw InputError(fmt::format("{} {}: not a size; {}", option, text, usage));
   const double v = std::strtod(number.c_str(), nullptr);
   std::string unit = text.substr(used);
   unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
@@ -130,14 +130,14 @@ uint64_t parse_byte_size(const std::string& text) {
       continue;
     const double bytes = v * scale;
     if (bytes >= 1.8e19)
-      throw InputError(fmt::format("--memory-budget {}: more than 2^64 - 1 bytes; give a smaller size, {}", text, usage));
+      throw InputError(fmt::format("{} {}: more than 2^64 - 1 bytes; give a smaller size, {}", option, text, usage));
     const double rounded = std::round(bytes);  // llround would overflow past 2^63
     if (rounded < 1)
-      throw InputError(fmt::format("--memory-budget {}: a budget of 0 bytes fits no buffer; give a size above 0, {}", text, usage));
+      throw InputError(fmt::format("{} {}: a size of 0 bytes fits no buffer; give a size above 0, {}", option, text, usage));
     return static_cast<uint64_t>(rounded);
   }
-  throw InputError(fmt::format("--memory-budget {}: unknown unit '{}'; use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB ({})", text,
-                               unit, usage));
+  throw InputError(fmt::format("{} {}: unknown unit '{}'; use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB ({})", option,
+                               text, unit, usage));
 }
 
 }  // namespace mlaplan::explore

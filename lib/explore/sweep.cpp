@@ -45,7 +45,7 @@ class CpuMaxPlanner {
     if (rows_.size() < cells) rows_.resize(cells);
     if (cache_.size() < cells) cache_.resize(cells);
     lengths_.resize(m);
-    plan_fast_cpu_into(b, {rows_.data(), cache_.data(), lengths_.data()}, starts_);
+    plan_fast_cpu_into(b, {rows_.data(), cache_.data(), lengths_.data()}, starts_, stop_flag());
     PolicyOutcome o = policy_outcome(b, Policy{});  // payload and refusal from the shape...
     o.chunks = o.streamed_rows = o.largest_chunk = 0;  // ...the rest from the planned tables
     for (int32_t len : lengths_) {
@@ -62,7 +62,10 @@ class CpuMaxPlanner {
   std::vector<int32_t> lengths_;
 };
 
-SweepRow evaluate(std::vector<Batch>& batches, const Setting& s, const std::function<PolicyOutcome(const Batch&)>& plan_max) {
+// `b` is scratch, one per thread: each batch is copied into it with the setting's N and M, so the
+// threads share one copy of the batches (a copy per thread multiplied their memory by the cores).
+SweepRow evaluate(const std::vector<Batch>& batches, const Setting& s, const std::function<PolicyOutcome(const Batch&)>& plan_max,
+                  Batch& b) {
   SweepRow row;
   row.policy = s.policy;
   row.buffer_tokens = s.n;
@@ -78,9 +81,12 @@ SweepRow evaluate(std::vector<Batch>& batches, const Setting& s, const std::func
       row.batches = 0;  // unfinished: run_sweep drops it
       return row;
     }
-    Batch& b = batches[i];
+    const Batch& from = batches[i];
+    b.page_size = from.page_size;
+    b.cache_lengths.assign(from.cache_lengths.begin(), from.cache_lengths.end());  // reuses b's capacity
+    b.input_row_offsets.assign(from.input_row_offsets.begin(), from.input_row_offsets.end());
     b.buffer_token_size = s.n;
-    b.max_chunks = s.m.value_or(b.max_chunks);
+    b.max_chunks = s.m.value_or(from.max_chunks);
     const PolicyOutcome o = s.policy.kind == PolicyKind::max ? plan_max(b) : policy_outcome(b, s.policy);
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
@@ -152,7 +158,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
   };
 
   if (options.max_planner) {  // one device: one thread
-    std::vector<Batch> own = batches;
+    Batch scratch;
     PhaseTimer timer;
     auto plan_max = [&](const Batch& b) {
       const PlanShape shape = plan_shape(b);
@@ -160,7 +166,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       return outcome_from_tables(b, options.max_planner->plan(b, timer));
     };
     for (size_t i = 0; i < settings.size() && !stop_requested(); ++i) {
-      evaluated[i] = evaluate(own, settings[i], plan_max);
+      evaluated[i] = evaluate(batches, settings[i], plan_max, scratch);
       report();
     }
   } else {
@@ -170,13 +176,15 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
     std::mutex failure_mutex;
     auto worker = [&] {
       try {
-        std::vector<Batch> own = batches;  // each thread sets N and M on its own copy
+        Batch scratch;  // each thread sets N and M on its own copy of the batch at hand
         CpuMaxPlanner cpu;
         std::function<PolicyOutcome(const Batch&)> plan_max = [&cpu](const Batch& b) { return cpu(b); };
         for (size_t i = next++; i < settings.size() && !stop_requested(); i = next++) {
-          evaluated[i] = evaluate(own, settings[i], plan_max);
+          evaluated[i] = evaluate(batches, settings[i], plan_max, scratch);
           report();
         }
+      } catch (const Interrupted&) {  // inside a large batch: its setting is left unfinished, as on any stop
+        next = settings.size();
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();

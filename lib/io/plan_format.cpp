@@ -5,6 +5,7 @@
 #include "mlaplan/byte_format.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/printable.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -14,12 +15,18 @@ namespace {
 // (dump() would throw and turn a valid run into an internal error).
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
+// The text of one large plan (a gigabyte at the memory limit) takes seconds: Ctrl-C is seen inside it.
+void poll_stop(size_t row) {
+  if ((row & 63) == 0 && stop_requested()) throw Interrupted("interrupted while formatting the tables");
+}
+
 
 // A table as a JSON list of rows, one row per line: readable, and far faster than a DOM for large B.
 template <typename T>
 void append_rows(fmt::memory_buffer& out, const std::vector<T>& flat, size_t rows, size_t cols) {
   out.push_back('[');
   for (size_t r = 0; r < rows; ++r) {
+    poll_stop(r);
     fmt::format_to(std::back_inserter(out), "{}\n    [", r ? "," : "");
     for (size_t c = 0; c < cols; ++c) fmt::format_to(std::back_inserter(out), c ? ", {}" : "{}", flat[r * cols + c]);
     out.push_back(']');
@@ -75,6 +82,7 @@ std::string format_plan_csv(const PlanReport& r, bool header) {
   fmt::memory_buffer out;
   if (header) fmt::format_to(std::back_inserter(out), "chunk,sequence,buffer_row_offset,cache_offset,buffer_length\n");
   for (uint32_t c = 0; c < t.max_chunks; ++c) {
+    poll_stop(c);
     for (uint32_t b = 0; b < t.batch_size; ++b)
       fmt::format_to(std::back_inserter(out), "{},{},{},{},{}\n", c, b, t.row_offset(c, b), t.cache_offset(c, b),
                      t.buffer_lengths[c]);

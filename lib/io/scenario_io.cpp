@@ -12,6 +12,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/input_file.hpp"
 #include "mlaplan/json_error.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -214,8 +215,11 @@ Scenario parse_one(const json& obj, const std::string& file, const std::string& 
 json parse_strict(const std::string& text, const std::string& file) {
   std::vector<std::set<std::string>> keys;
   std::string duplicate;
+  uint64_t events = 0;
   auto cb = [&](int depth, json::parse_event_t event, json& parsed) {
     (void)depth;
+    // A 256 MiB file takes seconds to parse: Ctrl-C is seen inside it.
+    if ((++events & 0xffff) == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
     if (event == json::parse_event_t::object_start) keys.emplace_back();
     if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
     if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
@@ -245,8 +249,10 @@ std::vector<Scenario> parse_scenarios(const std::string& text, const std::string
       throw InputError(fmt::format("{}: a file with \"scenarios\" may hold no other top-level key", file));
     const json& list = j["scenarios"];
     if (!list.is_array()) throw InputError(fmt::format("{}: scenarios: expected an array of scenario objects", file));
-    for (size_t i = 0; i < list.size(); ++i)
+    for (size_t i = 0; i < list.size(); ++i) {
+      if ((i & 1023) == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
       out.push_back(parse_one(list[i], file, fmt::format("scenarios[{}].", i), fmt::format("{}[{}]", default_name, i)));
+    }
     return out;
   }
   out.push_back(parse_one(j, file, "", default_name));

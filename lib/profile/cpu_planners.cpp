@@ -5,26 +5,30 @@
 
 #include <utility>
 
+#include "mlaplan/stop_request.hpp"
+
 namespace mlaplan {
 
 namespace {
 
-// A host function planning a batch, as one "plan" phase.
+// A host function planning a batch, as one "plan" phase; Ctrl-C stops it inside a large batch.
+using PlanFunction = PlanTables (*)(const Batch&, const std::atomic<bool>*);
+
 class CpuPlanner final : public Planner {
  public:
-  CpuPlanner(std::string name, PlanTables (*plan)(const Batch&))
+  CpuPlanner(std::string name, PlanFunction plan)
       : name_(std::move(name)), plan_(plan), reference_(plan == &plan_reference) {}
   std::string name() const override { return name_; }
   bool is_reference() const override { return reference_; }
   std::string backend() const override { return "cpu"; }
   PlanTables plan(const Batch& batch, PhaseTimer& timer) override {
     auto scope = timer.phase("plan");
-    return plan_(batch);
+    return plan_(batch, stop_flag());
   }
 
  private:
   std::string name_;
-  PlanTables (*plan_)(const Batch&);
+  PlanFunction plan_;
   bool reference_;
 };
 

@@ -12,5 +12,6 @@ static_assert(std::atomic<bool>::is_always_lock_free, "request_stop must be asyn
 void request_stop() noexcept { stop.store(true, std::memory_order_relaxed); }
 bool stop_requested() noexcept { return stop.load(std::memory_order_relaxed); }
 void clear_stop_request() noexcept { stop.store(false, std::memory_order_relaxed); }
+const std::atomic<bool>* stop_flag() noexcept { return &stop; }
 
 }  // namespace mlaplan

@@ -5,6 +5,7 @@
 #include "mlaplan/render/html_page.hpp"
 #include "mlaplan/render/plan_svg.hpp"
 #include "mlaplan/render/svg_writer.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::render {
 
@@ -52,6 +53,7 @@ std::string plan_html(const std::vector<PlanReport>& reports, const std::string&
   HtmlPage page(title);
   if (!command.empty()) page.command(command);
   for (size_t i = 0; i < sections.size(); ++i) {
+    if ((i & 255) == 0 && stop_requested()) throw Interrupted("interrupted while writing the page");
     const std::vector<const PlanReport*>& section = sections[i];
     const Scenario& s = *section.front()->scenario;
     page.heading(s.name);

@@ -7,6 +7,7 @@
 #include "mlaplan/byte_format.hpp"
 #include "mlaplan/render/palette.hpp"
 #include "mlaplan/render/svg_writer.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::render {
 
@@ -321,17 +322,22 @@ BarBox bar_box(const std::vector<PlanPicture>& panels, size_t panel, size_t chun
 }
 
 std::string plan_svg(const std::vector<PlanPicture>& panels, const PlanSvgOptions& o) {
-  double height = first_panel_top(panels, o);
+  // Each panel's top as a running sum: asking panel_top for each would be quadratic in the panels.
+  const double first_top = first_panel_top(panels, o);
+  double height = first_top;
   for (const PlanPicture& p : panels) height += panel_height(p, o) + kPanelGap;
   SvgWriter svg(o.width, height);
   svg.rect(0, 0, o.width, height, "#FFFFFF");
   Painter painter(svg, o);
   painter.defs();
   if (panels.size() > 1) painter.summary(panels);
+  double top = first_top;
   for (size_t i = 0; i < panels.size(); ++i) {
+    if ((i & 255) == 0 && stop_requested()) throw Interrupted("interrupted while drawing the plans");
     svg.open("g", {{"class", "panel"}});
-    painter.panel(panels[i], panel_top(panels, i, o));
+    painter.panel(panels[i], top);
     svg.close();
+    top += panel_height(panels[i], o) + kPanelGap;
   }
   if (panels.empty()) svg.text(kLeft, kTop + 18, "no plan to draw", 14);
   return svg.finish(o.standalone);

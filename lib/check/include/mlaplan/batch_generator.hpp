@@ -19,6 +19,14 @@ struct BatchGeneratorOptions {
   BatchLimits limits;            // only these page sizes and max_chunks (the shapes adapt: see next())
 };
 
+// The most chunk rows a batch drawn with `options` can have: of the ordinary shapes (B up to
+// max_batch_size) or of the large-batch shape (B up to large_batch_size, in at most 16 chunks plus
+// the minimum's +1 and up to 3 of slack). With table_bytes it bounds the tables of every batch the
+// generator makes, so verify can refuse options whose batches would not fit before drawing any.
+uint64_t most_chunk_rows(const BatchGeneratorOptions& options, bool large_shape);
+// The largest B of those shapes (the exact-multiple shape adds up to 3 empty sequences).
+uint64_t most_batch_size(const BatchGeneratorOptions& options, bool large_shape);
+
 class BatchGenerator {
  public:
   explicit BatchGenerator(uint64_t seed, BatchGeneratorOptions options = {});

@@ -10,7 +10,7 @@
 namespace mlaplan {
 
 // Greedily simplifies `failing` (dropping its expected block) while `still_fails` holds, calling it
-// at most `budget` times. Every candidate passed to `still_fails` is a valid batch that `limits` admits.
+// at most `budget` times, and no more once a stop is requested (Ctrl-C). Every candidate passed to `still_fails` is a valid batch that `limits` admits.
 Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails,
                          int budget = 4000, const BatchLimits& limits = {});
 

@@ -1,4 +1,4 @@
-// The three ways a plan request fails, each mapped to one exit status of the CLI.
+// The ways a plan request fails, each mapped to one exit status of the CLI.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,14 @@ class InfeasibleBatch : public InputError {
 
 // The device or runtime failed: no usable GPU, a CUDA error, out of memory (exit 3).
 class DeviceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The caller asked the work to stop (Ctrl-C: stop_request.hpp), and it stopped before finishing
+// (exit 130). Thrown by the CPU planners when their stop flag is set, and by loops that have no
+// partial result worth keeping (forming a sweep's batches, say).
+class Interrupted : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

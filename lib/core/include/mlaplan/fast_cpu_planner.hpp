@@ -2,6 +2,7 @@
 // the seed's per-sequence chunk loop. Bit-identical to plan_reference and refuses the same batches.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -18,10 +19,12 @@ struct PlanTablesView {
 };
 
 // Plans a validated batch into `out`. `starts` is scratch for the B+1 prefix sums, kept by the
-// caller so a hot loop allocates nothing. Throws InfeasibleBatch (via require_feasible).
-void plan_fast_cpu_into(const Batch& batch, PlanTablesView out, std::vector<uint32_t>& starts);
+// caller so a hot loop allocates nothing. Throws InfeasibleBatch (via require_feasible), and
+// Interrupted when `stop` is given and turns true (polled once per chunk).
+void plan_fast_cpu_into(const Batch& batch, PlanTablesView out, std::vector<uint32_t>& starts,
+                        const std::atomic<bool>* stop = nullptr);
 
 // The same into freshly allocated tables.
-PlanTables plan_fast_cpu(const Batch& batch);
+PlanTables plan_fast_cpu(const Batch& batch, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace mlaplan

@@ -3,9 +3,27 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
+#include "mlaplan/batch.hpp"
+
 namespace mlaplan {
+
+// Bytes of the three tables of B sequences in `chunk_rows` chunks: M x (B+1) + M x B + M cells of
+// 4 bytes, that is 8 x M x (B+1); saturates at 2^64 - 1. Every memory budget (run, verify, sweep,
+// bench, gen) sizes tables with this one function.
+constexpr uint64_t table_bytes(uint64_t batch_size, uint64_t chunk_rows) {
+  const uint64_t columns = batch_size + 1;
+  if (chunk_rows != 0 && columns > std::numeric_limits<uint64_t>::max() / 8 / chunk_rows)
+    return std::numeric_limits<uint64_t>::max();
+  return 8 * chunk_rows * columns;
+}
+// The tables of a batch as the max planners write them: max_chunks rows.
+inline uint64_t table_bytes(const Batch& batch) { return table_bytes(batch.batch_size(), batch.max_chunks); }
+
+// The memory the tables a command plans may take unless --memory-limit says otherwise: 2 GiB.
+inline constexpr uint64_t kDefaultMemoryLimit = uint64_t{2} << 30;
 
 struct PlanTables {
   uint32_t batch_size = 0;  // B

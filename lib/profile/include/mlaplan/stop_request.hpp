@@ -2,18 +2,16 @@
 // verify, bench and sweep, which then finish what they hold and report a partial result.
 #pragma once
 
-#include <stdexcept>
+#include <atomic>
+
+#include "mlaplan/errors.hpp"  // Interrupted, thrown by a loop that stops on the request
 
 namespace mlaplan {
 
 void request_stop() noexcept;  // async-signal-safe: one lock-free atomic store
 bool stop_requested() noexcept;
 void clear_stop_request() noexcept;
-
-// Thrown by a loop that has no partial result worth keeping (forming a sweep's batches, say).
-class Interrupted : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// The flag itself, for the CPU planners of core (which depend on nothing, so they take a pointer).
+const std::atomic<bool>* stop_flag() noexcept;
 
 }  // namespace mlaplan

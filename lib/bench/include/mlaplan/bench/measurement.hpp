@@ -64,9 +64,8 @@ class PlanMismatch : public std::runtime_error {
 // Throws PlanMismatch naming the kernel, batch size, input set and first differing cell.
 void require_same_plan(const PlanTables& reference, const PlanTables& actual, Kernel kernel, size_t batch_size, size_t set);
 
-// Minimal bytes a plan must move: inputs read once, tables written once.
+// Minimal bytes a plan must move: inputs read once, tables written once. The tables alone, what a
+// planner must write whatever it reads, are core's table_bytes (plan_tables.hpp).
 double plan_bytes(size_t batch_size, size_t max_chunks);
-// The bytes of the three tables alone: what a planner must write whatever it reads.
-double table_bytes(size_t batch_size, size_t max_chunks);
 
 }  // namespace mlaplan::bench

@@ -38,7 +38,7 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
 double parse_quantile(const std::string& text);
 // "p99" for 0.99, "p99.9" for 0.999, "max" for 1.
 std::string quantile_name(double q);
-// "8GiB", "512 MiB", "1.5GB", "1073741824": bytes; InputError naming --memory-budget.
-uint64_t parse_byte_size(const std::string& text);
+// "8GiB", "512 MiB", "1.5GB", "1073741824": bytes; InputError naming `option` (--memory-budget, --memory-limit).
+uint64_t parse_byte_size(const std::string& text, const std::string& option = "--memory-budget");
 
 }  // namespace mlaplan::explore
