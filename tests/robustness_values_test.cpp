@@ -243,7 +243,7 @@ TEST(Values, MessagesSayTheOptionsOwnWords) {
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --buffer-tokens ,,"),
                    "--buffer-tokens: ',,' has an empty item (two commas in a row, or one at an end)");
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --recommend --max-iterations 1 --model deepseek-v3 --memory-budget 0"),
-                   "--memory-budget 0: a budget of 0 bytes fits no buffer");
+                   "--memory-budget 0: a size of 0 bytes fits no buffer");
   expect_one_error(run_cli("sweep --workload short-chat --batches 4 --recommend --max-iterations 1 --model deepseek-v3 --memory-budget 8GX"),
                    "--memory-budget 8GX: unknown unit 'GX'");
   // Parse errors point to the subcommand's help.

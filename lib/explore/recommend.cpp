@@ -118,6 +118,9 @@ uint64_t parse_byte_size(const std::string& text, const std::string& option) {
   const double v = std::strtod(number.c_str(), nullptr);
   std::string unit = text.substr(used);
   unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
+  // 1e3, 2-3, 8GiB2: the number is not plain digits, which is what to say, not that the unit is odd.
+  if (unit.find_first_of("0123456789+-") != std::string::npos)
+    throw InputError(fmt::format("{} {}: not a size; {}", option, text, usage));
   static const std::pair<const char*, double> units[] = {
       {"", 1},          {"B", 1},          {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
       {"TiB", 1099511627776.0}, {"KB", 1e3}, {"MB", 1e6},    {"GB", 1e9},         {"TB", 1e12}};
