@@ -1,4 +1,4 @@
-// The gate checks everything it is given (issue 21): `verify --plan` compares every fact a plan
+// The gate checks everything it is given: `verify --plan` compares every fact a plan
 // file states with the reference and accepts run's own JSON, one plan or a list; verify finds
 // *.JSON and skips hidden folders, saying so; the external protocol's answer lines are bounded.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Bounded resources and interrupts everywhere (issue 21): every size that drives allocation is
+// Bounded resources and interrupts everywhere: every size that drives allocation is
 // checked against a stated budget before anything is allocated (exit 2 naming the field, the size it
 // would take and the fix), work over many scenarios is linear in their number, gen writes nothing
 // run cannot read, and every subcommand stops within a second of Ctrl-C, inside its largest unit of

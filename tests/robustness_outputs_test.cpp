@@ -1,4 +1,4 @@
-// Outputs of every subcommand (issue 21): every write checked (a full device, a closed stdout), no
+// Outputs of every subcommand: every write checked (a full device, a closed stdout), no
 // output onto an input or onto another output, all outputs or none, symlinks written through, no
 // trace on an interrupt, and file-access messages that say the real cause.
 #include <gtest/gtest.h>

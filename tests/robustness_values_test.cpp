@@ -1,4 +1,4 @@
-// Robustness of option values (issue 21): nan, inf and out-of-range numbers refused in the option's
+// Robustness of option values: nan, inf and out-of-range numbers refused in the option's
 // own words, options that do not apply refused instead of dropped, one case rule for every named
 // value, messages that say the real cause, user text escaped on stdout, and run --backend cpu
 // planning with the CPU planner verify uses.

@@ -257,7 +257,7 @@ TEST(BatchLimits, ShrinkingKeepsToTheLimits) {
   EXPECT_EQ(caught, 5);
 }
 
-// The bound verify checks --memory-limit against (issue 21): no batch the generator draws has larger
+// The bound verify checks --memory-limit against: no batch the generator draws has larger
 // tables than most_batch_size x most_chunk_rows, with and without limits, for small and large B.
 TEST(BatchLimits, TheGeneratorsTablesStayWithinItsStatedBound) {
   std::vector<BatchGeneratorOptions> all;
