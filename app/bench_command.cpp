@@ -76,7 +76,7 @@ int run_bench_command(const BenchCliOptions& opt) {
   o.rule.max_noise = opt.max_noise_percent / 100.0;
   // Progress only for a person watching: never into a redirected log or CI output.
   if (!opt.no_progress && ::isatty(STDERR_FILENO)) {
-    o.progress = [](const std::string& what) { fmt::print(stderr, "\r\033[Kmlaplan: bench: {}", what); };
+    o.progress = [](const std::string& what) { print_stderr(fmt::format("\r\033[Kmlaplan: bench: {}", what)); };
   }
 
   bench::BenchReport report;
@@ -84,11 +84,11 @@ int run_bench_command(const BenchCliOptions& opt) {
   try {
     report = bench::run_bench(o);
   } catch (const bench::PlanMismatch& e) {
-    if (o.progress) fmt::print(stderr, "\r\033[K");
+    if (o.progress) print_stderr(fmt::format("\r\033[K"));
     error(e.what());
     return kWrongPlan;
   }
-  if (o.progress) fmt::print(stderr, "\r\033[K");
+  if (o.progress) print_stderr(fmt::format("\r\033[K"));
   // A bench that could measure none of what was asked must not pass with an empty table.
   const auto unavailable = [&report](bench::Kernel k) {
     return std::any_of(report.unavailable.begin(), report.unavailable.end(), [k](const bench::Unavailable& u) { return u.kernel == k; });
@@ -110,8 +110,8 @@ int run_bench_command(const BenchCliOptions& opt) {
   }
   for (const bench::Unavailable& u : report.unavailable) note(fmt::format("{}: unavailable: {}", bench::to_string(u.kernel), u.reason));
   if (report.sm_mhz_before && report.sm_mhz_after && *report.sm_mhz_after < 0.9 * *report.sm_mhz_before)
-    fmt::print(stderr, "mlaplan: warning: the SM clock fell from {:.0f} to {:.0f} MHz during the run (throttling?); "
-               "later rows may be slow\n", *report.sm_mhz_before, *report.sm_mhz_after);
+    print_stderr(fmt::format("mlaplan: warning: the SM clock fell from {:.0f} to {:.0f} MHz during the run (throttling?); "
+               "later rows may be slow\n", *report.sm_mhz_before, *report.sm_mhz_after));
 
   PhaseTimer timer;
   std::string text;

@@ -29,22 +29,31 @@ namespace mlaplan::cli {
 
 namespace {
 
-void on_interrupt(int signal) {
-  request_stop();
-  std::signal(signal, SIG_DFL);  // the next one kills
+void on_interrupt(int) { request_stop(); }
+
+int scope_depth = 0;  // scopes nest (main's, a subcommand's): the outermost installs and restores
+
+void install(void (*handler)(int)) {
+  struct sigaction action {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  // No SA_RESTART: a read or open that blocks (a FIFO with no writer, a pipe that never ends) returns
+  // EINTR, so its loop sees the stop; SA_RESETHAND: the next signal kills.
+  action.sa_flags = handler == SIG_DFL ? 0 : SA_RESETHAND;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
 }
 
 }  // namespace
 
 InterruptScope::InterruptScope() {
+  if (scope_depth++ > 0) return;
   clear_stop_request();
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  install(on_interrupt);
 }
 
 InterruptScope::~InterruptScope() {
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  if (--scope_depth == 0) install(SIG_DFL);
 }
 
 namespace {
@@ -87,9 +96,17 @@ std::string help_footer(const std::string& examples) {
          "Run `mlaplan SUBCOMMAND --help` for a subcommand's options.";
 }
 
-void note(const std::string& message) { fmt::print(stderr, "mlaplan: note: {}\n", one_line(message)); }
+void print_stderr(const std::string& text) noexcept {
+  // Nowhere is left to report a failed write to stderr (2>&-, 2>/dev/full): it must not end the
+  // command, as fmt::print's exception would.
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  std::clearerr(stderr);
+}
 
-void error(const std::string& message) { fmt::print(stderr, "mlaplan: error: {}\n", one_line(message)); }
+void note(const std::string& message) { print_stderr(fmt::format("mlaplan: note: {}\n", one_line(message))); }
+
+void error(const std::string& message) { print_stderr(fmt::format("mlaplan: error: {}\n", one_line(message))); }
 
 void write_output(const std::string& path, const std::string& content) {
   if (path.empty() || path == "-") return write_stdout(content);

@@ -20,7 +20,9 @@ enum Exit : int { kOk = 0, kWrongPlan = 1, kBadInput = 2, kDeviceFailure = 3, kI
 
 // While alive, Ctrl-C (SIGINT) and SIGTERM request a stop (stop_request.hpp) instead of killing the
 // process, so verify, bench and sweep finish the case at hand, print what they have and exit 130; a
-// second signal kills as usual.
+// second signal kills as usual. Blocking reads and opens return EINTR (no SA_RESTART), so they see
+// the stop too. Scopes nest: main holds one for the whole command, so the outputs' commit is
+// covered, and the outermost restores the default.
 class InterruptScope {
  public:
   InterruptScope();
@@ -36,6 +38,9 @@ std::string help_footer(const std::string& examples = "");
 // The command line as typed (main records it), shell-quoted where needed: reports show what made them.
 void set_command_line(int argc, char** argv);
 const std::string& command_line();
+
+// Writes to stderr, never throwing: a closed or full stderr is ignored, having nowhere to be reported.
+void print_stderr(const std::string& text) noexcept;
 
 // "mlaplan: note: ..." on stderr, for things a user should know that are not errors.
 void note(const std::string& message);

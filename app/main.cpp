@@ -89,19 +89,7 @@ int run_mlaplan(int argc, char** argv) {
       // A stop requested after the work (while writing) still means no output: exit 130, not 0.
       if (stop_requested()) throw Interrupted("interrupted");
       cli::check_stdout();
-      // A signal now would kill half-way through the renames: it waits until they are done.
-      sigset_t stop, previous;
-      sigemptyset(&stop);
-      sigaddset(&stop, SIGINT);
-      sigaddset(&stop, SIGTERM);
-      sigprocmask(SIG_BLOCK, &stop, &previous);
-      try {
-        cli::outputs().commit();
-      } catch (...) {
-        sigprocmask(SIG_SETMASK, &previous, nullptr);
-        throw;
-      }
-      sigprocmask(SIG_SETMASK, &previous, nullptr);
+      cli::outputs().commit();  // a stop while writing into a FIFO drops everything; the renames finish
     } else {
       cli::outputs().discard();
     }
@@ -135,6 +123,10 @@ int run_mlaplan(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   mlaplan::cli::guard_standard_streams();  // before anything opens a file: a closed stdout keeps fd 1
+  // A reader that went away (| head) is a write error, EPIPE, reported on one line, not a silent death.
+  std::signal(SIGPIPE, SIG_IGN);
+  // Ctrl-C is a stop request from the start to the end, the outputs' commit included.
+  mlaplan::cli::InterruptScope interrupt_scope;
   int code = run_mlaplan(argc, argv);
   mlaplan::cli::outputs().discard();  // whatever was not committed (an error, an interrupt)
   // What any path printed (--help, --version, the summaries) must have arrived, and closing stdout

@@ -1,6 +1,8 @@
 #include "output_files.hpp"
 
 #include <fcntl.h>
+
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <climits>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +18,7 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/file_error.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan::cli {
 
@@ -61,13 +65,15 @@ std::string normal_form(const std::string& path) {
   return normal.string();
 }
 
-// Writes all of `content` to `fd`; false with errno set on failure.
+// Writes all of `content` to `fd`; false with errno set on failure. A FIFO whose reader stalls
+// blocks here: Ctrl-C ends the wait (EINTR, then the stop request).
 bool write_all(int fd, const std::string& content) {
   const char* p = content.data();
   size_t left = content.size();
   while (left) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
+      if (errno == EINTR && stop_requested()) throw Interrupted("interrupted while writing the outputs");
       if (errno == EINTR) continue;
       return false;
     }
@@ -206,15 +212,36 @@ void OutputSet::commit() {
   for (Output& o : outputs_) {
     if (!o.staged || !o.special) continue;
     // O_APPEND: /dev/stdout onto a file adds after what stdout wrote, never over it.
-    const int fd = ::open(o.target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    int fd = -1;
+    // A FIFO without a reader blocks the open: Ctrl-C ends the wait.
+    while ((fd = ::open(o.target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC)) < 0 && errno == EINTR)
+      if (stop_requested()) throw Interrupted(fmt::format("interrupted while waiting for a reader of {}", o.path));
     if (fd < 0) fail(o.path, errno);
+    struct FdCloser {  // closed on the Interrupted path too
+      int fd;
+      ~FdCloser() {
+        if (fd >= 0) ::close(fd);
+      }
+    } closer{fd};
     const bool written = write_all(fd, o.content);
     const int write_err = errno;
+    closer.fd = -1;
     const bool closed = ::close(fd) == 0;
     if (!written) fail(o.path, write_err, "writing the output failed");
     if (!closed) fail(o.path, errno, "writing the output failed");
     o.content.clear();
   }
+  if (stop_requested()) throw Interrupted("interrupted");
+  // A signal now would stop half-way through the renames: it waits until they are done.
+  sigset_t stop, previous;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop, &previous);
+  struct Unblock {
+    sigset_t* previous;
+    ~Unblock() { sigprocmask(SIG_SETMASK, previous, nullptr); }
+  } unblock{&previous};
   for (Output& o : outputs_) {
     if (o.temp.empty()) continue;
     if (::rename(o.temp.c_str(), o.target.c_str()) != 0) fail(o.path, errno, "cannot replace the output file");
@@ -269,6 +296,7 @@ std::string stdout_problem() {
   } else if (!err && ::fstat(STDOUT_FILENO, &st) == 0) {
     if (S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 7) err = ENOSPC;  // /dev/full
     else if (S_ISREG(st.st_mode) && ::fstatvfs(STDOUT_FILENO, &vfs) == 0 && vfs.f_bavail == 0) err = ENOSPC;
+    else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) err = EPIPE;  // the reader went away (| head)
   }
   const std::string cause =
       err ? file_error_cause(err, FileRole::output) : std::string("some of it was not written (a full disk, an I/O error?)");

@@ -196,8 +196,8 @@ int sweep(const SweepOptions& opt) {
   }
   if (!opt.no_progress && ::isatty(STDERR_FILENO))
     run_options.progress = [](size_t done, size_t total) {
-      fmt::print(stderr, "\r\033[Kmlaplan: sweep: {} of {} settings", done, total);
-      if (done == total) fmt::print(stderr, "\r\033[K");
+      print_stderr(fmt::format("\r\033[Kmlaplan: sweep: {} of {} settings", done, total));
+      if (done == total) print_stderr(fmt::format("\r\033[K"));
     };
 
   InterruptScope interrupt_scope;  // Ctrl-C: finish the settings at hand, print them, exit 130

@@ -132,10 +132,10 @@ class Progress {
     if (now - start_ < std::chrono::seconds(1) || now - last_ < std::chrono::milliseconds(200)) return;
     last_ = now;
     shown_ = true;
-    fmt::print(stderr, "\rverify: {}/{} cases, {} failed", done, total_, failed);
+    print_stderr(fmt::format("\rverify: {}/{} cases, {} failed", done, total_, failed));
   }
   ~Progress() {
-    if (shown_) fmt::print(stderr, "\r\033[K");
+    if (shown_) print_stderr(fmt::format("\r\033[K"));
   }
 
  private:

@@ -2,6 +2,7 @@
 // valid spelling, and Ctrl-C during the long commands (partial summary, no output file, exit 130).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +126,37 @@ TEST(Interrupt, VerifyStopsWhileWaitingForAnExternalPlanner) {
 
 // The program's own stderr does not interleave with mlaplan's: its last line is quoted in the one
 // error line.
+// stderr closed or full has nowhere to be reported: the command still does its work and keeps its
+// exit status (it used to abort, exit 134, on the first note, leaving a temporary behind).
+TEST(Gate, AClosedOrFullStderrChangesNothing) {
+  const fs::path dir = scratch("stderr");
+  const std::string out = (dir / "o.json").string(), exe = MLAPLAN_EXE;
+  auto status = [](const std::string& cmd) {
+    const int s = std::system(cmd.c_str());
+    return WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+  };
+  EXPECT_EQ(status(exe + " gen --workload short-chat -o " + out + " 2>&-"), 0);
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_EQ(status(exe + " run " + out + " --bogus 2>/dev/full"), 2);
+  EXPECT_EQ(status(exe + " verify " + std::string(MLAPLAN_SOURCE_DIR) + "/scenarios/worked-example.json 2>/dev/full >/dev/null"), 0);
+  for (const auto& e : fs::directory_iterator(dir))  // no temporary left
+    EXPECT_EQ(e.path().filename(), "o.json") << e.path();
+  fs::remove_all(dir);
+}
+
+// A reader that went away (| head, | true) is an error said on one line, not a silent SIGPIPE death.
+TEST(Gate, ABrokenPipeOnStdoutIsExit3) {
+  const fs::path dir = scratch("pipe");
+  const std::string err = (dir / "err").string(), rc = (dir / "rc").string();
+  const std::string cmd = std::string("{ ") + MLAPLAN_EXE + " sweep --workload short-chat --batches 50 --no-progress 2>" + err +
+                          "; echo $? >" + rc + "; } | true";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(slurp(rc), "3\n");
+  EXPECT_EQ(lines(slurp(err)), 1u) << slurp(err);
+  EXPECT_NE(slurp(err).find("stdout: writing the output failed: broken pipe"), std::string::npos) << slurp(err);
+  fs::remove_all(dir);
+}
+
 TEST(Gate, AFailingExternalPlannerIsOneErrorLineQuotingItsStderr) {
   const auto r = run_cli("verify --external 'echo first >&2; echo the last words >&2; exit 4' --fuzz 2 --seed 1");
   EXPECT_EQ(r.code, 3) << r.out << r.err;
@@ -135,6 +167,39 @@ TEST(Gate, AFailingExternalPlannerIsOneErrorLineQuotingItsStderr) {
   EXPECT_EQ(b.code, 2) << b.out << b.err;
   EXPECT_EQ(lines(b.err), 1u) << b.err;
   EXPECT_NE(b.err.find("not found"), std::string::npos) << b.err;
+}
+
+// A FIFO that no one writes blocks the open, and one no one reads blocks the write: Ctrl-C ends
+// either wait (EINTR, no SA_RESTART), as it does a pipe that never ends.
+TEST(Interrupt, BlockedOpensAndReadsStop) {
+  const fs::path dir = scratch("fifo");
+  const std::string fifo = (dir / "f.json").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const Interrupted in = interrupt_after("run " + fifo + " --backend cpu", std::chrono::milliseconds(500), dir);
+  EXPECT_EQ(in.code, 130) << in.err;
+  EXPECT_LT(in.seconds_to_exit, 1.0);
+  EXPECT_NE(in.err.find("interrupted while opening"), std::string::npos) << in.err;
+  const std::string scenario = std::string(MLAPLAN_SOURCE_DIR) + "/scenarios/worked-example.json";
+  const Interrupted out = interrupt_after("run " + scenario + " --backend cpu -o " + fifo, std::chrono::milliseconds(500), dir);
+  EXPECT_EQ(out.code, 130) << out.err;
+  EXPECT_LT(out.seconds_to_exit, 1.0);
+  EXPECT_NE(out.err.find("waiting for a reader"), std::string::npos) << out.err;
+  const Interrupted pipe = interrupt_after("run /dev/stdin --backend cpu < " + fifo + " 3<>" + fifo, std::chrono::milliseconds(500), dir);
+  EXPECT_EQ(pipe.code, 130) << pipe.err;
+  EXPECT_LT(pipe.seconds_to_exit, 1.0);
+  fs::remove_all(dir);
+}
+
+// One batch of millions of sequences: the stop is polled inside it.
+TEST(Interrupt, GenStopsInsideOneHugeBatch) {
+  const fs::path dir = scratch("genhuge");
+  const Interrupted r = interrupt_after("gen --workload short-chat --max-sequences 16777216 --token-budget 1073741824 "
+                                        "--batches 1000000 -o " + (dir / "o.json").string(),
+                                        std::chrono::milliseconds(1000), dir);
+  EXPECT_EQ(r.code, 130) << r.err;
+  EXPECT_LT(r.seconds_to_exit, 1.0);
+  EXPECT_FALSE(fs::exists(dir / "o.json"));
+  fs::remove_all(dir);
 }
 
 TEST(Interrupt, SweepStopsWithTheFinishedSettingsAndNoOutputFile) {

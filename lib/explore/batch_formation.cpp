@@ -70,6 +70,9 @@ Batch empty_batch(const BatchSettings& s) {
 }
 
 void add_sequence(Batch& b, uint64_t cached, uint64_t fresh) {
+  // A batch of millions of sequences takes seconds to draw: Ctrl-C is seen inside it too.
+  if ((b.cache_lengths.size() & 4095) == 4095 && stop_requested())
+    throw Interrupted(fmt::format("interrupted while forming a batch ({} sequences drawn)", b.cache_lengths.size()));
   // A request continued across steps caches what it prefilled: cached + new of one request.
   if (cached > UINT32_MAX)
     throw InputError(fmt::format("a request's context reached {} tokens, past the 32-bit cache_lengths; shorten the "
@@ -80,7 +83,7 @@ void add_sequence(Batch& b, uint64_t cached, uint64_t fresh) {
 }
 
 void validated(Batch& b, size_t index) {
-  if (index % 1024 == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while forming batch {}", index));
+  if (stop_requested()) throw Interrupted(fmt::format("interrupted while forming batch {}", index));
   try {
     validate_batch(b);
   } catch (const InputError& e) {

@@ -9,6 +9,7 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/file_error.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -27,7 +28,11 @@ struct Fd {
 std::string read_input_file(const std::string& path, const std::string& what, size_t limit) {
   // open(2) itself, not a stream: its errno says why (a permission, a loop, a name too long), where
   // exists() would have called all of them "no such file".
-  Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // A FIFO with no writer blocks the open, a pipe that never ends the read: Ctrl-C (EINTR, then the
+  // stop request) ends either wait.
+  Fd in{-1};
+  while ((in.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0 && errno == EINTR)
+    if (stop_requested()) throw Interrupted(fmt::format("interrupted while opening {}", path));
   if (in.fd < 0) {
     const int err = errno;
     if (err == ENOENT) throw InputError(fmt::format("{}: no such file; give {}", path, what));
@@ -42,6 +47,7 @@ std::string read_input_file(const std::string& path, const std::string& what, si
     const ssize_t n = ::read(in.fd, chunk, sizeof chunk);
     if (n == 0) break;
     if (n < 0) {
+      if (errno == EINTR && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", path));
       if (errno == EINTR) continue;
       const int err = errno;
       throw InputError(fmt::format("{}: cannot read the file: {}; give {}", path, file_error_cause(err, FileRole::input), what));
