@@ -156,10 +156,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->transform(one_of({"hot", "cold", "both"}))
       ->capture_default_str();
   add_memory_limit_option(*cmd, opt->memory_limit);
-  cmd->add_option("--max-chunks", opt->workload.max_chunks, "M, chunk rows in the tables")->check(whole_number(1, 1u << 20))->capture_default_str();
-  cmd->add_option("--page-size", opt->workload.page_size, "P, the KV cache page size")->check(whole_number(1, 1u << 20))->capture_default_str();
+  cmd->add_option("--max-chunks", opt->workload.max_chunks, "M, chunk rows in the tables")->transform(whole_number(1, 1u << 20))->capture_default_str();
+  cmd->add_option("--page-size", opt->workload.page_size, "P, the KV cache page size")->transform(whole_number(1, 1u << 20))->capture_default_str();
   cmd->add_option("--buffer-tokens", opt->workload.buffer_tokens, "N, rows in the buffer (default: chosen per size from --fill)")
-      ->check(whole_number(1, 0x7fffffffu));
+      ->transform(whole_number(1, 0x7fffffffu));
   cmd->add_option("--fill", opt->workload.fill, "Without --buffer-tokens: N is chosen so a batch uses this share of the M chunks")
       ->check(real_number(0.01, 1.0))
       ->capture_default_str();
@@ -167,18 +167,18 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->transform(one_of({"fixed", "uniform", "lognormal", "zipf"}))
       ->capture_default_str();
   cmd->add_option("--mean-length", opt->workload.mean_length, "Mean tokens per sequence (cached + new), before page padding")
-      ->check(whole_number(1, 1u << 30))
+      ->transform(whole_number(1, 1u << 30))
       ->capture_default_str();
   cmd->add_option("--seed", opt->workload.seed, "Seed of the random sequence lengths")
-      ->check(whole_number(0, UINT64_MAX))
+      ->transform(whole_number(0, UINT64_MAX))
       ->capture_default_str();
   cmd->add_option("--input-sets", opt->workload.input_sets, "Input sets per size, rotated while timing")
-      ->check(whole_number(1, 64))
+      ->transform(whole_number(1, 64))
       ->capture_default_str();
   cmd->add_option("--max-time", opt->rule.max_time_s, "Seconds per measurement at most (each kernel, size and mode)")
       ->check(real_number(0.001, 600.0, "seconds"))
       ->capture_default_str();
-  cmd->add_option("--min-samples", opt->rule.min_samples, "Samples per measurement at least")->check(whole_number(3, 1000000))->capture_default_str();
+  cmd->add_option("--min-samples", opt->rule.min_samples, "Samples per measurement at least")->transform(whole_number(3, 1000000))->capture_default_str();
   cmd->add_option("--max-noise", opt->max_noise_percent, "Stop sampling once the median is known to this many percent (95% CI)")
       ->check(real_number(0.001, 100.0, "percent"))
       ->capture_default_str();

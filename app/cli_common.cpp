@@ -137,9 +137,32 @@ CLI::Validator whole_number(uint64_t lo, uint64_t hi) {
     const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec == std::errc::result_out_of_range || ptr != text.data() + text.size() || v < lo || v > hi)
       return fmt::format("{} is out of range; {}", text, range);
+    // The value in plain digits: CLI11's conversion would read 010 as octal (8) and refuse 09.
+    text = std::to_string(v);
     return "";
   };
   return CLI::Validator(check, fmt::format("in [{} - {}]", lo, hi));
+}
+
+std::vector<uint64_t> whole_number_list(const std::string& text, const std::string& option, uint64_t lo, uint64_t hi) {
+  const CLI::Validator item = whole_number(lo, hi);
+  std::vector<uint64_t> values;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string piece = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    // An empty item (",", "1,,2", "1,") is a typo, not a value to skip.
+    if (piece.empty())
+      throw InputError(fmt::format("{}: '{}' has an empty item (two commas in a row, or one at an end); write e.g. 1,2,16",
+                                   option, text));
+    std::string checked = piece;
+    const std::string problem = CLI::Validator(item)(checked);
+    if (!problem.empty()) throw InputError(fmt::format("{}: '{}': {}", option, text, problem));
+    values.push_back(std::stoull(checked));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return values;
 }
 
 CLI::Validator real_number(double lo, double hi, const std::string& unit) {

@@ -56,7 +56,12 @@ void write_output(const std::string& path, const std::string& content);
 // Option values in the option's own words (CLI11's texts say "Value 0 not in range 0.000000 to 1797...",
 // and let nan through a range). Each refuses with one sentence that CLI11 prefixes with the option.
 // A whole number from lo to hi, in decimal digits: no sign, exponent, fraction or clamping past 2^64 - 1.
+// Use with ->transform (->check would discard the normalised text): the value is rewritten in plain
+// decimal digits, so a leading zero means nothing (010 is ten, never octal).
 CLI::Validator whole_number(uint64_t lo, uint64_t hi);
+// A comma list of such numbers ("1,2,16"): throws InputError naming `option` and the text for an
+// empty item or a bad number.
+std::vector<uint64_t> whole_number_list(const std::string& text, const std::string& option, uint64_t lo, uint64_t hi);
 // A finite decimal number from lo to hi (nan and inf refused); `unit` names it in the message ("seconds").
 CLI::Validator real_number(double lo, double hi, const std::string& unit = "");
 // One of `names`, in any case (the one rule for every enumerated value: --format JSON is json); use

@@ -46,7 +46,21 @@ std::optional<std::string> unknown_name_error(const CLI::App& app, int argc, con
   for (const CLI::App* sub : app.get_subcommands({})) subcommands.push_back(sub->get_name());
   if (argc < 2) return std::nullopt;
   const std::string first = argv[1];
-  if (first.empty() || first[0] == '-') return std::nullopt;  // --help, --version: CLI11's business
+  if (first.empty())
+    return fmt::format("'' is not a subcommand; the subcommands are {}; see `mlaplan --help`", fmt::join(subcommands, ", "));
+  if (first[0] == '-') {  // --help, --version: CLI11's business; anything else is named here
+    if (first == "--") return std::nullopt;
+    const std::string name = first.substr(0, first.find('='));
+    for (const CLI::Option* o : app.get_options()) {
+      for (const std::string& n : o->get_lnames())
+        if (name == "--" + n) return std::nullopt;
+      for (const std::string& n : o->get_snames())
+        if (name == "-" + n) return std::nullopt;
+    }
+    return fmt::format("unknown option {} before the subcommand; give the subcommand first ({}), then its options; see "
+                       "`mlaplan --help`",
+                       name, fmt::join(subcommands, ", "));
+  }
   const CLI::App* sub = nullptr;
   for (const CLI::App* s : app.get_subcommands({}))
     if (s->get_name() == first) sub = s;

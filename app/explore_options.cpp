@@ -37,7 +37,7 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
       ->default_str("vllm");
   cmd.add_option("--split-align", o.split_align, "packed (vllm): split points are multiples of A tokens (default: the page size)")
       ->type_name("A")
-      ->check(whole_number(1, 1u << 30));
+      ->transform(whole_number(1, 1u << 30));
   cmd.add_option("--even-split", o.even_split,
                  "even-split: vllm (share = buffer / sequences with context, rounded down to pages) or sglang "
                  "(share = buffer / batch size)")
@@ -143,21 +143,21 @@ void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
          },
          "Seed of the workload's draws and of the batch sizes")
       ->default_str("1")
-      ->check(whole_number(0, UINT64_MAX));
+      ->transform(whole_number(0, UINT64_MAX));
   cmd.add_option("--token-budget", o.token_budget,
                  "Form batches like a scheduler with this many new tokens per step (max_num_batched_tokens); a request "
                  "that does not fit prefills what fits and continues next step with that part cached")
       ->type_name("T")
       ->default_str("8192")
-      ->check(whole_number(1, 1u << 30));
+      ->transform(whole_number(1, 1u << 30));
   cmd.add_option("--max-sequences", o.max_sequences, "With --token-budget: at most S sequences per step (max_num_seqs)")
       ->type_name("S")
       ->default_str("256")
-      ->check(whole_number(1, 1u << 24));
+      ->transform(whole_number(1, 1u << 24));
   cmd.add_option("--max-model-len", o.max_model_len,
                  "Drop requests longer than L tokens (cached + new), as an engine with this max_model_len refuses them")
       ->type_name("L")
-      ->check(whole_number(1, uint64_t{1} << 32));
+      ->transform(whole_number(1, uint64_t{1} << 32));
   cmd.add_option("--batch-size", o.batch_size, "Instead of a token budget: batches of LO..HI whole requests (uniform), or of B")
       ->type_name("LO:HI")
       ->excludes(cmd.get_option("--token-budget"))  // the two ways of forming batches: one at a time

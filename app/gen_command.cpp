@@ -154,16 +154,16 @@ void add_gen_command(CLI::App& app, int& exit_code) {
   add_workload_options(*cmd, opt->workload);
   cmd->add_option("--batches", opt->batches, "Batches to write: one scenario, or a {\"scenarios\": [...]} list")
       ->default_str("1")
-      ->check(whole_number(1, 1000000));
+      ->transform(whole_number(1, 1000000));
   cmd->add_option("--page-size", opt->settings.page_size, "page_size of every scenario")
       ->default_str("128")
-      ->check(whole_number(1, 1u << 30));
+      ->transform(whole_number(1, 1u << 30));
   cmd->add_option("--buffer-tokens", opt->settings.buffer_token_size, "buffer_token_size of every scenario")
       ->default_str("16384")
-      ->check(whole_number(1, 0x7fffffffu));
+      ->transform(whole_number(1, 0x7fffffffu));
   cmd->add_option("--max-chunks", opt->settings.max_chunks, "max_chunks of every scenario")
       ->default_str("16")
-      ->check(whole_number(1, 1u << 20));
+      ->transform(whole_number(1, 1u << 20));
   add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--name", opt->name, "Scenario name (with -0, -1, ... for several); default: the workload's")->type_name("NAME");
   cmd->add_option("-o,--output", opt->output, "Write the scenarios to FILE (atomically) instead of stdout")->type_name("FILE");

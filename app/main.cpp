@@ -28,6 +28,62 @@ std::string version_text() {
   return fmt::format("mlaplan {}\n{}", info.version, cuda);
 }
 
+// Every option that takes a value refuses an empty one: "" would otherwise read as the option left
+// out (--external "" checking the built-in planners, -o "" writing to stdout). Runs after the
+// option's own checks, so those that word it themselves (--scenario '', numbers) keep their text.
+void refuse_empty_values(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands({})) {
+    for (CLI::Option* o : sub->get_options()) {
+      if (o->get_expected_max() == 0 || !o->nonpositional()) continue;  // flags take no value; PATHs say "no such file"
+      const std::string name = o->get_name();
+      const std::string what = o->get_type_name().empty() ? std::string("value") : o->get_type_name();
+      o->check(CLI::Validator(
+          [name, what](std::string& text) -> std::string {
+            if (!text.empty()) return "";
+            return fmt::format("an empty value; give a {} or drop {}", what.substr(0, what.find(':')), name);
+          },
+          ""));
+    }
+  }
+}
+
+// "At Most 1 required but received 2", "The following argument was not expected: b.json", "Could
+// not convert: --no-verify = banana", "A subcommand is required": CLI11's texts in the house's words.
+std::string plain_parse_error(const CLI::ParseError& e, const CLI::App& app, int argc, char** argv) {
+  const std::string what = e.what();
+  const CLI::App* sub = nullptr;
+  if (argc >= 2)
+    for (const CLI::App* s : app.get_subcommands({}))
+      if (s->get_name() == argv[1]) sub = s;
+  std::vector<std::string> names;
+  for (const CLI::App* s : app.get_subcommands({})) names.push_back(s->get_name());
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) && what.find(": At Most ") != std::string::npos) {
+    const std::string option = what.substr(0, what.find(": "));
+    const std::string times = what.substr(what.rfind(' ') + 1);
+    return fmt::format("{}: given {}; give it once", option, times == "2" ? std::string("twice") : times + " times");
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) && what.find(": ") != std::string::npos) {
+    const std::string extras = what.substr(what.find(": ") + 2);
+    std::string takes = "takes no arguments besides its options";
+    if (sub)
+      for (const CLI::Option* o : sub->get_options())
+        if (!o->nonpositional() && o->get_items_expected_max() == 1) takes = "takes one " + o->get_name() + " file";
+    return fmt::format("unexpected argument{} {}: mlaplan {} {}", extras.find(' ') == std::string::npos ? "" : "s", extras,
+                       sub ? sub->get_name() : std::string("SUBCOMMAND"), takes);
+  }
+  if (dynamic_cast<const CLI::ConversionError*>(&e) && what.rfind("Could not convert: ", 0) == 0 &&
+      what.find(" = ") != std::string::npos) {
+    const std::string option = what.substr(19, what.find(" = ") - 19);
+    const std::string value = what.substr(what.find(" = ") + 3);
+    const CLI::Option* o = sub ? sub->get_option_no_throw(option) : nullptr;
+    if (o && o->get_expected_max() == 0) return fmt::format("{}: a flag takes no value; drop ={}", option, value);
+    return fmt::format("{}: cannot read '{}' as its value", option, value);
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&e) && what == "A subcommand is required")
+    return fmt::format("a subcommand is required: {}", fmt::join(names, ", "));
+  return what;
+}
+
 // CLI11's texts for ->needs and ->excludes ("--a requires --b", "--a excludes --b"), in the house's
 // words: what is wrong and the fix.
 std::string parse_error_text(const CLI::ParseError& e) {
@@ -48,7 +104,7 @@ std::string parse_error_text(const CLI::ParseError& e) {
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) && what.size() > 8 && what.compare(what.size() - 8, 8, " missing") == 0 &&
       what.find(": ") != std::string::npos)
     return fmt::format("{}: needs a value; give one after it", what.substr(0, what.find(": ")));
-  return what;
+  return "";
 }
 
 // The help to point to: the subcommand's when the line names one (CLI11 does not say which failed).
@@ -75,6 +131,7 @@ int run_mlaplan(int argc, char** argv) {
   cli::add_verify_command(app, exit_code);
   cli::add_gen_command(app, exit_code);
   cli::add_sweep_command(app, exit_code);
+  refuse_empty_values(app);
 
   if (const auto unknown = cli::unknown_name_error(app, argc, argv)) {
     cli::error(*unknown);
@@ -100,7 +157,9 @@ int run_mlaplan(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    cli::error(fmt::format("{}; see `{}`", parse_error_text(e), help_hint(app, argc, argv)));
+    std::string text = parse_error_text(e);
+    if (text.empty()) text = plain_parse_error(e, app, argc, argv);
+    cli::error(fmt::format("{}; see `{}`", text, help_hint(app, argc, argv)));
     return cli::kBadInput;
   } catch (const Interrupted& e) {
     cli::error(fmt::format("{}; nothing written", e.what()));

@@ -141,7 +141,18 @@ void OutputSet::claim_input(const std::string& path, const std::string& what) {
 }
 
 void OutputSet::claim_output(const std::string& path, const std::string& option) {
-  if (path.empty() || path == "-") return;
+  // Stdout takes one output: "-", or -o left out (its default). Two would come out interleaved, as
+  // two outputs into one file would; /dev/stdout stays a device written into at commit.
+  if (path == "-" || (path.empty() && option == "-o")) {
+    if (!stdout_option_.empty() && stdout_option_ != option)
+      throw InputError(fmt::format("{} {}: stdout already takes the output of {}{}; give one of them a file name", option,
+                                   path.empty() ? "''" : path, stdout_option_,
+                                   stdout_default_ ? " (stdout when -o is not given)" : ""));
+    stdout_option_ = option;
+    stdout_default_ = path.empty();
+    return;
+  }
+  if (path.empty()) return;
   Output o;
   o.path = path;
   o.option = option;
@@ -249,6 +260,8 @@ void OutputSet::commit() {
   }
   inputs_.clear();
   outputs_.clear();
+  stdout_option_.clear();
+  stdout_default_ = false;
 }
 
 void OutputSet::discard() noexcept {
@@ -256,6 +269,8 @@ void OutputSet::discard() noexcept {
     if (!o.temp.empty()) ::unlink(o.temp.c_str());
   inputs_.clear();
   outputs_.clear();
+  stdout_option_.clear();
+  stdout_default_ = false;
 }
 
 OutputSet& outputs() {

@@ -30,7 +30,8 @@ class OutputSet {
   // A path that does not exist is left to the reader to refuse.
   void claim_input(const std::string& path, const std::string& what);
   // An output file of option `option` ("-o", "--trace"): refused (InputError) when it is an input
-  // or another output, a folder, or cannot be created in its folder. Stdout ("-", "") is skipped.
+  // or another output, a folder, or cannot be created in its folder. Stdout ("-", or -o's "") may
+  // take one output only: a second option sending to it is refused.
   void claim_output(const std::string& path, const std::string& option);
   // Writes `content` for `path` into its temporary (claiming it first if nobody did); a device or
   // FIFO keeps the content until commit. I/O faults throw DeviceError (exit 3), path problems
@@ -67,6 +68,8 @@ class OutputSet {
 
   std::vector<Input> inputs_;
   std::vector<Output> outputs_;
+  std::string stdout_option_;    // the option whose output goes to stdout ("-", or -o left out), if any
+  bool stdout_default_ = false;  // it is -o, left out
 };
 
 // The process's set: the subcommands claim and stage into it, main commits or discards it.

@@ -282,7 +282,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-verify", opt->no_verify, "Skip checking the plan against the reference, the properties and `expected`");
   cmd->add_option("--max-sequences", opt->max_sequences, "Table format: sequences spelled out per chunk")
       ->default_str("8")
-      ->check(whole_number(1, UINT32_MAX));
+      ->transform(whole_number(1, UINT32_MAX));
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
   add_memory_limit_option(*cmd, opt->memory_limit);

@@ -264,10 +264,10 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   add_workload_options(*cmd, opt->workload);
   cmd->add_option("--batches", opt->batches, "Batches to form from the workload")
       ->default_str("10000")
-      ->check(whole_number(1, 100000000));
+      ->transform(whole_number(1, 100000000));
   cmd->add_option("--page-size", opt->page_size, "page_size of the formed batches (scenario files keep theirs)")
       ->default_str("128")
-      ->check(whole_number(1, 1u << 30));
+      ->transform(whole_number(1, 1u << 30));
   cmd->add_option("--buffer-tokens", opt->buffer_tokens, "Buffer sizes (rows): a list 8192,65536 or a range 4096:262144:x2")
       ->type_name("LIST")
       ->default_str("4096:262144:x2");
@@ -287,7 +287,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                 "--memory-budget, and why each smaller one fails");
   cmd->add_option("--max-iterations", opt->max_iterations, "With --recommend: iterations a batch may take")
       ->type_name("K")
-      ->check(whole_number(1, 1u << 20));
+      ->transform(whole_number(1, 1u << 20));
   cmd->add_option("--quantile", opt->quantile, "With --recommend: the share of batches that must meet K: p50, p90, p99, p99.9 or max, or the share "
                   "itself (0.99 is p99)")
       ->default_str("p99");

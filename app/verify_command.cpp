@@ -19,6 +19,7 @@
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/external_planner.hpp"
+#include "mlaplan/file_error.hpp"
 #include "mlaplan/memory_limit.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_tables_io.hpp"
@@ -452,6 +453,30 @@ int verify_plan_file(const VerifyOptions& opt) {
   return failed ? kWrongPlan : kOk;
 }
 
+// Before any work: --repro-dir must be a folder or a path one can be made at, else the reproducers
+// of the failures would be lost with only notes.
+void require_repro_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = dir;
+  // The nearest part of the path that exists must be a folder: a regular file there (f, or f/sub)
+  // can hold no reproducers.
+  while (true) {
+    const fs::file_status st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (fs::is_directory(st)) return;
+      throw InputError(fmt::format("--repro-dir {}: {} not a folder; give a folder (it is made if missing)", dir,
+                                   p == fs::path(dir) ? std::string("it is") : p.string() + " is"));
+    }
+    if (st.type() != fs::file_type::not_found && ec)  // a permission, a loop: not "missing"
+      throw InputError(fmt::format("--repro-dir {}: cannot use it: {}; give a folder (it is made if missing)", dir,
+                                   file_error_cause(ec.value(), FileRole::output)));
+    const fs::path parent = p.parent_path();
+    if (parent.empty() || parent == p) return;  // nothing of it exists yet: made when needed
+    p = parent;
+  }
+}
+
 // Before any work: no report may be an input or the other report, and each folder must take a file.
 void claim_files(const VerifyOptions& opt) {
   if (!opt.plan_file.empty()) {
@@ -597,16 +622,16 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       "--fuzz random batches, or with no PATH and no --fuzz the built-in edge cases and 1,000 random batches");
   cmd->add_option("paths", opt->paths, "Scenario files and folders (*.json in any case; hidden ones, named .*, only when given by name)")->type_name("PATH");
   cmd->add_option("--fuzz", opt->fuzz, "Also check N random batches aimed at the shapes that break planners")
-      ->check(whole_number(0, 1000000000));
+      ->transform(whole_number(0, 1000000000));
   cmd->add_option_function<uint64_t>("--seed", [opt](const uint64_t& s) { opt->seed = s; },
                                      "Seed of the random batches (default: random, and printed so any run can be repeated)")
-      ->check(whole_number(0, UINT64_MAX));
+      ->transform(whole_number(0, UINT64_MAX));
   cmd->add_option("--max-batch-size", opt->max_batch_size, "Largest B of ordinary random batches (at most 16384)")
       ->default_str("64")
-      ->check(whole_number(1, UINT32_MAX));
+      ->transform(whole_number(1, UINT32_MAX));
   cmd->add_option("--large-batch-size", opt->large_batch_size, "Largest B of the random large-batch shape (at most 1048576)")
       ->default_str("4096")
-      ->check(whole_number(1, UINT32_MAX));
+      ->transform(whole_number(1, UINT32_MAX));
   add_backend_option(*cmd, opt->backend);
   cmd->add_option("--kernel", opt->kernel,
                   "Which planner: fast (GPU fast kernel; on the CPU the closed-form planner), seed (GPU seed port; on the "
@@ -621,19 +646,24 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--external-timeout", opt->external_timeout, "With --external: seconds to wait for each answer")
       ->default_str("60")
       ->check(real_number(0.001, 86400.0, "seconds"));
-  cmd->add_option("--only-page-sizes", opt->only_page_sizes,
-                  "Check only batches of these page sizes (comma-separated): random batches are drawn from them, "
-                  "reproducers keep to them, other scenarios are skipped. For a planner built for fixed values, like MAX's")
-      ->delimiter(',')
-      ->allow_extra_args(false)  // one LIST: a path after it is not a page size
-      ->type_name("LIST")
-      ->check(whole_number(1, 1u << 30).description(""));
-  cmd->add_option("--only-max-chunks", opt->only_max_chunks,
-                  "Check only batches with these max_chunks (comma-separated), as --only-page-sizes does")
-      ->delimiter(',')
-      ->allow_extra_args(false)
-      ->type_name("LIST")
-      ->check(whole_number(1, 1u << 20).description(""));
+  // Each LIST is split here rather than by CLI11's delimiter, which drops empty items ("1,,2") and,
+  // for "," alone, takes the next argument as the value.
+  auto whole_list = [cmd](const char* name, std::vector<uint32_t>& into, uint64_t hi, const std::string& help) {
+    cmd->add_option_function<std::vector<std::string>>(
+           name,
+           [&into, name, hi](const std::vector<std::string>& lists) {
+             for (const std::string& list : lists)
+               for (uint64_t v : whole_number_list(list, name, 1, hi)) into.push_back(static_cast<uint32_t>(v));
+           },
+           help)
+        ->allow_extra_args(false)  // one LIST: a path after it is not a page size
+        ->type_name("LIST");
+  };
+  whole_list("--only-page-sizes", opt->only_page_sizes, 1u << 30,
+             "Check only batches of these page sizes (comma-separated): random batches are drawn from them, "
+             "reproducers keep to them, other scenarios are skipped. For a planner built for fixed values, like MAX's");
+  whole_list("--only-max-chunks", opt->only_max_chunks, 1u << 20,
+             "Check only batches with these max_chunks (comma-separated), as --only-page-sizes does");
   cmd->add_option("--plan", opt->plan_file,
                   "Check plans produced elsewhere (JSON as `run --format json` writes it, one plan or {\"scenarios\": "
                   "[...]}, or {\"infeasible\": true}) against the SCENARIO file given: the tables and every fact stated "
@@ -648,7 +678,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--repro-dir", opt->repro_dir, "Folder for the shrunk reproducers of failures")->type_name("DIR")->default_str(".");
   cmd->add_option("--max-reproducers", opt->max_reproducers, "Failures shown and shrunk in full (the rest are counted)")
       ->default_str("10")
-      ->check(whole_number(0, UINT32_MAX));
+      ->transform(whole_number(0, UINT32_MAX));
   cmd->footer(help_footer(
       "  mlaplan verify scenarios/ --fuzz 100000 --seed 1 --junit verify.xml\n"
       "  mlaplan verify --external \"python3 scripts/external/seed_port.py\" --fuzz 10000\n"
@@ -665,6 +695,11 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                            "--only-page-sizes", "--only-max-chunks"})
     cmd->get_option(name)->excludes(plan);
   cmd->callback(traced(*cmd, [opt, cmd, &exit_code] {
+    // An explicit --fuzz 0 with no PATH asks for nothing; only leaving both out means the built-in suite.
+    if (opt->paths.empty() && opt->plan_file.empty() && opt->fuzz == 0 && given(*cmd, "--fuzz"))
+      throw InputError("--fuzz 0: nothing to verify (no scenario files and no random batches); give scenario files or a "
+                       "positive --fuzz, or neither for the built-in suite");
+    if (opt->plan_file.empty()) require_repro_dir(opt->repro_dir);
     if (!opt->paths.empty() && opt->fuzz == 0 && opt->plan_file.empty())
       for (const char* name : {"--seed", "--max-batch-size", "--large-batch-size"})
         if (given(*cmd, name))
