@@ -485,6 +485,12 @@ void claim_files(const VerifyOptions& opt) {
   } else {
     for (const std::string& f : scenario_files(opt.paths)) outputs().claim_input(f, "a scenario file verified");
   }
+  // stdout carries verify's summary, so a report there would be mixed into it.
+  for (const auto& [path, option] : {std::pair{opt.report, "--report"}, std::pair{opt.junit, "--junit"}})
+    if (path == "-")
+      throw InputError(fmt::format("{} -: stdout carries verify's summary, which would be mixed into the report; give {} a "
+                                   "file name (or /dev/stdout to mix them on purpose)",
+                                   option, option));
   outputs().claim_output(opt.report, "--report");
   outputs().claim_output(opt.junit, "--junit");
 }
