@@ -465,5 +465,18 @@ TEST(ModelFormatBytes, ThreeSignificantDigitsInBinaryUnits) {
   EXPECT_EQ(format_bytes(std::numeric_limits<uint64_t>::max()), "16.0 EiB");
 }
 
+// A key given twice would be read as the last one, so the dimensions could differ from the ones a
+// reader of the file sees first: refused like a scenario's, naming the file and the key.
+TEST(ModelConfig, AKeyGivenTwiceIsRefused) {
+  std::string text = dsv3_json();
+  text.insert(text.find('{') + 1, "\"num_attention_heads\": 3, ");
+  EXPECT_EQ(input_error([&] { parse_model_config(text, "c.json"); }),
+            "c.json: num_attention_heads: key given twice in one object; keep one");
+  // The same key in two different objects is fine.
+  EXPECT_EQ(input_error([] { parse_model_config(R"({"model_type": "x", "text_config": {"model_type": "y"}})", "t.json"); })
+                .find("given twice"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace mlaplan::explore

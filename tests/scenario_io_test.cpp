@@ -5,7 +5,13 @@
 #include <cctype>
 #include <ostream>
 
+#include <nlohmann/json.hpp>
+
 #include "mlaplan/errors.hpp"
+#include "mlaplan/json_error.hpp"
+#include "mlaplan/json_text.hpp"
+#include "mlaplan/plan_tables_io.hpp"
+#include "mlaplan/printable.hpp"
 #include "mlaplan/scenario_io.hpp"
 
 using namespace mlaplan;
@@ -156,4 +162,53 @@ TEST(ScenarioIo, WrittenScenariosReadBackIdentically) {
 TEST(ScenarioIo, MissingFileAndDirectoryAreInputErrors) {
   EXPECT_THROW(load_scenario_file("/nonexistent/x.json"), InputError);
   EXPECT_THROW(load_scenario_file("/tmp"), InputError);
+}
+
+// what() is a C string: a NUL quoted from the input would cut the message before the field and the fix.
+TEST(InputErrorText, ANulByteIsShownEscapedSoTheMessageIsWhole) {
+  const char raw[] = "a.json: na\0me: unknown key";
+  const InputError e(std::string(raw, sizeof raw - 1));
+  EXPECT_STREQ(e.what(), "a.json: na\\x00me: unknown key");
+  const std::string msg = error_of(std::string("{\"na\\u0000me\": 1}"));
+  EXPECT_NE(msg.find("na\\x00me"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+}
+
+// C1 controls (CSI U+009B drives a terminal like ESC [) and bytes that are not UTF-8 are shown as
+// \xNN; other UTF-8 text passes unchanged.
+TEST(Printable, EscapesC1ControlsAndBytesOutsideUtf8) {
+  EXPECT_EQ(printable("a\xc2\x9b" "31mX"), "a\\xc2\\x9b31mX");
+  EXPECT_EQ(printable("\xc2\x85"), "\\xc2\\x85");
+  EXPECT_EQ(printable("\xff\xfe" "c"), "\\xff\\xfec");
+  EXPECT_EQ(printable("b\xff.json"), "b\\xff.json");
+  EXPECT_EQ(printable("\xc3"), "\\xc3");                  // cut short
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xc2\xa0"), "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xc2\xa0");
+  EXPECT_EQ(printable("a\x1b[2J\r\n"), "a\\x1b[2J\\r\\n");
+}
+
+TEST(Printable, ClippingKeepsWholeCharacters) {
+  const std::string line = printable_line("ab\xe4\xb8\xad", 3);
+  EXPECT_EQ(line, "ab... (3 more bytes)");
+}
+
+// A user string that is not UTF-8 (a Latin-1 file name) is written with U+FFFD, not thrown on.
+TEST(JsonText, ReplacesBytesThatAreNotUtf8) {
+  const nlohmann::json j = {{"file", "b\xff.json"}};
+  EXPECT_EQ(json_text(j), "{\"file\":\"b\xef\xbf\xbd.json\"}");
+  const nlohmann::json plain = {{"a", 1}};
+  EXPECT_EQ(json_text(plain, 1), plain.dump(1));
+}
+
+// Plan tables are what the gate compares against: the value it checks must be the only one given.
+TEST(PlanTablesIo, AKeyGivenTwiceIsRefused) {
+  try {
+    parse_plan_file(R"({"infeasible": true, "min_max_chunks": 1, "min_max_chunks": 3})", "p.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "p.json: min_max_chunks: key given twice in one object; keep one");
+  }
+  EXPECT_THROW(parse_json_strict(R"({"scenarios": [{"a": 1, "b": {"a": 2, "a": 3}}]})", "q.json"), InputError);
+  EXPECT_NO_THROW(parse_json_strict(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]})", "q.json"));
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/build_info.hpp"
+#include "mlaplan/json_text.hpp"
 #include "mlaplan/printable.hpp"
 
 namespace mlaplan::bench {
@@ -191,7 +192,7 @@ std::string format_bench_json(const BenchReport& report) {
               {"unavailable", unavailable},
               {"rows", rows},
               {"elapsed_s", report.elapsed_s}};
-  return doc.dump(1) + "\n";
+  return json_text(doc, 1) + "\n";
 }
 
 }  // namespace mlaplan::bench

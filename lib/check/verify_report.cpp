@@ -5,6 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/json_text.hpp"
+
 namespace mlaplan {
 
 uint64_t VerifyRun::failed() const {
@@ -36,7 +38,7 @@ std::string format_verify_json(const VerifyRun& run) {
     cases.push_back(std::move(o));
   }
   j["cases"] = std::move(cases);
-  return j.dump(1) + "\n";
+  return json_text(j, 1) + "\n";
 }
 
 namespace {

@@ -28,16 +28,9 @@ constexpr const char* kNeedMla =
     "this reader needs an MLA model's config (DeepSeek-V2/V3 style: kv_lora_rank, qk_nope_head_dim, "
     "qk_rope_head_dim, v_head_dim)";
 
-// Parses the text; malformed JSON is "path:line:col: invalid JSON: ..." (as in scenario_io.cpp).
-json parse_json(const std::string& text, const std::string& path) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(json_error_message(path, text, e.byte, e.what()));
-  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
-    throw InputError(json_error_message(path, e.what()));
-  }
-}
+// Parses the text as a scenario is parsed: malformed JSON is "path:line:col: invalid JSON: ...", and a
+// key given twice ("num_attention_heads": 3, then 128) is refused rather than read as the last.
+json parse_json(const std::string& text, const std::string& path) { return parse_json_strict(text, path); }
 
 const char* type_name(const json& v) {
   switch (v.type()) {

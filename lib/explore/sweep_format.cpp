@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/printable.hpp"
+#include "mlaplan/json_text.hpp"
 
 namespace mlaplan::explore {
 
@@ -213,7 +214,7 @@ std::string format_sweep_json(const SweepReport& rep) {
     }
     j["recommendation"] = rec;
   }
-  return j.dump(2) + "\n";
+  return json_text(j, 2) + "\n";
 }
 
 }  // namespace mlaplan::explore

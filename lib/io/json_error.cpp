@@ -3,7 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
+
+#include "mlaplan/errors.hpp"
+#include "mlaplan/json_text.hpp"
+#include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
 
@@ -22,14 +29,14 @@ std::string reason_of(const std::string& what) {
 void preview_into(const nlohmann::json& v, std::string& out, size_t limit) {
   if (out.size() > limit) return;
   if (!v.is_structured()) {
-    out += v.dump();
+    out += json_text(v);
     return;
   }
   out += v.is_array() ? '[' : '{';
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (out.size() > limit) return;
     if (it != v.begin()) out += ',';
-    if (v.is_object()) out += nlohmann::json(it.key()).dump() + ':';
+    if (v.is_object()) out += json_text(nlohmann::json(it.key())) + ':';
     preview_into(it.value(), out, limit);
   }
   out += v.is_array() ? ']' : '}';
@@ -60,6 +67,33 @@ std::string json_error_message(const std::string& file, const std::string& text,
     }
   }
   return fmt::format("{}:{}:{}: invalid JSON: {}", file, line, col, reason_of(what));
+}
+
+nlohmann::json parse_json_strict(const std::string& text, const std::string& file) {
+  using json = nlohmann::json;
+  std::vector<std::set<std::string>> keys;  // the keys seen so far in each open object
+  std::string duplicate;
+  uint64_t events = 0;
+  auto cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    // A 256 MiB file takes seconds to parse: Ctrl-C is seen inside it.
+    if ((++events & 0xffff) == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
+    if (event == json::parse_event_t::object_start) keys.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+        duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  try {
+    json j = json::parse(text, cb);
+    if (!duplicate.empty())
+      throw InputError(fmt::format("{}: {}: key given twice in one object; keep one", file, duplicate));
+    return j;
+  } catch (const json::parse_error& e) {
+    throw InputError(json_error_message(file, text, e.byte, e.what()));
+  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
+    throw InputError(json_error_message(file, e.what()));
+  }
 }
 
 }  // namespace mlaplan

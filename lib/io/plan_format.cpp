@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/byte_format.hpp"
+#include "mlaplan/json_text.hpp"
 #include "mlaplan/plan_report.hpp"
 #include "mlaplan/printable.hpp"
 #include "mlaplan/stop_request.hpp"
@@ -13,7 +14,7 @@ namespace {
 
 // A name from a file name that is not valid UTF-8 is printed with U+FFFD in place of the bad bytes
 // (dump() would throw and turn a valid run into an internal error).
-std::string quoted(const std::string& s) { return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string quoted(const std::string& s) { return json_text(nlohmann::json(s)); }
 
 // The text of one large plan (a gigabyte at the memory limit) takes seconds: Ctrl-C is seen inside it.
 void poll_stop(size_t row) {
@@ -109,7 +110,7 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
       r.policy == "max" ? "" : fmt::format(", policy {}: the cached context only", r.policy));
   if (r.memory) {
     const MemoryFigures& f = *r.memory;
-    put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", f.model, f.tp, f.dtype, n,
+    put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", printable(f.model), f.tp, printable(f.dtype), n,
         format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
   }
   put("\n");

@@ -160,14 +160,7 @@ std::string shape_table(const RawTable& raw, const char* key, size_t rows, size_
 }  // namespace
 
 PlanFile parse_plan_file(const std::string& text, const std::string& path) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(json_error_message(path, text, e.byte, e.what()));
-  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
-    throw InputError(json_error_message(path, e.what()));
-  }
+  json j = parse_json_strict(text, path);  // a key given twice is refused: the gate checks what was written
   if (!j.is_object()) throw InputError(fmt::format("{}: expected an object holding the three tables", path));
   PlanFile file;
   if (!j.contains("scenarios")) {

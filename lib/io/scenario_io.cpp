@@ -12,6 +12,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/input_file.hpp"
 #include "mlaplan/json_error.hpp"
+#include "mlaplan/json_text.hpp"
 #include "mlaplan/stop_request.hpp"
 
 namespace mlaplan {
@@ -211,38 +212,10 @@ Scenario parse_one(const json& obj, const std::string& file, const std::string& 
   return s;
 }
 
-// Rejects a key given twice in one object: nlohmann keeps the last silently, which would hide a typo'd edit.
-json parse_strict(const std::string& text, const std::string& file) {
-  std::vector<std::set<std::string>> keys;
-  std::string duplicate;
-  uint64_t events = 0;
-  auto cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    (void)depth;
-    // A 256 MiB file takes seconds to parse: Ctrl-C is seen inside it.
-    if ((++events & 0xffff) == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
-    if (event == json::parse_event_t::object_start) keys.emplace_back();
-    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
-        duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  try {
-    json j = json::parse(text, cb);
-    if (!duplicate.empty())
-      throw InputError(fmt::format("{}: {}: key given twice in one object; keep one", file, duplicate));
-    return j;
-  } catch (const json::parse_error& e) {
-    throw InputError(json_error_message(file, text, e.byte, e.what()));
-  } catch (const json::out_of_range& e) {  // a number past double's range, such as 1e309
-    throw InputError(json_error_message(file, e.what()));
-  }
-}
-
 }  // namespace
 
 std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file, const std::string& default_name) {
-  const json j = parse_strict(text, file);
+  const json j = parse_json_strict(text, file);
   std::vector<Scenario> out;
   if (j.is_object() && j.contains("scenarios")) {
     if (j.size() != 1)
@@ -270,11 +243,11 @@ std::string scenario_to_json(const Scenario& s) {
   using ordered = nlohmann::ordered_json;
   std::string out = "{\n";
   auto put = [&out](const char* indent, const std::string& key, const std::string& value, bool last) {
-    out += fmt::format("{}{}: {}{}\n", indent, ordered(key).dump(), value, last ? "" : ",");
+    out += fmt::format("{}{}: {}{}\n", indent, json_text(ordered(key)), value, last ? "" : ",");
   };
   const bool has_expected = s.expected.has_value();
   auto text = [](const std::string& v) {  // invalid UTF-8 (a name from a file name) as U+FFFD, never a throw
-    return ordered(v).dump(-1, ' ', false, ordered::error_handler_t::replace);
+    return json_text(ordered(v));
   };
   put("  ", "name", text(s.name), false);
   if (!s.description.empty()) put("  ", "description", text(s.description), false);

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "mlaplan/json_text.hpp"
+
 namespace mlaplan {
 
 namespace {
@@ -90,7 +92,7 @@ std::string TraceRecorder::to_json() const {
   auto item = [&out, &first](const json& e) {
     out += first ? "\n  " : ",\n  ";
     first = false;
-    for (char c : e.dump(1)) {  // one level deeper: strings are escaped, so every newline is layout
+    for (char c : json_text(e, 1)) {  // one level deeper: strings are escaped, so every newline is layout
       out += c;
       if (c == '\n') out += "  ";
     }
@@ -101,7 +103,7 @@ std::string TraceRecorder::to_json() const {
     other["max_events"] = kMaxEvents;
   }
   out += "{\n \"displayTimeUnit\": \"ns\",\n \"otherData\": ";
-  for (char c : other.dump(1)) {
+  for (char c : json_text(other, 1)) {
     out += c;
     if (c == '\n') out += ' ';
   }

@@ -8,9 +8,23 @@
 namespace mlaplan {
 
 // Bad input: a malformed or out-of-range scenario (exit 2). The message names the field and the fix.
+// A NUL byte in the message (from a key or CSV cell quoted in it) is written as \x00: what() is a C
+// string, and everything after a raw NUL (the field, the fix) would be lost.
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message) : std::runtime_error(without_nul(message)) {}
+  explicit InputError(const char* message) : std::runtime_error(message) {}
+
+ private:
+  static std::string without_nul(const std::string& message) {
+    if (message.find('\0') == std::string::npos) return message;
+    std::string out;
+    for (char c : message) {
+      if (c == '\0') out += "\\x00";
+      else out += c;
+    }
+    return out;
+  }
 };
 
 // A valid batch that does not fit in max_chunks chunks (exit 2, like any bad input).
