@@ -1,5 +1,5 @@
 // How the alignment of each block's range of a row decides the write bandwidth of the planner's
-// tables (docs/performance.md, round 6). Two tables of M = 16 rows by B cells, written as the fast
+// tables (docs/history/performance-rounds.md, round 6). Two tables of M = 16 rows by B cells, written as the fast
 // kernel writes them: blocks of 256 threads, 2048 columns each, row by row, one 16-byte vector per
 // thread and run. The first table's row pitch varies, so each block's range in a row is only as
 // aligned as the pitch allows, or is moved to the next boundary of `align` cells. Standalone:
