@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 // j.dump(indent), except that a byte that is not valid UTF-8 (a Latin-1 file name, say) is written
 // as U+FFFD: plain dump() throws type_error.316 on it and turns a finished command into an internal
@@ -16,4 +16,4 @@ std::string json_text(const Json& j, int indent = -1) {
   return j.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

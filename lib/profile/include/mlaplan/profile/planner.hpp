@@ -7,10 +7,10 @@
 #include <string>
 
 #include "mlaplan/batch.hpp"
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/plan_tables.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 class Planner {
  public:
@@ -29,4 +29,4 @@ std::unique_ptr<Planner> make_reference_planner();
 // The closed-form CPU planner (fast_cpu_planner.hpp), bit-identical to the reference.
 std::unique_ptr<Planner> make_fast_cpu_planner();
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "mlaplan/plan_tables.hpp"
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/check/scenario.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 // "--memory-limit 2.00 GiB", or "the default --memory-limit of 2.00 GiB" when `given` is false.
 std::string describe_memory_limit(uint64_t limit, bool given);
@@ -20,11 +20,11 @@ std::string describe_memory_limit(uint64_t limit, bool given);
 // other than max may need more rows), plus `extra_per_row` bytes per chunk row for what is built from
 // them (`extra_what`: run's JSON or CSV text, the pictures). The message says how many chunks the
 // batch needs and what to change.
-void require_tables_fit(const Scenario& s, uint64_t limit, bool limit_given, uint64_t chunk_rows = 0,
+void require_tables_fit(const check::Scenario& s, uint64_t limit, bool limit_given, uint64_t chunk_rows = 0,
                         uint64_t extra_per_row = 0, const std::string& extra_what = "");
 
 // Bytes of run's output text per chunk row of B sequences, at most: `json` writes two numbers of up to
 // 10 digits and a separator per cell (24 bytes per column), `csv` a line per cell (56 bytes per column).
 uint64_t plan_text_bytes_per_row(uint64_t batch_size, bool csv);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

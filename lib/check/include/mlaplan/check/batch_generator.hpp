@@ -7,9 +7,9 @@
 #include <string>
 
 #include "mlaplan/batch.hpp"
-#include "mlaplan/batch_limits.hpp"
+#include "mlaplan/check/batch_limits.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct BatchGeneratorOptions {
   uint32_t max_batch_size = 64;      // B of the ordinary shapes
@@ -46,4 +46,4 @@ class BatchGenerator {
   BatchGeneratorOptions options_;
 };
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -9,7 +9,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/plan_tables.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 // The scenario's optional `expected` block. Any table left out is not compared.
 struct ExpectedPlan {
@@ -38,4 +38,4 @@ struct Scenario {
 // difference, or nothing when every given part matches.
 std::optional<std::string> check_expected(const ExpectedPlan& expected, const PlanTables& tables);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

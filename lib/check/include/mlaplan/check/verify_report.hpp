@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct VerifyCaseRecord {
   std::string group;    // the file, "built-in edge cases" or "fuzz (seed S)"
@@ -37,4 +37,4 @@ std::string format_verify_json(const VerifyRun& run);
 // One <testsuite> per group, one <testcase> per case and planner, <failure> with the detail.
 std::string format_verify_junit(const VerifyRun& run);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

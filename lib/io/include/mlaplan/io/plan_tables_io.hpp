@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/case_check.hpp"
+#include "mlaplan/check/case_check.hpp"
 #include "mlaplan/plan_tables.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 struct LoadedPlan {
   std::optional<PlanTables> tables;  // absent when the file says {"infeasible": true} (the producer refused)
@@ -35,7 +35,7 @@ struct PlanEntry {
   std::optional<std::string> scenario;  // the scenario it plans: run writes its name
   std::string policy = "max";           // run writes the policy it planned under
   bool refused = false;       // {"infeasible": true}, or run's "refused" (a policy that cannot plan the batch)
-  PlanClaims claims;          // chunks_used, padded_tokens, min_max_chunks, the batch's echo...
+  check::PlanClaims claims;          // chunks_used, padded_tokens, min_max_chunks, the batch's echo...
   bool has_tables = false;
   RawTable buffer_row_offsets, cache_offsets, buffer_lengths;
 };
@@ -64,4 +64,4 @@ LoadedPlan load_plan_tables(const std::string& path, uint32_t batch_size, uint32
 LoadedPlan parse_plan_tables(const std::string& text, const std::string& path, uint32_t batch_size,
                              uint32_t max_chunks);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

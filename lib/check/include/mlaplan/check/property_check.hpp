@@ -9,7 +9,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/plan_tables.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct PropertyReport {
   uint64_t violations = 0;            // every broken cell or invariant counted
@@ -21,4 +21,4 @@ struct PropertyReport {
 // Requires a validated, feasible batch; tables of the wrong shape are reported, not indexed.
 PropertyReport check_properties(const Batch& batch, const PlanTables& tables, size_t max_messages = 5);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

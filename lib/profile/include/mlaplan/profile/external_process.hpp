@@ -6,7 +6,7 @@
 #include <string>
 #include <sys/types.h>
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 class ExternalProcess {
  public:
@@ -50,4 +50,4 @@ class ExternalProcess {
   std::string buffer_;
 };
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -6,7 +6,7 @@
 
 #include "mlaplan/errors.hpp"  // Interrupted, thrown by a loop that stops on the request
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 void request_stop() noexcept;  // async-signal-safe: one lock-free atomic store
 bool stop_requested() noexcept;
@@ -14,4 +14,4 @@ void clear_stop_request() noexcept;
 // The flag itself, for the CPU planners of core (which depend on nothing, so they take a pointer).
 const std::atomic<bool>* stop_flag() noexcept;
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

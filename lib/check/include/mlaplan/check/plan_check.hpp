@@ -5,12 +5,12 @@
 #include <optional>
 #include <string>
 
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/plan_tables.hpp"
-#include "mlaplan/scenario.hpp"
-#include "mlaplan/table_diff.hpp"
+#include "mlaplan/check/scenario.hpp"
+#include "mlaplan/check/table_diff.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct Verification {
   std::string status = "skipped";      // "pass", "fail" or "skipped"
@@ -23,6 +23,6 @@ struct Verification {
 
 // Checks a feasible scenario's plan. `from_reference` skips the self-comparison when the tables
 // came from the reference planner. Phases "reference" and "check" go to `timer`.
-Verification verify_plan(const Scenario& scenario, const PlanTables& tables, bool from_reference, PhaseTimer& timer);
+Verification verify_plan(const Scenario& scenario, const PlanTables& tables, bool from_reference, profile::PhaseTimer& timer);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "mlaplan/gpu_kernel.hpp"
-#include "mlaplan/planner.hpp"
+#include "mlaplan/profile/planner.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 // The usable GPU's name, or nothing, with `why` saying what is missing (no CUDA in this build,
 // no device, a driver too old, ...).
@@ -19,4 +19,4 @@ std::optional<std::string> find_usable_gpu(std::string* why);
 // Throws DeviceError when no GPU is usable.
 std::unique_ptr<Planner> make_gpu_planner(GpuKernel kernel);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

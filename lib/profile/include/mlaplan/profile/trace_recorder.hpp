@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 class TraceRecorder {
  public:
@@ -80,4 +80,4 @@ class ActiveTrace {
   TraceRecorder* previous_;
 };
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 // `text` with its control characters shown escaped: \n, \r, a tab as a space, the rest (ESC, BEL,
 // DEL, ...) as \xHH, and so are C1 controls (U+0080..U+009F, such as CSI: \xc2\x9b) and every byte
@@ -15,4 +15,4 @@ std::string printable(const std::string& text);
 // message that quotes a 10 MB name.
 std::string printable_line(const std::string& text, size_t max_bytes = 4096);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

@@ -5,7 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 // "file:LINE:COL: invalid JSON: <reason>" from the parser's 1-based byte offset into `text` (line and
 // column are what editors understand) and its message, less nlohmann's "[json.exception...] ...: " preamble.
@@ -25,4 +25,4 @@ nlohmann::json parse_json_strict(const std::string& text, const std::string& fil
 // on a value nested 100,000 deep, it stops writing (and descending) once it has enough.
 std::string json_preview(const nlohmann::json& value, size_t max_chars = 40);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

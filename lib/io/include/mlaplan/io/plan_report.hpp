@@ -7,12 +7,12 @@
 #include <utility>
 #include <vector>
 
-#include "mlaplan/plan_check.hpp"
+#include "mlaplan/check/plan_check.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/plan_tables.hpp"
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/check/scenario.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 // The buffer's memory for a model, when `run --model` gives one (plain figures; lib/explore computes them).
 struct MemoryFigures {
@@ -26,7 +26,7 @@ struct MemoryFigures {
 };
 
 struct PlanReport {
-  const Scenario* scenario = nullptr;
+  const check::Scenario* scenario = nullptr;
   // The chunking policy (lib/explore/policy.hpp): "max" is the seed's plan of cache + new tokens;
   // the others stream the cached context only, and their tables may hold more than max_chunks rows.
   std::string policy = "max";
@@ -39,7 +39,7 @@ struct PlanReport {
   std::optional<std::string> device;
   PlanShape shape;
   PlanTables tables;
-  Verification verification;
+  check::Verification verification;
   std::vector<std::pair<std::string, double>> timings_us;
 };
 
@@ -50,4 +50,4 @@ std::string format_plan_csv(const PlanReport& report, bool header = true);
 // For people: one row per used chunk, with at most `max_sequences` sequences spelled out per chunk.
 std::string format_plan_table(const PlanReport& report, size_t max_sequences = 8);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 inline constexpr size_t kMaxInputBytes = size_t{256} << 20;
 
@@ -14,4 +14,4 @@ inline constexpr size_t kMaxInputBytes = size_t{256} << 20;
 // opened or read, or a file of more than `limit` bytes.
 std::string read_input_file(const std::string& path, const std::string& what, size_t limit = kMaxInputBytes);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

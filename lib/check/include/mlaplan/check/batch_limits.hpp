@@ -8,7 +8,7 @@
 
 #include "mlaplan/batch.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct BatchLimits {
   std::vector<uint32_t> page_sizes;  // sorted, unique; empty means any
@@ -23,4 +23,4 @@ struct BatchLimits {
   bool admits(const Batch& b) const { return admits_page_size(b.page_size) && admits_max_chunks(b.max_chunks); }
 };
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 class PhaseTimer {
  public:
@@ -41,4 +41,4 @@ class PhaseTimer {
   std::vector<std::pair<std::string, double>> phases_;
 };
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -5,12 +5,12 @@
 #include <optional>
 #include <string>
 
-#include "mlaplan/phase_timer.hpp"
-#include "mlaplan/planner.hpp"
-#include "mlaplan/scenario.hpp"
-#include "mlaplan/table_diff.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
+#include "mlaplan/profile/planner.hpp"
+#include "mlaplan/check/scenario.hpp"
+#include "mlaplan/check/table_diff.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct CaseResult {
   bool passed = false;
@@ -20,10 +20,10 @@ struct CaseResult {
 };
 
 // Plans `scenario` with `planner` and checks it. DeviceError propagates (it is no verdict on the plan).
-CaseResult check_case(const Scenario& scenario, Planner& planner, PhaseTimer& timer);
+CaseResult check_case(const Scenario& scenario, profile::Planner& planner, profile::PhaseTimer& timer);
 
 // Judges tables produced elsewhere (`verify --plan`). `tables` empty means the producer refused the batch.
-CaseResult check_tables(const Scenario& scenario, const std::optional<PlanTables>& tables, PhaseTimer& timer,
+CaseResult check_tables(const Scenario& scenario, const std::optional<PlanTables>& tables, profile::PhaseTimer& timer,
                         bool tables_are_reference = false);
 
 // What a plan file states beside its tables (`verify --plan`): each value given is a fact of the plan
@@ -43,6 +43,6 @@ std::optional<std::string> compare_claims(const Batch& batch, const PlanClaims& 
 // Judges a max plan read from a file: the batch's echo, then the tables (or the refusal, judged as a
 // refusal from --external is, with the stated min_max_chunks), then the facts against plan_shape.
 CaseResult check_plan_claims(const Scenario& scenario, const std::optional<PlanTables>& tables, const PlanClaims& claims,
-                             PhaseTimer& timer);
+                             profile::PhaseTimer& timer);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -4,10 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "mlaplan/gpu_planner.hpp"
-#include "mlaplan/planner.hpp"
+#include "mlaplan/profile/gpu_planner.hpp"
+#include "mlaplan/profile/planner.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 enum class Backend { automatic, cpu, gpu };
 
@@ -21,4 +21,4 @@ struct PlannerChoice {
 // seed the reference.
 PlannerChoice choose_planner(Backend backend, GpuKernel kernel = GpuKernel::fast);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

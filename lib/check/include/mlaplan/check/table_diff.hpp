@@ -7,7 +7,7 @@
 
 #include "mlaplan/plan_tables.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct CellMismatch {
   std::string table;                 // "buffer_row_offsets", "cache_offsets" or "buffer_lengths"
@@ -34,4 +34,4 @@ struct TableDiff {
 
 TableDiff diff_tables(const PlanTables& expected, const PlanTables& actual);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 enum class FileRole { input, output };
 
@@ -17,4 +17,4 @@ std::string file_error_cause(int err, FileRole role);
 // closed or broken stream. The CLI maps these to exit 3 and path problems to exit 2.
 bool is_io_fault(int err);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

@@ -3,10 +3,10 @@
 
 #include <vector>
 
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/check/scenario.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 std::vector<Scenario> builtin_edge_cases();
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "mlaplan/planner.hpp"
+#include "mlaplan/profile/planner.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 struct ExternalPlannerOptions {
   double answer_timeout_seconds = 60;  // per batch; a planner silent for longer is a failure (DeviceError)
@@ -19,7 +19,7 @@ struct ExternalPlannerOptions {
 // Starts `command` with /bin/sh -c. The planner's name is "external". A batch it refuses
 // (`infeasible [M]`) throws InfeasibleBatch; an `error` answer, a malformed answer, an exit or a
 // timeout throws DeviceError naming the batch it was given.
-std::unique_ptr<Planner> make_external_planner(const std::string& command, const ExternalPlannerOptions& options = {});
+std::unique_ptr<profile::Planner> make_external_planner(const std::string& command, const ExternalPlannerOptions& options = {});
 
 // The protocol's two lines, for ports written in C++ and for tests.
 std::string external_request_line(const Batch& batch);
@@ -32,4 +32,4 @@ size_t max_plan_answer_bytes(const Batch& batch);
 // malformed lines (naming what is wrong: the word, the count of numbers, the bad number).
 PlanTables parse_external_answer(const std::string& line, const Batch& batch);
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check
