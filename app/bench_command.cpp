@@ -28,7 +28,7 @@ struct BenchCliOptions {
   std::string format = "table";
   std::string output;
   std::string json_output;
-  bench::WorkloadOptions workload;
+  bench::TimedBatchOptions workload;
   bench::StoppingRule rule;
   double max_noise_percent = 0.5;
   bool no_progress = false;

@@ -1,4 +1,4 @@
-#include "mlaplan/bench/workload.hpp"
+#include "mlaplan/bench/timed_batches.hpp"
 
 #include <fmt/format.h>
 
@@ -79,7 +79,7 @@ class LengthSampler {
 
 }  // namespace
 
-std::vector<Batch> make_input_sets(uint32_t batch_size, const WorkloadOptions& o) {
+std::vector<Batch> make_input_sets(uint32_t batch_size, const TimedBatchOptions& o) {
   std::vector<Batch> sets(std::max<uint32_t>(1, o.input_sets));
   uint64_t max_e = 0;
   for (size_t i = 0; i < sets.size(); ++i) {

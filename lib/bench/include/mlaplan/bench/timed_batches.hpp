@@ -15,7 +15,7 @@ enum class LengthDistribution { fixed, uniform, lognormal, zipf };
 LengthDistribution parse_distribution(const std::string& name);  // throws InputError naming --distribution
 const char* to_string(LengthDistribution d);
 
-struct WorkloadOptions {
+struct TimedBatchOptions {
   LengthDistribution distribution = LengthDistribution::lognormal;
   uint32_t mean_length = 1024;  // mean tokens per sequence (cached + new), before page padding
   uint32_t page_size = 128;
@@ -28,6 +28,6 @@ struct WorkloadOptions {
 
 // `input_sets` batches of `batch_size` sequences sharing P, N and M; every one is validated and
 // feasible. Throws InputError naming the option to change when that is impossible.
-std::vector<Batch> make_input_sets(uint32_t batch_size, const WorkloadOptions& options);
+std::vector<Batch> make_input_sets(uint32_t batch_size, const TimedBatchOptions& options);
 
 }  // namespace mlaplan::bench
