@@ -1,4 +1,5 @@
 // One wording for malformed JSON in every file mlaplan reads (scenarios, plan tables, model configs).
+// A build-only header (detail/, never installed): it needs nlohmann/json.
 #pragma once
 
 #include <cstddef>
