@@ -11,10 +11,10 @@
 #include "mlaplan/bench/bench_format.hpp"
 #include "mlaplan/bench/bench_report.hpp"
 #include "mlaplan/bench/size_list.hpp"
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/memory_limit.hpp"
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/io/memory_limit.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 
 namespace mlaplan::cli {
 
@@ -28,7 +28,7 @@ struct BenchCliOptions {
   std::string format = "table";
   std::string output;
   std::string json_output;
-  bench::WorkloadOptions workload;
+  bench::TimedBatchOptions workload;
   bench::StoppingRule rule;
   double max_noise_percent = 0.5;
   bool no_progress = false;
@@ -47,8 +47,8 @@ void require_bench_fits(const BenchCliOptions& opt, const std::vector<uint32_t>&
   throw InputError(fmt::format("--sizes {}: a batch of {} sequences in --max-chunks {} chunks takes {} of tables and {} "
                                "input sets, above {}; use sizes up to {}, a smaller --max-chunks or --input-sets, or "
                                "raise --memory-limit",
-                               largest, largest, m, format_bytes(need(largest)), sets,
-                               describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given), fit));
+                               largest, largest, m, io::format_bytes(need(largest)), sets,
+                               io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given), fit));
 }
 
 int run_bench_command(const BenchCliOptions& opt) {
@@ -113,7 +113,7 @@ int run_bench_command(const BenchCliOptions& opt) {
     print_stderr(fmt::format("mlaplan: warning: the SM clock fell from {:.0f} to {:.0f} MHz during the run (throttling?); "
                "later rows may be slow\n", *report.sm_mhz_before, *report.sm_mhz_after));
 
-  PhaseTimer timer;
+  profile::PhaseTimer timer;
   std::string text;
   {
     auto scope = timer.phase("format");

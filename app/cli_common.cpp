@@ -15,21 +15,21 @@
 #include <memory>
 #include <optional>
 
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/file_error.hpp"
+#include "mlaplan/io/file_error.hpp"
 #include "output_files.hpp"
 #include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/phase_timer.hpp"
-#include "mlaplan/printable.hpp"
-#include "mlaplan/stop_request.hpp"
-#include "mlaplan/trace_recorder.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
+#include "mlaplan/io/printable.hpp"
+#include "mlaplan/profile/stop_request.hpp"
+#include "mlaplan/profile/trace_recorder.hpp"
 
 namespace mlaplan::cli {
 
 namespace {
 
-void on_interrupt(int) { request_stop(); }
+void on_interrupt(int) { profile::request_stop(); }
 
 int scope_depth = 0;  // scopes nest (main's, a subcommand's): the outermost installs and restores
 
@@ -48,7 +48,7 @@ void install(void (*handler)(int)) {
 
 InterruptScope::InterruptScope() {
   if (scope_depth++ > 0) return;
-  clear_stop_request();
+  profile::clear_stop_request();
   install(on_interrupt);
 }
 
@@ -60,7 +60,7 @@ namespace {
 
 // Messages quote user input (names, paths, CSV cells): control characters are shown escaped and
 // very long messages clipped, so an error stays one readable line and cannot drive the terminal.
-std::string one_line(const std::string& message) { return printable_line(message); }
+std::string one_line(const std::string& message) { return io::printable_line(message); }
 
 }  // namespace
 
@@ -217,7 +217,7 @@ void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit) {
            const uint64_t bytes = explore::parse_byte_size(v, "--memory-limit");
            if (bytes < kLeast)
              throw InputError(fmt::format("--memory-limit {}: below the least of {}; give e.g. 512MiB or 4GiB", v,
-                                          format_bytes(kLeast)));
+                                          io::format_bytes(kLeast)));
            limit.bytes = bytes;
            limit.given = true;
          },
@@ -227,10 +227,10 @@ void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit) {
       ->default_str("2GiB");
 }
 
-void add_backend_option(CLI::App& cmd, Backend& backend) {
+void add_backend_option(CLI::App& cmd, profile::Backend& backend) {
   cmd.add_option_function<std::string>(
          "--backend",
-         [&backend](const std::string& v) { backend = v == "cpu" ? Backend::cpu : v == "gpu" ? Backend::gpu : Backend::automatic; },
+         [&backend](const std::string& v) { backend = v == "cpu" ? profile::Backend::cpu : v == "gpu" ? profile::Backend::gpu : profile::Backend::automatic; },
          "Where to plan: auto (the GPU when one is usable, else the CPU, saying so), gpu or cpu")
       ->transform(one_of({"auto", "gpu", "cpu"}))
       ->default_str("auto");
@@ -246,7 +246,7 @@ void add_backend_options(CLI::App& cmd, BackendOptions& options) {
       ->default_str("fast");
 }
 
-std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path) {
+std::vector<check::Scenario> select_scenarios(std::vector<check::Scenario> all, const std::string& wanted, const std::string& path) {
   if (wanted.empty()) return all;
   // By name first; a name several scenarios share picks none of them (the first would be a guess).
   std::vector<size_t> named;
@@ -295,7 +295,7 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   // not "no such file", and an unreadable subfolder is not an internal error.
   auto refuse = [](const std::string& p, const std::error_code& ec) {
     if (ec.value() == ENOENT) throw InputError(fmt::format("{}: no such file or folder", p));
-    throw InputError(fmt::format("{}: cannot read it: {}", p, file_error_cause(ec.value(), FileRole::input)));
+    throw InputError(fmt::format("{}: cannot read it: {}", p, io::file_error_cause(ec.value(), io::FileRole::input)));
   };
   std::vector<std::string> files;
   for (const auto& p : paths) {
@@ -353,8 +353,8 @@ std::vector<std::string> scenario_files(const std::vector<std::string>& paths) {
   return files;
 }
 
-PlannerChoice choose(const BackendOptions& options) {
-  PlannerChoice choice = choose_planner(options.backend, options.kernel);
+profile::PlannerChoice choose(const BackendOptions& options) {
+  profile::PlannerChoice choice = profile::choose_planner(options.backend, options.kernel);
   if (!choice.fallback_note.empty()) note(choice.fallback_note);
   return choice;
 }
@@ -366,21 +366,21 @@ std::function<void()> traced(CLI::App& cmd, std::function<void()> body) {
       ->type_name("FILE.json");
   return [path, name = "mlaplan " + cmd.get_name(), body = std::move(body)] {
     outputs().claim_output(*path, "--trace");  // before any work: a bad path fails at once
-    TraceRecorder recorder;
-    std::optional<ActiveTrace> active;
+    profile::TraceRecorder recorder;
+    std::optional<profile::ActiveTrace> active;
     if (!path->empty()) active.emplace(recorder);
     {
-      PhaseTimer root;
+      profile::PhaseTimer root;
       auto scope = root.phase(name);
       body();
     }
     // An interrupted command writes no trace: it would be of a partial run, and building it took
     // longer than the stop (1.7 GB for a long verify).
-    if (path->empty() || stop_requested()) return;
+    if (path->empty() || profile::stop_requested()) return;
     write_output(*path, recorder.to_json());
     if (recorder.dropped_events())
       note(fmt::format("--trace {}: kept the first {} events; {} later ones were counted, not kept (otherData.dropped_events)",
-                       *path, TraceRecorder::kMaxEvents, recorder.dropped_events()));
+                       *path, profile::TraceRecorder::kMaxEvents, recorder.dropped_events()));
   };
 }
 

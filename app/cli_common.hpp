@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/backend.hpp"
-#include "mlaplan/gpu_planner.hpp"
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/profile/backend.hpp"
+#include "mlaplan/profile/gpu_planner.hpp"
+#include "mlaplan/check/scenario.hpp"
 #include "output_files.hpp"
 
 namespace mlaplan::cli {
@@ -84,11 +84,11 @@ struct MemoryLimit {
 void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit);
 
 // --backend auto|gpu|cpu, the same on every subcommand.
-void add_backend_option(CLI::App& cmd, Backend& backend);
+void add_backend_option(CLI::App& cmd, profile::Backend& backend);
 
 // --backend and --kernel seed|fast (run's GPU kernel; verify has its own --kernel).
 struct BackendOptions {
-  Backend backend = Backend::automatic;
+  profile::Backend backend = profile::Backend::automatic;
   GpuKernel kernel = GpuKernel::fast;
 };
 void add_backend_options(CLI::App& cmd, BackendOptions& options);
@@ -96,7 +96,7 @@ void add_backend_options(CLI::App& cmd, BackendOptions& options);
 // The scenarios of `path` that --scenario WANTED names (by name, else by index; all of them when WANTED
 // is empty). Throws InputError listing the file's scenarios when none matches, and when several
 // share the name.
-std::vector<Scenario> select_scenarios(std::vector<Scenario> all, const std::string& wanted, const std::string& path);
+std::vector<check::Scenario> select_scenarios(std::vector<check::Scenario> all, const std::string& wanted, const std::string& path);
 // The check of --scenario NAME: refuses '' (which would otherwise select every scenario).
 CLI::Validator scenario_name();
 
@@ -106,7 +106,7 @@ CLI::Validator scenario_name();
 std::vector<std::string> scenario_files(const std::vector<std::string>& paths);
 
 // Picks the planner and prints the fallback note, if any.
-PlannerChoice choose(const BackendOptions& options);
+profile::PlannerChoice choose(const BackendOptions& options);
 
 // Adds `--trace FILE.json` to `cmd` and wraps its body in a root range named after the command
 // ("mlaplan run"): an NVTX range always, and with --trace a Chrome/Perfetto trace of every

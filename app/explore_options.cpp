@@ -114,7 +114,7 @@ std::vector<explore::ModelDims> make_models(const ModelOptions& o) {
 
 std::vector<uint32_t> make_tps(const ModelOptions& o) { return bench::parse_sizes(o.tps, "--tp", 1024); }
 
-std::optional<MemoryFigures> memory_figures(const ModelOptions& o, uint32_t rows) {
+std::optional<io::MemoryFigures> memory_figures(const ModelOptions& o, uint32_t rows) {
   const std::vector<explore::ModelDims> models = make_models(o);
   if (models.empty()) {
     if (o.tps != "1" || o.dtype != "bf16") throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
@@ -124,7 +124,7 @@ std::optional<MemoryFigures> memory_figures(const ModelOptions& o, uint32_t rows
   if (models.size() > 1 || tps.size() > 1) throw InputError("--model/--tp: run takes one model and one TP; sweep compares several");
   const explore::Dtype dtype = explore::parse_dtype(o.dtype);
   const explore::BufferMemory m = explore::buffer_memory(models[0], tps[0], dtype);
-  return MemoryFigures{models[0].name, m.tp, explore::to_string(dtype), m.kv_bytes_per_row,
+  return io::MemoryFigures{models[0].name, m.tp, explore::to_string(dtype), m.kv_bytes_per_row,
                        m.kv_bytes(rows), m.k_bytes(rows), m.latent_bytes(rows)};
 }
 

@@ -13,7 +13,7 @@
 #include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/policy.hpp"
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/plan_report.hpp"
 
 namespace mlaplan::cli {
 
@@ -42,7 +42,7 @@ void add_model_options(CLI::App& cmd, ModelOptions& options, bool list);
 std::vector<explore::ModelDims> make_models(const ModelOptions& options);  // empty when none is given
 std::vector<uint32_t> make_tps(const ModelOptions& options);
 // The memory figures of `run` for one model (the first given) at N rows; nothing without a model.
-std::optional<MemoryFigures> memory_figures(const ModelOptions& options, uint32_t buffer_token_size);
+std::optional<io::MemoryFigures> memory_figures(const ModelOptions& options, uint32_t buffer_token_size);
 
 // --workload NAME | --lengths FILE.csv, --seed, and the batch formation: --token-budget T
 // (default) | --batch-size LO[:HI], --max-sequences S.

@@ -4,13 +4,13 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/memory_limit.hpp"
+#include "mlaplan/io/input_file.hpp"
+#include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/scenario_io.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/scenario_io.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::cli {
 
@@ -31,11 +31,11 @@ void require_gen_fits(const GenOptions& opt, const explore::BatchFormation& form
   const bool by_size = formation.mode == explore::BatchFormation::Mode::batch_size;
   // A scenario in a list takes at least ~100 bytes of keys and at least 4 bytes a sequence ("0, " twice, less the commas).
   const uint64_t least = static_cast<uint64_t>(opt.batches) * (100 + 4 * uint64_t{by_size ? formation.min_batch : 1});
-  if (opt.batches > 1 && least > kMaxInputBytes)
+  if (opt.batches > 1 && least > io::kMaxInputBytes)
     throw InputError(fmt::format("--batches {}: the file would take at least {}, more than the {} run and verify read; "
                                  "write at most {} batches per file",
-                                 opt.batches, format_bytes(least), format_bytes(kMaxInputBytes),
-                                 kMaxInputBytes / (least / opt.batches)));
+                                 opt.batches, io::format_bytes(least), io::format_bytes(io::kMaxInputBytes),
+                                 io::kMaxInputBytes / (least / opt.batches)));
 }
 
 // The bytes of a list of numbers as scenario_to_json writes it ("[58,0,730]"), without writing it.
@@ -49,16 +49,16 @@ uint64_t list_bytes(const std::vector<uint32_t>& values) {
 
 // After forming: the file's size from the batches' numbers and the first scenario's keys, name and
 // settings (later names are no shorter), so a file run would refuse is refused before any text is built.
-void require_file_fits(const std::vector<Batch>& batches, const Scenario& first) {
-  const uint64_t keys = scenario_to_json(first).size() - list_bytes(first.batch.cache_lengths) -
+void require_file_fits(const std::vector<Batch>& batches, const check::Scenario& first) {
+  const uint64_t keys = io::scenario_to_json(first).size() - list_bytes(first.batch.cache_lengths) -
                         list_bytes(first.batch.input_row_offsets) - 1;  // the newline the list drops
   uint64_t least = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
     least += keys + list_bytes(batches[i].cache_lengths) + list_bytes(batches[i].input_row_offsets);
-    if (least > kMaxInputBytes)
+    if (least > io::kMaxInputBytes)
       throw InputError(fmt::format("--batches {}: the file would pass {} by scenario {}, more than run and verify read; "
                                    "write at most about {} batches per file (run gen several times with other --seed values)",
-                                   batches.size(), format_bytes(kMaxInputBytes), i, std::max<size_t>(1, i * 9 / 10)));
+                                   batches.size(), io::format_bytes(io::kMaxInputBytes), i, std::max<size_t>(1, i * 9 / 10)));
   }
 }
 
@@ -71,8 +71,8 @@ void require_tables_fit_all(const GenOptions& opt, const std::vector<Batch>& bat
   throw InputError(fmt::format("--max-chunks {}: batch {} holds {} sequences, and its tables in {} chunks take {}, above {}, "
                                "so run would refuse it; lower --max-chunks to at most {}, form smaller batches or raise "
                                "--memory-limit",
-                               opt.settings.max_chunks, largest, b, opt.settings.max_chunks, format_bytes(bytes),
-                               describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
+                               opt.settings.max_chunks, largest, b, opt.settings.max_chunks, io::format_bytes(bytes),
+                               io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
                                opt.memory_limit.bytes / table_bytes(b, 1)));
 }
 
@@ -84,10 +84,10 @@ int gen(const GenOptions& opt) {
   explore::BatchFormation formation = make_formation(opt.workload);
   require_gen_fits(opt, formation);
   formation.memory_limit = opt.memory_limit.bytes;  // the formed batches themselves, counted as they come
-  formation.memory_limit_text = describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
+  formation.memory_limit_text = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   std::vector<Batch> batches;
   {
-    PhaseTimer timer;
+    profile::PhaseTimer timer;
     auto scope = timer.phase("form batches");
     batches = explore::form_batches(*source, formation, opt.settings, opt.batches, opt.workload.seed);
   }
@@ -99,7 +99,7 @@ int gen(const GenOptions& opt) {
   // The shape --batches asks for, even when a trace runs out first: a script asking for a list gets one.
   const bool list = opt.batches > 1;
   {
-    Scenario first;
+    check::Scenario first;
     first.name = list ? fmt::format("{}-0", base) : base;
     first.description = description;
     first.batch = batches[0];
@@ -109,29 +109,29 @@ int gen(const GenOptions& opt) {
   size_t refused = 0, sequences = 0;
   const std::string where = opt.output.empty() || opt.output == "-" ? std::string("the output") : opt.output;
   for (size_t i = 0; i < batches.size(); ++i) {
-    if ((i & 1023) == 0 && stop_requested())
+    if ((i & 1023) == 0 && profile::stop_requested())
       throw Interrupted(fmt::format("gen: interrupted while writing scenario {} of {}", i, batches.size()));
-    Scenario s;
+    check::Scenario s;
     s.name = list ? fmt::format("{}-{}", base, i) : base;
     s.description = description;
     s.batch = batches[i];
     refused += !plan_shape(s.batch).feasible;
     sequences += s.batch.batch_size();
-    std::string one = scenario_to_json(s);
+    std::string one = io::scenario_to_json(s);
     if (list) one.pop_back();  // its newline: the list puts ",\n" between scenarios
     text += (i ? ",\n" : "") + one;
     // run reads at most kMaxInputBytes: a larger file would be refused, so stop as soon as it passes that.
-    if (text.size() > kMaxInputBytes)
+    if (text.size() > io::kMaxInputBytes)
       throw InputError(fmt::format("--batches {}: {} would pass {} at scenario {}, more than run and verify read; "
                                    "write at most about {} batches per file (run gen several times with other --seed "
                                    "values)",
-                                   batches.size(), where, format_bytes(kMaxInputBytes), i,
-                                   std::max<size_t>(1, i * (kMaxInputBytes / 1024) / (text.size() / 1024) * 9 / 10)));
+                                   batches.size(), where, io::format_bytes(io::kMaxInputBytes), i,
+                                   std::max<size_t>(1, i * (io::kMaxInputBytes / 1024) / (text.size() / 1024) * 9 / 10)));
   }
   text += list ? "\n]}\n" : "";
-  if (text.size() > kMaxInputBytes)
+  if (text.size() > io::kMaxInputBytes)
     throw InputError(fmt::format("--batches {}: {} would be {}, more than the {} run and verify read; write fewer batches",
-                                 batches.size(), where, format_bytes(text.size()), format_bytes(kMaxInputBytes)));
+                                 batches.size(), where, io::format_bytes(text.size()), io::format_bytes(io::kMaxInputBytes)));
   write_output(opt.output, text);
   note(fmt::format("{}{} batch{} of {:.1f} sequences on average from {}{}",
                    batches.size() < opt.batches

@@ -16,8 +16,8 @@
 #include "commands.hpp"
 #include "mlaplan/build_info.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/file_error.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/file_error.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace {
 
@@ -144,7 +144,7 @@ int run_mlaplan(int argc, char** argv) {
     // printed on stdout is known to have arrived; otherwise their temporaries go (OutputSet).
     if (exit_code == cli::kOk || exit_code == cli::kWrongPlan) {
       // A stop requested after the work (while writing) still means no output: exit 130, not 0.
-      if (stop_requested()) throw Interrupted("interrupted");
+      if (profile::stop_requested()) throw Interrupted("interrupted");
       cli::check_stdout();
       cli::outputs().commit();  // a stop while writing into a FIFO drops everything; the renames finish
     } else {
@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   std::string problem = mlaplan::cli::stdout_problem();
   // close(2), not fclose: the streams' own flush at exit must still find a FILE, just an empty one.
   if (::close(STDOUT_FILENO) != 0 && errno != EBADF && problem.empty())
-    problem = fmt::format("stdout: closing it failed: {}", mlaplan::file_error_cause(errno, mlaplan::FileRole::output));
+    problem = fmt::format("stdout: closing it failed: {}", mlaplan::io::file_error_cause(errno, mlaplan::io::FileRole::output));
   if (!problem.empty() && code == mlaplan::cli::kOk) {  // an error already said is not followed by a second line
     mlaplan::cli::error(problem);
     code = mlaplan::cli::kDeviceFailure;

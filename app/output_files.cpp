@@ -17,8 +17,8 @@
 #include <iostream>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/file_error.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/file_error.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::cli {
 
@@ -28,10 +28,10 @@ namespace {
 
 // The message for a failed write: a fault of the device is exit 3, a problem of the path exit 2.
 [[noreturn]] void fail(const std::string& path, int err, const std::string& doing = "cannot write the output file") {
-  const std::string cause = file_error_cause(err, FileRole::output);
+  const std::string cause = io::file_error_cause(err, io::FileRole::output);
   // A missing folder keeps the wording scripts have seen: "cannot write the output file; check that its folder exists".
   const std::string message = fmt::format("{}: {}{} {}", path, doing, err == ENOENT ? ";" : ":", cause);
-  if (is_io_fault(err)) throw DeviceError(message);
+  if (io::is_io_fault(err)) throw DeviceError(message);
   throw InputError(message);
 }
 
@@ -73,7 +73,7 @@ bool write_all(int fd, const std::string& content) {
   while (left) {
     const ssize_t n = ::write(fd, p, left);
     if (n < 0) {
-      if (errno == EINTR && stop_requested()) throw Interrupted("interrupted while writing the outputs");
+      if (errno == EINTR && profile::stop_requested()) throw Interrupted("interrupted while writing the outputs");
       if (errno == EINTR) continue;
       return false;
     }
@@ -226,7 +226,7 @@ void OutputSet::commit() {
     int fd = -1;
     // A FIFO without a reader blocks the open: Ctrl-C ends the wait.
     while ((fd = ::open(o.target.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC)) < 0 && errno == EINTR)
-      if (stop_requested()) throw Interrupted(fmt::format("interrupted while waiting for a reader of {}", o.path));
+      if (profile::stop_requested()) throw Interrupted(fmt::format("interrupted while waiting for a reader of {}", o.path));
     if (fd < 0) fail(o.path, errno);
     struct FdCloser {  // closed on the Interrupted path too
       int fd;
@@ -242,7 +242,7 @@ void OutputSet::commit() {
     if (!closed) fail(o.path, errno, "writing the output failed");
     o.content.clear();
   }
-  if (stop_requested()) throw Interrupted("interrupted");
+  if (profile::stop_requested()) throw Interrupted("interrupted");
   // A signal now would stop half-way through the renames: it waits until they are done.
   sigset_t stop, previous;
   sigemptyset(&stop);
@@ -314,7 +314,7 @@ std::string stdout_problem() {
     else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) err = EPIPE;  // the reader went away (| head)
   }
   const std::string cause =
-      err ? file_error_cause(err, FileRole::output) : std::string("some of it was not written (a full disk, an I/O error?)");
+      err ? io::file_error_cause(err, io::FileRole::output) : std::string("some of it was not written (a full disk, an I/O error?)");
   return fmt::format("stdout: writing the output failed: {}{}", cause, err == EBADF ? "" : "; or give -o FILE");
 }
 

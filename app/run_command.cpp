@@ -7,18 +7,18 @@
 #include "explore_options.hpp"
 #include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/explore/policy_report.hpp"
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
-#include "mlaplan/memory_limit.hpp"
-#include "mlaplan/plan_check.hpp"
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/memory_limit.hpp"
+#include "mlaplan/check/plan_check.hpp"
+#include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/printable.hpp"
+#include "mlaplan/io/printable.hpp"
 #include "mlaplan/render/plan_html.hpp"
 #include "mlaplan/render/plan_picture.hpp"
-#include "mlaplan/scenario_io.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/scenario_io.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::cli {
 
@@ -45,12 +45,12 @@ struct RunOptions {
 
 // A policy other than max, planned on the CPU and checked against its invariants (the expected
 // block describes max's plan, so it is not compared).
-void plan_with_policy(const Scenario& s, const explore::Policy& policy, bool verify, PlanReport& r, PhaseTimer& timer) {
+void plan_with_policy(const check::Scenario& s, const explore::Policy& policy, bool verify, io::PlanReport& r, profile::PhaseTimer& timer) {
   r.device.reset();
   {
     auto scope = timer.phase("plan");
     try {
-      PlanReport planned = explore::policy_report(s, policy);
+      io::PlanReport planned = explore::policy_report(s, policy);
       r.backend = planned.backend;
       r.planner = planned.planner;
       r.tables = std::move(planned.tables);
@@ -72,10 +72,10 @@ void plan_with_policy(const Scenario& s, const explore::Policy& policy, bool ver
 
 // Plans one scenario under one policy. With `compare` (several policies), a refusal is reported in
 // the report instead of stopping the run, since it is one of the outcomes being compared.
-PlanReport plan_one(const Scenario& s, const explore::Policy& policy, Planner& planner, const RunOptions& opt,
-                    const PhaseTimer& load_timer, bool compare) {
-  PhaseTimer timer = load_timer;
-  PlanReport r;
+io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy, profile::Planner& planner, const RunOptions& opt,
+                    const profile::PhaseTimer& load_timer, bool compare) {
+  profile::PhaseTimer timer = load_timer;
+  io::PlanReport r;
   r.scenario = &s;
   r.backend = planner.backend();
   r.planner = planner.name();
@@ -105,23 +105,23 @@ PlanReport plan_one(const Scenario& s, const explore::Policy& policy, Planner& p
     const bool expected = s.expected && s.expected->infeasible;
     throw InputError(s.locate(e.what()) + (expected ? " (the scenario's expected block marks it infeasible)" : ""));
   }
-  if (!opt.no_verify) r.verification = verify_plan(s, r.tables, planner.is_reference(), timer);
+  if (!opt.no_verify) r.verification = check::verify_plan(s, r.tables, planner.is_reference(), timer);
   r.timings_us = timer.phases();
   return r;
 }
 
 // Checks, before anything is planned, that the tables of every scenario under every policy, with the
 // text and pictures made from them, fit in --memory-limit: run holds them all until it prints.
-void require_run_fits(const std::vector<Scenario>& scenarios, const std::vector<explore::Policy>& policies,
+void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::vector<explore::Policy>& policies,
                       const RunOptions& opt) {
   const bool pictures = !opt.svg.empty() || !opt.html.empty();
   std::string extra_what = opt.format == Format::json ? "--format json text" : opt.format == Format::csv ? "--format csv text" : "";
   if (pictures) extra_what += std::string(extra_what.empty() ? "" : " and ") + "the pictures";
   uint64_t total = 0;
   size_t checked = 0;
-  for (const Scenario& s : scenarios) {
+  for (const check::Scenario& s : scenarios) {
     const uint64_t B = s.batch.batch_size();
-    const uint64_t extra = (opt.format == Format::table ? 0 : plan_text_bytes_per_row(B, opt.format == Format::csv)) +
+    const uint64_t extra = (opt.format == Format::table ? 0 : io::plan_text_bytes_per_row(B, opt.format == Format::csv)) +
                            (pictures ? sizeof(render::ChunkPicture) : 0);
     for (const explore::Policy& p : policies) {
       uint64_t rows = s.batch.max_chunks;
@@ -130,26 +130,26 @@ void require_run_fits(const std::vector<Scenario>& scenarios, const std::vector<
         if (o.refused) continue;  // refused: no tables
         rows = std::max<uint64_t>(rows, o.chunks);
       }
-      require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given, rows, extra, extra_what);
+      io::require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given, rows, extra, extra_what);
       total += rows * (table_bytes(B, 1) + extra);  // each term within the limit: no overflow
       ++checked;
       if (total > opt.memory_limit.bytes)
         throw InputError(fmt::format("{}: the tables of its first {} plans take {} together, above {}; plan fewer at "
                                      "once (--scenario NAME, fewer policies) or raise --memory-limit",
-                                     opt.path, checked, format_bytes(total),
-                                     describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given)));
+                                     opt.path, checked, io::format_bytes(total),
+                                     io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given)));
     }
   }
 }
 
 // After the plans of a scenario under several policies: one line per policy, side by side.
-std::string comparison_table(const std::vector<PlanReport>& reports, size_t first, size_t count) {
+std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t first, size_t count) {
   std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}\n",
-                                printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed", "page padding");
+                                io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed", "page padding");
   for (size_t i = first; i < first + count; ++i) {
-    const PlanReport& r = reports[i];
+    const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
-      out += fmt::format("{:<20} refused: {}\n", r.policy, printable(r.refused));
+      out += fmt::format("{:<20} refused: {}\n", r.policy, io::printable(r.refused));
       continue;
     }
     const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
@@ -168,11 +168,11 @@ int run(const RunOptions& opt) {
   outputs().claim_output(opt.html, "--html");
   // Ctrl-C: reading, planning and the outputs' pieces stop; nothing is written (exit 130).
   InterruptScope interrupt_scope;
-  PhaseTimer load_timer;
-  std::vector<Scenario> scenarios;
+  profile::PhaseTimer load_timer;
+  std::vector<check::Scenario> scenarios;
   {
     auto scope = load_timer.phase("load");
-    scenarios = select_scenarios(load_scenario_file(opt.path), opt.scenario, opt.path);
+    scenarios = select_scenarios(io::load_scenario_file(opt.path), opt.scenario, opt.path);
   }
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
@@ -188,29 +188,29 @@ int run(const RunOptions& opt) {
   bool any_max = false;
   for (const explore::Policy& p : policies) {
     any_max = any_max || p.kind == explore::PolicyKind::max;
-    if (p.kind != explore::PolicyKind::max && opt.backend.backend == Backend::gpu)
+    if (p.kind != explore::PolicyKind::max && opt.backend.backend == profile::Backend::gpu)
       note(fmt::format("policy {} is planned on the CPU; only max has a GPU planner", p.name()));
   }
   if (!any_max && opt.kernel_given)  // harmless, but the user asked for a planner that plans nothing here
     note(fmt::format("--kernel picks max's planner, and --policy {} has no max; its policies have one CPU planner each",
                      opt.policy.policy));
   require_run_fits(scenarios, policies, opt);
-  PlannerChoice choice = any_max ? choose(opt.backend) : PlannerChoice{make_fast_cpu_planner(), ""};
+  profile::PlannerChoice choice = any_max ? choose(opt.backend) : profile::PlannerChoice{profile::make_fast_cpu_planner(), ""};
 
-  std::vector<PlanReport> reports;
+  std::vector<io::PlanReport> reports;
   auto stop_if_asked = [&](const char* doing) {
-    if (stop_requested())
+    if (profile::stop_requested())
       throw Interrupted(fmt::format("run: interrupted while {} ({} of {} plans made)", doing, reports.size(),
                                     scenarios.size() * policies.size()));
   };
   reports.reserve(scenarios.size() * policies.size());
-  for (const Scenario& s : scenarios)
+  for (const check::Scenario& s : scenarios)
     for (const explore::Policy& p : policies) {
       stop_if_asked("planning");
       reports.push_back(plan_one(s, p, *choice.planner, opt, load_timer, compare));
     }
 
-  PhaseTimer output_timer;  // phases after timings_us was filled in: NVTX and --trace only
+  profile::PhaseTimer output_timer;  // phases after timings_us was filled in: NVTX and --trace only
   // The text of 100,000 plans takes a while: look for Ctrl-C every 256 of them.
   auto poll = [&](size_t i) {
     if ((i & 255) == 0) stop_if_asked("formatting the output");
@@ -220,24 +220,24 @@ int run(const RunOptions& opt) {
     auto format_scope = output_timer.phase("format");
     if (opt.format == Format::json) {
       if (reports.size() == 1) {
-        text = format_plan_json(reports[0]);
+        text = io::format_plan_json(reports[0]);
       } else {  // still one object on stdout: a list under "scenarios"
         text = "{\"scenarios\": [\n";
         for (size_t i = 0; i < reports.size(); ++i) {
           poll(i);
-          text += (i ? ",\n" : "") + format_plan_json(reports[i]);
+          text += (i ? ",\n" : "") + io::format_plan_json(reports[i]);
         }
         text += "]}\n";
       }
     } else if (opt.format == Format::csv) {
       for (size_t i = 0; i < reports.size(); ++i) {
         poll(i);
-        text += format_plan_csv(reports[i], i == 0);
+        text += io::format_plan_csv(reports[i], i == 0);
       }
     } else {
       for (size_t i = 0; i < reports.size(); ++i) {
         poll(i);
-        text += (i ? "\n" : "") + format_plan_table(reports[i], opt.max_sequences);
+        text += (i ? "\n" : "") + io::format_plan_table(reports[i], opt.max_sequences);
         if (compare && (i + 1) % policies.size() == 0) text += comparison_table(reports, i + 1 - policies.size(), policies.size());
       }
     }
@@ -254,7 +254,7 @@ int run(const RunOptions& opt) {
   }
 
   int status = kOk;
-  for (const PlanReport& r : reports) {
+  for (const io::PlanReport& r : reports) {
     if (r.verification.status == "fail") {
       error(r.scenario->locate(fmt::format("the {} plan is wrong: {}", r.planner, r.verification.detail)));
       status = kWrongPlan;

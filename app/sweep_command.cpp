@@ -10,15 +10,15 @@
 #include "commands.hpp"
 #include "explore_options.hpp"
 #include "mlaplan/bench/size_list.hpp"
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/memory_limit.hpp"
+#include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/render/sweep_html.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
-#include "mlaplan/scenario_io.hpp"
+#include "mlaplan/io/scenario_io.hpp"
 
 namespace mlaplan::cli {
 
@@ -68,10 +68,10 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
                                    "are; drop {}",
                                    opt.formation_given.front(), opt.formation_given.front()));
     for (const std::string& f : scenario_files(opt.paths)) {
-      std::vector<Scenario> scenarios = load_scenario_file(f);
+      std::vector<check::Scenario> scenarios = io::load_scenario_file(f);
       if (scenarios.empty())
         throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add scenarios or leave the file out", f));
-      for (Scenario& s : scenarios) out.batches.push_back(std::move(s.batch));
+      for (check::Scenario& s : scenarios) out.batches.push_back(std::move(s.batch));
     }
     out.source = opt.paths.size() == 1 ? opt.paths.front() : fmt::format("{} paths", opt.paths.size());
     out.formation = "batches as the scenario files give them";
@@ -81,7 +81,7 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
   explore::BatchFormation formation = make_formation(opt.workload);
   formation.memory_limit = opt.memory_limit.bytes;
   formation.bytes_per_batch = bytes_per_batch;
-  formation.memory_limit_text = describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
+  formation.memory_limit_text = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   explore::BatchSettings settings;
   settings.page_size = opt.page_size;
   out.batches = explore::form_batches(*source, formation, settings, opt.batches, opt.workload.seed);
@@ -122,7 +122,7 @@ void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid,
   const SweepShape shape = sweep_shape(opt, grid);
   const size_t settings = shape.settings, max_settings = shape.max_settings;
   const uint64_t threads = shape.threads;
-  const std::string limit = describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
+  const std::string limit = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   // Each term is far below 2^64 for any count that fits in memory at all; the product is capped.
   const long double held = static_cast<long double>(f.batches) * (sizeof(Batch) + 8.0L + shape.bytes_per_batch()) +
                            8.0L * static_cast<long double>(f.sequences);
@@ -131,7 +131,7 @@ void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid,
     throw InputError(fmt::format("{}: {} batches x {} settings take {} (the batches and an iteration count per batch and "
                                  "setting), above {}; sweep fewer batches or settings, or raise --memory-limit",
                                  opt.paths.empty() ? fmt::format("--batches {}", opt.batches) : opt.paths.front(),
-                                 f.batches, settings, format_bytes(shown), limit));
+                                 f.batches, settings, io::format_bytes(shown), limit));
   }
   if (max_settings == 0) return;
   const uint32_t most_m = *std::max_element(grid.max_chunks.begin(), grid.max_chunks.end());
@@ -139,7 +139,7 @@ void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid,
   if (tables > opt.memory_limit.bytes / threads)
     throw InputError(fmt::format("--max-chunks {}: batches of up to {} sequences in {} chunks take {} of tables on each of "
                                  "{} planning thread{}, above {}; lower --max-chunks to at most {} or raise --memory-limit",
-                                 most_m, f.largest_batch, most_m, format_bytes(tables), threads, threads == 1 ? "" : "s",
+                                 most_m, f.largest_batch, most_m, io::format_bytes(tables), threads, threads == 1 ? "" : "s",
                                  limit, opt.memory_limit.bytes / threads / table_bytes(f.largest_batch, 1)));
 }
 
@@ -191,8 +191,8 @@ int sweep(const SweepOptions& opt) {
 
   explore::SweepOptions run_options;
   if (opt.backend == "gpu") {
-    PlannerChoice choice = choose_planner(Backend::gpu, GpuKernel::fast);  // DeviceError (exit 3) without a GPU
-    run_options.max_planner = std::shared_ptr<Planner>(std::move(choice.planner));
+    profile::PlannerChoice choice = profile::choose_planner(profile::Backend::gpu, GpuKernel::fast);  // DeviceError (exit 3) without a GPU
+    run_options.max_planner = std::shared_ptr<profile::Planner>(std::move(choice.planner));
   }
   if (!opt.no_progress && ::isatty(STDERR_FILENO))
     run_options.progress = [](size_t done, size_t total) {
@@ -201,7 +201,7 @@ int sweep(const SweepOptions& opt) {
     };
 
   InterruptScope interrupt_scope;  // Ctrl-C: finish the settings at hand, print them, exit 130
-  PhaseTimer timer;
+  profile::PhaseTimer timer;
   Batches in;
   {
     auto scope = timer.phase("form batches");

@@ -11,24 +11,24 @@
 
 #include "cli_common.hpp"
 #include "commands.hpp"
-#include "mlaplan/batch_generator.hpp"
-#include "mlaplan/builtin_suite.hpp"
-#include "mlaplan/byte_format.hpp"
-#include "mlaplan/case_check.hpp"
+#include "mlaplan/check/batch_generator.hpp"
+#include "mlaplan/check/builtin_suite.hpp"
+#include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/policy_check.hpp"
-#include "mlaplan/external_planner.hpp"
-#include "mlaplan/file_error.hpp"
-#include "mlaplan/memory_limit.hpp"
+#include "mlaplan/check/external_planner.hpp"
+#include "mlaplan/io/file_error.hpp"
+#include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/plan_tables_io.hpp"
-#include "mlaplan/printable.hpp"
+#include "mlaplan/io/plan_tables_io.hpp"
+#include "mlaplan/io/printable.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/scenario_io.hpp"
-#include "mlaplan/shrink.hpp"
-#include "mlaplan/stop_request.hpp"
-#include "mlaplan/verify_report.hpp"
+#include "mlaplan/io/scenario_io.hpp"
+#include "mlaplan/check/shrink.hpp"
+#include "mlaplan/profile/stop_request.hpp"
+#include "mlaplan/check/verify_report.hpp"
 
 namespace mlaplan::cli {
 
@@ -43,7 +43,7 @@ struct VerifyOptions {
   std::optional<uint64_t> seed;
   uint32_t max_batch_size = 64;
   uint32_t large_batch_size = 4096;
-  Backend backend = Backend::automatic;
+  profile::Backend backend = profile::Backend::automatic;
   std::string kernel = "fast";
   std::string plan_file;
   std::string external;  // --external CMD
@@ -56,7 +56,7 @@ struct VerifyOptions {
   std::vector<uint32_t> only_page_sizes;  // --only-page-sizes
   std::vector<uint32_t> only_max_chunks;  // --only-max-chunks
   MemoryLimit memory_limit;
-  BatchLimits limits() const { return BatchLimits::of(only_page_sizes, only_max_chunks); }
+  check::BatchLimits limits() const { return check::BatchLimits::of(only_page_sizes, only_max_chunks); }
 };
 
 constexpr uint64_t kBuiltinFuzz = 1000;
@@ -68,7 +68,7 @@ constexpr uint32_t kMostLargeBatchSize = uint32_t{1} << 20;
 
 // Before any batch is drawn: the options' sizes within their maxima, and the largest tables the
 // generator can make within --memory-limit.
-void require_fuzz_fits(const VerifyOptions& opt, const BatchGeneratorOptions& g) {
+void require_fuzz_fits(const VerifyOptions& opt, const check::BatchGeneratorOptions& g) {
   if (opt.max_batch_size > kMostMaxBatchSize)
     throw InputError(fmt::format("--max-batch-size {}: above {}, the most for ordinary random batches (in up to {} chunks); "
                                  "for large batches use --large-batch-size (up to {})",
@@ -78,7 +78,7 @@ void require_fuzz_fits(const VerifyOptions& opt, const BatchGeneratorOptions& g)
                                  "larger batches as scenario files",
                                  opt.large_batch_size, kMostLargeBatchSize, kMostLargeBatchSize));
   for (bool large : {false, true}) {
-    const uint64_t b = most_batch_size(g, large), m = most_chunk_rows(g, large), bytes = table_bytes(b, m);
+    const uint64_t b = check::most_batch_size(g, large), m = check::most_chunk_rows(g, large), bytes = table_bytes(b, m);
     if (bytes <= opt.memory_limit.bytes) continue;
     const bool by_limits = !g.limits.max_chunks.empty();  // then the chunk counts allowed set the tables' rows
     const std::string batch_option = large ? "--large-batch-size" : "--max-batch-size";
@@ -86,38 +86,38 @@ void require_fuzz_fits(const VerifyOptions& opt, const BatchGeneratorOptions& g)
     const uint32_t value = by_limits ? g.limits.max_chunks.back() : large ? opt.large_batch_size : opt.max_batch_size;
     throw InputError(fmt::format("{} {}: random batches of up to {} sequences in up to {} chunks take up to {} of tables, "
                                  "above {}; lower {}{}, or raise --memory-limit",
-                                 option, value, b, m, format_bytes(bytes),
-                                 describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
+                                 option, value, b, m, io::format_bytes(bytes),
+                                 io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
                                  by_limits ? "the largest --only-max-chunks or " : "", batch_option));
   }
 }
 
 // The planners to check: on the GPU, its kernels; on the CPU, seed means the reference (the
 // seed's loop) and fast the closed-form planner.
-std::vector<std::unique_ptr<Planner>> make_planners(const VerifyOptions& opt, std::string* backend) {
-  std::vector<std::unique_ptr<Planner>> planners;
+std::vector<std::unique_ptr<profile::Planner>> make_planners(const VerifyOptions& opt, std::string* backend) {
+  std::vector<std::unique_ptr<profile::Planner>> planners;
   if (!opt.external.empty()) {  // another implementation, through the line protocol
     *backend = "external";
-    ExternalPlannerOptions options;
+    check::ExternalPlannerOptions options;
     options.answer_timeout_seconds = opt.external_timeout;
-    planners.push_back(make_external_planner(opt.external, options));
+    planners.push_back(check::make_external_planner(opt.external, options));
     return planners;
   }
   std::vector<GpuKernel> kernels;
   if (opt.kernel != "fast") kernels.push_back(GpuKernel::seed);
   if (opt.kernel != "seed") kernels.push_back(GpuKernel::fast);
-  bool gpu = opt.backend == Backend::gpu;
-  if (opt.backend == Backend::automatic) {
+  bool gpu = opt.backend == profile::Backend::gpu;
+  if (opt.backend == profile::Backend::automatic) {
     std::string why;
-    gpu = find_usable_gpu(&why).has_value();
+    gpu = profile::find_usable_gpu(&why).has_value();
     if (!gpu) note("no usable GPU (" + why + "); verifying the CPU planners");
   }
   *backend = gpu ? "gpu" : "cpu";
   for (GpuKernel k : kernels) {
     if (gpu) {
-      planners.push_back(make_gpu_planner(k));
+      planners.push_back(profile::make_gpu_planner(k));
     } else {
-      planners.push_back(k == GpuKernel::seed ? make_reference_planner() : make_fast_cpu_planner());
+      planners.push_back(k == GpuKernel::seed ? profile::make_reference_planner() : profile::make_fast_cpu_planner());
     }
   }
   return planners;
@@ -154,16 +154,16 @@ std::string safe_name(const std::string& s) {
 
 class Verifier {
  public:
-  Verifier(const VerifyOptions& opt, std::vector<std::unique_ptr<Planner>> planners, VerifyRun& run)
+  Verifier(const VerifyOptions& opt, std::vector<std::unique_ptr<profile::Planner>> planners, check::VerifyRun& run)
       : opt_(opt), planners_(std::move(planners)), run_(run) {}
 
   // Checks one scenario with every planner; returns the number of failures.
-  uint64_t check(const Scenario& s, const std::string& group, const std::string& shape) {
+  uint64_t check(const check::Scenario& s, const std::string& group, const std::string& shape) {
     uint64_t failures = 0;
     for (auto& planner : planners_) {
-      PhaseTimer timer;
-      const CaseResult r = check_case(s, *planner, timer);
-      VerifyCaseRecord rec{group, s.name, shape, planner->name(), r.passed, r.refused, r.detail, "", 0, 0};
+      profile::PhaseTimer timer;
+      const check::CaseResult r = check::check_case(s, *planner, timer);
+      check::VerifyCaseRecord rec{group, s.name, shape, planner->name(), r.passed, r.refused, r.detail, "", 0, 0};
       for (const auto& [phase, us] : timer.phases()) (phase == "reference" || phase == "check" ? rec.check_us : rec.plan_us) += us;
       if (!r.passed) {
         ++failures;
@@ -174,37 +174,37 @@ class Verifier {
     return failures;
   }
 
-  void report_failure(const Scenario& s, Planner& planner, VerifyCaseRecord& rec) {
+  void report_failure(const check::Scenario& s, profile::Planner& planner, check::VerifyCaseRecord& rec) {
     ++failures_reported_;
     if (failures_reported_ > opt_.max_reproducers) {
       if (failures_reported_ == opt_.max_reproducers + 1)
         fmt::print("  (further failures are counted, not shown or shrunk)\n");
       return;
     }
-    fmt::print("  FAIL {} [{}]{}: {}\n", printable(s.name), printable(planner.name()),
-               rec.shape.empty() ? "" : " (" + rec.shape + ")", printable(rec.detail));
+    fmt::print("  FAIL {} [{}]{}: {}\n", io::printable(s.name), io::printable(planner.name()),
+               rec.shape.empty() ? "" : " (" + rec.shape + ")", io::printable(rec.detail));
     fmt::print("       batch: B={} P={} N={} M={}\n", s.batch.batch_size(), s.batch.page_size,
                s.batch.buffer_token_size, s.batch.max_chunks);
     rec.reproducer = write_reproducer(s, planner, rec.detail);
-    if (!rec.reproducer.empty()) fmt::print("       reproducer: {}\n", printable(rec.reproducer));
+    if (!rec.reproducer.empty()) fmt::print("       reproducer: {}\n", io::printable(rec.reproducer));
   }
 
   // Shrinks the failing case and writes it, with the reference's plan as its expected block.
-  std::string write_reproducer(const Scenario& s, Planner& planner, const std::string& detail) {
-    auto still_fails = [&](const Scenario& candidate) {
-      PhaseTimer scratch;
-      return !check_case(candidate, planner, scratch).passed;
+  std::string write_reproducer(const check::Scenario& s, profile::Planner& planner, const std::string& detail) {
+    auto still_fails = [&](const check::Scenario& candidate) {
+      profile::PhaseTimer scratch;
+      return !check::check_case(candidate, planner, scratch).passed;
     };
-    Scenario small = shrink_scenario(s, still_fails, 4000, opt_.limits());
-    if (stop_requested()) return "";  // shrinking was cut short: on Ctrl-C nothing is written
-    PhaseTimer scratch;
-    const CaseResult again = check_case(small, planner, scratch);
+    check::Scenario small = check::shrink_scenario(s, still_fails, 4000, opt_.limits());
+    if (profile::stop_requested()) return "";  // shrinking was cut short: on Ctrl-C nothing is written
+    profile::PhaseTimer scratch;
+    const check::CaseResult again = check::check_case(small, planner, scratch);
     small.name = s.name + "-repro";
     small.description = fmt::format("Fails on {}: {} (shrunk from {}{})", planner.name(),
                                     again.passed ? detail : again.detail, s.name, s.file.empty() ? "" : " in " + s.file);
     if (!small.expected) {  // a golden plan makes the file a failing case for any planner
       const PlanShape shape = plan_shape(small.batch);
-      ExpectedPlan e;
+      check::ExpectedPlan e;
       if (shape.feasible) {
         const PlanTables ref = plan_reference(small.batch);
         e.buffer_row_offsets = ref.buffer_row_offsets;
@@ -220,7 +220,7 @@ class Verifier {
     fs::create_directories(opt_.repro_dir, ec);
     const std::string path = (fs::path(opt_.repro_dir) / (safe_name(small.name) + ".json")).string();
     try {  // a side output kept whatever the outcome (the run fails): written now, not staged
-      write_file_now(path, scenario_to_json(small), "--repro-dir");
+      write_file_now(path, io::scenario_to_json(small), "--repro-dir");
     } catch (const std::runtime_error& e) {
       note(fmt::format("could not write the reproducer: {}", e.what()));
       return "";
@@ -230,23 +230,23 @@ class Verifier {
 
  private:
   const VerifyOptions& opt_;
-  std::vector<std::unique_ptr<Planner>> planners_;
-  VerifyRun& run_;
+  std::vector<std::unique_ptr<profile::Planner>> planners_;
+  check::VerifyRun& run_;
   size_t failures_reported_ = 0;
 };
 
 void print_group(const std::string& group, uint64_t cases, uint64_t failed, double seconds) {
-  fmt::print("{}  {:<48} {:>7} case{} {:>10.3f} ms{}\n", failed ? "FAIL" : "PASS", printable(group), cases, cases == 1 ? " " : "s",
+  fmt::print("{}  {:<48} {:>7} case{} {:>10.3f} ms{}\n", failed ? "FAIL" : "PASS", io::printable(group), cases, cases == 1 ? " " : "s",
              seconds * 1e3, failed ? fmt::format("  ({} failed)", failed) : "");
 }
 
-void write_reports(const VerifyOptions& opt, const VerifyRun& run) {
-  if (!opt.report.empty()) write_output(opt.report, format_verify_json(run));
-  if (!opt.junit.empty()) write_output(opt.junit, format_verify_junit(run));
+void write_reports(const VerifyOptions& opt, const check::VerifyRun& run) {
+  if (!opt.report.empty()) write_output(opt.report, check::format_verify_json(run));
+  if (!opt.junit.empty()) write_output(opt.junit, check::format_verify_junit(run));
 }
 
 // The policy a plan file names, spelled as run writes it (Policy::name()).
-explore::Policy policy_named(const PlanEntry& e, const std::string& path) {
+explore::Policy policy_named(const io::PlanEntry& e, const std::string& path) {
   std::string spelled = e.policy;
   uint32_t align = 0;
   const std::string align_prefix = "packed/align-";
@@ -276,14 +276,14 @@ explore::Policy policy_named(const PlanEntry& e, const std::string& path) {
 // A plan under another policy than max: the policy's own planner is its reference (cell for cell,
 // refusals included), and its invariants are checked on the tables as run checks them. The check
 // is here because lib/check sits below lib/explore.
-CaseResult check_policy_plan(const Scenario& s, const PlanEntry& e, const explore::Policy& policy, PhaseTimer& timer) {
-  CaseResult r;
-  PlanClaims echo;
+check::CaseResult check_policy_plan(const check::Scenario& s, const io::PlanEntry& e, const explore::Policy& policy, profile::PhaseTimer& timer) {
+  check::CaseResult r;
+  check::PlanClaims echo;
   echo.batch_size = e.claims.batch_size;
   echo.page_size = e.claims.page_size;
   echo.buffer_token_size = e.claims.buffer_token_size;
   echo.max_chunks = e.claims.max_chunks;
-  if (auto wrong = compare_claims(s.batch, echo, 0, 0, 0, std::nullopt)) {
+  if (auto wrong = check::compare_claims(s.batch, echo, 0, 0, 0, std::nullopt)) {
     r.detail = *wrong;
     return r;
   }
@@ -308,25 +308,25 @@ CaseResult check_policy_plan(const Scenario& s, const PlanEntry& e, const explor
     return r;
   }
   const uint32_t rows = ref->tables.max_chunks;  // max(max_chunks, chunks used)
-  const LoadedPlan plan = shape_plan_tables(
+  const io::LoadedPlan plan = io::shape_plan_tables(
       e, s.batch.batch_size(), rows,
       fmt::format("policy {}'s plan of this scenario has {} (max_chunks, or its chunks when more)", policy.name(), rows));
   if (!plan.problem.empty()) {
     r.detail = plan.problem;
     return r;
   }
-  const TableDiff diff = diff_tables(ref->tables, *plan.tables);
+  const check::TableDiff diff = check::diff_tables(ref->tables, *plan.tables);
   if (!diff.equal()) r.detail = diff.describe();
   const explore::InvariantReport inv =
       explore::check_policy_invariants(s.batch, policy, *plan.tables, ref->outcome.chunks);  // claims: below
   if (r.detail.empty() && !inv.ok()) r.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
   if (r.detail.empty()) {
-    PlanClaims facts = e.claims;
+    check::PlanClaims facts = e.claims;
     facts.batch_size = facts.page_size = facts.buffer_token_size = facts.max_chunks = std::nullopt;
     // min_max_chunks is max's notion (the chunks it needs); another policy has no such bound to state.
     if (facts.min_max_chunks)
       r.detail = fmt::format("min_max_chunks: stated for policy {}, which has no such bound; leave it out", policy.name());
-    else if (auto wrong = compare_claims(s.batch, facts, ref->outcome.chunks, ref->outcome.streamed_rows,
+    else if (auto wrong = check::compare_claims(s.batch, facts, ref->outcome.chunks, ref->outcome.streamed_rows,
                                          ref->outcome.payload_tokens, std::nullopt))
       r.detail = *wrong;
   }
@@ -337,19 +337,19 @@ CaseResult check_policy_plan(const Scenario& s, const PlanEntry& e, const explor
 
 // Pairs each plan of the file with the scenario it plans: by its "scenario" name, else the one
 // scenario selected (the file's only one, or --scenario's).
-std::vector<std::pair<const PlanEntry*, const Scenario*>> match_plans(const VerifyOptions& opt, const PlanFile& file,
-                                                                      const std::vector<Scenario>& scenarios) {
+std::vector<std::pair<const io::PlanEntry*, const check::Scenario*>> match_plans(const VerifyOptions& opt, const io::PlanFile& file,
+                                                                      const std::vector<check::Scenario>& scenarios) {
   const std::string& path = opt.paths[0];
   auto names = [&] {
     std::string list;
     for (const auto& s : scenarios) list += (list.empty() ? "" : ", ") + s.name;
     return list;
   };
-  std::vector<std::pair<const PlanEntry*, const Scenario*>> pairs;
-  for (const PlanEntry& e : file.plans) {
-    const Scenario* match = nullptr;
+  std::vector<std::pair<const io::PlanEntry*, const check::Scenario*>> pairs;
+  for (const io::PlanEntry& e : file.plans) {
+    const check::Scenario* match = nullptr;
     if (e.scenario)
-      for (const Scenario& s : scenarios)
+      for (const check::Scenario& s : scenarios)
         if (!match && s.name == *e.scenario) match = &s;
     if (!match) {
       if (!file.is_list) {  // one plan: the tables of the one scenario selected, whatever they are named
@@ -385,42 +385,42 @@ int verify_plan_file(const VerifyOptions& opt) {
   if (opt.paths.size() != 1)
     throw InputError("--plan: give exactly one scenario file: mlaplan verify --plan TABLES.json SCENARIO.json");
   if (opt.fuzz) throw InputError("--plan: cannot be combined with --fuzz");
-  std::vector<Scenario> scenarios = select_scenarios(load_scenario_file(opt.paths[0]), opt.scenario, opt.paths[0]);
+  std::vector<check::Scenario> scenarios = select_scenarios(io::load_scenario_file(opt.paths[0]), opt.scenario, opt.paths[0]);
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); give the scenario the tables belong to",
                                  opt.paths[0]));
   // Every scenario the plans may belong to, before the plan file is read into tables.
-  for (const Scenario& s : scenarios) require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
+  for (const check::Scenario& s : scenarios) io::require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
   const auto start = Clock::now();
-  const PlanFile file = load_plan_file(opt.plan_file);
+  const io::PlanFile file = io::load_plan_file(opt.plan_file);
   const auto pairs = match_plans(opt, file, scenarios);
   std::vector<explore::Policy> policies;  // parsed before any check: a bad name is bad input (exit 2)
   for (const auto& [entry, scenario] : pairs)
     policies.push_back(entry->policy == "max" ? explore::Policy{} : policy_named(*entry, opt.plan_file));
 
-  VerifyRun run;
+  check::VerifyRun run;
   run.backend = "external";
   run.planners = {opt.plan_file};
   uint64_t failed = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const PlanEntry& e = *pairs[i].first;
-    const Scenario& s = *pairs[i].second;
-    VerifyCaseRecord rec;
+    const io::PlanEntry& e = *pairs[i].first;
+    const check::Scenario& s = *pairs[i].second;
+    check::VerifyCaseRecord rec;
     rec.group = opt.paths[0];
     rec.name = s.name;
     rec.planner = e.where;
-    PhaseTimer timer;
-    CaseResult r;
+    profile::PhaseTimer timer;
+    check::CaseResult r;
     if (policies[i].kind != explore::PolicyKind::max) {
       rec.shape = "policy " + policies[i].name();
       r = check_policy_plan(s, e, policies[i], timer);
     } else {
-      const LoadedPlan plan = shape_plan_tables(e, s.batch.batch_size(), s.batch.max_chunks,
+      const io::LoadedPlan plan = io::shape_plan_tables(e, s.batch.batch_size(), s.batch.max_chunks,
                                                 fmt::format("the scenario has max_chunks = {}", s.batch.max_chunks));
       if (!plan.problem.empty())
         r.detail = plan.problem;
       else
-        r = check_plan_claims(s, plan.tables, e.claims, timer);
+        r = check::check_plan_claims(s, plan.tables, e.claims, timer);
     }
     rec.passed = r.passed;
     rec.refused = r.refused;
@@ -428,22 +428,22 @@ int verify_plan_file(const VerifyOptions& opt) {
     for (const auto& [phase, us] : timer.phases()) rec.check_us += us;
     if (!rec.passed) {
       ++failed;
-      fmt::print("  FAIL {} [{}]{}: {}\n", printable(s.name), printable(e.where), rec.shape.empty() ? "" : " (" + rec.shape + ")",
-                 printable(rec.detail));
+      fmt::print("  FAIL {} [{}]{}: {}\n", io::printable(s.name), io::printable(e.where), rec.shape.empty() ? "" : " (" + rec.shape + ")",
+                 io::printable(rec.detail));
     }
     run.cases.push_back(std::move(rec));
   }
   // A list file is the producer's plans of the scenarios: one it left out is a failure, not a pass.
-  for (const Scenario& s : scenarios) {
+  for (const check::Scenario& s : scenarios) {
     if (!file.is_list) break;
     if (std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) { return p.second == &s; })) continue;
-    VerifyCaseRecord rec;
+    check::VerifyCaseRecord rec;
     rec.group = opt.paths[0];
     rec.name = s.name;
     rec.planner = opt.plan_file;
     rec.detail = fmt::format("no plan for this scenario in {}", opt.plan_file);
     ++failed;
-    fmt::print("  FAIL {} [{}]: {}\n", printable(s.name), printable(opt.plan_file), printable(rec.detail));
+    fmt::print("  FAIL {} [{}]: {}\n", io::printable(s.name), io::printable(opt.plan_file), io::printable(rec.detail));
     run.cases.push_back(std::move(rec));
   }
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -470,7 +470,7 @@ void require_repro_dir(const std::string& dir) {
     }
     if (st.type() != fs::file_type::not_found && ec)  // a permission, a loop: not "missing"
       throw InputError(fmt::format("--repro-dir {}: cannot use it: {}; give a folder (it is made if missing)", dir,
-                                   file_error_cause(ec.value(), FileRole::output)));
+                                   io::file_error_cause(ec.value(), io::FileRole::output)));
     const fs::path parent = p.parent_path();
     if (parent.empty() || parent == p) return;  // nothing of it exists yet: made when needed
     p = parent;
@@ -508,10 +508,10 @@ int verify(const VerifyOptions& opt) {
   const uint64_t seed = opt.seed ? *opt.seed : std::random_device{}();
 
   // Load everything first: bad input stops the run before any planning (exit 2).
-  std::vector<std::pair<std::string, std::vector<Scenario>>> groups;
-  if (builtin) groups.emplace_back("built-in edge cases", builtin_edge_cases());
+  std::vector<std::pair<std::string, std::vector<check::Scenario>>> groups;
+  if (builtin) groups.emplace_back("built-in edge cases", check::builtin_edge_cases());
   for (const auto& f : scenario_files(opt.paths)) {
-    groups.emplace_back(f, load_scenario_file(f));
+    groups.emplace_back(f, io::load_scenario_file(f));
     // A gate that checked nothing must not pass.
     if (groups.back().second.empty())
       throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list), so there is nothing to verify; "
@@ -520,11 +520,11 @@ int verify(const VerifyOptions& opt) {
   }
 
   // A planner built for fixed page sizes or max_chunks sees only batches it admits.
-  const BatchLimits limits = opt.limits();
+  const check::BatchLimits limits = opt.limits();
   uint64_t skipped = 0;
   for (auto& [file, scenarios] : groups) {
     const size_t before = scenarios.size();
-    scenarios.erase(std::remove_if(scenarios.begin(), scenarios.end(), [&](const Scenario& s) { return !limits.admits(s.batch); }),
+    scenarios.erase(std::remove_if(scenarios.begin(), scenarios.end(), [&](const check::Scenario& s) { return !limits.admits(s.batch); }),
                     scenarios.end());
     skipped += before - scenarios.size();
   }
@@ -535,14 +535,14 @@ int verify(const VerifyOptions& opt) {
 
   // Every scenario to plan within --memory-limit, before any is planned.
   for (const auto& group : groups)
-    for (const Scenario& s : group.second) require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
-  BatchGeneratorOptions gen_options;
+    for (const check::Scenario& s : group.second) io::require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
+  check::BatchGeneratorOptions gen_options;
   gen_options.max_batch_size = opt.max_batch_size;
   gen_options.large_batch_size = opt.large_batch_size;
   gen_options.limits = limits;
   if (fuzz) require_fuzz_fits(opt, gen_options);
 
-  VerifyRun run;
+  check::VerifyRun run;
   auto planners = make_planners(opt, &run.backend);
   for (const auto& p : planners) run.planners.push_back(p->name());
   if (fuzz) {
@@ -550,7 +550,7 @@ int verify(const VerifyOptions& opt) {
     run.fuzz = fuzz;
   }
   fmt::print("mlaplan verify: {} on the {}; each plan checked against the reference, the properties and any expected block\n",
-             printable(opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", "))
+             io::printable(opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", "))
                                             : fmt::format("external planner '{}'", opt.external)),
              run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
   if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
@@ -568,8 +568,8 @@ int verify(const VerifyOptions& opt) {
   for (const auto& [group, scenarios] : groups) {
     const auto t0 = Clock::now();
     uint64_t group_failed = 0;
-    for (const Scenario& s : scenarios) {
-      if ((interrupted = interrupted || stop_requested())) break;
+    for (const check::Scenario& s : scenarios) {
+      if ((interrupted = interrupted || profile::stop_requested())) break;
       try {
         group_failed += verifier.check(s, group, "");
       } catch (const Interrupted&) {  // Ctrl-C inside a large case: the planners and checks stop too
@@ -583,13 +583,13 @@ int verify(const VerifyOptions& opt) {
   }
   if (fuzz) {
     const auto t0 = Clock::now();
-    BatchGenerator gen(seed, gen_options);
+    check::BatchGenerator gen(seed, gen_options);
     uint64_t group_failed = 0;
     const std::string group = fmt::format("fuzz (seed {})", seed);
-    Scenario s;
+    check::Scenario s;
     uint64_t checked = 0;
     for (uint64_t i = 0; i < fuzz; ++i, ++checked) {
-      if ((interrupted = interrupted || stop_requested())) break;
+      if ((interrupted = interrupted || profile::stop_requested())) break;
       std::string shape;
       try {  // Ctrl-C inside a large batch: drawing, planning and checking it stop too
         s.batch = gen.next(&shape);

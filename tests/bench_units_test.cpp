@@ -6,7 +6,7 @@
 #include "mlaplan/bench/measurement.hpp"
 #include "mlaplan/bench/sample_stats.hpp"
 #include "mlaplan/bench/size_list.hpp"
-#include "mlaplan/bench/workload.hpp"
+#include "mlaplan/bench/timed_batches.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
 
@@ -61,7 +61,7 @@ TEST(BenchStats, StopsOnceTheMedianIsKnownOrTimeIsUp) {
 
 TEST(BenchWorkload, EverySetIsFeasibleAndUsesAboutTheRequestedShare) {
   for (const char* dist : {"fixed", "uniform", "lognormal", "zipf"}) {
-    WorkloadOptions o;
+    TimedBatchOptions o;
     o.distribution = parse_distribution(dist);
     o.max_chunks = 16;
     o.fill = 0.75;
@@ -84,7 +84,7 @@ TEST(BenchWorkload, EverySetIsFeasibleAndUsesAboutTheRequestedShare) {
 }
 
 TEST(BenchWorkload, ImpossibleRequestsNameTheOption) {
-  WorkloadOptions o;
+  TimedBatchOptions o;
   o.buffer_tokens = 128;
   o.max_chunks = 2;
   try {
@@ -93,7 +93,7 @@ TEST(BenchWorkload, ImpossibleRequestsNameTheOption) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("--buffer-tokens: ", 0), 0u) << e.what();
   }
-  WorkloadOptions big;
+  TimedBatchOptions big;
   big.mean_length = 1u << 20;
   try {
     make_input_sets(1u << 14, big);

@@ -6,8 +6,8 @@
 #include <climits>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/external_planner.hpp"
-#include "mlaplan/external_process.hpp"
+#include "mlaplan/check/external_planner.hpp"
+#include "mlaplan/profile/external_process.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "test_batches.hpp"
 
@@ -27,7 +27,7 @@ std::string tables_line(const PlanTables& t) {
 
 std::string device_error(const std::string& line, const Batch& b) {
   try {
-    parse_external_answer(line, b);
+    check::parse_external_answer(line, b);
   } catch (const DeviceError& e) {
     return e.what();
   }
@@ -37,29 +37,29 @@ std::string device_error(const std::string& line, const Batch& b) {
 }  // namespace
 
 TEST(ExternalProtocol, RequestLine) {
-  EXPECT_EQ(external_request_line(worked_example()), "plan 128 512 4 3 500 0 100 0 9 209 229\n");
+  EXPECT_EQ(check::external_request_line(worked_example()), "plan 128 512 4 3 500 0 100 0 9 209 229\n");
   Batch empty;
   empty.input_row_offsets = {7};
-  EXPECT_EQ(external_request_line(empty), "plan 1 1 1 0 7\n");
+  EXPECT_EQ(check::external_request_line(empty), "plan 1 1 1 0 7\n");
 }
 
 TEST(ExternalProtocol, TablesRoundTrip) {
   const Batch b = worked_example();
   const PlanTables ref = plan_reference(b);
-  EXPECT_EQ(parse_external_answer(tables_line(ref), b), ref);
-  EXPECT_EQ(parse_external_answer(tables_line(ref) + " \r", b), ref);  // trailing blanks and a CR are fine
+  EXPECT_EQ(check::parse_external_answer(tables_line(ref), b), ref);
+  EXPECT_EQ(check::parse_external_answer(tables_line(ref) + " \r", b), ref);  // trailing blanks and a CR are fine
 }
 
 TEST(ExternalProtocol, RefusalsCarryTheirMinimum) {
   const Batch b = worked_example();
   try {
-    parse_external_answer("infeasible 7", b);
+    check::parse_external_answer("infeasible 7", b);
     FAIL();
   } catch (const InfeasibleBatch& e) {
     EXPECT_EQ(e.min_max_chunks(), 7u);
   }
   try {
-    parse_external_answer("infeasible", b);
+    check::parse_external_answer("infeasible", b);
     FAIL();
   } catch (const InfeasibleBatch& e) {
     EXPECT_EQ(e.min_max_chunks(), 0u);  // not stated
@@ -89,12 +89,12 @@ TEST(ExternalProtocol, TheLongestPlanAnswerFitsItsBound) {
   std::fill(widest.cache_offsets.begin(), widest.cache_offsets.end(), UINT32_MAX);
   std::fill(widest.buffer_lengths.begin(), widest.buffer_lengths.end(), INT32_MIN);
   const std::string line = tables_line(widest);
-  EXPECT_EQ(max_plan_answer_bytes(b), line.size() + ExternalProcess::kShortAnswerBytes);
-  EXPECT_EQ(parse_external_answer(line + "\r", b).buffer_lengths.size(), 4u);
+  EXPECT_EQ(check::max_plan_answer_bytes(b), line.size() + profile::ExternalProcess::kShortAnswerBytes);
+  EXPECT_EQ(check::parse_external_answer(line + "\r", b).buffer_lengths.size(), 4u);
 }
 
 TEST(ExternalProcessLines, ALineLongerThanItsBoundIsCutOffAtOnce) {
-  ExternalProcess p("read l; head -c 50000000 /dev/zero | tr '\\0' 1; echo");
+  profile::ExternalProcess p("read l; head -c 50000000 /dev/zero | tr '\\0' 1; echo");
   const auto start = std::chrono::steady_clock::now();
   try {
     p.ask("plan\n", 30, "(test)", 1000);
@@ -106,7 +106,7 @@ TEST(ExternalProcessLines, ALineLongerThanItsBoundIsCutOffAtOnce) {
 }
 
 TEST(ExternalProcessLines, AnAnswerSplitOverReadsComesBackWhole) {
-  ExternalProcess p("while read l; do printf 'a b'; sleep 0.05; printf ' c\\n'; done");
+  profile::ExternalProcess p("while read l; do printf 'a b'; sleep 0.05; printf ' c\\n'; done");
   EXPECT_EQ(p.ask("x\n", 5, "(test)"), "a b c");
   EXPECT_EQ(p.ask("y\n", 5, "(test)"), "a b c");
 }

@@ -8,7 +8,7 @@
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/table_diff.hpp"
+#include "mlaplan/check/table_diff.hpp"
 #include "test_batches.hpp"
 
 using namespace mlaplan;
@@ -74,7 +74,7 @@ TEST(FastCpuPlanner, MatchesTheReferenceOnRandomBatches) {
     if (ref) {
       ++feasible;
       const PlanTables fast = plan_fast_cpu(b);
-      const TableDiff d = diff_tables(*ref, fast);
+      const check::TableDiff d = check::diff_tables(*ref, fast);
       ASSERT_TRUE(d.equal()) << "batch " << i << ": " << d.describe();
     } else {
       ++infeasible;

@@ -4,7 +4,7 @@
 
 #include "gpu_test_support.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/gpu_planner.hpp"
+#include "mlaplan/profile/gpu_planner.hpp"
 #include "mlaplan/reference_planner.hpp"
 
 namespace mlaplan::gpu_test {
@@ -23,7 +23,7 @@ Batch worked_example() {
 TEST(GpuPlanner, FindsTheDevice) {
   MLAPLAN_REQUIRE_GPU();
   std::string why;
-  const auto name = find_usable_gpu(&why);
+  const auto name = profile::find_usable_gpu(&why);
   ASSERT_TRUE(name.has_value()) << why;
   EXPECT_FALSE(name->empty());
 }
@@ -31,11 +31,11 @@ TEST(GpuPlanner, FindsTheDevice) {
 TEST(GpuPlanner, NamesPhasesAndPlans) {
   MLAPLAN_REQUIRE_GPU();
   for (GpuKernel k : {GpuKernel::fast, GpuKernel::seed}) {
-    auto planner = make_gpu_planner(k);
+    auto planner = profile::make_gpu_planner(k);
     EXPECT_EQ(planner->name(), std::string("gpu-") + to_string(k));
     EXPECT_EQ(planner->backend(), "gpu");
     EXPECT_TRUE(planner->device().has_value());
-    PhaseTimer timer;
+    profile::PhaseTimer timer;
     const PlanTables t = planner->plan(worked_example(), timer);
     EXPECT_TRUE(t == plan_reference(worked_example()));
     std::vector<std::string> names;
@@ -56,8 +56,8 @@ TEST(GpuPlanner, RefusesLikeTheCpu) {
   }
   ASSERT_EQ(cpu_message.rfind("max_chunks: ", 0), 0u);
   for (GpuKernel k : {GpuKernel::fast, GpuKernel::seed}) {
-    auto planner = make_gpu_planner(k);
-    PhaseTimer timer;
+    auto planner = profile::make_gpu_planner(k);
+    profile::PhaseTimer timer;
     try {
       planner->plan(b, timer);
       ADD_FAILURE() << "no InfeasibleBatch from " << planner->name();
@@ -72,10 +72,10 @@ TEST(GpuPlanner, RefusesLikeTheCpu) {
 TEST(GpuPlanner, ReusesBuffersAcrossSizes) {
   MLAPLAN_REQUIRE_GPU();
   std::mt19937_64 rng(11);
-  auto planner = make_gpu_planner(GpuKernel::fast);
+  auto planner = profile::make_gpu_planner(GpuKernel::fast);
   for (uint32_t b : {3u, 70000u, 0u, 5u, 9000u, 70000u}) {
     Batch batch = random_batch(rng, b, uint64_t{1} << 22);
-    PhaseTimer timer;
+    profile::PhaseTimer timer;
     if (!plan_shape(batch).feasible) batch.max_chunks = static_cast<uint32_t>(plan_shape(batch).min_max_chunks);
     if (uint64_t{batch.max_chunks} * (b + 1) > kMaxTableCells) continue;
     EXPECT_TRUE(planner->plan(batch, timer) == plan_reference(batch)) << "B=" << b;

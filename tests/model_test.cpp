@@ -188,10 +188,10 @@ TEST(ModelBuffer, DeepSeekV3At64KRowsIs4GiBPlus3GiB) {
   EXPECT_EQ(b.k_bytes(65536), uint64_t{3} << 30);
   EXPECT_EQ(b.total_bytes(65536), uint64_t{7} << 30);
   EXPECT_EQ(b.latent_bytes(65536), uint64_t{72} << 20);
-  EXPECT_EQ(format_bytes(b.kv_bytes(65536)), "4.00 GiB");
-  EXPECT_EQ(format_bytes(b.k_bytes(65536)), "3.00 GiB");
-  EXPECT_EQ(format_bytes(b.total_bytes(65536)), "7.00 GiB");
-  EXPECT_EQ(format_bytes(b.latent_bytes(65536)), "72.0 MiB");
+  EXPECT_EQ(io::format_bytes(b.kv_bytes(65536)), "4.00 GiB");
+  EXPECT_EQ(io::format_bytes(b.k_bytes(65536)), "3.00 GiB");
+  EXPECT_EQ(io::format_bytes(b.total_bytes(65536)), "7.00 GiB");
+  EXPECT_EQ(io::format_bytes(b.latent_bytes(65536)), "72.0 MiB");
   EXPECT_EQ(b.kv_bytes(0), 0u);
 }
 
@@ -444,25 +444,25 @@ TEST(ModelConfigFile, AMissingFileIsNamed) {
 // ---------------------------------------------------------------- format_bytes
 
 TEST(ModelFormatBytes, ThreeSignificantDigitsInBinaryUnits) {
-  EXPECT_EQ(format_bytes(0), "0 B");
-  EXPECT_EQ(format_bytes(512), "512 B");
-  EXPECT_EQ(format_bytes(1023), "1023 B");
-  EXPECT_EQ(format_bytes(1024), "1.00 KiB");
-  EXPECT_EQ(format_bytes(1152), "1.12 KiB");  // 1.125: ties go to even, as printf and torch print them
-  EXPECT_EQ(format_bytes(1160), "1.13 KiB");
-  EXPECT_EQ(format_bytes(49152), "48.0 KiB");
-  EXPECT_EQ(format_bytes(65536), "64.0 KiB");
-  EXPECT_EQ(format_bytes(10239), "10.0 KiB");  // 9.999 KiB rounds up to the next decade
-  EXPECT_EQ(format_bytes(102400), "100 KiB");
-  EXPECT_EQ(format_bytes(1023488), "0.98 MiB");  // 999.5 KiB would round to 1000
-  EXPECT_EQ(format_bytes(1048552), "1.00 MiB");  // 1023.98 KiB
-  EXPECT_EQ(format_bytes(1572864), "1.50 MiB");
-  EXPECT_EQ(format_bytes(uint64_t{72} << 20), "72.0 MiB");
-  EXPECT_EQ(format_bytes(uint64_t{4} << 30), "4.00 GiB");
-  EXPECT_EQ(format_bytes(uint64_t{4429185024}), "4.12 GiB");  // 4.125 GiB
-  EXPECT_EQ(format_bytes(uint64_t{3584} << 20), "3.50 GiB");
-  EXPECT_EQ(format_bytes(uint64_t{1} << 40), "1.00 TiB");
-  EXPECT_EQ(format_bytes(std::numeric_limits<uint64_t>::max()), "16.0 EiB");
+  EXPECT_EQ(io::format_bytes(0), "0 B");
+  EXPECT_EQ(io::format_bytes(512), "512 B");
+  EXPECT_EQ(io::format_bytes(1023), "1023 B");
+  EXPECT_EQ(io::format_bytes(1024), "1.00 KiB");
+  EXPECT_EQ(io::format_bytes(1152), "1.12 KiB");  // 1.125: ties go to even, as printf and torch print them
+  EXPECT_EQ(io::format_bytes(1160), "1.13 KiB");
+  EXPECT_EQ(io::format_bytes(49152), "48.0 KiB");
+  EXPECT_EQ(io::format_bytes(65536), "64.0 KiB");
+  EXPECT_EQ(io::format_bytes(10239), "10.0 KiB");  // 9.999 KiB rounds up to the next decade
+  EXPECT_EQ(io::format_bytes(102400), "100 KiB");
+  EXPECT_EQ(io::format_bytes(1023488), "0.98 MiB");  // 999.5 KiB would round to 1000
+  EXPECT_EQ(io::format_bytes(1048552), "1.00 MiB");  // 1023.98 KiB
+  EXPECT_EQ(io::format_bytes(1572864), "1.50 MiB");
+  EXPECT_EQ(io::format_bytes(uint64_t{72} << 20), "72.0 MiB");
+  EXPECT_EQ(io::format_bytes(uint64_t{4} << 30), "4.00 GiB");
+  EXPECT_EQ(io::format_bytes(uint64_t{4429185024}), "4.12 GiB");  // 4.125 GiB
+  EXPECT_EQ(io::format_bytes(uint64_t{3584} << 20), "3.50 GiB");
+  EXPECT_EQ(io::format_bytes(uint64_t{1} << 40), "1.00 TiB");
+  EXPECT_EQ(io::format_bytes(std::numeric_limits<uint64_t>::max()), "16.0 EiB");
 }
 
 // A key given twice would be read as the last one, so the dimensions could differ from the ones a

@@ -24,7 +24,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/policy_report.hpp"
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "mlaplan/render/palette.hpp"
@@ -32,7 +32,7 @@
 #include "mlaplan/render/plan_picture.hpp"
 #include "mlaplan/render/plan_svg.hpp"
 #include "mlaplan/render/svg_writer.hpp"
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/check/scenario.hpp"
 
 namespace mlaplan::render {
 namespace {
@@ -53,8 +53,8 @@ Batch make_batch(uint32_t page, uint32_t rows, uint32_t chunks, std::vector<uint
   return b;
 }
 
-Scenario make_scenario(std::string name, Batch batch) {
-  Scenario s;
+check::Scenario make_scenario(std::string name, Batch batch) {
+  check::Scenario s;
   s.name = std::move(name);
   s.batch = std::move(batch);
   validate_batch(s.batch);
@@ -62,8 +62,8 @@ Scenario make_scenario(std::string name, Batch batch) {
 }
 
 // The max plan, as `run --backend cpu` reports it.
-PlanReport max_report(const Scenario& s) {
-  PlanReport r;
+io::PlanReport max_report(const check::Scenario& s) {
+  io::PlanReport r;
   r.scenario = &s;
   r.policy = "max";
   r.backend = "cpu";
@@ -74,11 +74,11 @@ PlanReport max_report(const Scenario& s) {
 }
 
 // Another policy's plan, as `run --policy ...` reports it (a refusal sets `refused`).
-PlanReport report_or_refusal(const Scenario& s, const explore::Policy& policy) {
+io::PlanReport report_or_refusal(const check::Scenario& s, const explore::Policy& policy) {
   try {
     return explore::policy_report(s, policy);
   } catch (const InputError& e) {
-    PlanReport r;
+    io::PlanReport r;
     r.scenario = &s;
     r.policy = policy.name();
     r.refused = e.what();
@@ -93,11 +93,11 @@ explore::Policy packed_policy() {
 }
 
 // The worked example of docs/semantics.md.
-Scenario worked_example() { return make_scenario("worked-example", make_batch(128, 512, 4, {500, 0, 100}, {9, 200, 20})); }
+check::Scenario worked_example() { return make_scenario("worked-example", make_batch(128, 512, 4, {500, 0, 100}, {9, 200, 20})); }
 
 // Sequence 1 split across chunks 0 and 1 with page padding at its end, chunk 3 unused (the scenario
 // of the pixel tests).
-Scenario split_example() { return make_scenario("split", make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0})); }
+check::Scenario split_example() { return make_scenario("split", make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0})); }
 
 void expect_piece(const Piece& p, uint32_t sequence, uint32_t row_begin, uint32_t row_end, uint64_t token_begin,
                   uint32_t padding, bool continued, bool continues) {
@@ -258,7 +258,7 @@ bool clean_utf8(const std::string& s, std::string_view allowed = "\n") {
 // measure_plan
 
 TEST(PlanPicture, MeasuresTheWorkedExample) {
-  const Scenario s = worked_example();
+  const check::Scenario s = worked_example();
   const PlanPicture p = measure_plan(max_report(s));
   EXPECT_EQ(p.scenario, "worked-example");
   EXPECT_EQ(p.policy, "max");
@@ -290,7 +290,7 @@ TEST(PlanPicture, MeasuresTheWorkedExample) {
 }
 
 TEST(PlanPicture, SequenceSplitAcrossChunksIsContinuedAndContinues) {
-  const Scenario s = split_example();
+  const check::Scenario s = split_example();
   const PlanPicture p = measure_plan(max_report(s));
   // L = [96, 208, 64, 208], S = [0, 96, 304, 368], E = 576: chunks of 256, 256 and 64 rows.
   ASSERT_EQ(p.chunks.size(), 4u);
@@ -314,7 +314,7 @@ TEST(PlanPicture, SequenceSplitAcrossChunksIsContinuedAndContinues) {
 TEST(PlanPicture, PagesStraddlingChunksAndEmptySequences) {
   // N = 100 is not a multiple of P = 128: s0's one token is padded to a page that straddles chunks
   // 0 and 1, so its piece in chunk 1 is padding alone; s1 is empty and has no piece anywhere.
-  const Scenario s = make_scenario("straddle", make_batch(128, 100, 4, {1, 0, 50}, {0, 0, 0}));
+  const check::Scenario s = make_scenario("straddle", make_batch(128, 100, 4, {1, 0, 50}, {0, 0, 0}));
   const PlanPicture p = measure_plan(max_report(s));
   ASSERT_EQ(p.chunks.size(), 4u);
   EXPECT_EQ(p.chunks_used, 3u);
@@ -337,7 +337,7 @@ TEST(PlanPicture, PagesStraddlingChunksAndEmptySequences) {
 }
 
 TEST(PlanPicture, OtherPoliciesStreamTheCachedContextWithoutPadding) {
-  const Scenario s = split_example();
+  const check::Scenario s = split_example();
   const PlanPicture p = measure_plan(report_or_refusal(s, packed_policy()));
   EXPECT_EQ(p.policy, "packed");
   EXPECT_EQ(p.payload_tokens, 520u);
@@ -359,8 +359,8 @@ TEST(PlanPicture, OtherPoliciesStreamTheCachedContextWithoutPadding) {
 }
 
 TEST(PlanPicture, RefusedPlanHasNoChunksAndDrawsTheReason) {
-  const Scenario s = make_scenario("too-big", make_batch(1, 100, 1, {150}, {0}));
-  PlanReport r;
+  const check::Scenario s = make_scenario("too-big", make_batch(1, 100, 1, {150}, {0}));
+  io::PlanReport r;
   r.scenario = &s;
   r.refused = "max_chunks: 1 is too few <for> this batch & needs 2";
   const PlanPicture p = measure_plan(r);
@@ -538,7 +538,7 @@ void expect_labels_fit(const std::string& svg, const std::string& what) {
 
 TEST(PlanSvg, EveryLabelFitsInItsSegment) {
   {
-    const Scenario s = split_example();
+    const check::Scenario s = split_example();
     const std::string svg = plan_svg({measure_plan(max_report(s)), measure_plan(report_or_refusal(s, packed_policy()))});
     expect_labels_fit(svg, "split example");
     EXPECT_GE(read_bars(svg).labels.size(), 8u);  // the check saw labels
@@ -561,7 +561,7 @@ TEST(PlanSvg, EveryLabelFitsInItsSegment) {
       total += (uint64_t{cache[b]} + inputs[b] + page - 1) / page * page;
     }
     const uint32_t chunks = static_cast<uint32_t>((total + rows - 1) / rows) + 1;
-    const Scenario s = make_scenario("random", make_batch(page, rows, chunks, cache, inputs));
+    const check::Scenario s = make_scenario("random", make_batch(page, rows, chunks, cache, inputs));
     PlanSvgOptions o;
     o.width = std::uniform_int_distribution<int>(0, 1)(rng) ? 960 : 500;
     const std::string svg = plan_svg({measure_plan(max_report(s))}, o);
@@ -575,15 +575,15 @@ TEST(PlanSvg, EveryLabelFitsInItsSegment) {
   EXPECT_GT(groups, 20u);
   EXPECT_GT(notes, 20u);
   // Big token numbers: "s1 [1000000000, 1000001000)" must be left out rather than overflow.
-  const Scenario big = make_scenario("big", make_batch(1, 1u << 30, 2, {1000000000, 150000000}, {0, 0}));
+  const check::Scenario big = make_scenario("big", make_batch(1, 1u << 30, 2, {1000000000, 150000000}, {0, 0}));
   expect_labels_fit(plan_svg({measure_plan(max_report(big))}), "big numbers");
 }
 
 TEST(PlanSvg, EveryPieceIsDrawnOnceAndBarBoxMatchesTheBars) {
   // Three panels, one refused, so that bar_box must account for the summary and the panel heights.
-  const Scenario s = split_example();
-  const Scenario w = worked_example();
-  PlanReport refused = max_report(w);
+  const check::Scenario s = split_example();
+  const check::Scenario w = worked_example();
+  io::PlanReport refused = max_report(w);
   refused.tables = {};
   refused.refused = "max_chunks: too few";
   const std::vector<PlanPicture> panels = {measure_plan(max_report(s)), measure_plan(refused),
@@ -638,7 +638,7 @@ TEST(PlanSvg, EveryPieceIsDrawnOnceAndBarBoxMatchesTheBars) {
 }
 
 TEST(PlanSvg, ChunksPastTheDrawnLimitAreSummedUp) {
-  const Scenario s = make_scenario("many-chunks", make_batch(1, 10, 200, {1990}, {0}));
+  const check::Scenario s = make_scenario("many-chunks", make_batch(1, 10, 200, {1990}, {0}));
   const PlanPicture p = measure_plan(max_report(s));
   ASSERT_EQ(p.chunks.size(), 200u);
   PlanSvgOptions o;
@@ -670,7 +670,7 @@ void expect_safe_markup(const std::string& doc, const std::string& what) {
 }
 
 TEST(PlanSvg, HostileScenarioNameIsEscapedClippedAndWellFormed) {
-  const Scenario s = make_scenario(hostile_name(), make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0}));
+  const check::Scenario s = make_scenario(hostile_name(), make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0}));
   const std::vector<PlanPicture> panels = {measure_plan(max_report(s)), measure_plan(report_or_refusal(s, packed_policy()))};
   for (bool standalone : {true, false}) {
     PlanSvgOptions o;
@@ -688,9 +688,9 @@ TEST(PlanSvg, HostileScenarioNameIsEscapedClippedAndWellFormed) {
 }
 
 TEST(PlanSvg, HostileScenarioNameInTheHtmlPage) {
-  Scenario s = make_scenario(hostile_name(), make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0}));
+  check::Scenario s = make_scenario(hostile_name(), make_batch(16, 256, 4, {80, 190, 50, 200}, {10, 10, 0, 0}));
   s.description = hostile_name();
-  const std::vector<PlanReport> reports = {max_report(s), report_or_refusal(s, packed_policy())};
+  const std::vector<io::PlanReport> reports = {max_report(s), report_or_refusal(s, packed_policy())};
   const std::string html = plan_html(reports, "mlaplan run '" + hostile_name() + "'");
   expect_safe_markup(html, "HTML page");
   const size_t title = html.find("<title>");
@@ -701,7 +701,7 @@ TEST(PlanSvg, HostileScenarioNameInTheHtmlPage) {
 }
 
 // Batches of B sequences with equal padded lengths that fill about `chunks` chunks of 4096 rows.
-Scenario even_batch(uint32_t sequences, uint32_t chunks) {
+check::Scenario even_batch(uint32_t sequences, uint32_t chunks) {
   const uint32_t rows = 4096;
   const uint64_t total = uint64_t{chunks} * rows - rows / 2;
   std::vector<uint32_t> cache(sequences, static_cast<uint32_t>(total / sequences));
@@ -713,7 +713,7 @@ TEST(PlanSvg, ElementCountStaysBoundedAsBatchesGrow) {
   const double bar_px = 960 - 52 - 20;  // PlanSvgOptions' default width less the margins
   for (uint32_t sequences : {1u, 50u, 1000u}) {
     for (uint32_t chunks : {1u, 16u, 64u}) {
-      const Scenario s = even_batch(sequences, chunks);
+      const check::Scenario s = even_batch(sequences, chunks);
       const PlanPicture p = measure_plan(max_report(s));
       ASSERT_EQ(p.chunks_used, chunks);
       const std::string svg = plan_svg({p});
@@ -731,7 +731,7 @@ TEST(PlanSvg, ElementCountStaysBoundedAsBatchesGrow) {
     }
   }
   // 1,000 sequences of 2 rows in one chunk of 4096 rows are 0.43 px each: one group, not 1,000 rects.
-  const Scenario tiny = even_batch(1000, 1);
+  const check::Scenario tiny = even_batch(1000, 1);
   const std::string svg = plan_svg({measure_plan(max_report(tiny))});
   EXPECT_LT(count(svg, "<rect"), 20u);
   EXPECT_EQ(count(svg, "<title>sequence "), 0u);
@@ -741,7 +741,7 @@ TEST(PlanSvg, ElementCountStaysBoundedAsBatchesGrow) {
   // Alternating wide and one-row pieces: the narrow ones between wide ones stay themselves.
   std::vector<uint32_t> cache;
   for (int i = 0; i < 40; ++i) cache.push_back(i % 2 ? 1 : 300);
-  const Scenario mixed = make_scenario("mixed", make_batch(1, 8192, 2, cache, std::vector<uint32_t>(40, 0)));
+  const check::Scenario mixed = make_scenario("mixed", make_batch(1, 8192, 2, cache, std::vector<uint32_t>(40, 0)));
   const std::string mixed_svg = plan_svg({measure_plan(max_report(mixed))});
   EXPECT_EQ(count(mixed_svg, "<title>sequence "), 40u);
   EXPECT_EQ(count(mixed_svg, "<title>sequences "), 0u);

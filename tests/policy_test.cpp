@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "mlaplan/batch_generator.hpp"
+#include "mlaplan/check/batch_generator.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/policy_check.hpp"
@@ -217,10 +217,10 @@ TEST(PolicyNames, ListsOfKindsAndVariants) {
 TEST(PolicyInvariants, HoldOnRandomBatches) {
   const std::vector<Policy> policies{Policy{}, packed(), packed_trtllm(), even(EvenSplitVariant::vllm),
                                      even(EvenSplitVariant::sglang)};
-  BatchGeneratorOptions options;
+  check::BatchGeneratorOptions options;
   options.large_batch_size = 256;
   options.max_chunks = 64;
-  BatchGenerator gen(7, options);
+  check::BatchGenerator gen(7, options);
   size_t planned = 0;
   for (int i = 0; i < 3000; ++i) {
     std::string shape;

@@ -4,17 +4,17 @@
 
 #include <map>
 
-#include "mlaplan/batch_generator.hpp"
+#include "mlaplan/check/batch_generator.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "test_batches.hpp"
 
 using namespace mlaplan;
 
 TEST(PropertyCheck, ReferenceSatisfiesThePropertiesOnRandomBatches) {
-  BatchGenerator gen(20261129, {64, 4096, 4096, true});
+  check::BatchGenerator gen(20261129, {64, 4096, 4096, true});
   std::map<std::string, int> shapes;
   int planned = 0, refused = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -29,7 +29,7 @@ TEST(PropertyCheck, ReferenceSatisfiesThePropertiesOnRandomBatches) {
       continue;
     }
     const PlanTables t = plan_reference(b);
-    const PropertyReport r = check_properties(b, t);
+    const check::PropertyReport r = check::check_properties(b, t);
     ASSERT_TRUE(r.ok()) << shape << ": " << r.messages.front();
     ++planned;
     // The smallest max_chunks that fits does fit, and one less does not.
@@ -45,7 +45,7 @@ TEST(PropertyCheck, ReferenceSatisfiesThePropertiesOnRandomBatches) {
 }
 
 TEST(PropertyCheck, CatchesOneCorruptedCellInEachTable) {
-  BatchGenerator gen(7, {32, 2048, 64, false});
+  check::BatchGenerator gen(7, {32, 2048, 64, false});
   int checked = 0;
   for (int i = 0; i < 300; ++i) {
     const Batch b = gen.next();
@@ -56,7 +56,7 @@ TEST(PropertyCheck, CatchesOneCorruptedCellInEachTable) {
       if (table == 0) bad.buffer_row_offsets[i % bad.buffer_row_offsets.size()] += 1;
       if (table == 1) bad.cache_offsets[i % bad.cache_offsets.size()] ^= 1;
       if (table == 2) bad.buffer_lengths[i % bad.buffer_lengths.size()] -= 1;
-      EXPECT_FALSE(check_properties(b, bad).ok()) << "table " << table;
+      EXPECT_FALSE(check::check_properties(b, bad).ok()) << "table " << table;
     }
     ++checked;
   }
@@ -67,7 +67,7 @@ TEST(PropertyCheck, CatchesAPlannerThatDropsThePagePadding) {
   const Batch b = test::worked_example_batch();
   Batch unpadded = b;
   unpadded.page_size = 1;
-  const PropertyReport r = check_properties(b, plan_reference(unpadded));
+  const check::PropertyReport r = check::check_properties(b, plan_reference(unpadded));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.messages.front().find("chunk 0"), std::string::npos) << r.messages.front();
 }
@@ -79,5 +79,5 @@ TEST(PropertyCheck, ReportsWrongShapesWithoutIndexingPastTheEnd) {
   b.cache_lengths = {3};
   b.input_row_offsets = {0, 1};
   PlanTables t(1, 1);
-  EXPECT_FALSE(check_properties(b, t).ok());
+  EXPECT_FALSE(check::check_properties(b, t).ok());
 }

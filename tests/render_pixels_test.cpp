@@ -27,12 +27,12 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/policy_report.hpp"
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
 #include "mlaplan/render/plan_picture.hpp"
 #include "mlaplan/render/plan_svg.hpp"
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/check/scenario.hpp"
 
 namespace mlaplan::render {
 namespace {
@@ -174,8 +174,8 @@ constexpr std::string_view kScenarioJson =
     R"({"name": "pixels", "page_size": 16, "buffer_token_size": 256, "max_chunks": 4,
         "cache_lengths": [80, 190, 50, 200], "input_lengths": [10, 10, 0, 0]})";
 
-Scenario pixels_scenario() {
-  Scenario s;
+check::Scenario pixels_scenario() {
+  check::Scenario s;
   s.name = "pixels";
   s.batch.page_size = 16;
   s.batch.buffer_token_size = 256;
@@ -187,10 +187,10 @@ Scenario pixels_scenario() {
 }
 
 // The reports `run --backend cpu` makes under `policies`, one panel each.
-std::vector<PlanPicture> library_panels(const Scenario& s, const std::string& policies) {
+std::vector<PlanPicture> library_panels(const check::Scenario& s, const std::string& policies) {
   std::vector<PlanPicture> panels;
   for (const explore::Policy& policy : explore::parse_policies(policies, explore::Policy{})) {
-    PlanReport r;
+    io::PlanReport r;
     r.scenario = &s;
     r.policy = policy.name();
     r.backend = "cpu";
@@ -352,7 +352,7 @@ TEST(RenderPixels, SvgShowsEachSequenceInItsColourFromTheLibraryAndTheCli) {
   if (rsvg.empty()) MISSING_RENDERER("rsvg-convert", "librsvg2-bin");
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const Scenario s = pixels_scenario();
+  const check::Scenario s = pixels_scenario();
   const std::vector<PlanPicture> panels = library_panels(s, "max");
   expect_the_known_plan(panels[0]);
   if (HasFatalFailure()) return;
@@ -398,7 +398,7 @@ TEST(RenderPixels, SvgOfEveryPolicyShowsEachPanelWhereBarBoxSays) {
   if (rsvg.empty()) MISSING_RENDERER("rsvg-convert", "librsvg2-bin");
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const Scenario s = pixels_scenario();
+  const check::Scenario s = pixels_scenario();
   const std::vector<PlanPicture> panels = library_panels(s, "all");
   ASSERT_EQ(panels.size(), 3u);
   ASSERT_EQ(panels[1].policy, "packed");
@@ -428,7 +428,7 @@ TEST(RenderPixels, ChecksCatchAWrongColourAMovedPictureAndAMissingHatch) {
   if (rsvg.empty()) MISSING_RENDERER("rsvg-convert", "librsvg2-bin");
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const Scenario s = pixels_scenario();
+  const check::Scenario s = pixels_scenario();
   const std::vector<PlanPicture> panels = library_panels(s, "max");
   const std::string svg = plan_svg(panels);
   auto replace_all = [](std::string text, const std::string& from, const std::string& to) {
@@ -503,7 +503,7 @@ TEST(RenderPixels, HtmlPageInChromiumShowsThePanelsWhereBarBoxSays) {
   if (chromium.empty()) MISSING_RENDERER("chromium", "chromium");
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const Scenario s = pixels_scenario();
+  const check::Scenario s = pixels_scenario();
   const std::vector<PlanPicture> panels = library_panels(s, "all");
   ASSERT_EQ(panels.size(), 3u);
   write_file(dir / "pixels.json", std::string(kScenarioJson));

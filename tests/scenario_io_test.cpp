@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/json_error.hpp"
-#include "mlaplan/json_text.hpp"
-#include "mlaplan/plan_tables_io.hpp"
-#include "mlaplan/printable.hpp"
-#include "mlaplan/scenario_io.hpp"
+#include "mlaplan/io/json_error.hpp"
+#include "mlaplan/profile/json_text.hpp"
+#include "mlaplan/io/plan_tables_io.hpp"
+#include "mlaplan/io/printable.hpp"
+#include "mlaplan/io/scenario_io.hpp"
 
 using namespace mlaplan;
 
@@ -23,7 +23,7 @@ const char* kGood = R"({"page_size": 128, "buffer_token_size": 512, "max_chunks"
 
 std::string error_of(const std::string& text) {
   try {
-    parse_scenarios(text, "s.json", "s");
+    io::parse_scenarios(text, "s.json", "s");
   } catch (const InputError& e) {
     return e.what();
   }
@@ -121,35 +121,35 @@ INSTANTIATE_TEST_SUITE_P(
 }  // namespace
 
 TEST(ScenarioIo, LoadsEveryAcceptedForm) {
-  const auto one = parse_scenarios(kGood, "dir/s.json", "s");
+  const auto one = io::parse_scenarios(kGood, "dir/s.json", "s");
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].name, "s");  // the file's stem
   EXPECT_EQ(one[0].batch.batch_size(), 3u);
 
-  const auto lengths = parse_scenarios(
+  const auto lengths = io::parse_scenarios(
       R"({"name": "n", "page_size": 128, "buffer_token_size": 512, "max_chunks": 4,
           "cache_lengths": [500, 0, 100], "input_lengths": [9, 200, 20]})", "f.json", "f");
   EXPECT_EQ(lengths[0].name, "n");
   EXPECT_EQ(lengths[0].batch.input_row_offsets, (std::vector<uint32_t>{0, 9, 209, 229}));
 
   // JSON's -0 is zero (it was refused as "expected a non-negative integer, got 0").
-  const auto negative_zero = parse_scenarios(
+  const auto negative_zero = io::parse_scenarios(
       R"({"page_size": 128, "buffer_token_size": 512, "max_chunks": 4, "cache_lengths": [-0, 0], "input_lengths": [-0, 3]})",
       "z.json", "z");
   EXPECT_EQ(negative_zero[0].batch.cache_lengths, (std::vector<uint32_t>{0, 0}));
   EXPECT_EQ(negative_zero[0].batch.input_row_offsets, (std::vector<uint32_t>{0, 0, 3}));
 
-  const auto list = parse_scenarios(std::string("{\"scenarios\": [") + kGood + ", " + kGood + "]}", "l.json", "l");
+  const auto list = io::parse_scenarios(std::string("{\"scenarios\": [") + kGood + ", " + kGood + "]}", "l.json", "l");
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[1].name, "l[1]");
   EXPECT_EQ(list[1].field_prefix, "scenarios[1].");
 }
 
 TEST(ScenarioIo, WrittenScenariosReadBackIdentically) {
-  auto s = parse_scenarios(with("expected", R"({"buffer_lengths": [512, 384, -1, -1], "padded_tokens": 896})"), "s.json",
+  auto s = io::parse_scenarios(with("expected", R"({"buffer_lengths": [512, 384, -1, -1], "padded_tokens": 896})"), "s.json",
                            "s")[0];
   s.description = "round trip";
-  const auto back = parse_scenarios(scenario_to_json(s), "t.json", "t")[0];
+  const auto back = io::parse_scenarios(io::scenario_to_json(s), "t.json", "t")[0];
   EXPECT_EQ(back.name, s.name);
   EXPECT_EQ(back.description, "round trip");
   EXPECT_EQ(back.batch.cache_lengths, s.batch.cache_lengths);
@@ -160,8 +160,8 @@ TEST(ScenarioIo, WrittenScenariosReadBackIdentically) {
 }
 
 TEST(ScenarioIo, MissingFileAndDirectoryAreInputErrors) {
-  EXPECT_THROW(load_scenario_file("/nonexistent/x.json"), InputError);
-  EXPECT_THROW(load_scenario_file("/tmp"), InputError);
+  EXPECT_THROW(io::load_scenario_file("/nonexistent/x.json"), InputError);
+  EXPECT_THROW(io::load_scenario_file("/tmp"), InputError);
 }
 
 // what() is a C string: a NUL quoted from the input would cut the message before the field and the fix.
@@ -177,38 +177,38 @@ TEST(InputErrorText, ANulByteIsShownEscapedSoTheMessageIsWhole) {
 // C1 controls (CSI U+009B drives a terminal like ESC [) and bytes that are not UTF-8 are shown as
 // \xNN; other UTF-8 text passes unchanged.
 TEST(Printable, EscapesC1ControlsAndBytesOutsideUtf8) {
-  EXPECT_EQ(printable("a\xc2\x9b" "31mX"), "a\\xc2\\x9b31mX");
-  EXPECT_EQ(printable("\xc2\x85"), "\\xc2\\x85");
-  EXPECT_EQ(printable("\xff\xfe" "c"), "\\xff\\xfec");
-  EXPECT_EQ(printable("b\xff.json"), "b\\xff.json");
-  EXPECT_EQ(printable("\xc3"), "\\xc3");                  // cut short
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
-  EXPECT_EQ(printable("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xc2\xa0"), "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xc2\xa0");
-  EXPECT_EQ(printable("a\x1b[2J\r\n"), "a\\x1b[2J\\r\\n");
+  EXPECT_EQ(io::printable("a\xc2\x9b" "31mX"), "a\\xc2\\x9b31mX");
+  EXPECT_EQ(io::printable("\xc2\x85"), "\\xc2\\x85");
+  EXPECT_EQ(io::printable("\xff\xfe" "c"), "\\xff\\xfec");
+  EXPECT_EQ(io::printable("b\xff.json"), "b\\xff.json");
+  EXPECT_EQ(io::printable("\xc3"), "\\xc3");                  // cut short
+  EXPECT_EQ(io::printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
+  EXPECT_EQ(io::printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a UTF-16 surrogate
+  EXPECT_EQ(io::printable("caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xc2\xa0"), "caf\xc3\xa9 \xe4\xb8\xad \xf0\x9f\x98\x80 \xc2\xa0");
+  EXPECT_EQ(io::printable("a\x1b[2J\r\n"), "a\\x1b[2J\\r\\n");
 }
 
 TEST(Printable, ClippingKeepsWholeCharacters) {
-  const std::string line = printable_line("ab\xe4\xb8\xad", 3);
+  const std::string line = io::printable_line("ab\xe4\xb8\xad", 3);
   EXPECT_EQ(line, "ab... (3 more bytes)");
 }
 
 // A user string that is not UTF-8 (a Latin-1 file name) is written with U+FFFD, not thrown on.
 TEST(JsonText, ReplacesBytesThatAreNotUtf8) {
   const nlohmann::json j = {{"file", "b\xff.json"}};
-  EXPECT_EQ(json_text(j), "{\"file\":\"b\xef\xbf\xbd.json\"}");
+  EXPECT_EQ(profile::json_text(j), "{\"file\":\"b\xef\xbf\xbd.json\"}");
   const nlohmann::json plain = {{"a", 1}};
-  EXPECT_EQ(json_text(plain, 1), plain.dump(1));
+  EXPECT_EQ(profile::json_text(plain, 1), plain.dump(1));
 }
 
 // Plan tables are what the gate compares against: the value it checks must be the only one given.
 TEST(PlanTablesIo, AKeyGivenTwiceIsRefused) {
   try {
-    parse_plan_file(R"({"infeasible": true, "min_max_chunks": 1, "min_max_chunks": 3})", "p.json");
+    io::parse_plan_file(R"({"infeasible": true, "min_max_chunks": 1, "min_max_chunks": 3})", "p.json");
     ADD_FAILURE() << "accepted";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "p.json: min_max_chunks: key given twice in one object; keep one");
   }
-  EXPECT_THROW(parse_json_strict(R"({"scenarios": [{"a": 1, "b": {"a": 2, "a": 3}}]})", "q.json"), InputError);
-  EXPECT_NO_THROW(parse_json_strict(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]})", "q.json"));
+  EXPECT_THROW(io::parse_json_strict(R"({"scenarios": [{"a": 1, "b": {"a": 2, "a": 3}}]})", "q.json"), InputError);
+  EXPECT_NO_THROW(io::parse_json_strict(R"({"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]})", "q.json"));
 }

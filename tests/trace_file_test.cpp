@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "cli_runner.hpp"
-#include "mlaplan/phase_timer.hpp"
-#include "mlaplan/trace_recorder.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
+#include "mlaplan/profile/trace_recorder.hpp"
 
 using nlohmann::json;
 using mlaplan::test::run_cli;
@@ -107,10 +107,10 @@ TEST(TraceFile, BenchTraceNestsSizesAndKernels) {
 }
 
 TEST(TraceFile, DeviceTimesGoOnTheirOwnTrackWithoutOverlap) {
-  mlaplan::TraceRecorder recorder;
+  mlaplan::profile::TraceRecorder recorder;
   {
-    mlaplan::ActiveTrace active(recorder);
-    mlaplan::PhaseTimer timer;
+    mlaplan::profile::ActiveTrace active(recorder);
+    mlaplan::profile::PhaseTimer timer;
     auto scope = timer.phase("outer");
     timer.add("kernel", 50.0);
     timer.add("kernel", 50.0);  // measured back to back: placed one after the other
@@ -118,21 +118,21 @@ TEST(TraceFile, DeviceTimesGoOnTheirOwnTrackWithoutOverlap) {
   const auto events = complete_events(json::parse(recorder.to_json()));
   expect_nested(events);
   int device = 0;
-  for (const Event& e : events) device += e.tid == mlaplan::TraceRecorder::kDeviceTrack;
+  for (const Event& e : events) device += e.tid == mlaplan::profile::TraceRecorder::kDeviceTrack;
   EXPECT_EQ(device, 2);
 }
 
 // The trace is written event by event; it must be byte for byte what json::dump(1) gives for the
 // same document (the format of every trace written so far).
 TEST(TraceFile, StreamedJsonIsWhatDumpWrites) {
-  mlaplan::TraceRecorder recorder;
+  mlaplan::profile::TraceRecorder recorder;
   {
-    mlaplan::ActiveTrace active(recorder);
-    mlaplan::PhaseTimer timer;
+    mlaplan::profile::ActiveTrace active(recorder);
+    mlaplan::profile::PhaseTimer timer;
     auto scope = timer.phase("outer \"quoted\" \\ name\n");
     { auto inner = timer.phase("inner"); }
     timer.add("kernel", 12.345678);
-    std::thread([&] { mlaplan::PhaseTimer t; auto s = t.phase("other thread"); }).join();
+    std::thread([&] { mlaplan::profile::PhaseTimer t; auto s = t.phase("other thread"); }).join();
   }
   const std::string text = recorder.to_json();
   EXPECT_EQ(json::parse(text).dump(1) + "\n", text);
@@ -142,7 +142,7 @@ TEST(TraceFile, StreamedJsonIsWhatDumpWrites) {
 // Past kMaxEvents, events are counted, not kept: the first to start stay (the root among them), and
 // the metadata says how many were dropped.
 TEST(TraceFile, EventsPastTheCapAreCountedNotKept) {
-  using mlaplan::TraceRecorder;
+  using mlaplan::profile::TraceRecorder;
   TraceRecorder recorder;
   const size_t extra = 1234;
   recorder.begin("root");

@@ -4,28 +4,28 @@
 
 #include <atomic>
 
-#include "mlaplan/batch_generator.hpp"
-#include "mlaplan/builtin_suite.hpp"
-#include "mlaplan/case_check.hpp"
+#include "mlaplan/check/batch_generator.hpp"
+#include "mlaplan/check/builtin_suite.hpp"
+#include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/scenario_io.hpp"
-#include "mlaplan/shrink.hpp"
-#include "mlaplan/stop_request.hpp"
-#include "mlaplan/verify_report.hpp"
+#include "mlaplan/io/scenario_io.hpp"
+#include "mlaplan/check/shrink.hpp"
+#include "mlaplan/profile/stop_request.hpp"
+#include "mlaplan/check/verify_report.hpp"
 
 using namespace mlaplan;
 
 namespace {
 
 // The reference with one cell of buffer_row_offsets corrupted: chunk 1, the last column before the sentinel.
-class CorruptOneCell final : public Planner {
+class CorruptOneCell final : public profile::Planner {
  public:
   std::string name() const override { return "corrupt-one-cell"; }
   std::string backend() const override { return "cpu"; }
-  PlanTables plan(const Batch& b, PhaseTimer&) override {
+  PlanTables plan(const Batch& b, profile::PhaseTimer&) override {
     PlanTables t = plan_reference(b);
     if (t.max_chunks > 1 && t.batch_size > 0) t.row_offset(1, t.batch_size - 1) += 7;
     return t;
@@ -33,11 +33,11 @@ class CorruptOneCell final : public Planner {
 };
 
 // Forgets the page padding: plans as if the page size were 1.
-class DropsPagePadding final : public Planner {
+class DropsPagePadding final : public profile::Planner {
  public:
   std::string name() const override { return "drops-padding"; }
   std::string backend() const override { return "cpu"; }
-  PlanTables plan(const Batch& b, PhaseTimer&) override {
+  PlanTables plan(const Batch& b, profile::PhaseTimer&) override {
     Batch unpadded = b;
     unpadded.page_size = 1;
     return plan_reference(unpadded);
@@ -45,11 +45,11 @@ class DropsPagePadding final : public Planner {
 };
 
 // Like the seed: never refuses, silently planning what fits.
-class NeverRefuses final : public Planner {
+class NeverRefuses final : public profile::Planner {
  public:
   std::string name() const override { return "never-refuses"; }
   std::string backend() const override { return "cpu"; }
-  PlanTables plan(const Batch& b, PhaseTimer&) override {
+  PlanTables plan(const Batch& b, profile::PhaseTimer&) override {
     Batch roomy = b;
     roomy.max_chunks = static_cast<uint32_t>(plan_shape(b).min_max_chunks);
     PlanTables t = plan_reference(roomy);
@@ -61,24 +61,24 @@ class NeverRefuses final : public Planner {
   }
 };
 
-Scenario worked() { return builtin_edge_cases().front(); }
+check::Scenario worked() { return check::builtin_edge_cases().front(); }
 
 }  // namespace
 
 TEST(Verify, TheReferencePassesEveryBuiltInCase) {
-  auto ref = make_reference_planner();
-  auto fast = make_fast_cpu_planner();
-  for (const Scenario& s : builtin_edge_cases()) {
-    PhaseTimer t;
-    EXPECT_TRUE(check_case(s, *ref, t).passed) << s.name << ": " << check_case(s, *ref, t).detail;
-    EXPECT_TRUE(check_case(s, *fast, t).passed) << s.name << ": " << check_case(s, *fast, t).detail;
+  auto ref = profile::make_reference_planner();
+  auto fast = profile::make_fast_cpu_planner();
+  for (const check::Scenario& s : check::builtin_edge_cases()) {
+    profile::PhaseTimer t;
+    EXPECT_TRUE(check::check_case(s, *ref, t).passed) << s.name << ": " << check::check_case(s, *ref, t).detail;
+    EXPECT_TRUE(check::check_case(s, *fast, t).passed) << s.name << ": " << check::check_case(s, *fast, t).detail;
   }
 }
 
 TEST(Verify, ACorruptedCellIsNamedExactly) {
   CorruptOneCell bad;
-  PhaseTimer t;
-  const CaseResult r = check_case(worked(), bad, t);
+  profile::PhaseTimer t;
+  const check::CaseResult r = check::check_case(worked(), bad, t);
   ASSERT_FALSE(r.passed);
   EXPECT_EQ(r.detail.rfind("chunk 1, sequence 2: buffer_row_offsets expected 256, got 263", 0), 0u) << r.detail;
   ASSERT_TRUE(r.diff);
@@ -89,26 +89,26 @@ TEST(Verify, ACorruptedCellIsNamedExactly) {
 
 TEST(Verify, DroppedPaddingIsCaughtAndShrunkToAFailingReproducer) {
   DropsPagePadding bad;
-  BatchGenerator gen(11, {64, 64, 64, false});
+  check::BatchGenerator gen(11, {64, 64, 64, false});
   int caught = 0;
   for (int i = 0; i < 200 && caught < 5; ++i) {
-    Scenario s;
+    check::Scenario s;
     s.name = "case";
     s.batch = gen.next();
-    PhaseTimer t;
-    const CaseResult r = check_case(s, bad, t);
+    profile::PhaseTimer t;
+    const check::CaseResult r = check::check_case(s, bad, t);
     if (r.passed) continue;  // page size 1, or lengths already page multiples
     ++caught;
-    auto fails = [&](const Scenario& c) {
-      PhaseTimer scratch;
-      return !check_case(c, bad, scratch).passed;
+    auto fails = [&](const check::Scenario& c) {
+      profile::PhaseTimer scratch;
+      return !check::check_case(c, bad, scratch).passed;
     };
-    const Scenario small = shrink_scenario(s, fails);
+    const check::Scenario small = check::shrink_scenario(s, fails);
     EXPECT_TRUE(fails(small));
     EXPECT_LE(small.batch.batch_size(), 1u) << "one unpadded sequence is enough to fail";
     EXPECT_LE(small.batch.batch_size(), s.batch.batch_size());
     // The reproducer survives a round trip through the scenario format and still fails.
-    const Scenario back = parse_scenarios(scenario_to_json(small), "repro.json", "repro")[0];
+    const check::Scenario back = io::parse_scenarios(io::scenario_to_json(small), "repro.json", "repro")[0];
     EXPECT_TRUE(fails(back));
   }
   EXPECT_EQ(caught, 5);
@@ -116,48 +116,48 @@ TEST(Verify, DroppedPaddingIsCaughtAndShrunkToAFailingReproducer) {
 
 TEST(Verify, PlanningAnInfeasibleBatchIsCaught) {
   NeverRefuses bad;
-  Scenario s = worked();
+  check::Scenario s = worked();
   s.expected.reset();
   s.batch.max_chunks = 1;
-  PhaseTimer t;
-  const CaseResult r = check_case(s, bad, t);
+  profile::PhaseTimer t;
+  const check::CaseResult r = check::check_case(s, bad, t);
   EXPECT_FALSE(r.passed);
   EXPECT_NE(r.detail.find("produced a plan for an infeasible batch (it needs max_chunks >= 2, has 1)"), std::string::npos)
       << r.detail;
 }
 
 TEST(Verify, RefusalsMustAgreeOnTheMinimum) {
-  Scenario s = worked();
+  check::Scenario s = worked();
   s.expected.reset();
   s.batch.max_chunks = 1;
-  PhaseTimer t;
-  EXPECT_TRUE(check_tables(s, std::nullopt, t).passed);  // refused, minimum not stated
+  profile::PhaseTimer t;
+  EXPECT_TRUE(check::check_tables(s, std::nullopt, t).passed);  // refused, minimum not stated
   s.batch.max_chunks = 4;
-  const CaseResult r = check_tables(s, std::nullopt, t);
+  const check::CaseResult r = check::check_tables(s, std::nullopt, t);
   EXPECT_FALSE(r.passed);
   EXPECT_NE(r.detail.find("refused a feasible batch"), std::string::npos) << r.detail;
 }
 
 TEST(Verify, APlanFilesRefusalIsJudgedWithItsStatedMinimum) {
-  Scenario s = worked();
+  check::Scenario s = worked();
   s.expected.reset();
   s.batch.max_chunks = 1;  // needs 2
-  PhaseTimer t;
-  PlanClaims claims;
-  EXPECT_TRUE(check_plan_claims(s, std::nullopt, claims, t).passed);
+  profile::PhaseTimer t;
+  check::PlanClaims claims;
+  EXPECT_TRUE(check::check_plan_claims(s, std::nullopt, claims, t).passed);
   claims.min_max_chunks = 2;
-  EXPECT_TRUE(check_plan_claims(s, std::nullopt, claims, t).passed);
+  EXPECT_TRUE(check::check_plan_claims(s, std::nullopt, claims, t).passed);
   claims.min_max_chunks = 1;
-  const CaseResult r = check_plan_claims(s, std::nullopt, claims, t);
+  const check::CaseResult r = check::check_plan_claims(s, std::nullopt, claims, t);
   EXPECT_FALSE(r.passed);
   EXPECT_NE(r.detail.find("asking for max_chunks >= 1; the smallest that fits is 2"), std::string::npos) << r.detail;
 }
 
 TEST(Verify, APlanFilesCountsAndEchoAreCompared) {
-  const Scenario s = worked();
+  const check::Scenario s = worked();
   const PlanTables ref = plan_reference(s.batch);
-  PhaseTimer t;
-  PlanClaims right;
+  profile::PhaseTimer t;
+  check::PlanClaims right;
   right.chunks_used = 2;
   right.padded_tokens = 896;
   right.input_tokens = 829;
@@ -166,24 +166,24 @@ TEST(Verify, APlanFilesCountsAndEchoAreCompared) {
   right.buffer_token_size = 512;
   right.max_chunks = 4;
   right.min_max_chunks = 2;
-  EXPECT_TRUE(check_plan_claims(s, ref, right, t).passed) << check_plan_claims(s, ref, right, t).detail;
-  PlanClaims wrong = right;
+  EXPECT_TRUE(check::check_plan_claims(s, ref, right, t).passed) << check::check_plan_claims(s, ref, right, t).detail;
+  check::PlanClaims wrong = right;
   wrong.padded_tokens = 895;
-  EXPECT_EQ(check_plan_claims(s, ref, wrong, t).detail, "padded_tokens: the file says 895, the right value is 896");
+  EXPECT_EQ(check::check_plan_claims(s, ref, wrong, t).detail, "padded_tokens: the file says 895, the right value is 896");
   wrong = right;
   wrong.chunks_used = 3;
-  EXPECT_EQ(check_plan_claims(s, ref, wrong, t).detail, "chunks_used: the file says 3, the right value is 2");
+  EXPECT_EQ(check::check_plan_claims(s, ref, wrong, t).detail, "chunks_used: the file says 3, the right value is 2");
   // The echo is compared first: tables for another batch.
   wrong.max_chunks = 5;
-  EXPECT_EQ(check_plan_claims(s, ref, wrong, t).detail, "max_chunks: the file says 5, the scenario has 4");
+  EXPECT_EQ(check::check_plan_claims(s, ref, wrong, t).detail, "max_chunks: the file says 5, the scenario has 4");
 }
 
 TEST(Verify, JunitCountsCasesAndFailures) {
-  VerifyRun run;
+  check::VerifyRun run;
   run.cases.push_back({"g1", "a", "", "p", true, false, "", "", 1, 1});
   run.cases.push_back({"g1", "b<&>", "", "p", false, false, "chunk 0: buffer_lengths expected 1, got \"2\"", "r.json", 1, 1});
   run.cases.push_back({"g2", "c", "", "p", true, false, "", "", 1, 1});
-  const std::string xml = format_verify_junit(run);
+  const std::string xml = check::format_verify_junit(run);
   EXPECT_NE(xml.find("<testsuites name=\"mlaplan verify\" tests=\"3\" failures=\"1\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("name=\"b&lt;&amp;&gt; [p]\""), std::string::npos) << xml;
   EXPECT_NE(xml.find("got &quot;2&quot;"), std::string::npos) << xml;
@@ -192,11 +192,11 @@ TEST(Verify, JunitCountsCasesAndFailures) {
 
 // A planner built for fixed page sizes and max_chunks (as MAX's kernel is) sees only batches it admits.
 TEST(BatchLimits, TheGeneratorDrawsOnlyAdmittedBatchesAndKeepsEveryKind) {
-  BatchGeneratorOptions options;
-  options.limits = BatchLimits::of({128, 16, 16, 1024}, {16, 1, 4, 2});
+  check::BatchGeneratorOptions options;
+  options.limits = check::BatchLimits::of({128, 16, 16, 1024}, {16, 1, 4, 2});
   EXPECT_EQ(options.limits.page_sizes, (std::vector<uint32_t>{16, 128, 1024}));
   EXPECT_EQ(options.limits.max_chunks, (std::vector<uint32_t>{1, 2, 4, 16}));
-  BatchGenerator gen(3, options);
+  check::BatchGenerator gen(3, options);
   size_t feasible = 0, infeasible = 0, at_capacity = 0, empty = 0, huge_feasible = 0;
   for (int i = 0; i < 5000; ++i) {
     std::string shape;
@@ -218,7 +218,7 @@ TEST(BatchLimits, TheGeneratorDrawsOnlyAdmittedBatchesAndKeepsEveryKind) {
 }
 
 TEST(BatchLimits, NoLimitsLeaveTheGeneratorAsItWas) {
-  BatchGenerator plain(17), limited(17, BatchGeneratorOptions{});
+  check::BatchGenerator plain(17), limited(17, check::BatchGeneratorOptions{});
   for (int i = 0; i < 300; ++i) {
     const Batch a = plain.next(), b = limited.next();
     ASSERT_EQ(a.page_size, b.page_size);
@@ -229,25 +229,25 @@ TEST(BatchLimits, NoLimitsLeaveTheGeneratorAsItWas) {
 
 TEST(BatchLimits, ShrinkingKeepsToTheLimits) {
   DropsPagePadding bad;
-  const BatchLimits limits = BatchLimits::of({16, 128}, {2, 16});
-  BatchGeneratorOptions options{64, 64, 64, false};
+  const check::BatchLimits limits = check::BatchLimits::of({16, 128}, {2, 16});
+  check::BatchGeneratorOptions options{64, 64, 64, false};
   options.limits = limits;
-  BatchGenerator gen(11, options);
+  check::BatchGenerator gen(11, options);
   int caught = 0;
   for (int i = 0; i < 300 && caught < 5; ++i) {
-    Scenario s;
+    check::Scenario s;
     s.name = "case";
     s.batch = gen.next();
-    PhaseTimer t;
-    if (check_case(s, bad, t).passed) continue;
+    profile::PhaseTimer t;
+    if (check::check_case(s, bad, t).passed) continue;
     ++caught;
     size_t outside = 0;
-    auto fails = [&](const Scenario& c) {
+    auto fails = [&](const check::Scenario& c) {
       outside += !limits.admits(c.batch);
-      PhaseTimer scratch;
-      return !check_case(c, bad, scratch).passed;
+      profile::PhaseTimer scratch;
+      return !check::check_case(c, bad, scratch).passed;
     };
-    const Scenario small = shrink_scenario(s, fails, 4000, limits);
+    const check::Scenario small = check::shrink_scenario(s, fails, 4000, limits);
     EXPECT_EQ(outside, 0u) << "a candidate outside the limits was tried";
     EXPECT_TRUE(limits.admits(small.batch));
     EXPECT_EQ(small.batch.page_size, 16u) << "the smallest allowed page size";
@@ -260,18 +260,18 @@ TEST(BatchLimits, ShrinkingKeepsToTheLimits) {
 // The bound verify checks --memory-limit against: no batch the generator draws has larger
 // tables than most_batch_size x most_chunk_rows, with and without limits, for small and large B.
 TEST(BatchLimits, TheGeneratorsTablesStayWithinItsStatedBound) {
-  std::vector<BatchGeneratorOptions> all;
+  std::vector<check::BatchGeneratorOptions> all;
   all.push_back({});
   all.push_back({8, 20000, 4096, true, {}});
-  BatchGeneratorOptions limited{64, 5000, 4096, true, BatchLimits::of({1, 16, 1024}, {1, 3, 64, 200})};
+  check::BatchGeneratorOptions limited{64, 5000, 4096, true, check::BatchLimits::of({1, 16, 1024}, {1, 3, 64, 200})};
   all.push_back(limited);
-  limited.limits = BatchLimits::of({128}, {2, 5});  // every allowed M below what the large shape may need
+  limited.limits = check::BatchLimits::of({128}, {2, 5});  // every allowed M below what the large shape may need
   all.push_back(limited);
   for (size_t k = 0; k < all.size(); ++k) {
-    const BatchGeneratorOptions& o = all[k];
-    const uint64_t bound = std::max(table_bytes(most_batch_size(o, false), most_chunk_rows(o, false)),
-                                    table_bytes(most_batch_size(o, true), most_chunk_rows(o, true)));
-    BatchGenerator gen(k + 1, o);
+    const check::BatchGeneratorOptions& o = all[k];
+    const uint64_t bound = std::max(table_bytes(check::most_batch_size(o, false), check::most_chunk_rows(o, false)),
+                                    table_bytes(check::most_batch_size(o, true), check::most_chunk_rows(o, true)));
+    check::BatchGenerator gen(k + 1, o);
     for (int i = 0; i < 1500; ++i) {
       std::string shape;
       const Batch b = gen.next(&shape);
@@ -297,19 +297,19 @@ TEST(BatchLimits, AStopRequestStopsPlanningCheckingAndShrinking) {
   const PlanTables t = plan_reference(b);
 
   DropsPagePadding bad;
-  Scenario s;
+  check::Scenario s;
   s.name = "case";
-  BatchGenerator gen(11, {64, 64, 64, false});
+  check::BatchGenerator gen(11, {64, 64, 64, false});
   for (int i = 0; i < 300; ++i) {
     s.batch = gen.next();
-    PhaseTimer timer;
-    if (!check_case(s, bad, timer).passed) break;
+    profile::PhaseTimer timer;
+    if (!check::check_case(s, bad, timer).passed) break;
   }
   int calls = 0;
-  request_stop();
-  EXPECT_THROW(check_properties(b, t, 1), Interrupted);
-  const Scenario shrunk = shrink_scenario(s, [&](const Scenario&) { ++calls; return true; });
-  clear_stop_request();
+  profile::request_stop();
+  EXPECT_THROW(check::check_properties(b, t, 1), Interrupted);
+  const check::Scenario shrunk = check::shrink_scenario(s, [&](const check::Scenario&) { ++calls; return true; });
+  profile::clear_stop_request();
   EXPECT_EQ(calls, 1) << "only the first check, before any edit";
   EXPECT_EQ(shrunk.batch.cache_lengths, s.batch.cache_lengths);
 }

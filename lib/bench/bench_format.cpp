@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/build_info.hpp"
-#include "mlaplan/json_text.hpp"
-#include "mlaplan/printable.hpp"
+#include "mlaplan/profile/json_text.hpp"
+#include "mlaplan/io/printable.hpp"
 
 namespace mlaplan::bench {
 
@@ -83,7 +83,7 @@ std::string format_bench_table(const BenchReport& report) {
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   std::string out;
   // The preamble quotes the --max command, its info answer and failure reasons: escaped for the terminal.
-  for (const std::string& line : preamble(report)) out += printable(line) + "\n";
+  for (const std::string& line : preamble(report)) out += io::printable(line) + "\n";
   out += "\n";
   for (const auto& row : table) {
     std::string line;
@@ -97,7 +97,7 @@ std::string format_bench_table(const BenchReport& report) {
 
 std::string format_bench_markdown(const BenchReport& report) {
   std::string out;
-  for (const std::string& line : preamble(report)) out += "- " + printable(line) + "\n";
+  for (const std::string& line : preamble(report)) out += "- " + io::printable(line) + "\n";
   out += "\n|";
   for (const auto& h : kHeader) out += " " + h + " |";
   out += "\n|";
@@ -192,7 +192,7 @@ std::string format_bench_json(const BenchReport& report) {
               {"unavailable", unavailable},
               {"rows", rows},
               {"elapsed_s", report.elapsed_s}};
-  return json_text(doc, 1) + "\n";
+  return profile::json_text(doc, 1) + "\n";
 }
 
 }  // namespace mlaplan::bench

@@ -9,10 +9,10 @@
 #include "mlaplan/bench/external_measurements.hpp"
 #include "mlaplan/bench/gpu_measurements.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::bench {
 
@@ -56,7 +56,7 @@ BenchReport run_bench(const BenchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   BenchReport report;
   report.options = o;
-  PhaseTimer timer;
+  profile::PhaseTimer timer;
   auto say = [&o](const std::string& s) {
     if (o.progress) o.progress(s);
   };
@@ -116,7 +116,7 @@ BenchReport run_bench(const BenchOptions& o) {
   }
 
   for (uint32_t size : o.sizes) {
-    if (report.interrupted || stop_requested()) {
+    if (report.interrupted || profile::stop_requested()) {
       report.interrupted = true;
       break;
     }
@@ -154,7 +154,7 @@ BenchReport run_bench(const BenchOptions& o) {
       say(fmt::format("batch {}: {} ({}, interleaved)", size, names, to_string(m)));
       auto scope = timer.phase(fmt::format("gpu {}", to_string(m)));
       const std::vector<Measurement> ms = gpu->measure(interleaved, sets, references, m, o.rule);
-      if (stop_requested()) {  // cut short: none of them is finished
+      if (profile::stop_requested()) {  // cut short: none of them is finished
         report.interrupted = true;
         break;
       }
@@ -177,7 +177,7 @@ BenchReport run_bench(const BenchOptions& o) {
         auto scope = timer.phase(fmt::format("{} {}", to_string(k), to_string(m)));
         BenchRow row = row_for(k, m);
         row.measurement = k == Kernel::max ? max->measure(sets, references, m, o.rule) : measure_cpu(k, sets, references, m, o.rule);
-        if (stop_requested()) {  // the measurement was cut short: keep only the finished rows
+        if (profile::stop_requested()) {  // the measurement was cut short: keep only the finished rows
           report.interrupted = true;
           break;
         }

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "mlaplan/fast_cpu_planner.hpp"
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/reference_planner.hpp"
 
 namespace mlaplan::bench {
@@ -44,7 +44,7 @@ Measurement measure_cpu(Kernel kernel, const std::vector<Batch>& sets, const std
   // reference allocates its own each time, which is part of what it costs.
   std::vector<PlanTables> outputs;
   std::vector<uint32_t> scratch;
-  PhaseTimer timer;
+  profile::PhaseTimer timer;
   if (kernel == Kernel::cpu_fast)
     for (const Batch& b : sets) outputs.emplace_back(b.batch_size(), b.max_chunks);
   auto plan = [&](size_t i) {

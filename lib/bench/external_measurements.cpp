@@ -6,8 +6,8 @@
 #include <charconv>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/external_planner.hpp"
-#include "mlaplan/external_process.hpp"
+#include "mlaplan/check/external_planner.hpp"
+#include "mlaplan/profile/external_process.hpp"
 
 namespace mlaplan::bench {
 
@@ -21,7 +21,7 @@ std::string context_of(const Batch& b) { return fmt::format("(bench batch B={})"
 }  // namespace
 
 ExternalBench::ExternalBench(const std::string& command, double timeout_seconds)
-    : process_(std::make_unique<ExternalProcess>(command)), timeout_seconds_(timeout_seconds) {
+    : process_(std::make_unique<profile::ExternalProcess>(command)), timeout_seconds_(timeout_seconds) {
   const std::string answer = ask("info\n", "(asked for its info)");
   if (answer.rfind("info", 0) != 0)
     throw DeviceError(fmt::format("bench --max: '{}' answered '{}' to info; it must speak the timing requests of "
@@ -34,7 +34,7 @@ ExternalBench::~ExternalBench() = default;
 
 std::string ExternalBench::ask(const std::string& line, const std::string& context, size_t max_answer_bytes) {
   std::string answer =
-      process_->ask(line, timeout_seconds_, context, max_answer_bytes ? max_answer_bytes : ExternalProcess::kShortAnswerBytes);
+      process_->ask(line, timeout_seconds_, context, max_answer_bytes ? max_answer_bytes : profile::ExternalProcess::kShortAnswerBytes);
   if (answer.rfind("error", 0) == 0)
     throw DeviceError(fmt::format("external planner '{}': {} {}", process_->command(), answer, context));
   return answer;
@@ -56,11 +56,11 @@ Measurement ExternalBench::measure(const std::vector<Batch>& sets, const std::ve
   const std::string context = context_of(sets.front());
   for (size_t i = 0; i < sets.size(); ++i) {
     if (sets[i].batch_size() > kExternalCheckLimit) continue;
-    const PlanTables got = parse_external_answer(ask(external_request_line(sets[i]), context, max_plan_answer_bytes(sets[i])), sets[i]);
+    const PlanTables got = check::parse_external_answer(ask(check::external_request_line(sets[i]), context, check::max_plan_answer_bytes(sets[i])), sets[i]);
     require_same_plan(references[i], got, Kernel::max, sets[i].batch_size(), i);
   }
   for (const Batch& b : sets) {
-    std::string line = external_request_line(b);
+    std::string line = check::external_request_line(b);
     line.replace(0, 4, "load");  // the same numbers as a plan request
     const std::string answer = ask(line, context);
     if (answer.rfind("loaded", 0) != 0)

@@ -14,9 +14,9 @@
 #include "mlaplan/bench/gpu_measurements.hpp"
 #include "mlaplan/device_plan.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
-#include "mlaplan/gpu_planner.hpp"
-#include "mlaplan/phase_timer.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/gpu_planner.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 #include "sm_clock.cuh"
 
 namespace mlaplan::bench {
@@ -200,7 +200,7 @@ class CudaGpuBench final : public GpuBench {
 
   std::vector<Measurement> measure(const std::vector<Kernel>& kernels, const std::vector<Batch>& sets,
                                    const std::vector<PlanTables>& references, Mode mode, const StoppingRule& rule) override {
-    PhaseTimer timer;
+    profile::PhaseTimer timer;
     std::vector<DeviceSet> dev;  // shared by every kernel: each writes the same tables
     {
       auto scope = timer.phase("copy in");
@@ -355,7 +355,7 @@ class CudaGpuBench final : public GpuBench {
     double gpu_us = 0;  // every event-timed interval, for the trace's GPU track
     std::unique_ptr<L2Flush> l2;
     if (mode == Mode::cold) l2 = std::make_unique<L2Flush>();
-    for (bool pending = true; pending && !stop_requested();) {  // Ctrl-C: the caller drops the result
+    for (bool pending = true; pending && !profile::stop_requested();) {  // Ctrl-C: the caller drops the result
       pending = false;
       for (size_t r = 0; r < launches.size(); ++r) {
         if (series[r].done()) continue;
@@ -377,7 +377,7 @@ class CudaGpuBench final : public GpuBench {
     }
     std::vector<Measurement> out;
     for (const SampleSeries& s : series) out.push_back(s.result());
-    PhaseTimer trace_only;
+    profile::PhaseTimer trace_only;
     trace_only.add(launches.size() == 1 ? fmt::format("timed on the GPU ({} samples)", out[0].stats.samples)
                                         : fmt::format("timed on the GPU ({} planners interleaved)", launches.size()),
                    gpu_us, begun);
@@ -393,7 +393,7 @@ class CudaGpuBench final : public GpuBench {
 
 std::unique_ptr<GpuBench> open_gpu_bench(std::string* why) {
   std::string reason;
-  const std::optional<std::string> name = find_usable_gpu(&reason);
+  const std::optional<std::string> name = profile::find_usable_gpu(&reason);
   if (!name) {
     if (why) *why = reason;
     return nullptr;

@@ -8,8 +8,8 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_tables.hpp"
-#include "mlaplan/stop_request.hpp"
-#include "mlaplan/table_diff.hpp"
+#include "mlaplan/profile/stop_request.hpp"
+#include "mlaplan/check/table_diff.hpp"
 
 namespace mlaplan::bench {
 
@@ -87,12 +87,12 @@ Measurement measure_until(const StoppingRule& rule, size_t per_sample, const std
     const auto start = std::chrono::steady_clock::now();
     const double us = sample();
     series.add(us, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  } while (!series.done() && !stop_requested());  // Ctrl-C: the caller drops this one
+  } while (!series.done() && !profile::stop_requested());  // Ctrl-C: the caller drops this one
   return series.result();
 }
 
 void require_same_plan(const PlanTables& reference, const PlanTables& actual, Kernel kernel, size_t batch_size, size_t set) {
-  const TableDiff d = diff_tables(reference, actual);
+  const check::TableDiff d = check::diff_tables(reference, actual);
   if (!d.equal())
     throw PlanMismatch(fmt::format("bench: the {} plan of batch size {} (input set {}) differs from the reference: {}",
                                    to_string(kernel), batch_size, set, d.describe()));

@@ -1,12 +1,12 @@
-#include "mlaplan/batch_generator.hpp"
+#include "mlaplan/check/batch_generator.hpp"
 
 #include <algorithm>
 #include <array>
 
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -51,7 +51,7 @@ Batch BatchGenerator::sequences(uint32_t count, uint32_t page_size, uint32_t max
   b.input_row_offsets.push_back(chance(0.2) ? static_cast<uint32_t>(uniform(0, 100000)) : 0);
   for (uint32_t i = 0; i < count; ++i) {
     // A large batch takes a while to draw: Ctrl-C is seen inside it too.
-    if ((i & 0xffff) == 0xffff && stop_requested()) throw Interrupted("interrupted while drawing a random batch");
+    if ((i & 0xffff) == 0xffff && profile::stop_requested()) throw Interrupted("interrupted while drawing a random batch");
     uint32_t tokens = chance(empty_share) ? 0 : static_cast<uint32_t>(uniform(0, max_tokens));
     // Some lengths sit on or next to page boundaries, where padding bugs live.
     if (chance(0.25)) {
@@ -204,4 +204,4 @@ Batch BatchGenerator::next(std::string* shape_name) {
   return b;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

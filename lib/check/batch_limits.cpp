@@ -1,8 +1,8 @@
-#include "mlaplan/batch_limits.hpp"
+#include "mlaplan/check/batch_limits.hpp"
 
 #include <algorithm>
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -25,4 +25,4 @@ BatchLimits BatchLimits::of(std::vector<uint32_t> page_sizes, std::vector<uint32
 bool BatchLimits::admits_page_size(uint32_t p) const { return admits_value(page_sizes, p); }
 bool BatchLimits::admits_max_chunks(uint32_t m) const { return admits_value(max_chunks, m); }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

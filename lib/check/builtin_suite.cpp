@@ -1,6 +1,6 @@
-#include "mlaplan/builtin_suite.hpp"
+#include "mlaplan/check/builtin_suite.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -68,4 +68,4 @@ std::vector<Scenario> builtin_edge_cases() {
   return v;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

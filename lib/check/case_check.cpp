@@ -1,4 +1,4 @@
-#include "mlaplan/case_check.hpp"
+#include "mlaplan/check/case_check.hpp"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,9 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/plan_check.hpp"
+#include "mlaplan/check/plan_check.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -39,7 +39,7 @@ CaseResult judge_refusal(const Scenario& s, const PlanShape& shape, std::optiona
 
 }  // namespace
 
-CaseResult check_tables(const Scenario& s, const std::optional<PlanTables>& tables, PhaseTimer& timer,
+CaseResult check_tables(const Scenario& s, const std::optional<PlanTables>& tables, profile::PhaseTimer& timer,
                         bool tables_are_reference) {
   PlanShape shape;
   {
@@ -80,7 +80,7 @@ std::optional<std::string> compare_claims(const Batch& b, const PlanClaims& c, u
 }
 
 CaseResult check_plan_claims(const Scenario& s, const std::optional<PlanTables>& tables, const PlanClaims& claims,
-                             PhaseTimer& timer) {
+                             profile::PhaseTimer& timer) {
   PlanShape shape;
   {
     auto scope = timer.phase("check");
@@ -115,7 +115,7 @@ CaseResult check_plan_claims(const Scenario& s, const std::optional<PlanTables>&
   return r;
 }
 
-CaseResult check_case(const Scenario& s, Planner& planner, PhaseTimer& timer) {
+CaseResult check_case(const Scenario& s, profile::Planner& planner, profile::PhaseTimer& timer) {
   std::optional<PlanTables> tables;
   try {
     tables = planner.plan(s.batch, timer);
@@ -130,4 +130,4 @@ CaseResult check_case(const Scenario& s, Planner& planner, PhaseTimer& timer) {
   return check_tables(s, tables, timer, planner.is_reference());
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -1,13 +1,13 @@
-#include "mlaplan/external_planner.hpp"
+#include "mlaplan/check/external_planner.hpp"
 
 #include <fmt/format.h>
 
 #include <charconv>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/external_process.hpp"
+#include "mlaplan/profile/external_process.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -42,7 +42,7 @@ class Numbers {
   size_t count_ = 0;
 };
 
-class ExternalPlanner : public Planner {
+class ExternalPlanner : public profile::Planner {
  public:
   ExternalPlanner(std::string command, ExternalPlannerOptions options) : process_(std::move(command)), options_(options) {}
 
@@ -50,7 +50,7 @@ class ExternalPlanner : public Planner {
   std::string backend() const override { return "external"; }
   std::optional<std::string> device() const override { return process_.command(); }
 
-  PlanTables plan(const Batch& batch, PhaseTimer& timer) override {
+  PlanTables plan(const Batch& batch, profile::PhaseTimer& timer) override {
     const std::string given = fmt::format("(given {})", describe(batch));
     std::string answer;
     {
@@ -67,7 +67,7 @@ class ExternalPlanner : public Planner {
   }
 
  private:
-  ExternalProcess process_;
+  profile::ExternalProcess process_;
   ExternalPlannerOptions options_;
 };
 
@@ -85,7 +85,7 @@ std::string external_request_line(const Batch& b) {
 size_t max_plan_answer_bytes(const Batch& b) {
   const uint64_t B = b.batch_size(), M = b.max_chunks;
   const uint64_t offsets = M * (B + 1) + M * B;  // each " " and at most 10 digits (4294967295)
-  return static_cast<size_t>(6 + offsets * 11 + M * 12 + ExternalProcess::kShortAnswerBytes);  // lengths: " -2147483648"
+  return static_cast<size_t>(6 + offsets * 11 + M * 12 + profile::ExternalProcess::kShortAnswerBytes);  // lengths: " -2147483648"
 }
 
 PlanTables parse_external_answer(const std::string& line, const Batch& b) {
@@ -126,8 +126,8 @@ PlanTables parse_external_answer(const std::string& line, const Batch& b) {
   return t;
 }
 
-std::unique_ptr<Planner> make_external_planner(const std::string& command, const ExternalPlannerOptions& options) {
+std::unique_ptr<profile::Planner> make_external_planner(const std::string& command, const ExternalPlannerOptions& options) {
   return std::make_unique<ExternalPlanner>(command, options);
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

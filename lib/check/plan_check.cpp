@@ -1,14 +1,14 @@
-#include "mlaplan/plan_check.hpp"
+#include "mlaplan/check/plan_check.hpp"
 
 #include <fmt/format.h>
 
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
-Verification verify_plan(const Scenario& scenario, const PlanTables& tables, bool from_reference, PhaseTimer& timer) {
+Verification verify_plan(const Scenario& scenario, const PlanTables& tables, bool from_reference, profile::PhaseTimer& timer) {
   Verification v;
   std::string first_problem;
   if (from_reference) {
@@ -17,7 +17,7 @@ Verification verify_plan(const Scenario& scenario, const PlanTables& tables, boo
     PlanTables ref;
     {
       auto scope = timer.phase("reference");
-      ref = plan_reference(scenario.batch, stop_flag());
+      ref = plan_reference(scenario.batch, profile::stop_flag());
     }
     auto scope = timer.phase("check");
     v.diff = diff_tables(ref, tables);
@@ -43,4 +43,4 @@ Verification verify_plan(const Scenario& scenario, const PlanTables& tables, boo
   return v;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

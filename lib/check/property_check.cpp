@@ -1,12 +1,12 @@
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -54,7 +54,7 @@ PropertyReport check_properties(const Batch& batch, const PlanTables& t, size_t 
   // earlier chunks: its cache offset must equal that, and its total must come to L[b].
   std::vector<int64_t> rows(B, 0);
   for (uint32_t c = 0; c < M; ++c) {
-    if (stop_requested()) throw Interrupted("interrupted while checking the plan");  // seconds at the memory limit
+    if (profile::stop_requested()) throw Interrupted("interrupted while checking the plan");  // seconds at the memory limit
     const int64_t base = int64_t{c} * N;
     const uint32_t* ro = &t.buffer_row_offsets[size_t{c} * (B + 1)];
     const uint32_t* co = &t.cache_offsets[size_t{c} * B];
@@ -86,4 +86,4 @@ PropertyReport check_properties(const Batch& batch, const PlanTables& t, size_t 
   return report;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

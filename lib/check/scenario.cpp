@@ -1,11 +1,11 @@
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/check/scenario.hpp"
 
 #include <fmt/format.h>
 
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/table_diff.hpp"
+#include "mlaplan/check/table_diff.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 std::string Scenario::locate(const std::string& field_message) const {
   const std::string where = file.empty() ? fmt::format("scenario {}", name) : file;
@@ -36,4 +36,4 @@ std::optional<std::string> check_expected(const ExpectedPlan& expected, const Pl
   return std::nullopt;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

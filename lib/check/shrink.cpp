@@ -1,12 +1,12 @@
-#include "mlaplan/shrink.hpp"
+#include "mlaplan/check/shrink.hpp"
 
 #include <algorithm>
 #include <vector>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 namespace {
 
@@ -45,7 +45,7 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
 
   // Tries one edit of the batch; keeps it when the case still fails.
   auto attempt = [&](const std::function<void(Batch&)>& edit) {
-    if (stop_requested()) budget = 0;  // Ctrl-C: keep what is shrunk so far
+    if (profile::stop_requested()) budget = 0;  // Ctrl-C: keep what is shrunk so far
     if (budget <= 0) return false;
     Scenario candidate = best;
     edit(candidate.batch);
@@ -108,4 +108,4 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
   return best;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -1,10 +1,10 @@
-#include "mlaplan/table_diff.hpp"
+#include "mlaplan/check/table_diff.hpp"
 
 #include <fmt/format.h>
 
 #include <tuple>
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 std::string CellMismatch::describe() const {
   if (sequence) return fmt::format("chunk {}, sequence {}: {} expected {}, got {}", chunk, *sequence, table, expected, actual);
@@ -79,4 +79,4 @@ TableDiff diff_tables(const PlanTables& expected, const PlanTables& actual) {
   return d;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -1,13 +1,13 @@
-#include "mlaplan/verify_report.hpp"
+#include "mlaplan/check/verify_report.hpp"
 
 #include <fmt/format.h>
 
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/json_text.hpp"
+#include "mlaplan/profile/json_text.hpp"
 
-namespace mlaplan {
+namespace mlaplan::check {
 
 uint64_t VerifyRun::failed() const {
   uint64_t n = 0;
@@ -38,7 +38,7 @@ std::string format_verify_json(const VerifyRun& run) {
     cases.push_back(std::move(o));
   }
   j["cases"] = std::move(cases);
-  return json_text(j, 1) + "\n";
+  return profile::json_text(j, 1) + "\n";
 }
 
 namespace {
@@ -106,4 +106,4 @@ std::string format_verify_junit(const VerifyRun& run) {
   return fmt::to_string(out);
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::check

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::explore {
 
@@ -71,7 +71,7 @@ Batch empty_batch(const BatchSettings& s) {
 
 void add_sequence(Batch& b, uint64_t cached, uint64_t fresh) {
   // A batch of millions of sequences takes seconds to draw: Ctrl-C is seen inside it too.
-  if ((b.cache_lengths.size() & 4095) == 4095 && stop_requested())
+  if ((b.cache_lengths.size() & 4095) == 4095 && profile::stop_requested())
     throw Interrupted(fmt::format("interrupted while forming a batch ({} sequences drawn)", b.cache_lengths.size()));
   // A request continued across steps caches what it prefilled: cached + new of one request.
   if (cached > UINT32_MAX)
@@ -83,7 +83,7 @@ void add_sequence(Batch& b, uint64_t cached, uint64_t fresh) {
 }
 
 void validated(Batch& b, size_t index) {
-  if (stop_requested()) throw Interrupted(fmt::format("interrupted while forming batch {}", index));
+  if (profile::stop_requested()) throw Interrupted(fmt::format("interrupted while forming batch {}", index));
   try {
     validate_batch(b);
   } catch (const InputError& e) {
@@ -126,7 +126,7 @@ class Footprint {
     if (total > f_.memory_limit)
       throw InputError(fmt::format("--batches {}: the first {} batches formed already take {}, above {}; form fewer "
                                    "batches (about {} fit) or smaller ones, or raise --memory-limit",
-                                   max_batches_, batches.size() + 1, format_bytes(total), f_.memory_limit_text,
+                                   max_batches_, batches.size() + 1, io::format_bytes(total), f_.memory_limit_text,
                                    batches.size() * 9 / 10));
   }
 

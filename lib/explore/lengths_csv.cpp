@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/input_file.hpp"
+#include "mlaplan/io/input_file.hpp"
 
 namespace mlaplan::explore {
 
@@ -206,7 +206,7 @@ std::vector<Request> parse_lengths_csv(const std::string& text, const std::strin
 }
 
 std::vector<Request> read_lengths_csv(const std::string& path) {
-  return parse_lengths_csv(read_input_file(path, "a CSV file with the columns cached_tokens,new_tokens"), path);
+  return parse_lengths_csv(io::read_input_file(path, "a CSV file with the columns cached_tokens,new_tokens"), path);
 }
 
 }  // namespace mlaplan::explore

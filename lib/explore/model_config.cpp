@@ -11,8 +11,8 @@
 #include <string>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/json_error.hpp"
+#include "mlaplan/io/input_file.hpp"
+#include "mlaplan/io/json_error.hpp"
 #include "mlaplan/explore/model.hpp"
 
 namespace mlaplan::explore {
@@ -30,7 +30,7 @@ constexpr const char* kNeedMla =
 
 // Parses the text as a scenario is parsed: malformed JSON is "path:line:col: invalid JSON: ...", and a
 // key given twice ("num_attention_heads": 3, then 128) is refused rather than read as the last.
-json parse_json(const std::string& text, const std::string& path) { return parse_json_strict(text, path); }
+json parse_json(const std::string& text, const std::string& path) { return io::parse_json_strict(text, path); }
 
 const char* type_name(const json& v) {
   switch (v.type()) {
@@ -44,7 +44,7 @@ const char* type_name(const json& v) {
   }
 }
 
-std::string shown(const json& v) { return json_preview(v, 40); }
+std::string shown(const json& v) { return io::json_preview(v, 40); }
 
 // Reads the fields of one config object; every error names the file and the field.
 class ConfigReader {
@@ -198,7 +198,7 @@ ModelDims read_model_config(const std::string& path) {
     throw InputError(fmt::format("{}: no such file; give the path of the model's Hugging Face config.json (or of the "
                                  "directory holding it)",
                                  file));
-  return parse_model_config(read_input_file(file, "a model's Hugging Face config.json"), file);
+  return parse_model_config(io::read_input_file(file, "a model's Hugging Face config.json"), file);
 }
 
 }  // namespace mlaplan::explore

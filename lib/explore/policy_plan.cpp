@@ -8,7 +8,7 @@
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::explore {
 
@@ -230,7 +230,7 @@ PolicyOutcome outcome_from_tables(const Batch& batch, const PlanTables& tables) 
 PolicyPlan plan_policy(const Batch& batch, const Policy& policy) {
   PolicyPlan p;
   if (policy.kind == PolicyKind::max) {
-    p.tables = plan_fast_cpu(batch, stop_flag());  // throws InfeasibleBatch naming the fix
+    p.tables = plan_fast_cpu(batch, profile::stop_flag());  // throws InfeasibleBatch naming the fix
     p.outcome = outcome_from_tables(batch, p.tables);
     return p;
   }
@@ -281,7 +281,7 @@ PolicyPlan plan_policy(const Batch& batch, const Policy& policy) {
   if (chunks > 0) finish_chunk(chunk);
   // Unused chunk rows, as the seed writes them: every sequence fully consumed, no rows.
   for (uint64_t c = chunks; c < rows; ++c) {
-    if (stop_requested()) throw Interrupted("interrupted while planning");
+    if (profile::stop_requested()) throw Interrupted("interrupted while planning");
     for (uint32_t b = 0; b < B; ++b) {
       t.row_offset(static_cast<uint32_t>(c), b) = 0;
       t.cache_offset(static_cast<uint32_t>(c), b) = static_cast<uint32_t>(consumed[b]);

@@ -2,8 +2,8 @@
 
 namespace mlaplan::explore {
 
-PlanReport policy_report(const Scenario& scenario, const Policy& policy) {
-  PlanReport r;
+io::PlanReport policy_report(const check::Scenario& scenario, const Policy& policy) {
+  io::PlanReport r;
   r.scenario = &scenario;
   r.policy = policy.name();
   r.backend = "cpu";

@@ -36,9 +36,9 @@ std::string failure(const SweepRow& r, const RecommendOptions& o) {
   if (o.memory_budget && r.memory) {
     const uint64_t bytes = r.memory->total_bytes(r.buffer_tokens);
     if (bytes > *o.memory_budget)
-      why.push_back(fmt::format("memory {} (buffer {} + K concat {}) > budget {}", format_bytes(bytes),
-                                format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
-                                format_bytes(r.memory->k_bytes(r.buffer_tokens)), format_bytes(*o.memory_budget)));
+      why.push_back(fmt::format("memory {} (buffer {} + K concat {}) > budget {}", io::format_bytes(bytes),
+                                io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
+                                io::format_bytes(r.memory->k_bytes(r.buffer_tokens)), io::format_bytes(*o.memory_budget)));
   }
   std::string joined;
   for (const std::string& w : why) joined += (joined.empty() ? "" : "; ") + w;

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "mlaplan/fast_cpu_planner.hpp"
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::explore {
 
@@ -45,7 +45,7 @@ class CpuMaxPlanner {
     if (rows_.size() < cells) rows_.resize(cells);
     if (cache_.size() < cells) cache_.resize(cells);
     lengths_.resize(m);
-    plan_fast_cpu_into(b, {rows_.data(), cache_.data(), lengths_.data()}, starts_, stop_flag());
+    plan_fast_cpu_into(b, {rows_.data(), cache_.data(), lengths_.data()}, starts_, profile::stop_flag());
     PolicyOutcome o = policy_outcome(b, Policy{});  // payload and refusal from the shape...
     o.chunks = o.streamed_rows = o.largest_chunk = 0;  // ...the rest from the planned tables
     for (int32_t len : lengths_) {
@@ -77,7 +77,7 @@ SweepRow evaluate(const std::vector<Batch>& batches, const Setting& s, const std
   uint64_t payload = 0, streamed = 0, filled_batches = 0;
   double fill_sum = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (i % 1024 == 0 && stop_requested()) {
+    if (i % 1024 == 0 && profile::stop_requested()) {
       row.batches = 0;  // unfinished: run_sweep drops it
       return row;
     }
@@ -159,13 +159,13 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
 
   if (options.max_planner) {  // one device: one thread
     Batch scratch;
-    PhaseTimer timer;
+    profile::PhaseTimer timer;
     auto plan_max = [&](const Batch& b) {
       const PlanShape shape = plan_shape(b);
       if (!shape.feasible) return policy_outcome(b, Policy{});
       return outcome_from_tables(b, options.max_planner->plan(b, timer));
     };
-    for (size_t i = 0; i < settings.size() && !stop_requested(); ++i) {
+    for (size_t i = 0; i < settings.size() && !profile::stop_requested(); ++i) {
       evaluated[i] = evaluate(batches, settings[i], plan_max, scratch);
       report();
     }
@@ -179,7 +179,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         Batch scratch;  // each thread sets N and M on its own copy of the batch at hand
         CpuMaxPlanner cpu;
         std::function<PolicyOutcome(const Batch&)> plan_max = [&cpu](const Batch& b) { return cpu(b); };
-        for (size_t i = next++; i < settings.size() && !stop_requested(); i = next++) {
+        for (size_t i = next++; i < settings.size() && !profile::stop_requested(); i = next++) {
           evaluated[i] = evaluate(batches, settings[i], plan_max, scratch);
           report();
         }

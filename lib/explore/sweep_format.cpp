@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/printable.hpp"
-#include "mlaplan/json_text.hpp"
+#include "mlaplan/io/printable.hpp"
+#include "mlaplan/profile/json_text.hpp"
 
 namespace mlaplan::explore {
 
@@ -30,10 +30,10 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model) {
                              fmt::format("{:.2f}%", 100.0 * r.padding_overhead),
                              fmt::format("{:.1f}%", 100.0 * r.mean_fill)};
   if (with_model) {
-    c.push_back(printable(r.model->name));  // a --model-config's name is the user's text
+    c.push_back(io::printable(r.model->name));  // a --model-config's name is the user's text
     c.push_back(fmt::format("{}", r.memory->tp));
-    c.push_back(format_bytes(r.memory->kv_bytes(r.buffer_tokens)));
-    c.push_back(format_bytes(r.memory->k_bytes(r.buffer_tokens)));
+    c.push_back(io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)));
+    c.push_back(io::format_bytes(r.memory->k_bytes(r.buffer_tokens)));
   }
   return c;
 }
@@ -56,7 +56,7 @@ bool has_model(const SweepResult& s) { return !s.rows.empty() && s.rows.front().
 std::string header(const SweepResult& s) {
   return fmt::format("batches: {} from {}, {}; {:.1f} sequences per batch on average\n"
                      "iterations per batch (mean, quantiles, max); max planned by {}; evaluated in {:.2f} s\n",
-                     s.batches, printable(s.source), printable(s.formation), s.mean_batch_size, s.max_planner, s.seconds);
+                     s.batches, io::printable(s.source), io::printable(s.formation), s.mean_batch_size, s.max_planner, s.seconds);
 }
 
 std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent) {
@@ -64,19 +64,19 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
   const RecommendOptions& o = *rep.recommend_options;
   std::string out = fmt::format("\nrecommendation: the smallest buffer with at most {} iteration{} at {}{}\n",
                                 o.max_iterations, o.max_iterations == 1 ? "" : "s", quantile_name(o.quantile),
-                                o.memory_budget ? fmt::format(", buffer + K concat within {}", format_bytes(*o.memory_budget)) : "");
+                                o.memory_budget ? fmt::format(", buffer + K concat within {}", io::format_bytes(*o.memory_budget)) : "");
   for (const Recommendation& r : rep.recommendations) {
     if (r.row) {
       const SweepRow& row = rep.sweep->rows[*r.row];
       std::string mem;
       if (row.memory)
-        mem = fmt::format(", buffer {} + K concat {}", format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
-                          format_bytes(row.memory->k_bytes(row.buffer_tokens)));
-      out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, printable(r.group),
+        mem = fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
+                          io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
+      out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, io::printable(r.group),
                          row.buffer_tokens, quantile_name(o.quantile), row.iterations_at(o.quantile),
                          row.mean_iterations, mem);
     } else {
-      out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, printable(r.group),
+      out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, io::printable(r.group),
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
     }
     for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, x.why);
@@ -214,7 +214,7 @@ std::string format_sweep_json(const SweepReport& rep) {
     }
     j["recommendation"] = rec;
   }
-  return json_text(j, 2) + "\n";
+  return profile::json_text(j, 2) + "\n";
 }
 
 }  // namespace mlaplan::explore

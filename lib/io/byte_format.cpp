@@ -1,8 +1,8 @@
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 
 #include <fmt/format.h>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 std::string format_bytes(uint64_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
@@ -27,4 +27,4 @@ std::string format_bytes(uint64_t bytes) {
   }
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

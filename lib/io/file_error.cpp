@@ -1,9 +1,9 @@
-#include "mlaplan/file_error.hpp"
+#include "mlaplan/io/file_error.hpp"
 
 #include <cerrno>
 #include <cstring>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 std::string file_error_cause(int err, FileRole role) {
   const bool out = role == FileRole::output;
@@ -67,4 +67,4 @@ bool is_io_fault(int err) {
   }
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

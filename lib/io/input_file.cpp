@@ -1,4 +1,4 @@
-#include "mlaplan/input_file.hpp"
+#include "mlaplan/io/input_file.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -8,10 +8,10 @@
 #include <cerrno>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/file_error.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/file_error.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 namespace {
 
@@ -32,7 +32,7 @@ std::string read_input_file(const std::string& path, const std::string& what, si
   // stop request) ends either wait.
   Fd in{-1};
   while ((in.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0 && errno == EINTR)
-    if (stop_requested()) throw Interrupted(fmt::format("interrupted while opening {}", path));
+    if (profile::stop_requested()) throw Interrupted(fmt::format("interrupted while opening {}", path));
   if (in.fd < 0) {
     const int err = errno;
     if (err == ENOENT) throw InputError(fmt::format("{}: no such file; give {}", path, what));
@@ -47,7 +47,7 @@ std::string read_input_file(const std::string& path, const std::string& what, si
     const ssize_t n = ::read(in.fd, chunk, sizeof chunk);
     if (n == 0) break;
     if (n < 0) {
-      if (errno == EINTR && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", path));
+      if (errno == EINTR && profile::stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", path));
       if (errno == EINTR) continue;
       const int err = errno;
       throw InputError(fmt::format("{}: cannot read the file: {}; give {}", path, file_error_cause(err, FileRole::input), what));
@@ -60,4 +60,4 @@ std::string read_input_file(const std::string& path, const std::string& what, si
   return text;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

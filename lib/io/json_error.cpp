@@ -1,4 +1,4 @@
-#include "mlaplan/json_error.hpp"
+#include "mlaplan/io/json_error.hpp"
 
 #include <fmt/format.h>
 
@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/json_text.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/json_text.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 namespace {
 
@@ -29,14 +29,14 @@ std::string reason_of(const std::string& what) {
 void preview_into(const nlohmann::json& v, std::string& out, size_t limit) {
   if (out.size() > limit) return;
   if (!v.is_structured()) {
-    out += json_text(v);
+    out += profile::json_text(v);
     return;
   }
   out += v.is_array() ? '[' : '{';
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (out.size() > limit) return;
     if (it != v.begin()) out += ',';
-    if (v.is_object()) out += json_text(nlohmann::json(it.key())) + ':';
+    if (v.is_object()) out += profile::json_text(nlohmann::json(it.key())) + ':';
     preview_into(it.value(), out, limit);
   }
   out += v.is_array() ? ']' : '}';
@@ -76,7 +76,7 @@ nlohmann::json parse_json_strict(const std::string& text, const std::string& fil
   uint64_t events = 0;
   auto cb = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
     // A 256 MiB file takes seconds to parse: Ctrl-C is seen inside it.
-    if ((++events & 0xffff) == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
+    if ((++events & 0xffff) == 0 && profile::stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
     if (event == json::parse_event_t::object_start) keys.emplace_back();
     if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
     if (event == json::parse_event_t::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
@@ -96,4 +96,4 @@ nlohmann::json parse_json_strict(const std::string& text, const std::string& fil
   }
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

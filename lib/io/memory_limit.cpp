@@ -1,14 +1,14 @@
-#include "mlaplan/memory_limit.hpp"
+#include "mlaplan/io/memory_limit.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 namespace {
 uint64_t saturating_product(uint64_t a, uint64_t b) { return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
@@ -21,7 +21,7 @@ std::string describe_memory_limit(uint64_t limit, bool given) {
 
 uint64_t plan_text_bytes_per_row(uint64_t batch_size, bool csv) { return (csv ? 56 : 24) * (batch_size + 1); }
 
-void require_tables_fit(const Scenario& s, uint64_t limit, bool limit_given, uint64_t chunk_rows, uint64_t extra_per_row,
+void require_tables_fit(const check::Scenario& s, uint64_t limit, bool limit_given, uint64_t chunk_rows, uint64_t extra_per_row,
                         const std::string& extra_what) {
   const Batch& b = s.batch;
   const uint64_t rows = chunk_rows ? chunk_rows : b.max_chunks;
@@ -50,4 +50,4 @@ void require_tables_fit(const Scenario& s, uint64_t limit, bool limit_given, uin
                                         format_bytes(tables), text, describe_memory_limit(limit, limit_given), fix)));
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

@@ -2,23 +2,23 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/byte_format.hpp"
-#include "mlaplan/json_text.hpp"
-#include "mlaplan/plan_report.hpp"
-#include "mlaplan/printable.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/profile/json_text.hpp"
+#include "mlaplan/io/plan_report.hpp"
+#include "mlaplan/io/printable.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 namespace {
 
 // A name from a file name that is not valid UTF-8 is printed with U+FFFD in place of the bad bytes
 // (dump() would throw and turn a valid run into an internal error).
-std::string quoted(const std::string& s) { return json_text(nlohmann::json(s)); }
+std::string quoted(const std::string& s) { return profile::json_text(nlohmann::json(s)); }
 
 // The text of one large plan (a gigabyte at the memory limit) takes seconds: Ctrl-C is seen inside it.
 void poll_stop(size_t row) {
-  if ((row & 63) == 0 && stop_requested()) throw Interrupted("interrupted while formatting the tables");
+  if ((row & 63) == 0 && profile::stop_requested()) throw Interrupted("interrupted while formatting the tables");
 }
 
 
@@ -67,7 +67,7 @@ std::string format_plan_json(const PlanReport& r) {
   append_rows(out, r.tables.cache_offsets, rows, n);
   put(",\n  \"buffer_lengths\": [");
   for (size_t c = 0; c < rows; ++c) put(c ? ", {}" : "{}", r.tables.buffer_lengths[c]);
-  const Verification& v = r.verification;
+  const check::Verification& v = r.verification;
   put("],\n  \"verification\": {{\"status\": {}, \"reference\": {}, \"properties\": {}, \"expected\": {}", quoted(v.status),
       quoted(v.reference), quoted(v.properties), quoted(v.expected));
   if (!v.detail.empty()) put(", \"detail\": {}", quoted(v.detail));
@@ -94,7 +94,7 @@ std::string format_plan_csv(const PlanReport& r, bool header) {
 }
 
 std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
-  const Scenario& s = *r.scenario;
+  const check::Scenario& s = *r.scenario;
   const Batch& b = s.batch;
   const PlanTables& t = r.tables;
   const uint64_t n = b.buffer_token_size;
@@ -150,7 +150,7 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
     put("\n{} chunks used{} | {} context tokens streamed | buffer fill {:.1f}%\n", used,
         used > b.max_chunks ? fmt::format(", more than max_chunks {} (max would refuse)", b.max_chunks) : "", e, fill);
   }
-  const Verification& v = r.verification;
+  const check::Verification& v = r.verification;
   put("verification: {} (reference {}, properties {}, expected {})\n", v.status, v.reference, v.properties, v.expected);
   if (!v.detail.empty()) put("  {}\n", printable(v.detail));
   put("timings (us):");
@@ -159,4 +159,4 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   return fmt::to_string(out);
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

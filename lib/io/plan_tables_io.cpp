@@ -1,4 +1,4 @@
-#include "mlaplan/plan_tables_io.hpp"
+#include "mlaplan/io/plan_tables_io.hpp"
 
 #include <fmt/format.h>
 
@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/json_error.hpp"
+#include "mlaplan/io/input_file.hpp"
+#include "mlaplan/io/json_error.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 using json = nlohmann::json;
 
@@ -96,7 +96,7 @@ PlanEntry read_entry(const json& j, const std::string& path, const std::string& 
                                      path, prefix));
     } else if (one_of(key, kFactKeys, std::size(kFactKeys))) {
       const uint64_t n = read_count(v, path, prefix, key, key == "min_max_chunks" ? 1 : 0);
-      PlanClaims& c = e.claims;
+      check::PlanClaims& c = e.claims;
       std::optional<uint64_t>* slot[] = {&c.min_max_chunks, &c.chunks_used, &c.padded_tokens, &c.input_tokens,
                                          &c.batch_size, &c.page_size, &c.buffer_token_size, &c.max_chunks};
       for (size_t i = 0; i < std::size(kFactKeys); ++i)
@@ -215,4 +215,4 @@ LoadedPlan parse_plan_tables(const std::string& text, const std::string& path, u
                            fmt::format("the scenario has max_chunks = {}", max_chunks));
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

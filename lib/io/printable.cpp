@@ -1,8 +1,8 @@
-#include "mlaplan/printable.hpp"
+#include "mlaplan/io/printable.hpp"
 
 #include <fmt/format.h>
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 namespace {
 
@@ -72,4 +72,4 @@ std::string printable_line(const std::string& text, size_t max_bytes) {
   return out;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

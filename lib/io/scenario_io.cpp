@@ -1,4 +1,4 @@
-#include "mlaplan/scenario_io.hpp"
+#include "mlaplan/io/scenario_io.hpp"
 
 #include <fmt/format.h>
 
@@ -10,12 +10,12 @@
 #include <sstream>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/input_file.hpp"
-#include "mlaplan/json_error.hpp"
-#include "mlaplan/json_text.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/io/input_file.hpp"
+#include "mlaplan/io/json_error.hpp"
+#include "mlaplan/profile/json_text.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::io {
 
 using json = nlohmann::json;
 
@@ -101,12 +101,12 @@ class FieldReader {
   std::string prefix_;
 };
 
-ExpectedPlan parse_expected(const json& e, const std::string& file, const std::string& prefix, const Batch& batch) {
+check::ExpectedPlan parse_expected(const json& e, const std::string& file, const std::string& prefix, const Batch& batch) {
   const FieldReader top(file, prefix);
   if (!e.is_object()) top.fail("expected", "expected an object such as {\"infeasible\": true} or the three tables");
   const FieldReader r(file, prefix + "expected.");
   r.reject_unknown_keys(e, "", kExpectedKeys, std::size(kExpectedKeys));
-  ExpectedPlan x;
+  check::ExpectedPlan x;
   const size_t m = batch.max_chunks, b = batch.batch_size();
   if (e.contains("infeasible")) {
     if (!e["infeasible"].is_boolean()) r.fail("infeasible", "expected true or false");
@@ -137,7 +137,7 @@ ExpectedPlan parse_expected(const json& e, const std::string& file, const std::s
   return x;
 }
 
-Scenario parse_one(const json& obj, const std::string& file, const std::string& prefix, const std::string& default_name) {
+check::Scenario parse_one(const json& obj, const std::string& file, const std::string& prefix, const std::string& default_name) {
   const FieldReader r(file, prefix);
   if (!obj.is_object()) {
     // The entry itself is the field: "scenarios[1]", not the prefix and the field again.
@@ -147,7 +147,7 @@ Scenario parse_one(const json& obj, const std::string& file, const std::string& 
   }
   r.reject_unknown_keys(obj, "", kScenarioKeys, std::size(kScenarioKeys));
 
-  Scenario s;
+  check::Scenario s;
   s.file = file;
   s.field_prefix = prefix;
   s.name = default_name;
@@ -214,16 +214,16 @@ Scenario parse_one(const json& obj, const std::string& file, const std::string& 
 
 }  // namespace
 
-std::vector<Scenario> parse_scenarios(const std::string& text, const std::string& file, const std::string& default_name) {
+std::vector<check::Scenario> parse_scenarios(const std::string& text, const std::string& file, const std::string& default_name) {
   const json j = parse_json_strict(text, file);
-  std::vector<Scenario> out;
+  std::vector<check::Scenario> out;
   if (j.is_object() && j.contains("scenarios")) {
     if (j.size() != 1)
       throw InputError(fmt::format("{}: a file with \"scenarios\" may hold no other top-level key", file));
     const json& list = j["scenarios"];
     if (!list.is_array()) throw InputError(fmt::format("{}: scenarios: expected an array of scenario objects", file));
     for (size_t i = 0; i < list.size(); ++i) {
-      if ((i & 1023) == 0 && stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
+      if ((i & 1023) == 0 && profile::stop_requested()) throw Interrupted(fmt::format("interrupted while reading {}", file));
       out.push_back(parse_one(list[i], file, fmt::format("scenarios[{}].", i), fmt::format("{}[{}]", default_name, i)));
     }
     return out;
@@ -232,22 +232,22 @@ std::vector<Scenario> parse_scenarios(const std::string& text, const std::string
   return out;
 }
 
-std::vector<Scenario> load_scenario_file(const std::string& path) {
+std::vector<check::Scenario> load_scenario_file(const std::string& path) {
   const std::string text = read_input_file(path, "a scenario file (.json)");
   return parse_scenarios(text, path, std::filesystem::path(path).stem().string());
 }
 
-std::string scenario_to_json(const Scenario& s) {
+std::string scenario_to_json(const check::Scenario& s) {
   // Keys in the documented order, one per line, each list on one line (a table one row per line):
   // a generated batch of hundreds of sequences stays readable and diffable.
   using ordered = nlohmann::ordered_json;
   std::string out = "{\n";
   auto put = [&out](const char* indent, const std::string& key, const std::string& value, bool last) {
-    out += fmt::format("{}{}: {}{}\n", indent, json_text(ordered(key)), value, last ? "" : ",");
+    out += fmt::format("{}{}: {}{}\n", indent, profile::json_text(ordered(key)), value, last ? "" : ",");
   };
   const bool has_expected = s.expected.has_value();
   auto text = [](const std::string& v) {  // invalid UTF-8 (a name from a file name) as U+FFFD, never a throw
-    return json_text(ordered(v));
+    return profile::json_text(ordered(v));
   };
   put("  ", "name", text(s.name), false);
   if (!s.description.empty()) put("  ", "description", text(s.description), false);
@@ -257,7 +257,7 @@ std::string scenario_to_json(const Scenario& s) {
   put("  ", "cache_lengths", ordered(s.batch.cache_lengths).dump(), false);
   put("  ", "input_row_offsets", ordered(s.batch.input_row_offsets).dump(), !has_expected);
   if (has_expected) {
-    const ExpectedPlan& x = *s.expected;
+    const check::ExpectedPlan& x = *s.expected;
     const size_t m = s.batch.max_chunks, b = s.batch.batch_size();
     auto rows = [m](const auto& flat, size_t cols) {
       std::string t = "[";
@@ -281,4 +281,4 @@ std::string scenario_to_json(const Scenario& s) {
   return out + "}\n";
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::io

@@ -1,6 +1,6 @@
-#include "mlaplan/backend.hpp"
+#include "mlaplan/profile/backend.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 namespace {
 
@@ -32,4 +32,4 @@ PlannerChoice choose_planner(Backend backend, GpuKernel kernel) {
   return choice;
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -1,13 +1,13 @@
 // The CPU planners behind the Planner interface: the reference and the closed-form fast path.
 #include "mlaplan/fast_cpu_planner.hpp"
-#include "mlaplan/planner.hpp"
+#include "mlaplan/profile/planner.hpp"
 #include "mlaplan/reference_planner.hpp"
 
 #include <utility>
 
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 namespace {
 
@@ -37,4 +37,4 @@ class CpuPlanner final : public Planner {
 std::unique_ptr<Planner> make_reference_planner() { return std::make_unique<CpuPlanner>("cpu-reference", plan_reference); }
 std::unique_ptr<Planner> make_fast_cpu_planner() { return std::make_unique<CpuPlanner>("cpu-fast", plan_fast_cpu); }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -1,4 +1,4 @@
-#include "mlaplan/external_process.hpp"
+#include "mlaplan/profile/external_process.hpp"
 
 #include <fmt/format.h>
 #include <poll.h>
@@ -16,11 +16,11 @@
 #include <cstring>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 extern char** environ;
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 ExternalProcess::ExternalProcess(std::string command) : command_(std::move(command)) {
   // A socket rather than pipes: send(MSG_NOSIGNAL) reports a program that died as an error instead
@@ -173,4 +173,4 @@ std::string ExternalProcess::read_line(double timeout_seconds, const std::string
   }
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -1,7 +1,7 @@
 // The GPU planner behind the Planner interface: copy the batch in, plan_on_device, copy the
 // tables and status out. Device buffers grow and are reused across calls, so verifying 100k
 // batches costs copies and launches, not allocations.
-#include "mlaplan/gpu_planner.hpp"
+#include "mlaplan/profile/gpu_planner.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 namespace {
 
@@ -207,4 +207,4 @@ std::unique_ptr<Planner> make_gpu_planner(GpuKernel kernel) {
   return std::make_unique<GpuPlanner>(kernel, *name);
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -4,7 +4,7 @@
 #include <nvtx3/nvtx3.hpp>
 #endif
 
-namespace mlaplan::nvtx {
+namespace mlaplan::profile::nvtx {
 
 #if MLAPLAN_HAVE_NVTX
 
@@ -33,4 +33,4 @@ void pop() {}
 
 #endif
 
-}  // namespace mlaplan::nvtx
+}  // namespace mlaplan::profile::nvtx

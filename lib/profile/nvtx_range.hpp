@@ -2,7 +2,7 @@
 // A build without the NVTX headers compiles these to nothing.
 #pragma once
 
-namespace mlaplan::nvtx {
+namespace mlaplan::profile::nvtx {
 
 // Whether the ranges are compiled in (the NVTX3 headers were found at configure time).
 bool enabled();
@@ -10,4 +10,4 @@ bool enabled();
 void push(const char* name);
 void pop();
 
-}  // namespace mlaplan::nvtx
+}  // namespace mlaplan::profile::nvtx

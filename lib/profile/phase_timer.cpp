@@ -1,9 +1,9 @@
-#include "mlaplan/phase_timer.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
 
-#include "mlaplan/trace_recorder.hpp"
+#include "mlaplan/profile/trace_recorder.hpp"
 #include "nvtx_range.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 PhaseTimer::Scope::Scope(PhaseTimer& timer, std::string name) : timer_(timer), name_(std::move(name)) {
   nvtx::push(name_.c_str());
@@ -39,4 +39,4 @@ void PhaseTimer::accumulate(const std::string& name, double microseconds) {
   phases_.emplace_back(name, microseconds);
 }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -1,8 +1,8 @@
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 #include <atomic>
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 namespace {
 std::atomic<bool> stop{false};
@@ -14,4 +14,4 @@ bool stop_requested() noexcept { return stop.load(std::memory_order_relaxed); }
 void clear_stop_request() noexcept { stop.store(false, std::memory_order_relaxed); }
 const std::atomic<bool>* stop_flag() noexcept { return &stop; }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

@@ -1,13 +1,13 @@
-#include "mlaplan/trace_recorder.hpp"
+#include "mlaplan/profile/trace_recorder.hpp"
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "mlaplan/json_text.hpp"
+#include "mlaplan/profile/json_text.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 
 namespace {
 std::atomic<TraceRecorder*> g_active{nullptr};
@@ -140,4 +140,4 @@ TraceRecorder* TraceRecorder::active() { return g_active.load(std::memory_order_
 ActiveTrace::ActiveTrace(TraceRecorder& recorder) : previous_(g_active.exchange(&recorder)) {}
 ActiveTrace::~ActiveTrace() { g_active.store(previous_); }
 
-}  // namespace mlaplan
+}  // namespace mlaplan::profile

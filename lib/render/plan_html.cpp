@@ -5,7 +5,7 @@
 #include "mlaplan/render/html_page.hpp"
 #include "mlaplan/render/plan_svg.hpp"
 #include "mlaplan/render/svg_writer.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::render {
 
@@ -13,14 +13,14 @@ namespace {
 
 constexpr size_t kNameChars = 200;
 
-std::vector<PlanPicture> pictures(const std::vector<const PlanReport*>& reports) {
+std::vector<PlanPicture> pictures(const std::vector<const io::PlanReport*>& reports) {
   std::vector<PlanPicture> out;
   out.reserve(reports.size());
-  for (const PlanReport* r : reports) out.push_back(measure_plan(*r));
+  for (const io::PlanReport* r : reports) out.push_back(measure_plan(*r));
   return out;
 }
 
-std::vector<std::string> summary_row(const PlanPicture& p, const PlanReport& r) {
+std::vector<std::string> summary_row(const PlanPicture& p, const io::PlanReport& r) {
   if (!p.refused.empty()) return {p.policy, "refused", "", "", "", p.refused};
   return {p.policy,
           fmt::to_string(p.chunks_used),
@@ -32,30 +32,30 @@ std::vector<std::string> summary_row(const PlanPicture& p, const PlanReport& r) 
 
 }  // namespace
 
-std::string plans_svg(const std::vector<PlanReport>& reports) {
-  std::vector<const PlanReport*> all;
-  for (const PlanReport& r : reports) all.push_back(&r);
+std::string plans_svg(const std::vector<io::PlanReport>& reports) {
+  std::vector<const io::PlanReport*> all;
+  for (const io::PlanReport& r : reports) all.push_back(&r);
   return plan_svg(pictures(all));
 }
 
-std::string plan_html(const std::vector<PlanReport>& reports, const std::string& command, size_t max_sequences) {
+std::string plan_html(const std::vector<io::PlanReport>& reports, const std::string& command, size_t max_sequences) {
   // Reports of one scenario are consecutive: one section, one picture each.
-  std::vector<std::vector<const PlanReport*>> sections;
-  for (const PlanReport& r : reports) {
+  std::vector<std::vector<const io::PlanReport*>> sections;
+  for (const io::PlanReport& r : reports) {
     if (sections.empty() || sections.back().front()->scenario != r.scenario) sections.emplace_back();
     sections.back().push_back(&r);
   }
   std::string title = "mlaplan plan";
   if (!reports.empty()) {
-    const Scenario& s = *reports.front().scenario;
+    const check::Scenario& s = *reports.front().scenario;
     title += ": " + (s.file.empty() ? s.name : s.file);
   }
   HtmlPage page(title);
   if (!command.empty()) page.command(command);
   for (size_t i = 0; i < sections.size(); ++i) {
-    if ((i & 255) == 0 && stop_requested()) throw Interrupted("interrupted while writing the page");
-    const std::vector<const PlanReport*>& section = sections[i];
-    const Scenario& s = *section.front()->scenario;
+    if ((i & 255) == 0 && profile::stop_requested()) throw Interrupted("interrupted while writing the page");
+    const std::vector<const io::PlanReport*>& section = sections[i];
+    const check::Scenario& s = *section.front()->scenario;
     page.heading(s.name);
     if (!s.description.empty()) page.paragraph(s.description);
     const std::vector<PlanPicture> panels = pictures(section);
@@ -69,7 +69,7 @@ std::string plan_html(const std::vector<PlanReport>& reports, const std::string&
     page.figure(plan_svg(panels, options), "Hover a segment for its sequence, tokens and rows.");
     page.begin_details("chunk tables (text)");
     // The text tables quote the name: clipped like the rest of the page.
-    Scenario clipped;
+    check::Scenario clipped;
     const bool long_name = s.name.size() > kNameChars || s.description.size() > kNameChars;
     if (long_name) {
       clipped.name = clip_text(s.name, kNameChars);
@@ -77,13 +77,13 @@ std::string plan_html(const std::vector<PlanReport>& reports, const std::string&
       clipped.file = s.file;
       clipped.batch = s.batch;
     }
-    for (const PlanReport* r : section) {
-      PlanReport shown;
+    for (const io::PlanReport* r : section) {
+      io::PlanReport shown;
       if (long_name && r->refused.empty()) {
         shown = *r;
         shown.scenario = &clipped;
       }
-      if (r->refused.empty()) page.preformatted(format_plan_table(long_name ? shown : *r, max_sequences));
+      if (r->refused.empty()) page.preformatted(io::format_plan_table(long_name ? shown : *r, max_sequences));
       else page.preformatted(fmt::format("policy {}: refused: {}", r->policy, r->refused));
     }
     page.end_details();

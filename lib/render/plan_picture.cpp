@@ -9,7 +9,7 @@ double PlanPicture::fill() const {
   return offered > 0 ? static_cast<double>(streamed_rows) / offered : 0.0;
 }
 
-PlanPicture measure_plan(const PlanReport& r) {
+PlanPicture measure_plan(const io::PlanReport& r) {
   PlanPicture p;
   const Batch& b = r.scenario->batch;
   p.scenario = r.scenario->name;

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/render/palette.hpp"
 #include "mlaplan/render/svg_writer.hpp"
-#include "mlaplan/stop_request.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::render {
 
@@ -119,9 +119,9 @@ std::string group_tooltip(const ChunkPicture& chunk, const BarItem& item) {
   return t;
 }
 
-std::string memory_text(const MemoryFigures& f) {
+std::string memory_text(const io::MemoryFigures& f) {
   return fmt::format("{} TP {} {}: buffer {}, K concat {}, latent {}", f.model, f.tp, f.dtype,
-                     format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
+                     io::format_bytes(f.buffer_bytes), io::format_bytes(f.k_concat_bytes), io::format_bytes(f.latent_bytes));
 }
 
 // "54%", and "0.3%" rather than a misleading "0%".
@@ -333,7 +333,7 @@ std::string plan_svg(const std::vector<PlanPicture>& panels, const PlanSvgOption
   if (panels.size() > 1) painter.summary(panels);
   double top = first_top;
   for (size_t i = 0; i < panels.size(); ++i) {
-    if ((i & 255) == 0 && stop_requested()) throw Interrupted("interrupted while drawing the plans");
+    if ((i & 255) == 0 && profile::stop_requested()) throw Interrupted("interrupted while drawing the plans");
     svg.open("g", {{"class", "panel"}});
     painter.panel(panels[i], top);
     svg.close();

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/render/palette.hpp"
 #include "mlaplan/render/svg_writer.hpp"
@@ -170,8 +170,8 @@ std::string point_tip(const SweepRow& r, bool recommended, const std::optional<R
   t += fmt::format("\nrefused {:.2f}% ({} of {} batches)", 100.0 * r.refused_share(), r.refused, r.batches);
   if (r.refused > 0 && !r.first_refusal.empty()) t += "; the first: " + clip_text(r.first_refusal, kTipChars);
   if (r.memory)
-    t += fmt::format("\nmemory: buffer {} + K concat {}", format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
-                     format_bytes(r.memory->k_bytes(r.buffer_tokens)));
+    t += fmt::format("\nmemory: buffer {} + K concat {}", io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
+                     io::format_bytes(r.memory->k_bytes(r.buffer_tokens)));
   if (recommended && rec)
     t += fmt::format("\nrecommended: the smallest buffer of its group with at most {} iterations at {}",
                      rec->max_iterations, explore::quantile_name(rec->quantile));
@@ -291,7 +291,7 @@ Layout measure(const SweepReport& report) {
       L.legend.push_back({LegendEntry::Kind::limit,
                           fmt::format("K = {}: recommend's limit at {}", rec->max_iterations, q), 0});
       if (rec->memory_budget)
-        L.legend.push_back({LegendEntry::Kind::text, fmt::format("memory budget {}", format_bytes(*rec->memory_budget)), 0});
+        L.legend.push_back({LegendEntry::Kind::text, fmt::format("memory budget {}", io::format_bytes(*rec->memory_budget)), 0});
     }
     if (any_recommended) L.legend.push_back({LegendEntry::Kind::ring, "ring: the smallest buffer within K", 0});
   }

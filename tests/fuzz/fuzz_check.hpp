@@ -10,7 +10,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_tables.hpp"
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
 
 namespace mlaplan_fuzz {
@@ -51,7 +51,7 @@ inline mlaplan::PlanTables check_feasible_plan(const mlaplan::Batch& b, const st
   }
   FUZZ_UNEXPECTED("planning a feasible batch")
   FUZZ_CHECK(ref == fast, "the reference and the fast CPU planner disagree on " + what);
-  const mlaplan::PropertyReport report = mlaplan::check_properties(b, ref);
+  const mlaplan::check::PropertyReport report = mlaplan::check::check_properties(b, ref);
   FUZZ_CHECK(report.ok(), report.messages.front() + " on " + what);
   return ref;
 }

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/model.hpp"
 
@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FUZZ_CHECK(b.latent_bytes(rows) == saturated(latent * rows), "latent_bytes(" + std::to_string(rows) + ")");
         FUZZ_CHECK(b.total_bytes(rows) == saturated(u128{saturated(kv * rows)} + saturated(k * rows)),
                    "total_bytes(" + std::to_string(rows) + ")");
-        FUZZ_CHECK(!format_bytes(b.total_bytes(rows)).empty(), "format_bytes");
+        FUZZ_CHECK(!io::format_bytes(b.total_bytes(rows)).empty(), "format_bytes");
       }
     }
   }

@@ -10,13 +10,13 @@
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "mlaplan/case_check.hpp"
+#include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/phase_timer.hpp"
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/profile/phase_timer.hpp"
+#include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/plan_tables_io.hpp"
-#include "mlaplan/scenario.hpp"
+#include "mlaplan/io/plan_tables_io.hpp"
+#include "mlaplan/check/scenario.hpp"
 
 using namespace mlaplan;
 
@@ -27,9 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data) + 4, size - 4);
   const std::string path = "fuzz-plan.json";
 
-  LoadedPlan loaded;
+  io::LoadedPlan loaded;
   try {
-    loaded = parse_plan_tables(text, path, B, M);
+    loaded = io::parse_plan_tables(text, path, B, M);
   } catch (const InputError& e) {
     FUZZ_CHECK(mlaplan_fuzz::names_file(e.what(), path), std::string("error message: ") + e.what());
     return 0;
@@ -47,7 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (M == 0) return 0;  // no scenario has max_chunks 0: the reader alone is exercised
 
   // A small scenario of this shape: page size 1..4, buffer 1..16, lengths 0..7 from bytes 2 and 3.
-  Scenario s;
+  check::Scenario s;
   s.name = "fuzz";
   s.file = "fuzz.json";
   s.batch.page_size = 1 + (a & 3);
@@ -62,35 +62,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   if (loaded.tables) {
     // Written back as `run --format json` writes them, the tables read back the same.
-    PlanReport report;
+    io::PlanReport report;
     report.scenario = &s;
     report.backend = "cpu";
     report.planner = "fuzz";
     report.shape = plan_shape(s.batch);
     report.tables = *loaded.tables;
-    const std::string json = format_plan_json(report);
-    LoadedPlan again;
+    const std::string json = io::format_plan_json(report);
+    io::LoadedPlan again;
     try {
-      again = parse_plan_tables(json, path, B, M);
+      again = io::parse_plan_tables(json, path, B, M);
     }
     FUZZ_UNEXPECTED("re-reading the tables as run --format json writes them")
     FUZZ_CHECK(again.tables && again.problem.empty() && *again.tables == *loaded.tables,
                "tables changed on the way through format_plan_json: " + again.problem + "\n" + json);
   }
 
-  PhaseTimer timer;
-  CaseResult r;
+  profile::PhaseTimer timer;
+  check::CaseResult r;
   try {
-    r = check_tables(s, loaded.tables, timer);
+    r = check::check_tables(s, loaded.tables, timer);
   }
   FUZZ_UNEXPECTED("check_tables")
   FUZZ_CHECK(r.passed || !r.detail.empty(), "a failed case without a reason");
 
   // The judge verify --plan uses, with the facts the file states beside the tables.
-  PlanFile file;
+  io::PlanFile file;
   try {
-    file = parse_plan_file(text, path);
-    r = check_plan_claims(s, loaded.tables, file.plans.at(0).claims, timer);
+    file = io::parse_plan_file(text, path);
+    r = check::check_plan_claims(s, loaded.tables, file.plans.at(0).claims, timer);
   }
   FUZZ_UNEXPECTED("check_plan_claims")
   FUZZ_CHECK(r.passed || !r.detail.empty(), "a failed claims check without a reason");

@@ -25,7 +25,7 @@
 #include "mlaplan/explore/policy_check.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
 
 using namespace mlaplan;

@@ -13,10 +13,10 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/property_check.hpp"
+#include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
-#include "mlaplan/scenario.hpp"
-#include "mlaplan/scenario_io.hpp"
+#include "mlaplan/check/scenario.hpp"
+#include "mlaplan/io/scenario_io.hpp"
 
 using namespace mlaplan;
 
@@ -29,7 +29,7 @@ bool same_batch(const Batch& a, const Batch& b) {
          a.cache_lengths == b.cache_lengths && a.input_row_offsets == b.input_row_offsets;
 }
 
-bool same_expected(const std::optional<ExpectedPlan>& a, const std::optional<ExpectedPlan>& b) {
+bool same_expected(const std::optional<check::ExpectedPlan>& a, const std::optional<check::ExpectedPlan>& b) {
   if (a.has_value() != b.has_value()) return false;
   if (!a) return true;
   return a->infeasible == b->infeasible && a->min_max_chunks == b->min_max_chunks &&
@@ -38,24 +38,24 @@ bool same_expected(const std::optional<ExpectedPlan>& a, const std::optional<Exp
          a->buffer_lengths == b->buffer_lengths;
 }
 
-void round_trip(const Scenario& s) {
-  const std::string text = scenario_to_json(s);
-  std::vector<Scenario> again;
+void round_trip(const check::Scenario& s) {
+  const std::string text = io::scenario_to_json(s);
+  std::vector<check::Scenario> again;
   try {
-    again = parse_scenarios(text, "fuzz.json", "fuzz");
+    again = io::parse_scenarios(text, "fuzz.json", "fuzz");
   } catch (const std::exception& e) {
     mlaplan_fuzz::fail(__FILE__, __LINE__, std::string("scenario_to_json wrote a file parse_scenarios refuses: ") +
                                                e.what() + "\n" + text);
   }
   FUZZ_CHECK(again.size() == 1, "re-parse gave " + std::to_string(again.size()) + " scenarios\n" + text);
-  const Scenario& t = again[0];
+  const check::Scenario& t = again[0];
   FUZZ_CHECK(t.name == s.name, "name changed: " + text);
   FUZZ_CHECK(t.description == s.description, "description changed: " + text);
   FUZZ_CHECK(same_batch(t.batch, s.batch), "batch changed: " + text);
   FUZZ_CHECK(same_expected(t.expected, s.expected), "expected block changed: " + text);
 }
 
-void plan(const Scenario& s) {
+void plan(const check::Scenario& s) {
   const Batch& b = s.batch;
   const PlanShape shape = plan_shape(b);
   if (!shape.feasible) {  // refused before any table is allocated, so any size is cheap
@@ -81,10 +81,10 @@ void plan(const Scenario& s) {
     return;
   }
   if (uint64_t{b.max_chunks} * (uint64_t{b.batch_size()} + 1) > kMaxCells) return;
-  const PlanTables ref = mlaplan_fuzz::check_feasible_plan(b, scenario_to_json(s));
+  const PlanTables ref = mlaplan_fuzz::check_feasible_plan(b, io::scenario_to_json(s));
   if (s.expected) {
     try {
-      (void)check_expected(*s.expected, ref);  // any verdict; it must only not crash
+      (void)check::check_expected(*s.expected, ref);  // any verdict; it must only not crash
     }
     FUZZ_UNEXPECTED("check_expected")
   }
@@ -94,15 +94,15 @@ void plan(const Scenario& s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  std::vector<Scenario> scenarios;
+  std::vector<check::Scenario> scenarios;
   try {
-    scenarios = parse_scenarios(text, "fuzz.json", "fuzz");
+    scenarios = io::parse_scenarios(text, "fuzz.json", "fuzz");
   } catch (const InputError& e) {
     FUZZ_CHECK(mlaplan_fuzz::names_file(e.what(), "fuzz.json"), std::string("error message: ") + e.what());
     return 0;
   }
   FUZZ_UNEXPECTED("parse_scenarios")
-  for (const Scenario& s : scenarios) {
+  for (const check::Scenario& s : scenarios) {
     try {
       validate_batch(s.batch);
     } catch (const std::exception& e) {

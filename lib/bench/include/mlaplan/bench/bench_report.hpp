@@ -10,7 +10,7 @@
 
 #include "mlaplan/bench/gpu_measurements.hpp"
 #include "mlaplan/bench/measurement.hpp"
-#include "mlaplan/bench/workload.hpp"
+#include "mlaplan/bench/timed_batches.hpp"
 
 namespace mlaplan::bench {
 
@@ -18,7 +18,7 @@ struct BenchOptions {
   std::vector<uint32_t> sizes;
   std::vector<Kernel> kernels;
   std::vector<Mode> modes;
-  WorkloadOptions workload;
+  TimedBatchOptions workload;
   StoppingRule rule;
   std::string max_command;  // the max row's program (bench --max CMD), speaking docs/external.md's timing requests
   std::function<void(const std::string&)> progress;  // called before each measurement, if set

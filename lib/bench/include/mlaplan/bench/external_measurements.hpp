@@ -13,7 +13,7 @@
 #include "mlaplan/bench/measurement.hpp"
 #include "mlaplan/plan_tables.hpp"
 
-namespace mlaplan {
+namespace mlaplan::profile {
 class ExternalProcess;
 }
 
@@ -41,7 +41,7 @@ class ExternalBench {
   std::string ask(const std::string& line, const std::string& context, size_t max_answer_bytes = 0);
   double elapsed_us(const std::string& request, const std::string& context);
 
-  std::unique_ptr<ExternalProcess> process_;
+  std::unique_ptr<profile::ExternalProcess> process_;
   double timeout_seconds_;
   std::string info_;
 };

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/byte_format.hpp"
+#include "mlaplan/io/byte_format.hpp"
 
 namespace mlaplan::explore {
 
@@ -81,6 +81,6 @@ struct BufferMemory {
 BufferMemory buffer_memory(const ModelDims& model, uint32_t tp, Dtype dtype);
 
 // Byte counts for people, from the core library.
-using mlaplan::format_bytes;
+using mlaplan::io::format_bytes;
 
 }  // namespace mlaplan::explore

@@ -4,11 +4,11 @@
 #pragma once
 
 #include "mlaplan/explore/policy.hpp"
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/plan_report.hpp"
 
 namespace mlaplan::explore {
 
 // Throws as plan_policy does: InfeasibleBatch for max past max_chunks, InputError for another refusal.
-PlanReport policy_report(const Scenario& scenario, const Policy& policy);
+io::PlanReport policy_report(const check::Scenario& scenario, const Policy& policy);
 
 }  // namespace mlaplan::explore

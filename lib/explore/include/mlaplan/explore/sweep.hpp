@@ -13,7 +13,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/policy.hpp"
-#include "mlaplan/planner.hpp"
+#include "mlaplan/profile/planner.hpp"
 
 namespace mlaplan::explore {
 
@@ -66,7 +66,7 @@ struct SweepResult {
 
 // Plans max's batches: the fast CPU planner (parallel over settings) or a Planner such as the GPU's.
 struct SweepOptions {
-  std::shared_ptr<Planner> max_planner;  // null: the fast CPU planner
+  std::shared_ptr<profile::Planner> max_planner;  // null: the fast CPU planner
   unsigned threads = 0;                  // 0: hardware concurrency (CPU planner only)
   std::function<void(size_t done, size_t total)> progress;  // optional, called between settings
 };

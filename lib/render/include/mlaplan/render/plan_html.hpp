@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/plan_report.hpp"
 
 namespace mlaplan::render {
 
 // `reports` in the order run made them (scenario-major, then policy); `command` is shown on the page.
-std::string plan_html(const std::vector<PlanReport>& reports, const std::string& command, size_t max_sequences = 8);
+std::string plan_html(const std::vector<io::PlanReport>& reports, const std::string& command, size_t max_sequences = 8);
 // `run --svg`: every report as one picture, one panel each, in the same order.
-std::string plans_svg(const std::vector<PlanReport>& reports);
+std::string plans_svg(const std::vector<io::PlanReport>& reports);
 
 }  // namespace mlaplan::render

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/plan_report.hpp"
+#include "mlaplan/io/plan_report.hpp"
 
 namespace mlaplan::render {
 
@@ -40,7 +40,7 @@ struct PlanPicture {
   uint64_t chunks_used = 0;
   uint64_t payload_tokens = 0;  // what the policy streams: cache + new (max) or cached context
   uint64_t streamed_rows = 0;   // rows written over all chunks, padding included
-  std::optional<MemoryFigures> memory;
+  std::optional<io::MemoryFigures> memory;
   std::string refused;          // set: the policy cannot plan the batch, and why
   std::vector<uint32_t> cache_lengths;  // per sequence, for the tooltips
   std::vector<uint32_t> new_tokens;     // per sequence: its input rows under max, 0 under the others
@@ -52,7 +52,7 @@ struct PlanPicture {
 };
 
 // Measures a planned report (or a refused one: its `refused` set and no tables).
-PlanPicture measure_plan(const PlanReport& report);
+PlanPicture measure_plan(const io::PlanReport& report);
 
 // What one bar draws at a scale: a piece on its own, or a run of neighbouring pieces each too narrow
 // to tell apart, drawn as one group.

@@ -1,0 +1,53 @@
+// Everything `run` shows about one planned scenario, and the three ways to print it.
+// Measuring is kept apart from printing: the report holds numbers, the formatters only format.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mlaplan/check/plan_check.hpp"
+#include "mlaplan/plan_shape.hpp"
+#include "mlaplan/plan_tables.hpp"
+#include "mlaplan/check/scenario.hpp"
+
+namespace mlaplan::io {
+
+// The buffer's memory for a model, when `run --model` gives one (plain figures; lib/explore computes them).
+struct MemoryFigures {
+  std::string model;  // "deepseek-v3"
+  uint32_t tp = 1;
+  std::string dtype;  // "bf16"
+  uint64_t bytes_per_row = 0;  // the up-projected K/V buffer
+  uint64_t buffer_bytes = 0;   // bytes_per_row x buffer_token_size
+  uint64_t k_concat_bytes = 0; // the K concat buffer vLLM-style paths allocate beside it
+  uint64_t latent_bytes = 0;   // the latent workspace the rows are gathered into
+};
+
+struct PlanReport {
+  const check::Scenario* scenario = nullptr;
+  // The chunking policy (lib/explore/policy.hpp): "max" is the seed's plan of cache + new tokens;
+  // the others stream the cached context only, and their tables may hold more than max_chunks rows.
+  std::string policy = "max";
+  std::optional<MemoryFigures> memory;
+  // Set when the policy cannot plan the batch, with why (a run comparing several policies shows a
+  // refusal instead of stopping; the tables are then empty).
+  std::string refused;
+  std::string backend;  // "cpu" or "gpu"
+  std::string planner;  // "cpu-reference", "gpu-fast", ...
+  std::optional<std::string> device;
+  PlanShape shape;
+  PlanTables tables;
+  check::Verification verification;
+  std::vector<std::pair<std::string, double>> timings_us;
+};
+
+// One JSON object, the contract of interface.md (keys in the documented order).
+std::string format_plan_json(const PlanReport& report);
+// Long form: one row per chunk and column, the sentinel column (sequence = batch_size) with an empty cache_offset.
+std::string format_plan_csv(const PlanReport& report, bool header = true);
+// For people: one row per used chunk, with at most `max_sequences` sequences spelled out per chunk.
+std::string format_plan_table(const PlanReport& report, size_t max_sequences = 8);
+
+}  // namespace mlaplan::io
