@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
+#include "preset_lookup.hpp"
 
 namespace mlaplan::explore {
 
@@ -101,16 +102,10 @@ const std::vector<ModelDims>& model_presets() {
   return presets;
 }
 
-std::string model_preset_names() {
-  std::string out;
-  for (const ModelDims& m : model_presets()) out += (out.empty() ? "" : ", ") + m.name;
-  return out;
-}
+std::string model_preset_names() { return preset_names(model_presets()); }
 
 const ModelDims& find_model_preset(const std::string& name) {
-  const std::string wanted = lower(name);
-  for (const ModelDims& m : model_presets())
-    if (m.name == wanted) return m;
+  if (const ModelDims* m = find_preset(model_presets(), name)) return *m;
   throw InputError(fmt::format("--model {}: unknown model; choose one of {} or give --model-config config.json", name,
                                model_preset_names()));
 }

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <stdexcept>
 
 #include "mlaplan/errors.hpp"
+#include "preset_lookup.hpp"
 
 namespace mlaplan::explore {
 
@@ -254,12 +254,6 @@ std::vector<WorkloadPreset> make_presets() {
   return presets;
 }
 
-bool iequals(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 }  // namespace
 
 const std::vector<WorkloadPreset>& workload_presets() {
@@ -267,16 +261,10 @@ const std::vector<WorkloadPreset>& workload_presets() {
   return presets;
 }
 
-std::string workload_preset_names() {
-  std::string names;
-  for (const WorkloadPreset& w : workload_presets()) names += (names.empty() ? "" : ", ") + w.name;
-  return names;
-}
+std::string workload_preset_names() { return preset_names(workload_presets()); }
 
 const WorkloadPreset& find_workload_preset(const std::string& name) {
-  for (const WorkloadPreset& w : workload_presets()) {
-    if (iequals(w.name, name)) return w;
-  }
+  if (const WorkloadPreset* w = find_preset(workload_presets(), name)) return *w;
   throw InputError(fmt::format("--workload {}: unknown workload; choose one of {} or give --lengths FILE.csv", name,
                                workload_preset_names()));
 }
