@@ -93,7 +93,7 @@ Points trace_points(const std::vector<double>& values) {
   return points;
 }
 
-std::vector<QuantileClaim> claims(const char* what, std::initializer_list<std::pair<double, double>> pv) {
+std::vector<QuantileClaim> claims(const char* what, const Points& pv) {
   std::vector<QuantileClaim> out;
   for (const auto& [p, v] : pv) out.push_back({what, p, v});
   return out;
@@ -141,6 +141,36 @@ WorkloadPreset mooncake(const char* name, const char* file, const char* descript
   return w;
 }
 
+// The lengths of one side of a TraceLab coding-agent step (the cached prefix, or the new tokens).
+struct AgentLengths {
+  Points published;  // p25, p50, p90 and p99 as TraceLab lists them: the preset's claims
+  double mean;
+  Points more;  // the CDF's other points: its ends, and what the steps per prefix bin add
+
+  // The CDF through both sets of points, in order of p.
+  Points cdf() const {
+    Points all = more;
+    all.insert(all.end(), published.begin(), published.end());
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+};
+
+// A TraceLab coding-agent preset: the cached prefix and the new tokens of a step drawn independently.
+WorkloadPreset coding_agent(const char* name, std::string source, const char* description, const AgentLengths& cached,
+                            const AgentLengths& new_tokens) {
+  WorkloadPreset w;
+  w.name = name;
+  w.description = description;
+  w.source = std::move(source);
+  w.claims = claims("cached", cached.published) + claims("new", new_tokens.published);
+  w.means = {{"cached", cached.mean}, {"new", new_tokens.mean}};
+  w.split = SplitModel::independent;
+  w.cached.emplace(cached.cdf());
+  w.new_tokens.emplace(new_tokens.cdf());
+  return w;
+}
+
 std::vector<WorkloadPreset> make_presets() {
   std::vector<WorkloadPreset> presets;
 
@@ -172,65 +202,29 @@ std::vector<WorkloadPreset> make_presets() {
     // of 1,024 tokens; 217,635 steps in that table): <1k 626, 1-2k 902, 2-4k 2,108, 4-8k 3,501,
     // 8-16k 5,503, 16-32k 10,470, 32-64k 29,925, 64-128k 72,996, 128-256k 91,598, >256k 6.
     constexpr double n = 217635;
-    WorkloadPreset w;
-    w.name = "coding-agent";
-    w.description =
+    presets.push_back(coding_agent(
+        "coding-agent", tracelab + " (Codex rows)",
         "Codex coding-agent steps: a huge cached prefix (p50 116K, p99 231K) and about 1K new tokens per step (p50 "
-        "886, p99 121K), drawn independently";
-    w.source = tracelab + " (Codex rows)";
-    w.claims = claims("cached", {{0.25, 67456}, {0.5, 115584}, {0.9, 201600}, {0.99, 231040}}) +
-               claims("new", {{0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.99, 121009}});
-    w.means = {{"cached", 116623}, {"new", 5283}};
-    w.split = SplitModel::independent;
-    w.cached.emplace(Points{{0, 1},
-                            {626 / n, 1024},
-                            {1528 / n, 2048},
-                            {3636 / n, 4096},
-                            {7137 / n, 8192},
-                            {12640 / n, 16384},
-                            {23110 / n, 32768},
-                            {53035 / n, 65536},
-                            {0.25, 67456},
-                            {0.5, 115584},
-                            {126031 / n, 131072},
-                            {0.9, 201600},
-                            {0.99, 231040},
-                            {217629 / n, 262144},
-                            {1, 272000}});
-    w.new_tokens.emplace(Points{{0, 1}, {0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.97, 17238}, {0.99, 121009}, {1, 272000}});
-    presets.push_back(std::move(w));
+        "886, p99 121K), drawn independently",
+        {{{0.25, 67456}, {0.5, 115584}, {0.9, 201600}, {0.99, 231040}},
+         116623,
+         {{0, 1}, {626 / n, 1024}, {1528 / n, 2048}, {3636 / n, 4096}, {7137 / n, 8192}, {12640 / n, 16384},
+          {23110 / n, 32768}, {53035 / n, 65536}, {126031 / n, 131072}, {217629 / n, 262144}, {1, 272000}}},
+        {{{0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.99, 121009}}, 5283, {{0, 1}, {0.97, 17238}, {1, 272000}}}));
   }
   {
     // Claude Code: 140,338 steps; steps per prefix bin: <1k 2,937, 1-2k 0, 2-4k 2, 4-8k 530,
     // 8-16k 4,034, 16-32k 10,248, 32-64k 20,919, 64-128k 33,571, 128-256k 34,840, >256k 33,257.
     constexpr double n = 140338;
-    WorkloadPreset w;
-    w.name = "coding-agent-claude";
-    w.description =
+    presets.push_back(coding_agent(
+        "coding-agent-claude", tracelab + " (Claude rows)",
         "Claude Code coding-agent steps: a huge cached prefix (p50 126K, p99 918K) and about 1K new tokens per step "
-        "(p50 857, p99 232K), drawn independently";
-    w.source = tracelab + " (Claude rows)";
-    w.claims = claims("cached", {{0.25, 59949}, {0.5, 126180}, {0.9, 467082}, {0.99, 918111}}) +
-               claims("new", {{0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.99, 232206}});
-    w.means = {{"cached", 194361}, {"new", 8479}};
-    w.split = SplitModel::independent;
-    w.cached.emplace(Points{{0, 1},
-                            {2937 / n, 1024},
-                            {2939 / n, 4096},
-                            {3469 / n, 8192},
-                            {7503 / n, 16384},
-                            {17751 / n, 32768},
-                            {0.25, 59949},
-                            {38670 / n, 65536},
-                            {0.5, 126180},
-                            {72241 / n, 131072},
-                            {107081 / n, 262144},
-                            {0.9, 467082},
-                            {0.99, 918111},
-                            {1, 1000000}});
-    w.new_tokens.emplace(
-        Points{{0, 1}, {0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.97, 12233}, {0.99, 232206}, {1, 1000000}});
-    presets.push_back(std::move(w));
+        "(p50 857, p99 232K), drawn independently",
+        {{{0.25, 59949}, {0.5, 126180}, {0.9, 467082}, {0.99, 918111}},
+         194361,
+         {{0, 1}, {2937 / n, 1024}, {2939 / n, 4096}, {3469 / n, 8192}, {7503 / n, 16384}, {17751 / n, 32768},
+          {38670 / n, 65536}, {72241 / n, 131072}, {107081 / n, 262144}, {1, 1000000}}},
+        {{{0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.99, 232206}}, 8479, {{0, 1}, {0.97, 12233}, {1, 1000000}}}));
   }
   {
     WorkloadPreset w;
