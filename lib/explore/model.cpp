@@ -100,9 +100,7 @@ const std::vector<ModelDims>& model_presets() {
 std::string model_preset_names() { return preset_names(model_presets()); }
 
 const ModelDims& find_model_preset(const std::string& name) {
-  if (const ModelDims* m = find_preset(model_presets(), name)) return *m;
-  throw InputError(fmt::format("--model {}: unknown model; choose one of {} or give --model-config config.json", name,
-                               model_preset_names()));
+  return find_preset(model_presets(), name, "--model", "model", "--model-config config.json");
 }
 
 uint64_t BufferMemory::kv_bytes(uint64_t rows) const { return saturating_mul(rows, kv_bytes_per_row); }

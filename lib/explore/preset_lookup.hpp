@@ -2,10 +2,14 @@
 // options name in any case and help texts and errors list. Private to explore (not installed).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
+
+#include "mlaplan/errors.hpp"
 
 namespace mlaplan::explore {
 
@@ -17,9 +21,11 @@ std::string preset_names(const std::vector<Preset>& presets) {
   return out;
 }
 
-// The preset called `name`, compared without case, or nullptr when there is none.
+// The preset called `name`, compared without case. Otherwise an InputError "OPTION NAME: unknown
+// WHAT; choose one of ... or give INSTEAD".
 template <class Preset>
-const Preset* find_preset(const std::vector<Preset>& presets, const std::string& name) {
+const Preset& find_preset(const std::vector<Preset>& presets, const std::string& name, const char* option,
+                          const char* what, const char* instead) {
   const auto same = [&name](const std::string& preset_name) {
     return preset_name.size() == name.size() &&
            std::equal(preset_name.begin(), preset_name.end(), name.begin(), [](char x, char y) {
@@ -27,8 +33,9 @@ const Preset* find_preset(const std::vector<Preset>& presets, const std::string&
            });
   };
   for (const Preset& p : presets)
-    if (same(p.name)) return &p;
-  return nullptr;
+    if (same(p.name)) return p;
+  throw InputError(fmt::format("{} {}: unknown {}; choose one of {} or give {}", option, name, what,
+                               preset_names(presets), instead));
 }
 
 }  // namespace mlaplan::explore
