@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from plot_common import save_figure
+
 SKIP = 77  # ctest SKIP_RETURN_CODE
 
 
@@ -83,12 +85,8 @@ def main():
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    try:
-        fig.savefig(args.output, dpi=120)
-    except OSError as e:
-        print(f"plot_bench: error: {args.output}: cannot write the image ({e})", file=sys.stderr)
-        return 2
-    return 0
+    # reason=str: plot_bench's message has always held the whole OSError
+    return save_figure(fig, args.output, "plot_bench", reason=str, dpi=120)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ import os
 import sys
 import textwrap
 
+from plot_common import save_figure
+
 SKIP = 77  # ctest SKIP_RETURN_CODE
 PROG = "plot_sweep.py"
 STATS = ["p50", "p90", "p99", "max", "mean"]
@@ -355,12 +357,7 @@ def main():
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
               frameon=False)
-    try:
-        fig.savefig(args.output, dpi=120, bbox_inches="tight")
-    except OSError as e:
-        print(f"{PROG}: error: {args.output}: cannot write the image ({e.strerror or e})", file=sys.stderr)
-        return 2
-    return 0
+    return save_figure(fig, args.output, PROG, dpi=120, bbox_inches="tight")
 
 
 if __name__ == "__main__":

@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
+#include "preset_lookup.hpp"
 
 namespace mlaplan::explore {
 
 namespace {
 
 ModelDims preset(const char* name, const char* display_name, uint32_t heads, uint32_t nope, uint32_t rope, uint32_t v,
-                 uint32_t kv_lora, uint32_t q_lora, uint32_t layers, const char* source) {
+                 uint32_t kv_lora, uint32_t q_lora, uint32_t layers, const char* hf_repo) {
   ModelDims m;
   m.name = name;
   m.display_name = display_name;
@@ -27,7 +28,7 @@ ModelDims preset(const char* name, const char* display_name, uint32_t heads, uin
   m.kv_lora_rank = kv_lora;
   m.q_lora_rank = q_lora;
   m.num_layers = layers;
-  m.source = source;
+  m.source = fmt::format("https://huggingface.co/{}/blob/main/config.json", hf_repo);
   return m;
 }
 
@@ -82,37 +83,24 @@ const char* to_string(Dtype d) { return d == Dtype::fp8 ? "fp8" : "bf16"; }
 uint32_t dtype_bytes(Dtype d) { return d == Dtype::fp8 ? 1 : 2; }
 
 const std::vector<ModelDims>& model_presets() {
-  // heads, qk_nope, qk_rope, v, kv_lora, q_lora, layers: each row as published in the model's
-  // config.json (docs/models.md lists where each was read and what it was cross-checked against).
+  // name, display name, heads, qk_nope, qk_rope, v, kv_lora, q_lora, layers, Hugging Face repository:
+  // each row as published in the repository's config.json (docs/models.md lists where each was read
+  // and what it was cross-checked against).
   static const std::vector<ModelDims> presets = {
-      preset("deepseek-v3", "DeepSeek-V3", 128, 128, 64, 128, 512, 1536, 61,
-             "https://huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/config.json"),
-      preset("deepseek-r1", "DeepSeek-R1", 128, 128, 64, 128, 512, 1536, 61,
-             "https://huggingface.co/deepseek-ai/DeepSeek-R1/blob/main/config.json"),
-      preset("kimi-k2", "Kimi-K2", 64, 128, 64, 128, 512, 1536, 61,
-             "https://huggingface.co/moonshotai/Kimi-K2-Instruct/blob/main/config.json"),
-      preset("glm-5", "GLM-5", 64, 192, 64, 256, 512, 2048, 78,
-             "https://huggingface.co/zai-org/GLM-5/blob/main/config.json"),
-      preset("deepseek-v2", "DeepSeek-V2", 128, 128, 64, 128, 512, 1536, 60,
-             "https://huggingface.co/deepseek-ai/DeepSeek-V2/blob/main/config.json"),
-      preset("deepseek-v2-lite", "DeepSeek-V2-Lite", 16, 128, 64, 128, 512, 0, 27,
-             "https://huggingface.co/deepseek-ai/DeepSeek-V2-Lite/blob/main/config.json"),
+      preset("deepseek-v3",      "DeepSeek-V3",      128, 128, 64, 128, 512, 1536, 61, "deepseek-ai/DeepSeek-V3"),
+      preset("deepseek-r1",      "DeepSeek-R1",      128, 128, 64, 128, 512, 1536, 61, "deepseek-ai/DeepSeek-R1"),
+      preset("kimi-k2",          "Kimi-K2",           64, 128, 64, 128, 512, 1536, 61, "moonshotai/Kimi-K2-Instruct"),
+      preset("glm-5",            "GLM-5",             64, 192, 64, 256, 512, 2048, 78, "zai-org/GLM-5"),
+      preset("deepseek-v2",      "DeepSeek-V2",      128, 128, 64, 128, 512, 1536, 60, "deepseek-ai/DeepSeek-V2"),
+      preset("deepseek-v2-lite", "DeepSeek-V2-Lite",  16, 128, 64, 128, 512,    0, 27, "deepseek-ai/DeepSeek-V2-Lite"),
   };
   return presets;
 }
 
-std::string model_preset_names() {
-  std::string out;
-  for (const ModelDims& m : model_presets()) out += (out.empty() ? "" : ", ") + m.name;
-  return out;
-}
+std::string model_preset_names() { return preset_names(model_presets()); }
 
 const ModelDims& find_model_preset(const std::string& name) {
-  const std::string wanted = lower(name);
-  for (const ModelDims& m : model_presets())
-    if (m.name == wanted) return m;
-  throw InputError(fmt::format("--model {}: unknown model; choose one of {} or give --model-config config.json", name,
-                               model_preset_names()));
+  return find_preset(model_presets(), name, "--model", "model", "--model-config config.json");
 }
 
 uint64_t BufferMemory::kv_bytes(uint64_t rows) const { return saturating_mul(rows, kv_bytes_per_row); }

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <stdexcept>
 
-#include "mlaplan/errors.hpp"
+#include "preset_lookup.hpp"
 
 namespace mlaplan::explore {
 
@@ -93,7 +92,7 @@ Points trace_points(const std::vector<double>& values) {
   return points;
 }
 
-std::vector<QuantileClaim> claims(const char* what, std::initializer_list<std::pair<double, double>> pv) {
+std::vector<QuantileClaim> claims(const char* what, const Points& pv) {
   std::vector<QuantileClaim> out;
   for (const auto& [p, v] : pv) out.push_back({what, p, v});
   return out;
@@ -104,40 +103,102 @@ std::vector<QuantileClaim> operator+(std::vector<QuantileClaim> a, const std::ve
   return a;
 }
 
-WorkloadPreset azure(const char* name, const char* kind, const char* description, std::vector<double> values,
-                     double mean) {
+// A preset drawn from the input lengths of a public trace (`values` at trace_points' p), claiming
+// their p50, p90, p99 and mean; all new unless the caller splits the input.
+WorkloadPreset from_trace(const char* name, const char* description, std::string source,
+                          const std::vector<double>& values, double mean) {
   WorkloadPreset w;
   w.name = name;
   w.description = description;
-  w.source = fmt::format(
-      "Azure LLM inference trace 2023 ({0}): data/AzureLLMInferenceTrace_{0}.csv, ContextTokens, in "
-      "https://github.com/Azure/AzurePublicDataset (AzureLLMInferenceDataset2023.md); Patel et al., \"Splitwise: "
-      "Efficient generative LLM inference using phase splitting\", ISCA 2024. Percentiles computed from the CSV.",
-      kind);
-  Points points = trace_points(values);
+  w.source = std::move(source);
   w.claims = claims("input", {{0.5, values[5]}, {0.9, values[7]}, {0.99, values[9]}});
   w.means = {{"input", mean}};
   w.split = SplitModel::all_new;
-  w.input.emplace(std::move(points));
+  w.input.emplace(trace_points(values));
   return w;
 }
 
-WorkloadPreset mooncake(const char* name, const char* file, const char* description, std::vector<double> values,
+WorkloadPreset azure(const char* name, const char* kind, const char* description, const std::vector<double>& values,
+                     double mean) {
+  return from_trace(
+      name, description,
+      fmt::format(
+          "Azure LLM inference trace 2023 ({0}): data/AzureLLMInferenceTrace_{0}.csv, ContextTokens, in "
+          "https://github.com/Azure/AzurePublicDataset (AzureLLMInferenceDataset2023.md); Patel et al., \"Splitwise: "
+          "Efficient generative LLM inference using phase splitting\", ISCA 2024. Percentiles computed from the CSV.",
+          kind),
+      values, mean);
+}
+
+WorkloadPreset mooncake(const char* name, const char* file, const char* description, const std::vector<double>& values,
                         double mean, double cache_ratio) {
-  WorkloadPreset w;
-  w.name = name;
-  w.description = description;
-  w.source = fmt::format(
-      "Mooncake FAST'25 trace release: FAST25-release/traces/{}, input_length, in https://github.com/kvcache-ai/Mooncake "
-      "(FAST25-release/README.md: request count and average input); Qin et al., \"Mooncake: Trading More Storage for "
-      "Less Computation\", FAST 2025, Table 2 (cache ratio {:.0f}%). Percentiles computed from the trace.",
-      file, cache_ratio * 100);
-  w.claims = claims("input", {{0.5, values[5]}, {0.9, values[7]}, {0.99, values[9]}});
-  w.means = {{"input", mean}};
+  WorkloadPreset w = from_trace(
+      name, description,
+      fmt::format("Mooncake FAST'25 trace release: FAST25-release/traces/{}, input_length, in "
+                  "https://github.com/kvcache-ai/Mooncake (FAST25-release/README.md: request count and average input); "
+                  "Qin et al., \"Mooncake: Trading More Storage for Less Computation\", FAST 2025, Table 2 (cache "
+                  "ratio {:.0f}%). Percentiles computed from the trace.",
+                  file, cache_ratio * 100),
+      values, mean);
   w.split = SplitModel::block_share;
-  w.input.emplace(trace_points(values));
   w.cached_share = cache_ratio;
   w.block_tokens = 512;  // the traces' hash_ids blocks
+  return w;
+}
+
+// The lengths of one side of a TraceLab coding-agent step (the cached prefix, or the new tokens).
+struct AgentLengths {
+  Points published;  // p25, p50, p90 and p99 as TraceLab lists them: the preset's claims
+  double mean;
+  Points more;  // the CDF's other points: its ends and, for the prefix, prefix_bins()
+
+  // The CDF through both sets of points, in order of p.
+  Points cdf() const {
+    Points all = more;
+    all.insert(all.end(), published.begin(), published.end());
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+};
+
+// The prefix CDF that TraceLab's steps per prefix bin give: the bins are <1k, 1-2k, 2-4k, ...,
+// 128-256k (units of 1,024 tokens) and >256k, each with its share of the steps at its upper edge.
+// An empty bin adds no point (p must rise); the last one ends at the longest prefix, `max`.
+Points prefix_bins(const std::vector<double>& steps, double max) {
+  double total = 0;
+  for (double n : steps) total += n;
+  Points points{{0, 1}};
+  double below = 0, edge = 1024;
+  for (size_t i = 0; i + 1 < steps.size(); ++i, edge *= 2) {
+    below += steps[i];
+    if (steps[i] > 0) points.emplace_back(below / total, edge);
+  }
+  points.emplace_back(1, max);
+  return points;
+}
+
+// "116K" for 115,584, "886" for 886: a length as the descriptions round it.
+std::string rounded(double tokens) {
+  return tokens < 1000 ? fmt::format("{}", tokens) : fmt::format("{:.0f}K", tokens / 1000);
+}
+
+// A TraceLab coding-agent preset: the cached prefix and the new tokens of a step drawn independently.
+// The description quotes the published p50 and p99 (published[1] and [3]).
+WorkloadPreset coding_agent(const char* name, const char* agent, std::string source, const AgentLengths& cached,
+                            const AgentLengths& new_tokens) {
+  WorkloadPreset w;
+  w.name = name;
+  w.description = fmt::format(
+      "{} coding-agent steps: a huge cached prefix (p50 {}, p99 {}) and about 1K new tokens per step (p50 {}, p99 {}), "
+      "drawn independently",
+      agent, rounded(cached.published[1].second), rounded(cached.published[3].second),
+      rounded(new_tokens.published[1].second), rounded(new_tokens.published[3].second));
+  w.source = std::move(source);
+  w.claims = claims("cached", cached.published) + claims("new", new_tokens.published);
+  w.means = {{"cached", cached.mean}, {"new", new_tokens.mean}};
+  w.split = SplitModel::independent;
+  w.cached.emplace(cached.cdf());
+  w.new_tokens.emplace(new_tokens.cdf());
   return w;
 }
 
@@ -167,71 +228,19 @@ std::vector<WorkloadPreset> make_presets() {
       "https://tracelab.cs.washington.edu/exp/llm_generation/token_length_distribution/ (prefix and append tokens: avg, "
       "p25, p50, p90, p99) and https://tracelab.cs.washington.edu/exp/llm_generation/append_by_prefix_bin/ (steps per "
       "prefix bin); https://github.com/uw-syfi/TraceLab";
-  {
-    // Codex: 216,823 steps. Below p25 the prefix CDF comes from the steps per prefix bin (in units
-    // of 1,024 tokens; 217,635 steps in that table): <1k 626, 1-2k 902, 2-4k 2,108, 4-8k 3,501,
-    // 8-16k 5,503, 16-32k 10,470, 32-64k 29,925, 64-128k 72,996, 128-256k 91,598, >256k 6.
-    constexpr double n = 217635;
-    WorkloadPreset w;
-    w.name = "coding-agent";
-    w.description =
-        "Codex coding-agent steps: a huge cached prefix (p50 116K, p99 231K) and about 1K new tokens per step (p50 "
-        "886, p99 121K), drawn independently";
-    w.source = tracelab + " (Codex rows)";
-    w.claims = claims("cached", {{0.25, 67456}, {0.5, 115584}, {0.9, 201600}, {0.99, 231040}}) +
-               claims("new", {{0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.99, 121009}});
-    w.means = {{"cached", 116623}, {"new", 5283}};
-    w.split = SplitModel::independent;
-    w.cached.emplace(Points{{0, 1},
-                            {626 / n, 1024},
-                            {1528 / n, 2048},
-                            {3636 / n, 4096},
-                            {7137 / n, 8192},
-                            {12640 / n, 16384},
-                            {23110 / n, 32768},
-                            {53035 / n, 65536},
-                            {0.25, 67456},
-                            {0.5, 115584},
-                            {126031 / n, 131072},
-                            {0.9, 201600},
-                            {0.99, 231040},
-                            {217629 / n, 262144},
-                            {1, 272000}});
-    w.new_tokens.emplace(Points{{0, 1}, {0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.97, 17238}, {0.99, 121009}, {1, 272000}});
-    presets.push_back(std::move(w));
-  }
-  {
-    // Claude Code: 140,338 steps; steps per prefix bin: <1k 2,937, 1-2k 0, 2-4k 2, 4-8k 530,
-    // 8-16k 4,034, 16-32k 10,248, 32-64k 20,919, 64-128k 33,571, 128-256k 34,840, >256k 33,257.
-    constexpr double n = 140338;
-    WorkloadPreset w;
-    w.name = "coding-agent-claude";
-    w.description =
-        "Claude Code coding-agent steps: a huge cached prefix (p50 126K, p99 918K) and about 1K new tokens per step "
-        "(p50 857, p99 232K), drawn independently";
-    w.source = tracelab + " (Claude rows)";
-    w.claims = claims("cached", {{0.25, 59949}, {0.5, 126180}, {0.9, 467082}, {0.99, 918111}}) +
-               claims("new", {{0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.99, 232206}});
-    w.means = {{"cached", 194361}, {"new", 8479}};
-    w.split = SplitModel::independent;
-    w.cached.emplace(Points{{0, 1},
-                            {2937 / n, 1024},
-                            {2939 / n, 4096},
-                            {3469 / n, 8192},
-                            {7503 / n, 16384},
-                            {17751 / n, 32768},
-                            {0.25, 59949},
-                            {38670 / n, 65536},
-                            {0.5, 126180},
-                            {72241 / n, 131072},
-                            {107081 / n, 262144},
-                            {0.9, 467082},
-                            {0.99, 918111},
-                            {1, 1000000}});
-    w.new_tokens.emplace(
-        Points{{0, 1}, {0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.97, 12233}, {0.99, 232206}, {1, 1000000}});
-    presets.push_back(std::move(w));
-  }
+  // Codex: 216,823 steps (217,635 in the steps per prefix bin). Claude Code: 140,338 steps. A row:
+  // name, agent, source; the cached prefix {published, mean, steps per prefix bin}; the new tokens
+  // {published, mean, the CDF's other points}.
+  presets.push_back(coding_agent("coding-agent", "Codex", tracelab + " (Codex rows)",
+                                 {{{0.25, 67456}, {0.5, 115584}, {0.9, 201600}, {0.99, 231040}}, 116623,
+                                  prefix_bins({626, 902, 2108, 3501, 5503, 10470, 29925, 72996, 91598, 6}, 272000)},
+                                 {{{0.25, 406}, {0.5, 886}, {0.9, 8310}, {0.99, 121009}}, 5283,
+                                  {{0, 1}, {0.97, 17238}, {1, 272000}}}));
+  presets.push_back(coding_agent("coding-agent-claude", "Claude Code", tracelab + " (Claude rows)",
+                                 {{{0.25, 59949}, {0.5, 126180}, {0.9, 467082}, {0.99, 918111}}, 194361,
+                                  prefix_bins({2937, 0, 2, 530, 4034, 10248, 20919, 33571, 34840, 33257}, 1000000)},
+                                 {{{0.25, 384}, {0.5, 857}, {0.9, 5342}, {0.99, 232206}}, 8479,
+                                  {{0, 1}, {0.97, 12233}, {1, 1000000}}}));
   {
     WorkloadPreset w;
     w.name = "short-chat";
@@ -254,12 +263,6 @@ std::vector<WorkloadPreset> make_presets() {
   return presets;
 }
 
-bool iequals(const std::string& a, const std::string& b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 }  // namespace
 
 const std::vector<WorkloadPreset>& workload_presets() {
@@ -267,18 +270,10 @@ const std::vector<WorkloadPreset>& workload_presets() {
   return presets;
 }
 
-std::string workload_preset_names() {
-  std::string names;
-  for (const WorkloadPreset& w : workload_presets()) names += (names.empty() ? "" : ", ") + w.name;
-  return names;
-}
+std::string workload_preset_names() { return preset_names(workload_presets()); }
 
 const WorkloadPreset& find_workload_preset(const std::string& name) {
-  for (const WorkloadPreset& w : workload_presets()) {
-    if (iequals(w.name, name)) return w;
-  }
-  throw InputError(fmt::format("--workload {}: unknown workload; choose one of {} or give --lengths FILE.csv", name,
-                               workload_preset_names()));
+  return find_preset(workload_presets(), name, "--workload", "workload", "--lengths FILE.csv");
 }
 
 std::vector<Request> draw_requests(const WorkloadPreset& preset, size_t count, uint64_t seed) {
