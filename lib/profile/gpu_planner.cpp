@@ -9,7 +9,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.hpp"
+#include "mlaplan/cuda_support/cuda_call.hpp"
+#include "mlaplan/cuda_support/device_buffer.hpp"
 #include "mlaplan/device_plan.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/plan_shape.hpp"
@@ -18,43 +19,27 @@ namespace mlaplan::profile {
 
 namespace {
 
-using cuda_detail::check_cuda;
+using cuda_support::DeviceBuffer;
 
-// Device memory that only grows.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(ptr_); }
+// "CUDA error in <what>: cudaErrorX: description"; "out of GPU memory: <what>" for an allocation.
+constexpr cuda_support::Wording kCuda{"CUDA error in ", true, "out of GPU memory: "};
 
-  // Returns true when the buffer was (re)allocated, i.e. its contents are undefined.
-  bool reserve(size_t bytes, const char* what) {
-    if (bytes <= bytes_) return false;
-    check_cuda(cudaFree(ptr_), fmt::format("freeing the {} buffer", what));
-    ptr_ = nullptr;
-    bytes_ = 0;
-    check_cuda(cudaMalloc(&ptr_, bytes), fmt::format("allocating {} bytes for {}", bytes, what));
-    bytes_ = bytes;
-    return true;
-  }
-  template <typename T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+// Grows `buffer` to `count` values (never shrinks it, so buffers are reused across calls); true when
+// it was reallocated, i.e. its contents are undefined.
+template <typename T>
+bool grow(DeviceBuffer<T>& buffer, size_t count, const char* what) {
+  if (count <= buffer.size()) return false;
+  MLAPLAN_CUDA_CHECK(buffer.reset(), kCuda, fmt::format("freeing the {} buffer", what));
+  MLAPLAN_CUDA_CHECK(buffer.allocate(count), kCuda, fmt::format("allocating {} bytes for {}", count * sizeof(T), what));
+  return true;
+}
 
 class GpuPlanner final : public Planner {
  public:
   GpuPlanner(GpuKernel kernel, std::string device_name) : kernel_(kernel), device_name_(std::move(device_name)) {
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
-    check_cuda(cudaEventCreate(&start_), "creating an event");
-    check_cuda(cudaEventCreate(&stop_), "creating an event");
+    MLAPLAN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), kCuda, "creating a stream");
+    MLAPLAN_CUDA_CHECK(cudaEventCreate(&start_), kCuda, "creating an event");
+    MLAPLAN_CUDA_CHECK(cudaEventCreate(&stop_), kCuda, "creating an event");
   }
   ~GpuPlanner() override {
     cudaEventDestroy(stop_);
@@ -76,55 +61,56 @@ class GpuPlanner final : public Planner {
     args.max_chunks = m;
     {
       auto scope = timer.phase("copy in");
-      offsets_.reserve((size_t{b} + 1) * sizeof(uint32_t), "input_row_offsets");
-      cache_lengths_.reserve(std::max<size_t>(b, 1) * sizeof(uint32_t), "cache_lengths");
-      row_offsets_.reserve(size_t{m} * (size_t{b} + 1) * sizeof(uint32_t), "buffer_row_offsets");
-      cache_offsets_.reserve(std::max<size_t>(size_t{m} * b, 1) * sizeof(uint32_t), "cache_offsets");
-      lengths_.reserve(size_t{m} * sizeof(int32_t), "buffer_lengths");
-      status_.reserve(sizeof(DevicePlanStatus), "the plan status");
+      grow(offsets_, size_t{b} + 1, "input_row_offsets");
+      grow(cache_lengths_, std::max<size_t>(b, 1), "cache_lengths");
+      grow(row_offsets_, size_t{m} * (size_t{b} + 1), "buffer_row_offsets");
+      grow(cache_offsets_, std::max<size_t>(size_t{m} * b, 1), "cache_offsets");
+      grow(lengths_, m, "buffer_lengths");
+      grow(status_, 1, "the plan status");
       const size_t ws_bytes = plan_workspace_bytes(b, m, kernel_);
-      if (workspace_.reserve(std::max<size_t>(ws_bytes, 1), "the planner workspace"))
-        check_cuda(cudaMemsetAsync(workspace_.as<void>(), 0, workspace_.bytes(), stream_), "zeroing the workspace");
-      check_cuda(cudaMemcpyAsync(offsets_.as<uint32_t>(), batch.input_row_offsets.data(),
-                                 (size_t{b} + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_),
-                 "copying input_row_offsets to the GPU");
+      if (grow(workspace_, std::max<size_t>(ws_bytes, 1), "the planner workspace"))
+        MLAPLAN_CUDA_CHECK(cudaMemsetAsync(workspace_.get(), 0, workspace_.bytes(), stream_), kCuda,
+                           "zeroing the workspace");
+      MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(offsets_.get(), batch.input_row_offsets.data(),
+                                         (size_t{b} + 1) * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_),
+                         kCuda, "copying input_row_offsets to the GPU");
       if (b > 0)
-        check_cuda(cudaMemcpyAsync(cache_lengths_.as<uint32_t>(), batch.cache_lengths.data(), size_t{b} * sizeof(uint32_t),
-                                   cudaMemcpyHostToDevice, stream_),
-                   "copying cache_lengths to the GPU");
-      check_cuda(cudaStreamSynchronize(stream_), "copying the batch to the GPU");
+        MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(cache_lengths_.get(), batch.cache_lengths.data(),
+                                           size_t{b} * sizeof(uint32_t), cudaMemcpyHostToDevice, stream_),
+                           kCuda, "copying cache_lengths to the GPU");
+      MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "copying the batch to the GPU");
     }
-    args.input_row_offsets = offsets_.as<uint32_t>();
-    args.cache_lengths = cache_lengths_.as<uint32_t>();
-    args.buffer_row_offsets = row_offsets_.as<uint32_t>();
-    args.cache_offsets = cache_offsets_.as<uint32_t>();
-    args.buffer_lengths = lengths_.as<int32_t>();
-    args.status = status_.as<DevicePlanStatus>();
+    args.input_row_offsets = offsets_.get();
+    args.cache_lengths = cache_lengths_.get();
+    args.buffer_row_offsets = row_offsets_.get();
+    args.cache_offsets = cache_offsets_.get();
+    args.buffer_lengths = lengths_.get();
+    args.status = status_.get();
 
     // The plan phase is the kernels alone, timed with events on the stream.
-    check_cuda(cudaEventRecord(start_, stream_), "recording an event");
-    check_cuda(plan_on_device(args, workspace_.as<void>(), workspace_.bytes(), stream_, kernel_),
-               fmt::format("launching the {} kernel", to_string(kernel_)));
-    check_cuda(cudaEventRecord(stop_, stream_), "recording an event");
-    check_cuda(cudaEventSynchronize(stop_), fmt::format("running the {} kernel", to_string(kernel_)));
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(start_, stream_), kCuda, "recording an event");
+    MLAPLAN_CUDA_CHECK(plan_on_device(args, workspace_.get(), workspace_.bytes(), stream_, kernel_), kCuda,
+                       fmt::format("launching the {} kernel", to_string(kernel_)));
+    MLAPLAN_CUDA_CHECK(cudaEventRecord(stop_, stream_), kCuda, "recording an event");
+    MLAPLAN_CUDA_CHECK(cudaEventSynchronize(stop_), kCuda, fmt::format("running the {} kernel", to_string(kernel_)));
     float ms = 0;
-    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "reading the kernel time");
+    MLAPLAN_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_), kCuda, "reading the kernel time");
     timer.add("plan", ms * 1000.0);
 
     PlanTables tables;
     DevicePlanStatus status{};
     {
       auto scope = timer.phase("copy out");
-      check_cuda(cudaMemcpyAsync(&status, args.status, sizeof(status), cudaMemcpyDeviceToHost, stream_),
-                 "copying the plan status from the GPU");
-      check_cuda(cudaStreamSynchronize(stream_), "copying the plan status from the GPU");
+      MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(&status, args.status, sizeof(status), cudaMemcpyDeviceToHost, stream_), kCuda,
+                         "copying the plan status from the GPU");
+      MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "copying the plan status from the GPU");
       if (status.code == kPlanOk) {
         tables = PlanTables(b, m);
         copy_out(tables.buffer_row_offsets.data(), args.buffer_row_offsets, tables.buffer_row_offsets.size(),
                  "buffer_row_offsets");
         copy_out(tables.cache_offsets.data(), args.cache_offsets, tables.cache_offsets.size(), "cache_offsets");
         copy_out(tables.buffer_lengths.data(), args.buffer_lengths, tables.buffer_lengths.size(), "buffer_lengths");
-        check_cuda(cudaStreamSynchronize(stream_), "copying the plan from the GPU");
+        MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "copying the plan from the GPU");
       }
     }
     if (status.code != kPlanOk) refuse(batch, status);
@@ -135,8 +121,8 @@ class GpuPlanner final : public Planner {
   template <typename T>
   void copy_out(T* host, const T* device, size_t count, const char* what) {
     if (count == 0) return;
-    check_cuda(cudaMemcpyAsync(host, device, count * sizeof(T), cudaMemcpyDeviceToHost, stream_),
-               fmt::format("copying {} from the GPU", what));
+    MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(host, device, count * sizeof(T), cudaMemcpyDeviceToHost, stream_), kCuda,
+                       fmt::format("copying {} from the GPU", what));
   }
 
   // The device refused the batch: throw what the CPU would, with the CPU's own message, so both
@@ -162,7 +148,10 @@ class GpuPlanner final : public Planner {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
-  DeviceBuffer offsets_, cache_lengths_, row_offsets_, cache_offsets_, lengths_, status_, workspace_;
+  DeviceBuffer<uint32_t> offsets_, cache_lengths_, row_offsets_, cache_offsets_;
+  DeviceBuffer<int32_t> lengths_;
+  DeviceBuffer<DevicePlanStatus> status_;
+  DeviceBuffer<unsigned char> workspace_;
 };
 
 }  // namespace

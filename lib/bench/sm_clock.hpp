@@ -1,5 +1,5 @@
 // The SM clock without NVML: a one-thread kernel spins for a fixed number of clock64() cycles and
-// CUDA events time it, so cycles / microseconds = MHz.
+// CUDA events time it, so cycles / microseconds = MHz. The kernel is in gpu_kernels.cu.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,6 +1,9 @@
 // The GPU side of bench: device buffers per input set, the planners through plan_on_device (and a
 // CUDA graph of it), the vLLM-style cpu+copy path, and the empty-launch and copy limits, all
 // timed with CUDA events on one stream.
+#include "mlaplan/bench/gpu_measurements.hpp"
+
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,16 +11,18 @@
 #include <cstring>
 #include <functional>
 
-#include "cuda_check.cuh"
-#include "cuda_timer.cuh"
-#include "l2_flush.cuh"
-#include "mlaplan/bench/gpu_measurements.hpp"
+#include "cuda_timer.hpp"
+#include "cuda_wording.hpp"
+#include "gpu_kernels.hpp"
+#include "l2_flush.hpp"
+#include "mlaplan/cuda_support/device_buffer.hpp"
+#include "mlaplan/cuda_support/graph.hpp"
 #include "mlaplan/device_plan.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/profile/gpu_planner.hpp"
 #include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/profile/stop_request.hpp"
-#include "sm_clock.cuh"
+#include "sm_clock.hpp"
 
 namespace mlaplan::bench {
 
@@ -27,26 +32,23 @@ constexpr double kHotBatchUs = 200;    // a hot sample is a batch of launches la
 constexpr size_t kMaxHotBatch = 1000;
 constexpr size_t kCopyBytes = size_t{1} << 30;  // each way: far past the L2, so DRAM bandwidth
 
-__global__ void empty_kernel() {}
+using cuda_support::DeviceBuffer;
+using cuda_support::GraphExec;
 
 template <class T>
-struct DeviceArray {
-  T* ptr = nullptr;
-  size_t count = 0;
-  explicit DeviceArray(size_t n = 0) : count(n) {
-    if (n) cuda_check(cudaMalloc(&ptr, n * sizeof(T)), "allocating device memory");
-  }
-  ~DeviceArray() { cudaFree(ptr); }
-  DeviceArray(DeviceArray&& o) noexcept : ptr(o.ptr), count(o.count) { o.ptr = nullptr; }
-  DeviceArray& operator=(DeviceArray&&) = delete;
-  size_t bytes() const { return count * sizeof(T); }
-};
+DeviceBuffer<T> device_array(size_t n) {
+  DeviceBuffer<T> a;
+  MLAPLAN_CUDA_CHECK(a.allocate(n), kCuda, "allocating device memory");
+  return a;
+}
 
 template <class T>
 struct PinnedArray {
   T* ptr = nullptr;
   explicit PinnedArray(size_t n) {
-    if (n) cuda_check(cudaMallocHost(&ptr, n * sizeof(T)), "allocating pinned host memory");
+    void* p = nullptr;
+    if (n) MLAPLAN_CUDA_CHECK(cudaMallocHost(&p, n * sizeof(T)), kCuda, "allocating pinned host memory");
+    ptr = static_cast<T*>(p);
   }
   ~PinnedArray() { cudaFreeHost(ptr); }
   PinnedArray(const PinnedArray&) = delete;
@@ -55,45 +57,53 @@ struct PinnedArray {
 
 // One input set on the device: its inputs and its own tables, so rotation touches fresh memory.
 struct DeviceSet {
-  DeviceArray<uint32_t> offsets, cache_lengths, row_offsets, cache_offsets;
-  DeviceArray<int32_t> lengths;
-  DeviceArray<DevicePlanStatus> status;
+  DeviceBuffer<uint32_t> offsets, cache_lengths, row_offsets, cache_offsets;
+  DeviceBuffer<int32_t> lengths;
+  DeviceBuffer<DevicePlanStatus> status;
   DevicePlanArgs args;
 
   explicit DeviceSet(const Batch& b)
-      : offsets(size_t{b.batch_size()} + 1),
-        cache_lengths(b.batch_size()),
-        row_offsets(size_t{b.max_chunks} * (b.batch_size() + size_t{1})),
-        cache_offsets(size_t{b.max_chunks} * b.batch_size()),
-        lengths(b.max_chunks),
-        status(1) {
-    cuda_check(cudaMemcpy(offsets.ptr, b.input_row_offsets.data(), offsets.bytes(), cudaMemcpyHostToDevice), "copying inputs");
+      : offsets(device_array<uint32_t>(size_t{b.batch_size()} + 1)),
+        cache_lengths(device_array<uint32_t>(b.batch_size())),
+        row_offsets(device_array<uint32_t>(size_t{b.max_chunks} * (b.batch_size() + size_t{1}))),
+        cache_offsets(device_array<uint32_t>(size_t{b.max_chunks} * b.batch_size())),
+        lengths(device_array<int32_t>(b.max_chunks)),
+        status(device_array<DevicePlanStatus>(1)) {
+    MLAPLAN_CUDA_CHECK(cudaMemcpy(offsets.get(), b.input_row_offsets.data(), offsets.bytes(), cudaMemcpyHostToDevice),
+                       kCuda, "copying inputs");
     if (b.batch_size())
-      cuda_check(cudaMemcpy(cache_lengths.ptr, b.cache_lengths.data(), cache_lengths.bytes(), cudaMemcpyHostToDevice), "copying inputs");
-    args.input_row_offsets = offsets.ptr;
-    args.cache_lengths = cache_lengths.ptr;
+      MLAPLAN_CUDA_CHECK(
+          cudaMemcpy(cache_lengths.get(), b.cache_lengths.data(), cache_lengths.bytes(), cudaMemcpyHostToDevice), kCuda,
+          "copying inputs");
+    args.input_row_offsets = offsets.get();
+    args.cache_lengths = cache_lengths.get();
     args.batch_size = b.batch_size();
     args.page_size = b.page_size;
     args.buffer_token_size = b.buffer_token_size;
     args.max_chunks = b.max_chunks;
-    args.buffer_row_offsets = row_offsets.ptr;
-    args.cache_offsets = cache_offsets.ptr;
-    args.buffer_lengths = lengths.ptr;
-    args.status = status.ptr;
+    args.buffer_row_offsets = row_offsets.get();
+    args.cache_offsets = cache_offsets.get();
+    args.buffer_lengths = lengths.get();
+    args.status = status.get();
   }
 
   void poison(cudaStream_t s) {  // every cell must be written by the planner under test
-    cuda_check(cudaMemsetAsync(row_offsets.ptr, 0xab, row_offsets.bytes(), s), "poisoning tables");
-    cuda_check(cudaMemsetAsync(cache_offsets.ptr, 0xab, cache_offsets.bytes(), s), "poisoning tables");
-    cuda_check(cudaMemsetAsync(lengths.ptr, 0xab, lengths.bytes(), s), "poisoning tables");
+    MLAPLAN_CUDA_CHECK(cudaMemsetAsync(row_offsets.get(), 0xab, row_offsets.bytes(), s), kCuda, "poisoning tables");
+    MLAPLAN_CUDA_CHECK(cudaMemsetAsync(cache_offsets.get(), 0xab, cache_offsets.bytes(), s), kCuda, "poisoning tables");
+    MLAPLAN_CUDA_CHECK(cudaMemsetAsync(lengths.get(), 0xab, lengths.bytes(), s), kCuda, "poisoning tables");
   }
 
   PlanTables download(uint32_t b, uint32_t m) const {
     PlanTables t(b, m);
-    cuda_check(cudaMemcpy(t.buffer_row_offsets.data(), row_offsets.ptr, row_offsets.bytes(), cudaMemcpyDeviceToHost), "copying tables back");
-    if (cache_offsets.count)
-      cuda_check(cudaMemcpy(t.cache_offsets.data(), cache_offsets.ptr, cache_offsets.bytes(), cudaMemcpyDeviceToHost), "copying tables back");
-    cuda_check(cudaMemcpy(t.buffer_lengths.data(), lengths.ptr, lengths.bytes(), cudaMemcpyDeviceToHost), "copying tables back");
+    MLAPLAN_CUDA_CHECK(
+        cudaMemcpy(t.buffer_row_offsets.data(), row_offsets.get(), row_offsets.bytes(), cudaMemcpyDeviceToHost), kCuda,
+        "copying tables back");
+    if (cache_offsets.size())
+      MLAPLAN_CUDA_CHECK(
+          cudaMemcpy(t.cache_offsets.data(), cache_offsets.get(), cache_offsets.bytes(), cudaMemcpyDeviceToHost), kCuda,
+          "copying tables back");
+    MLAPLAN_CUDA_CHECK(cudaMemcpy(t.buffer_lengths.data(), lengths.get(), lengths.bytes(), cudaMemcpyDeviceToHost),
+                       kCuda, "copying tables back");
     return t;
   }
 };
@@ -110,29 +120,23 @@ size_t hot_batch(double one_launch_us) {
   return n;
 }
 
-// Captures what `enqueue` puts on `stream` (it returns the launch's error) and instantiates it.
+// Captures what `enqueue` puts on `stream` (it returns the launch's error) and instantiates it;
+// `what` names the enqueued work in the message if enqueuing it failed.
 template <class Enqueue>
-cudaGraphExec_t capture_graph(cudaStream_t stream, Enqueue&& enqueue, const char* what) {
-  cudaGraph_t graph = nullptr;
-  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "starting graph capture");
-  const cudaError_t launched = enqueue();
-  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
-  cuda_check(launched, what);
-  cuda_check(ended, "ending graph capture");
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  cuda_check(inst, "instantiating the graph");
-  return exec;
+GraphExec capture_graph(cudaStream_t stream, Enqueue&& enqueue, const char* what) {
+  const char* const steps[] = {"starting graph capture", what, "ending graph capture", "instantiating the graph"};
+  cuda_support::Capture c = cuda_support::capture_graph(stream, enqueue);
+  if (!c.ok()) cuda_support::raise(c.call, kCuda, steps[static_cast<int>(c.step)]);
+  return std::move(c.exec);
 }
 
 class CudaGpuBench final : public GpuBench {
  public:
   explicit CudaGpuBench(std::string name) : name_(std::move(name)) {
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    MLAPLAN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), kCuda, "cudaStreamCreate");
     int device = 0, khz = 0;
-    cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-    cuda_check(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device), "reading the rated clock");
+    MLAPLAN_CUDA_CHECK(cudaGetDevice(&device), kCuda, "cudaGetDevice");
+    MLAPLAN_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device), kCuda, "reading the rated clock");
     max_mhz_ = khz / 1000.0;
   }
   ~CudaGpuBench() override { cudaStreamDestroy(stream_); }
@@ -147,59 +151,56 @@ class CudaGpuBench final : public GpuBench {
 
   Measurement measure_empty(Mode mode, const StoppingRule& rule) override {
     return time_launches(mode, rule, [this](size_t) {
-      empty_kernel<<<1, 1, 0, stream_>>>();
-      cuda_check(cudaGetLastError(), "launching the empty kernel");
+      MLAPLAN_CUDA_CHECK(launch_empty_kernel(stream_), kCuda, "launching the empty kernel");
     });
   }
 
   CopyMeasurement measure_copy(const StoppingRule& rule) override {
-    DeviceArray<unsigned char> src(kCopyBytes), dst(kCopyBytes);
-    cuda_check(cudaMemset(src.ptr, 0x5a, kCopyBytes), "filling the copy source");  // not zeros, and every page touched
+    auto src = device_array<unsigned char>(kCopyBytes), dst = device_array<unsigned char>(kCopyBytes);
+    MLAPLAN_CUDA_CHECK(cudaMemset(src.get(), 0x5a, kCopyBytes), kCuda,
+                       "filling the copy source");  // not zeros, and every page touched
     CopyMeasurement c;
     c.bytes = 2.0 * kCopyBytes;
     c.time = time_launches(Mode::hot, rule, [&](size_t) {
-      cuda_check(cudaMemcpyAsync(dst.ptr, src.ptr, kCopyBytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
+      MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), kCopyBytes, cudaMemcpyDeviceToDevice, stream_), kCuda,
+                         "device copy");
     });
     return c;
   }
 
   CopyMeasurement measure_write(const StoppingRule& rule) override {
-    DeviceArray<unsigned char> dst(kCopyBytes);
+    auto dst = device_array<unsigned char>(kCopyBytes);
     CopyMeasurement c;
     c.bytes = static_cast<double>(kCopyBytes);
     unsigned char value = 0;
     c.time = time_launches(Mode::hot, rule, [&](size_t) {
-      cuda_check(cudaMemsetAsync(dst.ptr, ++value, kCopyBytes, stream_), "device memset");
+      MLAPLAN_CUDA_CHECK(cudaMemsetAsync(dst.get(), ++value, kCopyBytes, stream_), kCuda, "device memset");
     });
     return c;
   }
 
   Measurement measure_empty_graph(Mode mode, const StoppingRule& rule) override {
     auto capture = [this] {
-      return capture_graph(stream_, [this] {
-        empty_kernel<<<1, 1, 0, stream_>>>();
-        return cudaGetLastError();
-      }, "capturing the empty kernel");
+      return capture_graph(
+          stream_, [this] { return launch_empty_kernel(stream_); }, "capturing the empty kernel");
     };
-    struct ExecGuard {
-      cudaGraphExec_t e;
-      ~ExecGuard() { cudaGraphExecDestroy(e); }
-    } guard{capture()};
+    GraphExec graph = capture();
     // A fresh instantiation before every sample, as for the graph rows (Rig::renew).
     const Renew renew = [&] {
-      cudaGraphExecDestroy(guard.e);
-      guard.e = nullptr;
-      guard.e = capture();
-      cuda_check(cudaGraphUpload(guard.e, stream_), "uploading the empty graph");
+      graph.reset();
+      graph = capture();
+      MLAPLAN_CUDA_CHECK(graph.upload(stream_), kCuda, "uploading the empty graph");
     };
-    return time_interleaved(mode, rule,
-                            {[&](size_t) { cuda_check(cudaGraphLaunch(guard.e, stream_), "launching the empty graph"); }},
+    return time_interleaved(mode, rule, {[&](size_t) {
+                              MLAPLAN_CUDA_CHECK(graph.launch(stream_), kCuda, "launching the empty graph");
+                            }},
                             {renew})
         .front();
   }
 
   std::vector<Measurement> measure(const std::vector<Kernel>& kernels, const std::vector<Batch>& sets,
-                                   const std::vector<PlanTables>& references, Mode mode, const StoppingRule& rule) override {
+                                   const std::vector<PlanTables>& references, Mode mode,
+                                   const StoppingRule& rule) override {
     profile::PhaseTimer timer;
     std::vector<DeviceSet> dev;  // shared by every kernel: each writes the same tables
     {
@@ -237,18 +238,15 @@ class CudaGpuBench final : public GpuBench {
           M_(shape.max_chunks),
           gk_(gpu_kernel_of(kernel)),
           ws_bytes_(kernel == Kernel::cpu_copy ? 0 : plan_workspace_bytes(B_, M_, gk_)),
-          workspace_(ws_bytes_),
+          workspace_(device_array<unsigned char>(ws_bytes_)),
           h_offsets_(kernel == Kernel::cpu_copy ? size_t{B_} + 1 : 0),
           h_cache_(kernel == Kernel::cpu_copy ? B_ : 0),
           h_rows_(kernel == Kernel::cpu_copy ? size_t{M_} * (B_ + size_t{1}) : 0),
           h_co_(kernel == Kernel::cpu_copy ? size_t{M_} * B_ : 0),
           h_lengths_(kernel == Kernel::cpu_copy ? M_ : 0),
           host_(shape) {
-      if (ws_bytes_) cuda_check(cudaMemset(workspace_.ptr, 0, ws_bytes_), "zeroing the workspace");
+      if (ws_bytes_) MLAPLAN_CUDA_CHECK(cudaMemset(workspace_.get(), 0, ws_bytes_), kCuda, "zeroing the workspace");
       if (kernel == Kernel::graph) renew();
-    }
-    ~Rig() {
-      for (auto e : graphs_) cudaGraphExecDestroy(e);
     }
     Rig(const Rig&) = delete;
     Rig& operator=(const Rig&) = delete;
@@ -260,33 +258,44 @@ class CudaGpuBench final : public GpuBench {
     // The bench does this before every sample: on the H200 one instantiation's replays were up to
     // 15% slower than another's in the same process, a level the samples of one graph cannot show.
     void renew() {
-      for (auto e : graphs_) cudaGraphExecDestroy(e);
       graphs_.clear();
       for (DeviceSet& d : dev_) {
-        graphs_.push_back(capture_graph(stream_, [&] {
-          return plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, GpuKernel::fast);
-        }, "capturing plan_on_device"));
-        cuda_check(cudaGraphUpload(graphs_.back(), stream_), "uploading the graph");
+        graphs_.push_back(capture_graph(
+            stream_, [&] { return plan_on_device(d.args, workspace_.get(), ws_bytes_, stream_, GpuKernel::fast); },
+            "capturing plan_on_device"));
+        MLAPLAN_CUDA_CHECK(graphs_.back().upload(stream_), kCuda, "uploading the graph");
       }
     }
 
     void launch(size_t i) {
       DeviceSet& d = dev_[i];
       if (kernel_ == Kernel::graph) {
-        cuda_check(cudaGraphLaunch(graphs_[i], stream_), "launching the graph");
+        MLAPLAN_CUDA_CHECK(graphs_[i].launch(stream_), kCuda, "launching the graph");
       } else if (kernel_ == Kernel::cpu_copy) {
         // The vLLM way: lengths to the host, plan there, tables back through pinned memory.
-        cuda_check(cudaMemcpyAsync(h_offsets_.ptr, d.offsets.ptr, d.offsets.bytes(), cudaMemcpyDeviceToHost, stream_), "copy to host");
-        if (B_) cuda_check(cudaMemcpyAsync(h_cache_.ptr, d.cache_lengths.ptr, d.cache_lengths.bytes(), cudaMemcpyDeviceToHost, stream_), "copy to host");
-        cuda_check(cudaStreamSynchronize(stream_), "waiting for the copy to host");
+        MLAPLAN_CUDA_CHECK(
+            cudaMemcpyAsync(h_offsets_.ptr, d.offsets.get(), d.offsets.bytes(), cudaMemcpyDeviceToHost, stream_), kCuda,
+            "copy to host");
+        if (B_)
+          MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(h_cache_.ptr, d.cache_lengths.get(), d.cache_lengths.bytes(),
+                                             cudaMemcpyDeviceToHost, stream_),
+                             kCuda, "copy to host");
+        MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "waiting for the copy to host");
         host_.input_row_offsets.assign(h_offsets_.ptr, h_offsets_.ptr + B_ + 1);
         host_.cache_lengths.assign(h_cache_.ptr, h_cache_.ptr + B_);
         plan_fast_cpu_into(host_, {h_rows_.ptr, h_co_.ptr, h_lengths_.ptr}, scratch_);
-        cuda_check(cudaMemcpyAsync(d.row_offsets.ptr, h_rows_.ptr, d.row_offsets.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
-        if (B_) cuda_check(cudaMemcpyAsync(d.cache_offsets.ptr, h_co_.ptr, d.cache_offsets.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
-        cuda_check(cudaMemcpyAsync(d.lengths.ptr, h_lengths_.ptr, d.lengths.bytes(), cudaMemcpyHostToDevice, stream_), "copy to device");
+        MLAPLAN_CUDA_CHECK(
+            cudaMemcpyAsync(d.row_offsets.get(), h_rows_.ptr, d.row_offsets.bytes(), cudaMemcpyHostToDevice, stream_),
+            kCuda, "copy to device");
+        if (B_)
+          MLAPLAN_CUDA_CHECK(cudaMemcpyAsync(d.cache_offsets.get(), h_co_.ptr, d.cache_offsets.bytes(),
+                                             cudaMemcpyHostToDevice, stream_),
+                             kCuda, "copy to device");
+        MLAPLAN_CUDA_CHECK(
+            cudaMemcpyAsync(d.lengths.get(), h_lengths_.ptr, d.lengths.bytes(), cudaMemcpyHostToDevice, stream_), kCuda,
+            "copy to device");
       } else {
-        cuda_check(plan_on_device(d.args, workspace_.ptr, ws_bytes_, stream_, gk_), "plan_on_device");
+        MLAPLAN_CUDA_CHECK(plan_on_device(d.args, workspace_.get(), ws_bytes_, stream_, gk_), kCuda, "plan_on_device");
       }
     }
 
@@ -295,13 +304,16 @@ class CudaGpuBench final : public GpuBench {
       for (size_t i = 0; i < dev_.size(); ++i) {
         dev_[i].poison(stream_);
         launch(i);
-        cuda_check(cudaStreamSynchronize(stream_), "running the planner");
+        MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "running the planner");
         if (kernel_ != Kernel::cpu_copy) {
           DevicePlanStatus status{};
-          cuda_check(cudaMemcpy(&status, dev_[i].status.ptr, sizeof status, cudaMemcpyDeviceToHost), "reading the plan status");
+          MLAPLAN_CUDA_CHECK(cudaMemcpy(&status, dev_[i].status.get(), sizeof status, cudaMemcpyDeviceToHost), kCuda,
+                             "reading the plan status");
           if (status.code != kPlanOk)
-            throw PlanMismatch(fmt::format("bench: the {} kernel refused batch size {} (input set {}) with status {} though the reference planned it",
-                                           to_string(kernel_), B_, i, status.code));
+            throw PlanMismatch(
+                fmt::format("bench: the {} kernel refused batch size {} (input set {}) with status {} though the "
+                            "reference planned it",
+                            to_string(kernel_), B_, i, status.code));
         }
         require_same_plan(references[i], dev_[i].download(B_, M_), kernel_, B_, i);
       }
@@ -314,8 +326,8 @@ class CudaGpuBench final : public GpuBench {
     uint32_t B_, M_;
     GpuKernel gk_;
     size_t ws_bytes_;
-    DeviceArray<unsigned char> workspace_;
-    std::vector<cudaGraphExec_t> graphs_;
+    DeviceBuffer<unsigned char> workspace_;
+    std::vector<GraphExec> graphs_;
     PinnedArray<uint32_t> h_offsets_, h_cache_, h_rows_, h_co_;
     PinnedArray<int32_t> h_lengths_;
     Batch host_;
@@ -335,7 +347,7 @@ class CudaGpuBench final : public GpuBench {
   // back-to-back launches between two events, sized from one timed launch; cold: L2 flushed, then
   // events around a single launch.
   std::vector<Measurement> time_interleaved(Mode mode, const StoppingRule& rule, const std::vector<Launch>& launches,
-                                           const std::vector<Renew>& renew = {}) {
+                                            const std::vector<Renew>& renew = {}) {
     CudaTimer timer;
     std::vector<size_t> counter(launches.size(), 0), repeat(launches.size(), 1);
     std::vector<SampleSeries> series;
@@ -343,7 +355,7 @@ class CudaGpuBench final : public GpuBench {
       // An untimed warm-up first: a kernel's first launch loads its module, and sizing the hot batch
       // from it once left the empty kernel at one launch per sample. Then one timed launch.
       launches[r](counter[r]++);
-      cuda_check(cudaStreamSynchronize(stream_), "warm-up launch");
+      MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "warm-up launch");
       timer.start(stream_);
       launches[r](counter[r]++);
       timer.stop(stream_);
@@ -360,7 +372,7 @@ class CudaGpuBench final : public GpuBench {
       for (size_t r = 0; r < launches.size(); ++r) {
         if (series[r].done()) continue;
         if (r < renew.size() && renew[r]) {
-          cuda_check(cudaStreamSynchronize(stream_), "finishing the last sample");
+          MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_), kCuda, "finishing the last sample");
           renew[r]();
         }
         const auto t0 = std::chrono::steady_clock::now();
