@@ -32,12 +32,19 @@
 // that its first vectors reach. Only the vectors at the ends of a row are stored cell by cell. Each
 // cell is 3 instructions on 32-bit values (an ok plan has S < 2^32; a refused plan's cells are
 // don't-care). docs/performance.md logs the measurements behind each of these choices.
+//
+// The pieces: fast_policy.hpp (the tuned constants, and fast_grid, the grid they give),
+// fast_tile_state.cuh (the published words and the look-back), fast_fill.cuh (the stores); here the
+// tile loads and scan, the kernels and their launch.
 #include <cub/block/block_scan.cuh>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 
+#include "fast_fill.cuh"
+#include "fast_policy.hpp"
+#include "fast_tile_state.cuh"
 #include "kernels.hpp"
 #include "plan_math.cuh"
 
@@ -45,46 +52,7 @@ namespace mlaplan::cuda_detail {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int kItems = 8;                          // columns per thread in a tile
-constexpr int kRun = 4;                            // the fill's runs: 4 consecutive columns, one 16-byte vector
-constexpr int kRuns = kItems / kRun;               // runs per thread
-constexpr uint32_t kRunStride = kThreads * kRun;   // columns between a thread's runs
-constexpr uint32_t kTile = kThreads * kItems;      // columns (sequences) per tile
-// In every row, each block writes a range of memory whose ends are aligned to kAlign cells: 4 (16
-// bytes, each vector whole), or 64 (256 bytes) for large tables, so that no two blocks share a
-// 256-byte block. On the H200 a store-only kernel whose block ranges were 16-byte aligned wrote the
-// B = 4M tables in 144 us, 125 us when 256-byte aligned (as a memset). A tile's first vectors then
-// hold cells of up to kAlign - 1 columns before it.
-constexpr int kLargeAlign = 64;
-constexpr int kHalo = kLargeAlign;  // shared-memory slots before the tile's column 0
-constexpr uint64_t kLargeCells = uint64_t{1} << 22;  // see launch_fast
-constexpr int kSmallThreads = 1024;                // batches up to this size take the one-block-scan path
-// A block should write at least this many cells of each table, or splitting costs more in
-// redundant scans than it buys. Small batches split finer: their blocks' scans are cheap and
-// latency, not work, is what they are short of.
-constexpr uint64_t kMinCellsPerBlock = 2048;
-constexpr uint64_t kMinCellsPerSmallBlock = 512;
-constexpr uint64_t kMaxLookBackBlocks = 128;  // see launch_fast
-constexpr uint64_t kMinRowsPastLookBackCap = 16;  // see launch_fast
-constexpr int kFillBlocksPerSM = 4;  // 64 registers: enough stores in flight to keep DRAM busy
-
-// The workspace: a header, then one published word per tile at a fixed place, so a workspace sized
-// for some batch serves every smaller one: the words a launch uses were put back to zero by the
-// launch before it.
-struct Header {
-  unsigned int done;  // blocks done reading published words in this launch; the last resets them
-  unsigned int pad[3];
-};
-// A published word: a tile's aggregate, or its inclusive prefix, with flags, in one 64-bit word
-// written and read whole, so a reader that sees a flag sees the value (no fence, no second load).
-constexpr uint64_t kWordPrefix = uint64_t{1} << 63;     // value: the padded total up to and including this tile
-constexpr uint64_t kWordAggregate = uint64_t{1} << 62;  // value: this tile's padded total
-constexpr uint64_t kWordBad = uint64_t{1} << 61;        // offsets decrease in the tiles the value covers
-constexpr uint64_t kWordValue = kWordBad - 1;           // E below 2^61
-constexpr size_t kWordsOffset = sizeof(Header);
-
-__device__ __forceinline__ uint64_t min64(uint64_t x, uint64_t y) { return x < y ? x : y; }
+using namespace fast;  // the tile state and the fill
 
 __host__ __device__ inline uint32_t tile_columns(uint32_t batch, uint64_t tile) {
   const uint64_t b0 = tile * kTile;
@@ -92,43 +60,6 @@ __host__ __device__ inline uint32_t tile_columns(uint32_t batch, uint64_t tile) 
   return static_cast<uint32_t>(rest < kTile ? rest : kTile);
 }
 
-// Writes rows [c0, c1) x the batch's n_cols columns of both tables for the one-block kernel (the
-// batch no wider than the block): rows x columns are flattened over the threads so that many chunk
-// rows are written at once, and (c, col) advance by the block size without a division per cell.
-template <int kBlock>
-__device__ __forceinline__ void write_narrow(const DevicePlanArgs& a, const uint32_t* s_start, const uint32_t* s_len,
-                                             uint32_t n_cols, uint64_t c0, uint64_t c1) {
-  const uint64_t n = a.buffer_token_size;
-  const uint64_t pitch = uint64_t{a.batch_size} + 1;
-  const uint32_t step_c = kBlock / n_cols;
-  const uint32_t step_col = kBlock % n_cols;
-  uint64_t c = c0 + threadIdx.x / n_cols;
-  uint32_t col = threadIdx.x % n_cols;
-  while (c < c1) {
-    const uint64_t cn = c * n;
-    const uint64_t sb = s_start[col];
-    a.buffer_row_offsets[c * pitch + col] = sb >= cn ? static_cast<uint32_t>(min64(sb - cn, n)) : 0u;
-    a.cache_offsets[c * a.batch_size + col] = cn > sb ? static_cast<uint32_t>(min64(cn - sb, s_len[col])) : 0u;
-    c += step_c;
-    col += step_col;
-    if (col >= n_cols) {
-      col -= n_cols;
-      ++c;
-    }
-  }
-}
-
-// The sentinel column (S[B] = E) and the chunk lengths of rows [c0, c1), one chunk row per thread.
-template <int kBlock>
-__device__ __forceinline__ void write_sentinel(const DevicePlanArgs& a, uint64_t total, bool ok, uint64_t c0, uint64_t c1) {
-  const uint64_t n = a.buffer_token_size;
-  const uint64_t pitch = uint64_t{a.batch_size} + 1;
-  for (uint64_t c = c0 + threadIdx.x; c < c1; c += kBlock) {
-    const uint64_t cn = c * n;
-    a.buffer_row_offsets[c * pitch + a.batch_size] = total >= cn ? static_cast<uint32_t>(min64(total - cn, n)) : 0u;
-    a.buffer_lengths[c] = chunk_length(static_cast<uint32_t>(c), a.batch_size, total, a.buffer_token_size, ok);
-  }
-}
 
 // Programmatic dependent launch (Hopper): the kernels are launched so that they may start while the
 // stream's previous kernel finishes, and wait here, before reading anything, until it has
@@ -236,101 +167,6 @@ __device__ __forceinline__ uint64_t column_length(const ColumnInputs& in, uint32
   return pad_to_pages(uint64_t{in.cache} + (in.hi - in.lo), page_size);
 }
 
-// The two tables' cells from S, L and c*N saturated to 32 bits (past 2^32 - 1 it only needs to
-// stay above every S, which an ok plan keeps below 2^32): 3 instructions each.
-__device__ __forceinline__ uint32_t row_offset_cell(uint32_t s, uint32_t cn, uint32_t n) {
-  return min(max(s, cn) - cn, n);  // clamp(S - cN, 0, N)
-}
-__device__ __forceinline__ uint32_t cache_offset_cell(uint32_t s, uint32_t l, uint32_t cn) {
-  return min(max(cn, s) - s, l);  // clamp(cN - S, 0, L)
-}
-__device__ __forceinline__ uint32_t saturate32(uint64_t x) { return x > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(x); }
-
-// One table of the fill, as a block sees it: where its rows start and at which phase (elements
-// past a kAlign boundary), and the tile columns [lo, hi] whose cells are this block's.
-struct FillTable {
-  uint32_t* row;  // the tile's column 0 in row 0 (store_rows steps from it)
-  uint64_t pitch;
-  uint64_t phase0;  // the table's first element, in elements (mod kAlign is its phase)
-  int32_t lo, hi;
-  int32_t tail_hi;  // the last tile: the first warp also stores the cells past every vector, up to here
-};
-
-template <bool kCache>
-__device__ __forceinline__ uint32_t cell(uint32_t s, uint32_t l, uint32_t cn, uint32_t n) {
-  return kCache ? cache_offset_cell(s, l, cn) : row_offset_cell(s, cn, n);
-}
-
-// One row's cells of tile columns [first, first + 4) from S and L in shared memory: a 16-byte
-// store, or cell by cell at the ends of a row (the first tile's, or past the table's last column).
-// Large tables are stored streaming (evict first): they do not fit in L2, and on the H200 it took
-// the B = 4M fill from 155.6 to 149.8 us (the 16-byte-aligned fill had been slower with it).
-template <bool kCache, int kAlign>
-__device__ __forceinline__ void store_vector(const FillTable& t, uint32_t* row, int32_t first, uint32_t cn, uint32_t n,
-                                             const uint32_t* s_start, const uint32_t* s_len) {
-  uint32_t v[kRun];
-#pragma unroll
-  for (int k = 0; k < kRun; ++k) {
-    const int32_t i = first + k + kHalo;
-    v[k] = cell<kCache>(s_start[i], kCache ? s_len[i] : 0u, cn, n);
-  }
-  uint32_t* p = row + first;
-  if (first >= t.lo && first + kRun - 1 <= t.hi) {
-    const uint4 x = make_uint4(v[0], v[1], v[2], v[3]);
-    if (kAlign == kLargeAlign)
-      __stcs(reinterpret_cast<uint4*>(p), x);
-    else
-      *reinterpret_cast<uint4*>(p) = x;
-  } else {
-#pragma unroll
-    for (int k = 0; k < kRun; ++k)
-      if (first + k >= t.lo && first + k <= t.hi) p[k] = v[k];
-  }
-}
-
-// The last tile's cells past every thread's vector in one row (at most kAlign), by the first warp.
-template <bool kCache>
-__device__ __forceinline__ void store_tail(const FillTable& t, uint32_t* row, int32_t shift, uint32_t cn, uint32_t n,
-                                           const uint32_t* s_start, const uint32_t* s_len) {
-  for (int32_t col = static_cast<int32_t>(kTile) - shift + static_cast<int32_t>(threadIdx.x); col <= t.tail_hi; col += 32)
-    row[col] = cell<kCache>(s_start[col + kHalo], s_len[col + kHalo], cn, n);
-}
-
-// Rows [c0, c1) of both tables. Row by row, each row's cells of both runs and both tables, so that
-// each block writes 8 KB runs of each table in step with the others (storing one run's column
-// through every row first was 20% slower at B = 1M on the H200). A row that starts `shift`
-// elements past a kAlign boundary has each thread's vectors cover its columns shifted back by
-// `shift`, so the block's range of that row is aligned; the cells come from shared memory.
-template <int kAlign>
-__device__ __forceinline__ void store_rows(FillTable rows, FillTable cache, uint32_t c0, uint32_t c1, uint32_t n,
-                                           const uint32_t* s_start, const uint32_t* s_len) {
-  constexpr uint32_t kMask = kAlign - 1;
-  uint32_t* pr = rows.row + c0 * rows.pitch;
-  uint32_t* pq = cache.row + c0 * cache.pitch;
-  auto shift_r = static_cast<uint32_t>((rows.phase0 + c0 * rows.pitch) & kMask);
-  auto shift_q = static_cast<uint32_t>((cache.phase0 + c0 * cache.pitch) & kMask);
-  const auto step_r = static_cast<uint32_t>(rows.pitch & kMask), step_q = static_cast<uint32_t>(cache.pitch & kMask);
-  const auto col = static_cast<int32_t>(kRun * threadIdx.x);
-  const bool tail = threadIdx.x < 32 && (rows.tail_hi >= 0 || cache.tail_hi >= 0);
-#pragma unroll 1
-  for (uint32_t c = c0; c < c1; ++c) {
-    const uint32_t cn = saturate32(uint64_t{c} * n);
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j)
-      store_vector<false, kAlign>(rows, pr, col + j * kRunStride - shift_r, cn, n, s_start, s_len);
-#pragma unroll
-    for (int j = 0; j < kRuns; ++j)
-      store_vector<true, kAlign>(cache, pq, col + j * kRunStride - shift_q, cn, n, s_start, s_len);
-    if (tail) {
-      store_tail<false>(rows, pr, shift_r, cn, n, s_start, s_len);
-      store_tail<true>(cache, pq, shift_q, cn, n, s_start, s_len);
-    }
-    pr += rows.pitch;
-    pq += cache.pitch;
-    shift_r = (shift_r + step_r) & kMask;
-    shift_q = (shift_q + step_q) & kMask;
-  }
-}
 
 // Both runs' sums of a thread, scanned together: the tile's exclusive prefix within each run
 // stride, and (as the aggregate) each stride's total.
@@ -393,7 +229,7 @@ __device__ __forceinline__ void scan_tile(const DevicePlanArgs& a, uint64_t tile
 // Fetches a tile's inputs into L2, kept there before other lines, for the block that will take
 // that tile a wave later: past one wave a block starts while the others' stores fill the memory
 // queues, and its first loads are what it waits for. (Replanning one batch, whose inputs stay in
-// L2, does not show it; `bench` rotating over 4 input sets took B = 4M in 168 us without it.)
+// L2, does not show it; rotating over input sets, as `bench` does, does: docs/performance.md.)
 __device__ __forceinline__ void prefetch_tile_inputs(const DevicePlanArgs& a, uint64_t tile) {
   constexpr uint32_t kLine = 128 / sizeof(uint32_t);  // elements per cache line
   const uint64_t b0 = tile * kTile;
@@ -405,66 +241,10 @@ __device__ __forceinline__ void prefetch_tile_inputs(const DevicePlanArgs& a, ui
     asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p + i));
 }
 
-__device__ __forceinline__ void publish(uint64_t* word, uint64_t value) { *static_cast<volatile uint64_t*>(word) = value; }
-
-// Decoupled look-back (as CUB's DeviceScan): the tile's exclusive prefix and whether offsets
-// decrease before it. The publishing block puts out the tile's aggregate at once and its inclusive
-// prefix once known. The first warp reads the words of up to 32 earlier tiles at a time, nearest
-// first, and stops at the nearest inclusive prefix; the other warps wait at the barrier. (The whole
-// block reading 256 words at a time, with a block-wide reduction per round, was 1 to 6% slower
-// from B = 4096 to 4M on the H200.) Tiles follow blockIdx and blocks start in that order, so every
-// word waited for belongs to a block that has started.
-__device__ __forceinline__ uint64_t look_back(uint64_t* words, uint64_t tile, const ScannedTile& t, bool publisher,
-                                              bool& bad_before) {
-  __shared__ uint64_t s_prefix;
-  __shared__ bool s_bad;
-  if (threadIdx.x < 32) {
-    const unsigned lane = threadIdx.x;
-    if (publisher && lane == 0)
-      publish(&words[tile], (tile == 0 ? kWordPrefix : kWordAggregate) | (t.bad ? kWordBad : 0) | t.sum);
-    uint64_t prefix = 0;
-    bool bad = false;
-    for (int64_t end = static_cast<int64_t>(tile); end > 0; end -= 32) {
-      const int64_t j = end - 1 - lane;
-      uint64_t w = kWordPrefix;  // before tile 0: an inclusive prefix of 0
-      if (j >= 0)
-        while (((w = *static_cast<volatile uint64_t*>(&words[j])) & (kWordPrefix | kWordAggregate)) == 0) {
-        }
-      const unsigned prefixes = __ballot_sync(~0u, (w & kWordPrefix) != 0);
-      const bool counts = prefixes == 0 || lane < static_cast<unsigned>(__ffs(prefixes));  // up to the nearest prefix
-      uint64_t value = counts ? (w & kWordValue) : 0;
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) value += __shfl_xor_sync(~0u, value, o);
-      prefix += value;
-      bad |= __any_sync(~0u, counts && (w & kWordBad) != 0);
-      if (prefixes) break;
-    }
-    if (lane == 0) {
-      s_prefix = prefix;
-      s_bad = bad;
-      if (publisher && tile > 0) publish(&words[tile], kWordPrefix | (t.bad || bad ? kWordBad : 0) | (prefix + t.sum));
-    }
-  }
-  __syncthreads();
-  bad_before = s_bad;
-  return s_prefix;
-}
-
-// The last block to be done reading published words puts them back to zero for the next launch.
-// `done` is thread 0's count of blocks done before it, taken once the block read its last word.
-__device__ __forceinline__ void reset_words(Header* header, uint64_t* words, uint64_t tiles, unsigned int done) {
-  __shared__ bool s_last_block;
-  if (threadIdx.x == 0) s_last_block = done == gridDim.x - 1;
-  __syncthreads();
-  if (s_last_block) {
-    for (uint64_t j = threadIdx.x; j < tiles; j += kThreads) words[j] = 0;
-    if (threadIdx.x == 0) header->done = 0;
-  }
-}
 
 // One block: a tile of columns and a run of chunk rows [c0, c1), tile-major in blockIdx.
 template <Prefix kPrefix, int kAlign>
-__global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
+__global__ void __launch_bounds__(kThreads, FastPolicy::kFillBlocksPerSM)
     fast_fill_kernel(DevicePlanArgs a, void* workspace, uint32_t splits, uint32_t rows_per_split, uint32_t prefetch_tiles) {
   __shared__ TileTemp temp;
   // S and L of tile column i - kHalo at [i]: [kHalo - kAlign, kHalo) the columns before the tile,
@@ -493,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, kFillBlocksPerSM)
   uint64_t prefix = 0;
   bool bad_before = false;
   if (kPrefix == Prefix::kLookBack) {
-    prefix = look_back(words, tile, t, split == 0, bad_before);
+    prefix = look_back(words, tile, t.sum, t.bad, split == 0, bad_before);
     if (threadIdx.x == 0) done = atomicAdd(&header->done, 1u);  // waited for at the end
   }
   // S and L of the thread's columns into shared memory; the first warp adds the kAlign columns
@@ -603,50 +383,27 @@ size_t fast_workspace_bytes(uint32_t batch_size) {
 }
 
 cudaError_t launch_fast(const DevicePlanArgs& args, void* workspace, cudaStream_t stream) {
+  constexpr int kSmallThreads = FastPolicy::kSmallThreads;
   const uint32_t batch = args.batch_size;
-  const uint64_t m = args.max_chunks;
-  const bool small = batch <= kSmallThreads;
-  const uint64_t tiles = small ? 1 : (uint64_t{batch} + kTile - 1) / kTile;
-  const uint64_t cols = small ? uint64_t{batch} + 1 : std::min<uint64_t>(batch, kTile);
-  // Split chunk rows over blocks only while the grid fits in one wave: past that, whole tiles
-  // keep every multiprocessor busy and splitting would only repeat the tile scans.
-  // One wave of the kernel that runs. The one-block kernel of 1024 threads fits once per
-  // multiprocessor, and a second wave of it doubles its latency: at M = 256, B = 1024 took 6.8 us in
-  // 256 blocks on the H200.
+  // One wave of the kernel that runs; the one-block kernel of 1024 threads fits once per
+  // multiprocessor.
   static std::atomic<uint32_t> fill_resident[64], small_resident[64];
   uint64_t resident = resident_blocks(fast_fill_kernel<Prefix::kLookBack, kLargeAlign>, kThreads, fill_resident);
-  if (small && batch >= kThreads)
+  if (batch <= kSmallThreads && batch >= kThreads)
     resident = std::min(resident, resident_blocks(fast_small_kernel<kSmallThreads>, kSmallThreads, small_resident));
-  uint64_t splits = resident / tiles;
-  const uint64_t by_work = m * cols / (small ? kMinCellsPerSmallBlock : kMinCellsPerBlock);
-  if (splits > by_work) splits = by_work;
-  if (splits < 1) splits = 1;
-  if (splits > m) splits = m;
-  // Every block of a tile looks back on its own, so past a few tiles splitting multiplies the
-  // readers of the published words: at B = 64K, M = 16, 512 blocks took 9.4 us where 128 took 7.7.
-  // Blocks that still store kMinRowsPastLookBackCap rows each are worth their look-back: at M = 256
-  // on the H200, B = 256K took 137 us in 512 blocks where 128 took 148, and B = 64K 37.9 against 39.6.
-  if (tiles > 1 && tiles * splits > kMaxLookBackBlocks)
-    splits = std::max<uint64_t>({1, kMaxLookBackBlocks / tiles, std::min<uint64_t>(splits, m / kMinRowsPastLookBackCap)});
-  const uint64_t rows_per_split = (m + splits - 1) / splits;
-  splits = (m + rows_per_split - 1) / rows_per_split;
-  const uint64_t blocks = tiles * splits;
-  if (blocks > 0x7fffffffu) return cudaErrorInvalidConfiguration;
-  const auto grid = static_cast<uint32_t>(blocks);
-  const auto per_split = static_cast<uint32_t>(rows_per_split);
-  const auto n_splits = static_cast<uint32_t>(splits);
-  // Past one wave, each block has the inputs of the tile one wave later fetched into L2.
-  const auto prefetch = static_cast<uint32_t>(blocks > resident ? resident / splits : 0);
+  const FastGrid g = fast_grid(batch, args.max_chunks, resident);
+  if (g.blocks > 0x7fffffffu) return cudaErrorInvalidConfiguration;
+  const auto grid = static_cast<uint32_t>(g.blocks);
+  const auto per_split = static_cast<uint32_t>(g.rows_per_split);
+  const auto n_splits = static_cast<uint32_t>(g.splits);
+  const auto prefetch = static_cast<uint32_t>(g.prefetch_tiles);
 
   if (batch < kThreads) return launch(fast_small_kernel<kThreads>, grid, kThreads, stream, args, per_split);
-  if (small) return launch(fast_small_kernel<kSmallThreads>, grid, kSmallThreads, stream, args, per_split);
-  // Tables of 2^22 cells (B = 256K at M = 16) and more are large: 256-byte-aligned ranges and
-  // streaming stores. Smaller ones mostly stay in L2, where neither paid on the H200.
-  const bool large = m * batch >= kLargeCells;
-  if (tiles == 1)
+  if (g.small) return launch(fast_small_kernel<kSmallThreads>, grid, kSmallThreads, stream, args, per_split);
+  if (g.tiles == 1)
     return launch(fast_fill_kernel<Prefix::kNone, 4>, grid, kThreads, stream, args, static_cast<void*>(nullptr), n_splits,
                   per_split, uint32_t{0});
-  if (large)
+  if (g.large)
     return launch(fast_fill_kernel<Prefix::kLookBack, kLargeAlign>, grid, kThreads, stream, args, workspace, n_splits,
                   per_split, prefetch);
   return launch(fast_fill_kernel<Prefix::kLookBack, 4>, grid, kThreads, stream, args, workspace, n_splits, per_split,
