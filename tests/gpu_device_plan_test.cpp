@@ -1,8 +1,9 @@
 // The engine API (device_plan.hpp): status codes for refused batches, argument checks, graph
-// capture and replay, and tables past 2^32 cells (64-bit indexing).
+// capture and replay (cuda_support::capture_graph), and tables past 2^32 cells (64-bit indexing).
 #include <gtest/gtest.h>
 
 #include "gpu_plan_harness.hpp"
+#include "mlaplan/cuda_support/graph.hpp"
 
 namespace mlaplan::gpu_test {
 namespace {
@@ -11,16 +12,18 @@ const GpuKernel kKernels[] = {GpuKernel::fast, GpuKernel::seed};
 
 // Device copies of one batch and room for its tables.
 struct DeviceBatch {
-  DeviceMemory offsets, cache, rows, cache_out, lengths, status, workspace;
+  DeviceBuffer<uint32_t> offsets, cache, rows, cache_out;
+  DeviceBuffer<int32_t> lengths;
+  DeviceBuffer<DevicePlanStatus> status;
+  DeviceBuffer<unsigned char> workspace;
   DevicePlanArgs args;
 
   cudaError_t load(const std::vector<uint32_t>& h_offsets, const std::vector<uint32_t>& h_cache, uint32_t p, uint32_t n,
                    uint32_t m, GpuKernel kernel) {
     const size_t b = h_cache.size();
     cudaError_t e;
-    if ((e = offsets.reserve(h_offsets.size() * 4)) || (e = cache.reserve(b * 4 + 4)) ||
-        (e = rows.reserve(size_t{m} * (b + 1) * 4)) || (e = cache_out.reserve(size_t{m} * b * 4 + 4)) ||
-        (e = lengths.reserve(size_t{m} * 4)) || (e = status.reserve(sizeof(DevicePlanStatus))) ||
+    if ((e = offsets.reserve(h_offsets.size())) || (e = cache.reserve(b + 1)) || (e = rows.reserve(size_t{m} * (b + 1))) ||
+        (e = cache_out.reserve(size_t{m} * b + 1)) || (e = lengths.reserve(m)) || (e = status.reserve(1)) ||
         (e = workspace.reserve(plan_workspace_bytes(static_cast<uint32_t>(b), m, kernel) + 16)))
       return e;
     if ((e = cudaMemset(workspace.get(), 0, workspace.bytes())) ||
@@ -29,16 +32,16 @@ struct DeviceBatch {
       return e;
     if ((e = cudaDeviceSynchronize())) return e;  // later work may run on a non-blocking stream
     args = DevicePlanArgs{};
-    args.input_row_offsets = offsets.get<uint32_t>();
-    args.cache_lengths = cache.get<uint32_t>();
+    args.input_row_offsets = offsets.get();
+    args.cache_lengths = cache.get();
     args.batch_size = static_cast<uint32_t>(b);
     args.page_size = p;
     args.buffer_token_size = n;
     args.max_chunks = m;
-    args.buffer_row_offsets = rows.get<uint32_t>();
-    args.cache_offsets = cache_out.get<uint32_t>();
-    args.buffer_lengths = lengths.get<int32_t>();
-    args.status = status.get<DevicePlanStatus>();
+    args.buffer_row_offsets = rows.get();
+    args.cache_offsets = cache_out.get();
+    args.buffer_lengths = lengths.get();
+    args.status = status.get();
     return cudaSuccess;
   }
   cudaError_t poison() {
@@ -160,17 +163,14 @@ TEST(GpuDevicePlan, GraphCaptureAndReplay) {
                        batch.max_chunks, k),
                 cudaSuccess);
       cudaStream_t stream;
-      ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-      ASSERT_EQ(plan_on_device(d.args, d.workspace.get(), d.workspace.bytes(), stream, k), cudaSuccess);
-      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      cuda_support::Capture graph = cuda_support::capture_graph(
+          stream, [&] { return plan_on_device(d.args, d.workspace.get(), d.workspace.bytes(), stream, k); });
+      ASSERT_TRUE(cuda_ok(graph.call));
       for (int replay = 0; replay < 3; ++replay) {
         ASSERT_EQ(d.poison(), cudaSuccess);
-        ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+        CUDA_OK(graph.exec.launch(stream));
+        CUDA_OK(cudaStreamSynchronize(stream));
         PlanTables got(b, batch.max_chunks);
         DevicePlanStatus st{};
         ASSERT_EQ(cudaMemcpy(got.buffer_row_offsets.data(), d.rows.get(), got.buffer_row_offsets.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -180,8 +180,6 @@ TEST(GpuDevicePlan, GraphCaptureAndReplay) {
         EXPECT_EQ(st.code, kPlanOk);
         EXPECT_TRUE(got == ref) << "replay " << replay;
       }
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
       cudaStreamDestroy(stream);
     }
   }
@@ -221,8 +219,8 @@ TEST(GpuDevicePlan, TablesPast32BitIndexing) {
   auto clamp = [](int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; };
   for (uint32_t c : {0u, 1u, 3903u, 3904u, 3905u, 4094u, 4095u}) {
     std::vector<uint32_t> rows(b + 1), cache_out(b);
-    ASSERT_EQ(cudaMemcpy(rows.data(), d.rows.get<uint32_t>() + size_t{c} * (b + 1), rows.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(cache_out.data(), d.cache_out.get<uint32_t>() + size_t{c} * b, cache_out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(rows.data(), d.rows.get() + size_t{c} * (b + 1), rows.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(cache_out.data(), d.cache_out.get() + size_t{c} * b, cache_out.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     size_t bad = 0;
     for (uint32_t i = 0; i <= b; ++i) {
       const int64_t s = static_cast<int64_t>(start[i]), cn = static_cast<int64_t>(c * n);

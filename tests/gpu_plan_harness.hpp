@@ -50,45 +50,45 @@ class PlanHarness {
       std::copy(batches[i].cache_lengths.begin(), batches[i].cache_lengths.end(), h_cache.begin() + slots[i].cache);
     }
     const size_t old_ws = workspace_.bytes();
-    if (!expect(offsets_.reserve(n_offsets * 4 + 4)) || !expect(cache_.reserve(n_cache * 4 + 4)) ||
-        !expect(rows_.reserve(n_rows * 4 + 4)) || !expect(cache_out_.reserve(n_cache_out * 4 + 4)) ||
-        !expect(lengths_.reserve(n_lengths * 4 + 4)) ||
-        !expect(status_.reserve(batches.size() * sizeof(DevicePlanStatus) + 16)) || !expect(workspace_.reserve(ws + 16)))
+    if (!expect(MLAPLAN_CUDA_CALL(offsets_.reserve(n_offsets + 1))) || !expect(MLAPLAN_CUDA_CALL(cache_.reserve(n_cache + 1))) ||
+        !expect(MLAPLAN_CUDA_CALL(rows_.reserve(n_rows + 1))) || !expect(MLAPLAN_CUDA_CALL(cache_out_.reserve(n_cache_out + 1))) ||
+        !expect(MLAPLAN_CUDA_CALL(lengths_.reserve(n_lengths + 1))) ||
+        !expect(MLAPLAN_CUDA_CALL(status_.reserve(batches.size() + 1))) || !expect(MLAPLAN_CUDA_CALL(workspace_.reserve(ws + 16))))
       return batches.size();
     // The workspace is zeroed once, when it is (re)allocated: plan_on_device must reset it itself.
-    if (workspace_.bytes() != old_ws && !expect(cudaMemsetAsync(workspace_.get(), 0, workspace_.bytes(), stream_)))
+    if (workspace_.bytes() != old_ws && !expect(MLAPLAN_CUDA_CALL(cudaMemsetAsync(workspace_.get(), 0, workspace_.bytes(), stream_))))
       return batches.size();
-    if (!expect(cudaMemcpyAsync(offsets_.get(), h_offsets.data(), n_offsets * 4, cudaMemcpyHostToDevice, stream_)) ||
-        !expect(cudaMemcpyAsync(cache_.get(), h_cache.data(), n_cache * 4, cudaMemcpyHostToDevice, stream_)) ||
-        !expect(cudaMemsetAsync(rows_.get(), kPoison, n_rows * 4, stream_)) ||
-        !expect(cudaMemsetAsync(cache_out_.get(), kPoison, n_cache_out * 4, stream_)) ||
-        !expect(cudaMemsetAsync(lengths_.get(), kPoison, n_lengths * 4, stream_)) ||
-        !expect(cudaMemsetAsync(status_.get(), kPoison, batches.size() * sizeof(DevicePlanStatus), stream_)))
+    if (!expect(MLAPLAN_CUDA_CALL(cudaMemcpyAsync(offsets_.get(), h_offsets.data(), n_offsets * 4, cudaMemcpyHostToDevice, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemcpyAsync(cache_.get(), h_cache.data(), n_cache * 4, cudaMemcpyHostToDevice, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemsetAsync(rows_.get(), kPoison, n_rows * 4, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemsetAsync(cache_out_.get(), kPoison, n_cache_out * 4, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemsetAsync(lengths_.get(), kPoison, n_lengths * 4, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemsetAsync(status_.get(), kPoison, batches.size() * sizeof(DevicePlanStatus), stream_))))
       return batches.size();
     for (size_t i = 0; i < batches.size(); ++i) {
       const Batch& b = batches[i];
       DevicePlanArgs a;
-      a.input_row_offsets = offsets_.get<uint32_t>() + slots[i].offsets;
-      a.cache_lengths = cache_.get<uint32_t>() + slots[i].cache;
+      a.input_row_offsets = offsets_.get() + slots[i].offsets;
+      a.cache_lengths = cache_.get() + slots[i].cache;
       a.batch_size = b.batch_size();
       a.page_size = b.page_size;
       a.buffer_token_size = b.buffer_token_size;
       a.max_chunks = b.max_chunks;
-      a.buffer_row_offsets = rows_.get<uint32_t>() + slots[i].rows;
-      a.cache_offsets = cache_out_.get<uint32_t>() + slots[i].cache_out;
-      a.buffer_lengths = lengths_.get<int32_t>() + slots[i].lengths;
-      a.status = status_.get<DevicePlanStatus>() + i;
-      if (!expect(plan_on_device(a, workspace_.get(), workspace_.bytes(), stream_, kernel))) return batches.size();
+      a.buffer_row_offsets = rows_.get() + slots[i].rows;
+      a.cache_offsets = cache_out_.get() + slots[i].cache_out;
+      a.buffer_lengths = lengths_.get() + slots[i].lengths;
+      a.status = status_.get() + i;
+      if (!expect(MLAPLAN_CUDA_CALL(plan_on_device(a, workspace_.get(), workspace_.bytes(), stream_, kernel)))) return batches.size();
     }
     std::vector<uint32_t> h_rows(n_rows), h_cache_out(n_cache_out);
     std::vector<int32_t> h_lengths(n_lengths);
     std::vector<DevicePlanStatus> h_status(batches.size());
-    if (!expect(cudaMemcpyAsync(h_rows.data(), rows_.get(), n_rows * 4, cudaMemcpyDeviceToHost, stream_)) ||
-        !expect(cudaMemcpyAsync(h_cache_out.data(), cache_out_.get(), n_cache_out * 4, cudaMemcpyDeviceToHost, stream_)) ||
-        !expect(cudaMemcpyAsync(h_lengths.data(), lengths_.get(), n_lengths * 4, cudaMemcpyDeviceToHost, stream_)) ||
-        !expect(cudaMemcpyAsync(h_status.data(), status_.get(), h_status.size() * sizeof(DevicePlanStatus),
-                                cudaMemcpyDeviceToHost, stream_)) ||
-        !expect(cudaStreamSynchronize(stream_)))
+    if (!expect(MLAPLAN_CUDA_CALL(cudaMemcpyAsync(h_rows.data(), rows_.get(), n_rows * 4, cudaMemcpyDeviceToHost, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemcpyAsync(h_cache_out.data(), cache_out_.get(), n_cache_out * 4, cudaMemcpyDeviceToHost, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemcpyAsync(h_lengths.data(), lengths_.get(), n_lengths * 4, cudaMemcpyDeviceToHost, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaMemcpyAsync(h_status.data(), status_.get(), h_status.size() * sizeof(DevicePlanStatus),
+                                cudaMemcpyDeviceToHost, stream_))) ||
+        !expect(MLAPLAN_CUDA_CALL(cudaStreamSynchronize(stream_))))
       return batches.size();
 
     size_t wrong = 0;
@@ -143,15 +143,18 @@ class PlanHarness {
                std::to_string(ref.buffer_lengths[i]);
     return {};
   }
-  bool expect(cudaError_t e) {
-    if (e == cudaSuccess) return true;
-    ADD_FAILURE() << "CUDA: " << cudaGetErrorString(e);
-    return false;
+  bool expect(const cuda_support::CudaCall& c) {
+    const ::testing::AssertionResult ok = cuda_ok(c);
+    if (!ok) ADD_FAILURE() << ok.message();
+    return ok;
   }
 
   bool ok_ = false;
   cudaStream_t stream_ = nullptr;
-  DeviceMemory offsets_, cache_, rows_, cache_out_, lengths_, status_, workspace_;
+  DeviceBuffer<uint32_t> offsets_, cache_, rows_, cache_out_;
+  DeviceBuffer<int32_t> lengths_;
+  DeviceBuffer<DevicePlanStatus> status_;
+  DeviceBuffer<unsigned char> workspace_;
   size_t checked_ = 0, infeasible_ = 0;
 };
 

@@ -1,5 +1,5 @@
-// Shared pieces of the GPU tests: skipping where no GPU is present, checked CUDA calls, grow-only
-// device buffers and the random batch generator of the differential tests.
+// Shared pieces of the GPU tests: skipping where no GPU is present, checked CUDA calls (gtest's form
+// of cuda_support's), device buffers and the random batch generator of the differential tests.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "mlaplan/batch.hpp"
+#include "mlaplan/cuda_support/cuda_call.hpp"
+#include "mlaplan/cuda_support/device_buffer.hpp"
 #include "mlaplan/plan_shape.hpp"
 
 namespace mlaplan::gpu_test {
@@ -34,34 +36,15 @@ inline std::string gpu_skip_reason() {
     if (!skip_reason.empty()) GTEST_SKIP() << skip_reason;                 \
   } while (0)
 
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(cudaGetLastError())
+using cuda_support::DeviceBuffer;
 
-// Device memory that only grows (no error handling beyond a flag: tests assert on ok()).
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  ~DeviceMemory() { cudaFree(ptr_); }
-  cudaError_t reserve(size_t bytes) {
-    if (bytes <= bytes_) return cudaSuccess;
-    cudaFree(ptr_);
-    ptr_ = nullptr;
-    bytes_ = 0;
-    const cudaError_t e = cudaMalloc(&ptr_, bytes);
-    if (e == cudaSuccess) bytes_ = bytes;
-    return e;
-  }
-  template <typename T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_);
-  }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
+// A checked CUDA call for gtest: on failure it names the call, file, line and error.
+inline ::testing::AssertionResult cuda_ok(const cuda_support::CudaCall& c) {
+  if (c.ok()) return ::testing::AssertionSuccess();
+  cudaGetLastError();  // a non-sticky error must not fail the next check too
+  return ::testing::AssertionFailure() << cuda_support::describe(c);
+}
+#define CUDA_OK(call) ASSERT_TRUE(::mlaplan::gpu_test::cuda_ok(MLAPLAN_CUDA_CALL(call)))
 
 inline constexpr unsigned char kPoison = 0xAB;
 

@@ -70,9 +70,9 @@ TEST(GpuTiming, DISABLED_FastVsSeedVsEmptyVsCopy) {
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   // Device-to-device copy of 2 GiB: bytes read + written over time.
   const size_t copy_bytes = size_t{2} << 30;
-  DeviceMemory src, dst;
-  ASSERT_EQ(src.reserve(copy_bytes), cudaSuccess);
-  ASSERT_EQ(dst.reserve(copy_bytes), cudaSuccess);
+  DeviceBuffer<unsigned char> src, dst;
+  CUDA_OK(src.allocate(copy_bytes));
+  CUDA_OK(dst.allocate(copy_bytes));
   ASSERT_EQ(cudaMemset(src.get(), 0x5A, copy_bytes), cudaSuccess);
   const double copy_us = median_us(stream, 3, 21, [&] {
     EXPECT_EQ(cudaMemcpyAsync(dst.get(), src.get(), copy_bytes, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
@@ -85,7 +85,7 @@ TEST(GpuTiming, DISABLED_FastVsSeedVsEmptyVsCopy) {
       EXPECT_EQ(cudaMemsetAsync(dst.get(), 0x11, bytes, stream), cudaSuccess);
     });
     const double kernel_us = median_us(stream, 3, 21, [&] {
-      write_ceiling_kernel<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(dst.get<uint4>(), bytes / 16, 7);
+      write_ceiling_kernel<<<prop.multiProcessorCount * 8, 256, 0, stream>>>(reinterpret_cast<uint4*>(dst.get()), bytes / 16, 7);
     });
     std::printf("write-only over %.0f MB: memset %.1f us = %.0f GB/s; uint4 kernel %.1f us = %.0f GB/s\n", bytes / 1e6,
                 memset_us, bytes / memset_us / 1e3, kernel_us, bytes / kernel_us / 1e3);
@@ -106,29 +106,32 @@ TEST(GpuTiming, DISABLED_FastVsSeedVsEmptyVsCopy) {
     set_lengths(batch, raw, rng);
     const uint64_t e = padded_total(batch);
     const uint32_t n = static_cast<uint32_t>((e + m - 1) / m);  // all 16 chunks used
-    DeviceMemory offsets, cache, rows, cache_out, lengths, status, workspace;
-    ASSERT_EQ(offsets.reserve((size_t{b} + 1) * 4), cudaSuccess);
-    ASSERT_EQ(cache.reserve(size_t{b} * 4), cudaSuccess);
-    ASSERT_EQ(rows.reserve(size_t{m} * (b + 1) * 4), cudaSuccess);
-    ASSERT_EQ(cache_out.reserve(size_t{m} * b * 4), cudaSuccess);
-    ASSERT_EQ(lengths.reserve(m * 4), cudaSuccess);
-    ASSERT_EQ(status.reserve(sizeof(DevicePlanStatus)), cudaSuccess);
-    ASSERT_EQ(workspace.reserve(plan_workspace_bytes(b, m, GpuKernel::fast) + 16), cudaSuccess);
+    DeviceBuffer<uint32_t> offsets, cache, rows, cache_out;
+    DeviceBuffer<int32_t> lengths;
+    DeviceBuffer<DevicePlanStatus> status;
+    DeviceBuffer<unsigned char> workspace;
+    CUDA_OK(offsets.allocate(size_t{b} + 1));
+    CUDA_OK(cache.allocate(b));
+    CUDA_OK(rows.allocate(size_t{m} * (b + 1)));
+    CUDA_OK(cache_out.allocate(size_t{m} * b));
+    CUDA_OK(lengths.allocate(m));
+    CUDA_OK(status.allocate(1));
+    CUDA_OK(workspace.allocate(plan_workspace_bytes(b, m, GpuKernel::fast) + 16));
     ASSERT_EQ(cudaMemset(workspace.get(), 0, workspace.bytes()), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(offsets.get(), batch.input_row_offsets.data(), (size_t{b} + 1) * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(cache.get(), batch.cache_lengths.data(), size_t{b} * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     DevicePlanArgs a;
-    a.input_row_offsets = offsets.get<uint32_t>();
-    a.cache_lengths = cache.get<uint32_t>();
+    a.input_row_offsets = offsets.get();
+    a.cache_lengths = cache.get();
     a.batch_size = b;
     a.page_size = 128;
     a.buffer_token_size = n;
     a.max_chunks = m;
-    a.buffer_row_offsets = rows.get<uint32_t>();
-    a.cache_offsets = cache_out.get<uint32_t>();
-    a.buffer_lengths = lengths.get<int32_t>();
-    a.status = status.get<DevicePlanStatus>();
+    a.buffer_row_offsets = rows.get();
+    a.cache_offsets = cache_out.get();
+    a.buffer_lengths = lengths.get();
+    a.status = status.get();
     auto plan = [&](GpuKernel k) {
       EXPECT_EQ(plan_on_device(a, workspace.get(), workspace.bytes(), stream, k), cudaSuccess);
     };

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 import numpy as np
 
 from . import _mlaplan
-from ._mlaplan import InfeasibleBatch
+from ._mlaplan import STATUS_BAD_OFFSETS, STATUS_INFEASIBLE, STATUS_OK, STATUS_OVERFLOW, InfeasibleBatch
 
 __all__ = [
     "Plan",
@@ -44,8 +44,6 @@ __all__ = [
     "__version__",
 ]
 __version__: str = _mlaplan.__version__
-
-STATUS_OK, STATUS_INFEASIBLE, STATUS_OVERFLOW, STATUS_BAD_OFFSETS = 0, 1, 2, 3
 
 
 class Plan(NamedTuple):

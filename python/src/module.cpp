@@ -13,6 +13,7 @@
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/build_info.hpp"
+#include "mlaplan/device_plan_status.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/policy.hpp"
@@ -23,6 +24,9 @@
 #if MLAPLAN_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
+#include "mlaplan/cuda_support/cuda_call.hpp"
+#include "mlaplan/cuda_support/device_buffer.hpp"
+#include "mlaplan/cuda_support/graph.hpp"
 #include "mlaplan/device_plan.hpp"
 #endif
 
@@ -69,6 +73,9 @@ mlaplan::explore::Policy policy_named(const std::string& name) {
 }
 
 #if MLAPLAN_HAVE_CUDA
+// "CUDA error <what>: <description>", raised in Python as RuntimeError.
+constexpr mlaplan::cuda_support::Wording kCuda{"CUDA error ", false, nullptr};
+
 // A planner workspace on one device, sized for batches up to max_batch_size x max_chunks, zeroed once
 // here (the planner leaves it reset after each call), freed with the object.
 class Workspace {
@@ -76,38 +83,25 @@ class Workspace {
   Workspace(uint32_t max_batch_size, uint32_t max_chunks, int device)
       : max_batch_size_(max_batch_size), max_chunks_(max_chunks), device_(device) {
     if (max_chunks < 1) throw mlaplan::InputError("max_chunks: expected an integer >= 1, got 0");
-    bytes_ = mlaplan::plan_workspace_bytes(max_batch_size, max_chunks);
-    check(cudaSetDevice(device), "selecting the device");
-    if (bytes_) {
-      check(cudaMalloc(&ptr_, bytes_), "allocating the workspace");
-      check(cudaMemset(ptr_, 0, bytes_), "zeroing the workspace");
-      check(cudaDeviceSynchronize(), "zeroing the workspace");
+    const size_t bytes = mlaplan::plan_workspace_bytes(max_batch_size, max_chunks);
+    MLAPLAN_CUDA_CHECK(cudaSetDevice(device), kCuda, "selecting the device");
+    if (bytes) {
+      MLAPLAN_CUDA_CHECK(buffer_.allocate(bytes), kCuda, "allocating the workspace");
+      MLAPLAN_CUDA_CHECK(cudaMemset(buffer_.get(), 0, bytes), kCuda, "zeroing the workspace");
+      MLAPLAN_CUDA_CHECK(cudaDeviceSynchronize(), kCuda, "zeroing the workspace");
     }
   }
-  ~Workspace() {
-    if (ptr_) cudaFree(ptr_);
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
 
-  void* ptr() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
+  void* ptr() const { return buffer_.get(); }
+  size_t bytes() const { return buffer_.bytes(); }
   uint32_t max_batch_size() const { return max_batch_size_; }
   uint32_t max_chunks() const { return max_chunks_; }
   int device() const { return device_; }
 
-  static void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-      cudaGetLastError();
-      throw mlaplan::DeviceError(std::string("CUDA error ") + what + ": " + cudaGetErrorString(e));
-    }
-  }
-
  private:
   uint32_t max_batch_size_, max_chunks_;
   int device_;
-  size_t bytes_ = 0;
-  void* ptr_ = nullptr;
+  mlaplan::cuda_support::DeviceBuffer<unsigned char> buffer_;
 };
 
 // A CUDA array of 32-bit integers (int32 or uint32: both are read as uint32 where the planner wants
@@ -150,8 +144,9 @@ class BoundPlan {
             AnyArray rows, AnyArray cache_out, AnyArray lengths, AnyArray status, nb::object workspace,
             const std::string& kernel);
   void operator()(uintptr_t stream) const {
-    const cudaError_t e = mlaplan::plan_on_device(args_, ws_->ptr(), ws_->bytes(), reinterpret_cast<cudaStream_t>(stream), kernel_);
-    Workspace::check(e, "launching the planner");
+    MLAPLAN_CUDA_CHECK(
+        mlaplan::plan_on_device(args_, ws_->ptr(), ws_->bytes(), reinterpret_cast<cudaStream_t>(stream), kernel_), kCuda,
+        "launching the planner");
   }
   uint32_t batch_size() const { return args_.batch_size; }
   const mlaplan::DevicePlanArgs& args() const { return args_; }
@@ -219,9 +214,9 @@ void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_s
                  const AnyArray& status, Workspace& ws, uintptr_t stream, const std::string& kernel) {
   const mlaplan::DevicePlanArgs a =
       checked_args(cache, offsets, page_size, buffer_token_size, max_chunks, rows, cache_out, lengths, status, ws, kernel);
-  const cudaError_t e = mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), reinterpret_cast<cudaStream_t>(stream),
-                                                kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast);
-  Workspace::check(e, "launching the planner");
+  MLAPLAN_CUDA_CHECK(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), reinterpret_cast<cudaStream_t>(stream),
+                                             kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast),
+                     kCuda, "launching the planner");
 }
 
 // The same call from C++, for scripts/bench_python.py to put beside the Python call in one run: the
@@ -232,27 +227,25 @@ nb::dict bench_cpp(const BoundPlan& bound, Workspace& ws, uintptr_t stream_handl
   const mlaplan::DevicePlanArgs a = bound.args();
   nb::gil_scoped_release release;
   using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < 100; ++i) Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "warming up");
-  Workspace::check(cudaStreamSynchronize(stream), "warming up");
+  for (int i = 0; i < 100; ++i)
+    MLAPLAN_CUDA_CHECK(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), kCuda, "warming up");
+  MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream), kCuda, "warming up");
   auto t0 = Clock::now();
-  for (int i = 0; i < iterations; ++i) Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "planning");
-  Workspace::check(cudaStreamSynchronize(stream), "planning");
+  for (int i = 0; i < iterations; ++i)
+    MLAPLAN_CUDA_CHECK(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), kCuda, "planning");
+  MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream), kCuda, "planning");
   const double call_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iterations;
 
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  Workspace::check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "beginning a capture");
-  Workspace::check(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream), "capturing");
-  Workspace::check(cudaStreamEndCapture(stream, &graph), "ending a capture");
-  Workspace::check(cudaGraphInstantiate(&exec, graph, 0), "instantiating the graph");
-  for (int i = 0; i < 100; ++i) Workspace::check(cudaGraphLaunch(exec, stream), "warming up the graph");
-  Workspace::check(cudaStreamSynchronize(stream), "warming up the graph");
+  const mlaplan::cuda_support::Capture graph = mlaplan::cuda_support::capture_graph(
+      stream, [&] { return mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), stream); });
+  const char* const steps[] = {"beginning a capture", "capturing", "ending a capture", "instantiating the graph"};
+  mlaplan::cuda_support::check(graph.call, kCuda, steps[static_cast<int>(graph.step)]);
+  for (int i = 0; i < 100; ++i) MLAPLAN_CUDA_CHECK(graph.exec.launch(stream), kCuda, "warming up the graph");
+  MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream), kCuda, "warming up the graph");
   t0 = Clock::now();
-  for (int i = 0; i < iterations; ++i) Workspace::check(cudaGraphLaunch(exec, stream), "replaying");
-  Workspace::check(cudaStreamSynchronize(stream), "replaying");
+  for (int i = 0; i < iterations; ++i) MLAPLAN_CUDA_CHECK(graph.exec.launch(stream), kCuda, "replaying");
+  MLAPLAN_CUDA_CHECK(cudaStreamSynchronize(stream), kCuda, "replaying");
   const double replay_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iterations;
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
   nb::gil_scoped_acquire acquire;
   nb::dict d;
   d["call_us"] = call_us;
@@ -267,6 +260,11 @@ NB_MODULE(_mlaplan, m) {
   m.doc() = "mlaplan's planners (see the mlaplan package for the documented interface)";
   m.attr("__version__") = mlaplan::build_info().version;
   m.attr("cuda") = bool(MLAPLAN_HAVE_CUDA);
+  // The device planner's status codes (device_plan_status.hpp), for decode_status's "code".
+  m.attr("STATUS_OK") = int(mlaplan::kPlanOk);
+  m.attr("STATUS_INFEASIBLE") = int(mlaplan::kPlanInfeasible);
+  m.attr("STATUS_OVERFLOW") = int(mlaplan::kPlanOverflow);
+  m.attr("STATUS_BAD_OFFSETS") = int(mlaplan::kPlanBadOffsets);
 
   g_infeasible = PyErr_NewExceptionWithDoc(
       "mlaplan.InfeasibleBatch",

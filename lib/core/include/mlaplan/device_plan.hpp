@@ -12,23 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "mlaplan/device_plan_status.hpp"
 #include "mlaplan/gpu_kernel.hpp"
 
 namespace mlaplan {
-
-enum DevicePlanCode : int32_t {
-  kPlanOk = 0,
-  kPlanInfeasible = 1,  // the batch needs more than max_chunks chunks; see min_max_chunks
-  kPlanOverflow = 2,    // the padded total does not fit in 32 bits
-  kPlanBadOffsets = 3,  // input_row_offsets decreases somewhere
-};
-
-// Written by the planner on the device, in device memory the caller owns.
-struct DevicePlanStatus {
-  int32_t code;             // DevicePlanCode
-  uint32_t min_max_chunks;  // smallest max_chunks that fits (valid for kPlanOk and kPlanInfeasible)
-  uint64_t padded_tokens;   // E, the padded total (valid unless kPlanBadOffsets)
-};
 
 struct DevicePlanArgs {
   const uint32_t* input_row_offsets = nullptr;  // device, B + 1 values
