@@ -107,6 +107,9 @@ TEST(BenchKernels, NamesRoundTrip) {
   for (Kernel k : all_kernels()) EXPECT_EQ(parse_kernels(to_string(k)), std::vector<Kernel>{k});
   EXPECT_EQ(parse_kernels("all").size(), all_kernels().size());
   EXPECT_THROW(parse_kernels("cpu,gpu"), InputError);
+  // seed is max-port's name before 2026-12-01: still accepted, printed as max-port.
+  EXPECT_EQ(parse_kernels("seed,fast,max-port"), (std::vector<Kernel>{Kernel::max_port, Kernel::fast}));
+  EXPECT_STREQ(to_string(Kernel::max_port), "max-port");
 }
 
 namespace {
