@@ -99,45 +99,25 @@ double label_width(const std::string& s, double size) { return text_width(s, siz
 // The greatest number of characters of `size` px text that fit in `px`.
 size_t chars_fitting(double px, double size) { return static_cast<size_t>(std::max(0.0, px / (size * 0.62))); }
 
-}  // namespace
-
-SweepPicture measure_sweep(const SweepReport& report) {
-  static const SweepResult kNoSweep;
-  const SweepResult& sweep = report.sweep ? *report.sweep : kNoSweep;
-  const std::vector<SweepRow>& rows = sweep.rows;
-  const std::optional<RecommendOptions>& rec = report.recommend_options;
-  SweepPicture L;
-
-  // One series per recommend() group, in first-seen order. When every row has the same model and
-  // TP (or none), the legend leaves it out and the title says it once.
-  std::set<std::string> models;
-  for (const SweepRow& r : rows) models.insert(model_of(r));
-  const bool one_model = models.size() <= 1;
-  const std::string common_model = one_model && !models.empty() ? *models.begin() : std::string();
-
-  std::vector<bool> recommended(rows.size(), false);
-  std::set<std::string> unmet;  // groups where no buffer in the sweep qualifies
-  if (rec) {
-    for (const explore::Recommendation& r : report.recommendations) {
-      if (r.row && *r.row < rows.size()) recommended[*r.row] = true;
-      if (!r.row) unmet.insert(r.group);
-    }
-  }
-
+// One series per recommend() group, in first-seen order, and the rows of each by buffer size. The
+// legend names the model only when the rows have several (`one_model` false); a group no buffer
+// qualifies in says so.
+std::vector<std::vector<size_t>> group_rows(const std::vector<SweepRow>& rows, const std::set<std::string>& unmet,
+                                            bool one_model, std::vector<SweepSeries>& series) {
   std::map<std::string, size_t> index;
   std::vector<std::vector<size_t>> members;
   for (size_t i = 0; i < rows.size(); ++i) {
-    auto [it, fresh] = index.emplace(group_of(rows[i], true), L.series.size());
+    auto [it, fresh] = index.emplace(group_of(rows[i], true), series.size());
     if (fresh) {
       SweepSeries s;
       s.key = it->first;
       // The note is kept whole; a long (model) name is clipped before it.
       const std::string_view note = unmet.count(s.key) ? " (no buffer qualifies)" : "";
       s.label = clip_text(group_of(rows[i], !one_model), kLegendChars - note.size()) + std::string(note);
-      const size_t n = L.series.size();
+      const size_t n = series.size();
       s.swatch = sequence_swatch(n);
       s.shape = kShapes[n % (sizeof(kShapes) / sizeof(kShapes[0]))];
-      L.series.push_back(std::move(s));
+      series.push_back(std::move(s));
       members.emplace_back();
     }
     members[it->second].push_back(i);
@@ -145,8 +125,13 @@ SweepPicture measure_sweep(const SweepReport& report) {
   for (std::vector<size_t>& m : members)
     std::stable_sort(m.begin(), m.end(), [&](size_t a, size_t b) { return rows[a].buffer_tokens < rows[b].buffer_tokens; });
 
-  // A line that later ones cover on half its points or more is drawn wider (as plot_sweep.py does):
-  // max's iterations do not depend on M, packed often matches max, and models or TPs repeat them all.
+  return members;
+}
+
+// A line that later ones cover on half its points or more is drawn wider (as plot_sweep.py does):
+// max's iterations do not depend on M, packed often matches max, and models or TPs repeat them all.
+void widen_covered_lines(const std::vector<SweepRow>& rows, const std::vector<std::vector<size_t>>& members,
+                         std::vector<SweepSeries>& series) {
   auto same = [&](size_t a, size_t b) {
     size_t hits = 0;
     for (size_t i : members[a]) {
@@ -160,39 +145,51 @@ SweepPicture measure_sweep(const SweepReport& report) {
     }
     return hits * 2 >= members[a].size();
   };
-  for (size_t a = 0; a < L.series.size(); ++a) {
+  for (size_t a = 0; a < series.size(); ++a) {
     size_t covered = 0;
-    for (size_t b = a + 1; b < L.series.size(); ++b) covered += same(a, b) ? 1 : 0;
-    L.series[a].width = 2.0 + 1.5 * static_cast<double>(std::min<size_t>(3, covered));
-    L.series[a].radius = 2.0 + 0.75 * L.series[a].width;
+    for (size_t b = a + 1; b < series.size(); ++b) covered += same(a, b) ? 1 : 0;
+    series[a].width = 2.0 + 1.5 * static_cast<double>(std::min<size_t>(3, covered));
+    series[a].radius = 2.0 + 0.75 * series[a].width;
   }
+}
 
-  // The value ranges: x the distinct buffer sizes; y the p99s, the means and K.
-  std::set<uint64_t> size_set;
+// The value ranges: x the distinct buffer sizes; y the p99s, the means and K.
+struct Ranges {
+  std::vector<uint64_t> sizes;
   double peak = 0, min_positive = std::numeric_limits<double>::infinity();
+  bool any_refused = false, any_recommended = false;
+};
+
+Ranges value_ranges(const std::vector<SweepRow>& rows, const std::vector<bool>& recommended,
+                    const std::optional<RecommendOptions>& rec) {
+  Ranges out;
+  std::set<uint64_t> size_set;
   auto see = [&](double v) {
     v = finite_or_zero(v);
-    peak = std::max(peak, v);
-    if (v > 0) min_positive = std::min(min_positive, v);
+    out.peak = std::max(out.peak, v);
+    if (v > 0) out.min_positive = std::min(out.min_positive, v);
   };
-  bool any_refused = false, any_recommended = false;
   for (size_t i = 0; i < rows.size(); ++i) {
     size_set.insert(std::max<uint64_t>(1, rows[i].buffer_tokens));  // 0 has no log: drawn as 1
     see(rows[i].p99);
     see(rows[i].mean_iterations);
-    any_refused = any_refused || rows[i].refused > 0;
-    any_recommended = any_recommended || recommended[i];
+    out.any_refused = out.any_refused || rows[i].refused > 0;
+    out.any_recommended = out.any_recommended || recommended[i];
   }
   if (rec) see(rec->max_iterations);
-  const std::vector<uint64_t> sizes(size_set.begin(), size_set.end());
+  out.sizes.assign(size_set.begin(), size_set.end());
 
-  // The legend: the series, then keys to the line styles and marks that appear.
+  return out;
+}
+
+// The legend: the series, then keys to the line styles and marks that appear.
+void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendOptions>& rec) {
   for (size_t i = 0; i < L.series.size(); ++i) L.legend.push_back({LegendEntry::Kind::series, L.series[i].label, i});
   if (!L.series.empty()) {
     L.legend.push_back({LegendEntry::Kind::gap, {}, 0});
     L.legend.push_back({LegendEntry::Kind::solid, "solid: p99 iterations per batch", 0});
     L.legend.push_back({LegendEntry::Kind::dashed, "dashed: mean iterations per batch", 0});
-    if (any_refused) L.legend.push_back({LegendEntry::Kind::hollow, "hollow: some batches refused", 0});
+    if (v.any_refused) L.legend.push_back({LegendEntry::Kind::hollow, "hollow: some batches refused", 0});
     if (rec) {
       const std::string q = explore::quantile_name(rec->quantile);
       L.legend.push_back({LegendEntry::Kind::limit,
@@ -200,13 +197,17 @@ SweepPicture measure_sweep(const SweepReport& report) {
       if (rec->memory_budget)
         L.legend.push_back({LegendEntry::Kind::text, fmt::format("memory budget {}", io::format_bytes(*rec->memory_budget)), 0});
     }
-    if (any_recommended) L.legend.push_back({LegendEntry::Kind::ring, "ring: the smallest buffer within K", 0});
+    if (v.any_recommended) L.legend.push_back({LegendEntry::Kind::ring, "ring: the smallest buffer within K", 0});
   }
+}
+
+// The frame: title on top, the plot, the legend to its right; the title clipped to the picture's
+// width (a 10,000-character source name stays one line).
+void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model) {
   double legend_width = 0;
   for (const LegendEntry& e : L.legend)
     legend_width = std::max(legend_width, kLegendSample + 8 + label_width(e.label, kLegendSize));
 
-  // The frame: title on top, the plot, the legend to its right.
   const bool subtitle = !sweep.formation.empty() || !common_model.empty() || sweep.interrupted;
   const double title_y = kMarginOuter + kTitleSize;
   L.top = title_y + (subtitle ? kSubtitleSize + 6 : 0) + 22;
@@ -218,7 +219,6 @@ SweepPicture measure_sweep(const SweepReport& report) {
   L.width = L.legend.empty() ? L.right + 2 * kMarginOuter : L.legend_x + legend_width + kMarginOuter;
   L.height = std::max(L.bottom + 56, L.legend_y + kLegendRow * static_cast<double>(L.legend.size()) + kMarginOuter);
 
-  // The title, clipped to the picture's width (a 10,000-character source name stays one line).
   const double text_room = L.width - 2 * kMarginOuter;
   const std::string tail = fmt::format(", {} batches", sweep.batches);
   const std::string head = "mlaplan sweep: ";
@@ -230,12 +230,14 @@ SweepPicture measure_sweep(const SweepReport& report) {
     std::string sub = sweep.formation;
     if (!common_model.empty()) sub += (sub.empty() ? "" : "; ") + common_model;
     if (sweep.interrupted)
-      sub += (sub.empty() ? "" : "; ") + fmt::format("interrupted: {} of {} settings", rows.size(), sweep.settings);
+      sub += (sub.empty() ? "" : "; ") + fmt::format("interrupted: {} of {} settings", sweep.rows.size(), sweep.settings);
     L.title.push_back({clip_text(sub, chars_fitting(text_room, kSubtitleSize)), title_y + kSubtitleSize + 6,
                        kSubtitleSize, kMutedInk});
   }
+}
 
-  // x: log2 of the buffer size, a little room beyond the outer sizes.
+// x: log2 of the buffer size, a little room beyond the outer sizes.
+void x_axis(SweepPicture& L, const std::vector<uint64_t>& sizes) {
   L.x.kind = Scale::Kind::log2;
   L.x.p0 = L.left;
   L.x.p1 = L.right;
@@ -262,8 +264,10 @@ SweepPicture measure_sweep(const SweepReport& report) {
     L.x_ticks.push_back(std::move(t));
   }
   L.x_title = "buffer size (buffer_token_size, rows; log scale)";
+}
 
-  // y: linear from 0 with whole-number ticks, or log10 with ticks at 1, 2 and 5 x 10^k.
+// y: linear from 0 with whole-number ticks, or log10 with ticks at 1, 2 and 5 x 10^k.
+void y_axis(SweepPicture& L, double peak, double min_positive) {
   L.y.p0 = L.bottom;
   L.y.p1 = L.top;
   const bool log_y = peak > kLogAbove && std::isfinite(min_positive) && peak / min_positive >= kLogSpan;
@@ -292,6 +296,41 @@ SweepPicture measure_sweep(const SweepReport& report) {
     }
   }
   L.y_title = log_y ? "iterations per batch (p99, log scale)" : "iterations per batch (p99)";
+}
+
+}  // namespace
+
+SweepPicture measure_sweep(const SweepReport& report) {
+  static const SweepResult kNoSweep;
+  const SweepResult& sweep = report.sweep ? *report.sweep : kNoSweep;
+  const std::vector<SweepRow>& rows = sweep.rows;
+  const std::optional<RecommendOptions>& rec = report.recommend_options;
+  SweepPicture L;
+
+  // When every row has the same model and TP (or none), the legend leaves it out and the title
+  // says it once.
+  std::set<std::string> models;
+  for (const SweepRow& r : rows) models.insert(model_of(r));
+  const bool one_model = models.size() <= 1;
+  const std::string common_model = one_model && !models.empty() ? *models.begin() : std::string();
+
+  std::vector<bool> recommended(rows.size(), false);
+  std::set<std::string> unmet;  // groups where no buffer in the sweep qualifies
+  if (rec) {
+    for (const explore::Recommendation& r : report.recommendations) {
+      if (r.row && *r.row < rows.size()) recommended[*r.row] = true;
+      if (!r.row) unmet.insert(r.group);
+    }
+  }
+
+  const std::vector<std::vector<size_t>> members = group_rows(rows, unmet, one_model, L.series);
+  widen_covered_lines(rows, members, L.series);
+  const Ranges ranges = value_ranges(rows, recommended, rec);
+  const std::vector<uint64_t>& sizes = ranges.sizes;
+  add_legend(L, ranges, rec);
+  frame_and_title(L, sweep, common_model);
+  x_axis(L, sizes);
+  y_axis(L, ranges.peak, ranges.min_positive);
 
   // The points, in px, with their tooltips.
   for (size_t s = 0; s < L.series.size(); ++s) {
@@ -324,6 +363,5 @@ SweepPicture measure_sweep(const SweepReport& report) {
   }
   return L;
 }
-
 
 }  // namespace mlaplan::render
