@@ -62,9 +62,9 @@ int run_bench_command(const BenchCliOptions& opt) {
   if (opt.max.empty() && listed_max != o.kernels.end())
     throw InputError("--kernels: max is MAX's own kernel in another process; give it with --max CMD "
                      "(scripts/max-reference/README.md builds one)");
-  if (!opt.max.empty() && listed_max == o.kernels.end()) {  // beside the seed port it is measured against
-    const auto seed = std::find(o.kernels.begin(), o.kernels.end(), bench::Kernel::seed);
-    o.kernels.insert(seed == o.kernels.end() ? o.kernels.begin() : seed + 1, bench::Kernel::max);
+  if (!opt.max.empty() && listed_max == o.kernels.end()) {  // beside the port it is measured against
+    const auto port = std::find(o.kernels.begin(), o.kernels.end(), bench::Kernel::max_port);
+    o.kernels.insert(port == o.kernels.end() ? o.kernels.begin() : port + 1, bench::Kernel::max);
   }
   o.max_command = opt.max;
   o.modes = opt.mode == "hot" ? std::vector<bench::Mode>{bench::Mode::hot}
@@ -144,12 +144,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--kernels", opt->kernels,
-                  "What to time, comma-separated: seed, fast, graph (fast replayed from a CUDA graph), cpu (the reference), "
+                  "What to time, comma-separated: max-port (the GPU port of MAX's kernel), fast, graph (fast replayed from a CUDA "
+                  "graph), cpu (the reference), "
                   "cpu-fast, cpu+copy (copy to host, plan, copy back), empty (an empty launch), copy (device memcpy), max (needs --max); or all (all but max)")
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--max", opt->max,
-                  "Also time MAX's own mla_prefill_plan (the max row, beside seed): a command speaking the timing requests "
+                  "Also time MAX's own mla_prefill_plan (the max row, beside max-port): a command speaking the timing requests "
                   "of docs/external.md, such as scripts/max-reference's build-max/max-planner")
       ->type_name("CMD");
   cmd->add_option("--mode", opt->mode, "hot (back-to-back launches), cold (caches flushed before each sample) or both")

@@ -193,12 +193,20 @@ std::string choices_text(const std::vector<std::string>& names) {
   return out;
 }
 
-CLI::Validator one_of(std::vector<std::string> names) {
+const std::vector<std::pair<std::string, std::string>> kKernelAliases = {{"seed", "max-port"}};
+
+CLI::Validator one_of(std::vector<std::string> names, std::vector<std::pair<std::string, std::string>> aliases) {
   const std::string description = fmt::format("{{{}}}", fmt::join(names, ","));
-  auto check = [names](std::string& text) -> std::string {
+  auto check = [names, aliases](std::string& text) -> std::string {
     for (const std::string& n : names) {
       if (iequal(n, text)) {
         text = n;
+        return "";
+      }
+    }
+    for (const auto& [alias, name] : aliases) {
+      if (iequal(alias, text)) {
+        text = name;
         return "";
       }
     }
@@ -239,10 +247,10 @@ void add_backend_option(CLI::App& cmd, profile::Backend& backend) {
 void add_backend_options(CLI::App& cmd, BackendOptions& options) {
   add_backend_option(cmd, options.backend);
   cmd.add_option_function<std::string>(
-         "--kernel", [&options](const std::string& v) { options.kernel = v == "seed" ? GpuKernel::seed : GpuKernel::fast; },
+         "--kernel", [&options](const std::string& v) { options.kernel = *gpu_kernel_named(v); },
          "Planner of max: fast (the GPU fast kernel; on the CPU the closed-form planner, checked against the "
-         "reference) or seed (the GPU port of the seed's kernel; on the CPU the reference loop itself), as verify")
-      ->transform(one_of({"fast", "seed"}))
+         "reference) or max-port (the GPU port of MAX's kernel; on the CPU the reference loop itself), as verify")
+      ->transform(one_of({"fast", "max-port"}, kKernelAliases))
       ->default_str("fast");
 }
 

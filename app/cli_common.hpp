@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mlaplan/profile/backend.hpp"
@@ -65,8 +66,11 @@ std::vector<uint64_t> whole_number_list(const std::string& text, const std::stri
 // A finite decimal number from lo to hi (nan and inf refused); `unit` names it in the message ("seconds").
 CLI::Validator real_number(double lo, double hi, const std::string& unit = "");
 // One of `names`, in any case (the one rule for every enumerated value: --format JSON is json); use
-// with ->transform, which replaces the value by the name as listed.
-CLI::Validator one_of(std::vector<std::string> names);
+// with ->transform, which replaces the value by the name as listed. `aliases` (old spelling, name)
+// are accepted too and replaced by their name, but neither listed in the help nor suggested.
+CLI::Validator one_of(std::vector<std::string> names, std::vector<std::pair<std::string, std::string>> aliases = {});
+// The kernel names a user may give (--kernel of run, verify and bench): max-port's old name "seed".
+extern const std::vector<std::pair<std::string, std::string>> kKernelAliases;
 // names as a sentence, "a, b or c", for messages.
 std::string choices_text(const std::vector<std::string>& names);
 // Equal ignoring ASCII case.
@@ -86,7 +90,7 @@ void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit);
 // --backend auto|gpu|cpu, the same on every subcommand.
 void add_backend_option(CLI::App& cmd, profile::Backend& backend);
 
-// --backend and --kernel seed|fast (run's GPU kernel; verify has its own --kernel).
+// --backend and --kernel fast|max-port (run's GPU kernel; verify has its own --kernel).
 struct BackendOptions {
   profile::Backend backend = profile::Backend::automatic;
   GpuKernel kernel = GpuKernel::fast;

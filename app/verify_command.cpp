@@ -92,8 +92,8 @@ void require_fuzz_fits(const VerifyOptions& opt, const check::BatchGeneratorOpti
   }
 }
 
-// The planners to check: on the GPU, its kernels; on the CPU, seed means the reference (the
-// seed's loop) and fast the closed-form planner.
+// The planners to check: on the GPU, its kernels; on the CPU, max-port means the reference (MAX's
+// loop) and fast the closed-form planner.
 std::vector<std::unique_ptr<profile::Planner>> make_planners(const VerifyOptions& opt, std::string* backend) {
   std::vector<std::unique_ptr<profile::Planner>> planners;
   if (!opt.external.empty()) {  // another implementation, through the line protocol
@@ -104,8 +104,8 @@ std::vector<std::unique_ptr<profile::Planner>> make_planners(const VerifyOptions
     return planners;
   }
   std::vector<GpuKernel> kernels;
-  if (opt.kernel != "fast") kernels.push_back(GpuKernel::seed);
-  if (opt.kernel != "seed") kernels.push_back(GpuKernel::fast);
+  if (opt.kernel != "fast") kernels.push_back(GpuKernel::max_port);
+  if (opt.kernel != "max-port") kernels.push_back(GpuKernel::fast);
   bool gpu = opt.backend == profile::Backend::gpu;
   if (opt.backend == profile::Backend::automatic) {
     std::string why;
@@ -117,7 +117,7 @@ std::vector<std::unique_ptr<profile::Planner>> make_planners(const VerifyOptions
     if (gpu) {
       planners.push_back(profile::make_gpu_planner(k));
     } else {
-      planners.push_back(k == GpuKernel::seed ? profile::make_reference_planner() : profile::make_fast_cpu_planner());
+      planners.push_back(k == GpuKernel::max_port ? profile::make_reference_planner() : profile::make_fast_cpu_planner());
     }
   }
   return planners;
@@ -640,9 +640,9 @@ void add_verify_command(CLI::App& app, int& exit_code) {
       ->transform(whole_number(1, UINT32_MAX));
   add_backend_option(*cmd, opt->backend);
   cmd->add_option("--kernel", opt->kernel,
-                  "Which planner: fast (GPU fast kernel; on the CPU the closed-form planner), seed (GPU seed port; on the "
-                  "CPU the reference loop) or all")
-      ->transform(one_of({"fast", "seed", "all"}))
+                  "Which planner: fast (GPU fast kernel; on the CPU the closed-form planner), max-port (GPU port of MAX's "
+                  "kernel; on the CPU the reference loop) or all")
+      ->transform(one_of({"fast", "max-port", "all"}, kKernelAliases))
       ->default_str("fast");
   cmd->add_option("--external", opt->external,
                   "Check another implementation instead of the built-in planners: a command (run with /bin/sh -c) that "

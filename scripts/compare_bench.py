@@ -4,17 +4,24 @@ the medians agree when they differ by no more than the wider of the two reported
 ((max - min) / median, times the median). Prints the rows that disagree and the share that agree;
 exits 1 when that share is under --min-agree (default 95%).
 
-    scripts/compare_bench.py run1.json run2.json [--kernels seed,fast,graph] [--min-agree 95]
+    scripts/compare_bench.py run1.json run2.json [--kernels max-port,fast,graph] [--min-agree 95]
+
+A report from before 2026-12-01 names the max-port kernel seed: it is read (and --kernels taken) as
+max-port, so old and new runs compare row for row.
 """
 import argparse
 import json
 import sys
 
 
+def kernel_name(name):
+    return "max-port" if name == "seed" else name
+
+
 def rows(path):
     with open(path) as f:
         doc = json.load(f)
-    return {(r["batch_size"], r["kernel"], r["mode"]): r for r in doc["rows"]}
+    return {(r["batch_size"], kernel_name(r["kernel"]), r["mode"]): r for r in doc["rows"]}
 
 
 def main():
@@ -25,7 +32,7 @@ def main():
     parser.add_argument("--min-agree", type=float, default=95.0, help="percent of rows that must agree (95)")
     args = parser.parse_args()
     a, b = rows(args.first), rows(args.second)
-    wanted = set(args.kernels.split(",")) if args.kernels else None
+    wanted = {kernel_name(k) for k in args.kernels.split(",")} if args.kernels else None
     keys = sorted(k for k in a.keys() & b.keys() if wanted is None or k[1] in wanted)
     if not keys:
         print("compare_bench: the two reports share no rows", file=sys.stderr)

@@ -217,7 +217,7 @@ step "initcheck, both kernels" initcheck.log compute-sanitizer --tool initcheck 
   "$gpu_tests" --gtest_filter="$sanitizer_filter"
 step "synccheck, both kernels" synccheck.log compute-sanitizer --tool synccheck --error-exitcode 1 \
   "$gpu_tests" --gtest_filter="$sanitizer_filter"
-for kernel in seed fast; do
+for kernel in max-port fast; do
   if ((have_exe)); then step "scenarios, --kernel $kernel" "scenarios-$kernel.log" run_scenarios "$kernel"
   else skip "scenarios, --kernel $kernel"; fi
 done
@@ -233,8 +233,8 @@ step "installed package, consumer on the GPU" install.log ctest --test-dir "$bui
 step "python package on torch and CuPy" python.log python_gpu
 step "explorer CLI tests (GPU sweep)" explore-tests.log "$build_dir/tests/mlaplan_explore_tests" \
   --gtest_filter='ExploreCli.SweepOnTheGpuMatchesTheCpu'
-step "benchmark (seed vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \
-  --gtest_filter='GpuTiming.DISABLED_FastVsSeedVsEmptyVsCopy'
+step "benchmark (max-port vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \
+  --gtest_filter='GpuTiming.DISABLED_FastVsMaxPortVsEmptyVsCopy'
 grep '^|' "$log_dir/benchmark.log" || true
 if ((have_exe)); then
   step "mlaplan bench (short)" bench-short.log "$exe" bench --sizes 1,1024,1048576 --format md \

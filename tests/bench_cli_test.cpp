@@ -33,10 +33,34 @@ TEST(BenchCli, WithoutAGpuTheGpuKernelsAreListedUnavailableAndItStillSucceeds) {
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   if (j["device"] != "none") GTEST_SKIP() << "a GPU is usable here: " << j["device"];
-  ASSERT_EQ(j["unavailable"].size(), 6u);  // seed, fast, graph, cpu+copy, empty, copy
+  ASSERT_EQ(j["unavailable"].size(), 6u);  // max-port, fast, graph, cpu+copy, empty, copy
   for (const json& u : j["unavailable"]) EXPECT_FALSE(u["reason"].get<std::string>().empty());
-  EXPECT_NE(r.err.find("mlaplan: note: seed: unavailable: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mlaplan: note: max-port: unavailable: "), std::string::npos) << r.err;
   for (const json& row : j["rows"]) EXPECT_TRUE(row["kernel"] == "cpu" || row["kernel"] == "cpu-fast");
+}
+
+// The port of MAX's kernel is max-port; seed, its name before 2026-12-01, still selects it, and
+// every output names it max-port (the random seed keeps its key).
+TEST(BenchCli, SeedIsStillAcceptedForMaxPortAndPrintedAsMaxPort) {
+  const auto r = run_cli(kQuick + "--kernels SEED,cpu-fast --mode hot --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["settings"]["kernels"], json::array({"max-port", "cpu-fast"}));
+  EXPECT_EQ(j["settings"]["seed"], 1);
+  for (const json& row : j["rows"]) {
+    EXPECT_NE(row["kernel"], "seed");
+    EXPECT_TRUE(row.contains("speedup_vs_max_port"));
+  }
+  if (j["device"] == "none") EXPECT_EQ(j["unavailable"][0]["kernel"], "max-port");
+  EXPECT_EQ(r.err.find("seed"), std::string::npos) << r.err;
+  const auto table = run_cli(kQuick + "--kernels seed,cpu-fast --mode hot");
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("vs max-port"), std::string::npos) << table.out;
+  const auto help = run_cli("bench --help");
+  EXPECT_NE(help.out.find("max-port (the GPU port of MAX's kernel)"), std::string::npos) << help.out;
+  const auto bad = run_cli(kQuick + "--kernels seeds");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("choose from max-port, fast,"), std::string::npos) << bad.err;
 }
 
 TEST(BenchCli, EveryFormat) {

@@ -2,6 +2,7 @@
 // and the workload generator's guarantees.
 #include <gtest/gtest.h>
 
+#include "mlaplan/bench/bench_format.hpp"
 #include "mlaplan/bench/bench_report.hpp"
 #include "mlaplan/bench/measurement.hpp"
 #include "mlaplan/bench/sample_stats.hpp"
@@ -107,6 +108,9 @@ TEST(BenchKernels, NamesRoundTrip) {
   for (Kernel k : all_kernels()) EXPECT_EQ(parse_kernels(to_string(k)), std::vector<Kernel>{k});
   EXPECT_EQ(parse_kernels("all").size(), all_kernels().size());
   EXPECT_THROW(parse_kernels("cpu,gpu"), InputError);
+  // seed is max-port's name before 2026-12-01: still accepted, printed as max-port.
+  EXPECT_EQ(parse_kernels("seed,fast,max-port"), (std::vector<Kernel>{Kernel::max_port, Kernel::fast}));
+  EXPECT_STREQ(to_string(Kernel::max_port), "max-port");
 }
 
 namespace {
@@ -189,4 +193,42 @@ TEST(BenchStats, ASeriesStopsByTheRuleOnItsOwnTime) {
   EXPECT_TRUE(slow.done());
   EXPECT_EQ(slow.result().stats.samples, 5u) << "past the time, still the 5 samples a median needs";
   EXPECT_NEAR(slow.result().elapsed_s, 0.02, 1e-12);
+}
+
+// The text and Markdown tables, cell for cell: a golden copy of what bench printed before the
+// table builder served it (its "vs max-port" column was "vs seed"), so the layout (alignment,
+// widths, the "-" of a missing ratio) stays fixed.
+TEST(BenchFormat, TableAndMarkdownLayoutsAreFixed) {
+  BenchReport report;
+  report.host_device = "none";
+  BenchRow fast;
+  fast.size = 1048576;
+  fast.kernel = Kernel::fast;
+  fast.mode = Mode::cold;
+  fast.measurement = measured(1234.5);
+  fast.measurement.stats.max = 1300;
+  fast.gbps = 123.4;
+  fast.pct_copy = 3.25;
+  fast.x_empty = 412.0;
+  fast.x_roofline = 1.57;
+  fast.speedup_vs_max_port = 38.9;
+  BenchRow cpu;
+  cpu.size = 1;
+  cpu.kernel = Kernel::cpu_fast;
+  cpu.mode = Mode::hot;
+  cpu.measurement = measured(0.0421);
+  cpu.gbps = 4.5;
+  cpu.speedup_vs_cpu_copy = 7.25;
+  report.rows = {fast, cpu};
+  const std::string table = format_bench_table(report);
+  EXPECT_EQ(table.substr(table.find("\n\n") + 2),
+            "batch    kernel    mode  median us  spread (max-min)  GB/s  % copy  x empty  x roofline  vs max-port  vs cpu+copy\n"
+            "1048576  fast      cold       1234              5.3%   123    3.2%     412x       1.57x          39x            -\n"
+            "1        cpu-fast  hot       0.042              0.0%  4.50       -        -           -            -        7.25x\n");
+  const std::string md = format_bench_markdown(report);
+  EXPECT_EQ(md.substr(md.find("\n\n") + 2),
+            "| batch | kernel | mode | median us | spread (max-min) | GB/s | % copy | x empty | x roofline | vs max-port | vs cpu+copy |\n"
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+            "| 1048576 | fast | cold | 1234 | 5.3% | 123 | 3.2% | 412x | 1.57x | 39x | - |\n"
+            "| 1 | cpu-fast | hot | 0.042 | 0.0% | 4.50 | - | - | - | - | 7.25x |\n");
 }

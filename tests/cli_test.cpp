@@ -71,6 +71,8 @@ TEST(Cli, EveryBundledScenarioMatchesItsExpectedBlock) {
 TEST(Cli, TableAndCsvFormats) {
   const auto t = run_cli("run " + kScenarios + "/worked-example.json --backend cpu");
   ASSERT_EQ(t.code, 0);
+  // The right-hand range is of the sequence's padded tokens (cache + new + page padding), not its cache.
+  EXPECT_NE(t.out.find("chunk    rows    fill  sequences: s<b> [buffer rows) <- [padded tokens)\n"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("s1 [0, 256) <- [0, 256)  s2 [256, 384) <- [0, 128)"), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("2 of 4 chunks used | 896 padded tokens"), std::string::npos) << t.out;
   const auto c = run_cli("run " + kScenarios + "/worked-example.json --backend cpu --format csv");

@@ -8,7 +8,7 @@
 namespace mlaplan::gpu_test {
 namespace {
 
-const GpuKernel kKernels[] = {GpuKernel::fast, GpuKernel::seed};
+const GpuKernel kKernels[] = {GpuKernel::fast, GpuKernel::max_port};
 
 // Device copies of one batch and room for its tables.
 struct DeviceBatch {
@@ -127,7 +127,7 @@ TEST(GpuDevicePlan, RejectsBadArguments) {
   ASSERT_GT(plan_workspace_bytes(50000, 4, GpuKernel::fast), 0u);
   EXPECT_EQ(plan_workspace_bytes(2048, 4, GpuKernel::fast), 0u);
   EXPECT_GT(plan_workspace_bytes(2049, 4, GpuKernel::fast), 0u);
-  EXPECT_EQ(plan_workspace_bytes(50000, 4, GpuKernel::seed), 0u);
+  EXPECT_EQ(plan_workspace_bytes(50000, 4, GpuKernel::max_port), 0u);
   EXPECT_EQ(plan_on_device(d.args, nullptr, 0, nullptr, GpuKernel::fast), cudaErrorInvalidValue);
   EXPECT_EQ(plan_on_device(d.args, d.workspace.get(), 8, nullptr, GpuKernel::fast), cudaErrorInvalidValue);
   DevicePlanArgs a = d.args;
@@ -135,10 +135,10 @@ TEST(GpuDevicePlan, RejectsBadArguments) {
   EXPECT_EQ(plan_on_device(a, d.workspace.get(), d.workspace.bytes(), nullptr, GpuKernel::fast), cudaErrorInvalidValue);
   a = d.args;
   a.buffer_token_size = 0x80000000u;
-  EXPECT_EQ(plan_on_device(a, d.workspace.get(), d.workspace.bytes(), nullptr, GpuKernel::seed), cudaErrorInvalidValue);
+  EXPECT_EQ(plan_on_device(a, d.workspace.get(), d.workspace.bytes(), nullptr, GpuKernel::max_port), cudaErrorInvalidValue);
   a = d.args;
   a.max_chunks = 0;
-  EXPECT_EQ(plan_on_device(a, d.workspace.get(), d.workspace.bytes(), nullptr, GpuKernel::seed), cudaErrorInvalidValue);
+  EXPECT_EQ(plan_on_device(a, d.workspace.get(), d.workspace.bytes(), nullptr, GpuKernel::max_port), cudaErrorInvalidValue);
 }
 
 // A graph captured once and replayed gives the same tables as the reference every time, which

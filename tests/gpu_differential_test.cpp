@@ -50,7 +50,7 @@ void random_batches(GpuKernel kernel, uint64_t seed) {
 }
 
 TEST(GpuDifferential, RandomBatchesFast) { random_batches(GpuKernel::fast, 20261129); }
-TEST(GpuDifferential, RandomBatchesSeed) { random_batches(GpuKernel::seed, 20261130); }
+TEST(GpuDifferential, RandomBatchesSeed) { random_batches(GpuKernel::max_port, 20261130); }
 
 std::vector<Batch> edge_cases() {
   std::vector<Batch> v;
@@ -86,7 +86,7 @@ TEST(GpuDifferential, EdgeCases) {
   const std::vector<Batch> cases = edge_cases();
   PlanHarness harness;
   EXPECT_EQ(harness.run(cases, GpuKernel::fast), 0u);
-  EXPECT_EQ(harness.run(cases, GpuKernel::seed), 0u);
+  EXPECT_EQ(harness.run(cases, GpuKernel::max_port), 0u);
   EXPECT_EQ(harness.checked(), 2 * cases.size());
 }
 
@@ -121,7 +121,7 @@ TEST(GpuDifferential, LargeBatches) {
     if (!plan_shape(b).feasible) b.buffer_token_size += 1;
     SCOPED_TRACE("B=" + std::to_string(s.b) + " M=" + std::to_string(s.m));
     EXPECT_EQ(harness.run({b}, GpuKernel::fast), 0u);
-    if (s.seed_too) EXPECT_EQ(harness.run({b}, GpuKernel::seed), 0u);
+    if (s.seed_too) EXPECT_EQ(harness.run({b}, GpuKernel::max_port), 0u);
   }
 }
 
@@ -134,7 +134,7 @@ TEST(GpuDifferential, SanitizerSample) {
   for (int i = 0; i < 200; ++i) batches.push_back(random_batch(rng, static_cast<uint32_t>(uniform(rng, 0, 300)), 1 << 14));
   for (uint32_t b : {2048u, 2049u, 5000u}) batches.push_back(random_batch(rng, b, 1 << 20));
   PlanHarness harness;
-  EXPECT_EQ(harness.run(batches, GpuKernel::seed), 0u);  // the seed's O(B^2) prefix stops here
+  EXPECT_EQ(harness.run(batches, GpuKernel::max_port), 0u);  // the seed's O(B^2) prefix stops here
   batches.push_back(random_batch(rng, 600000, 1 << 21));  // past 256 tiles: a look-back over many 32-tile windows
   for (uint32_t b : {70001u, 270001u}) {  // tables of 2^22 cells and more: the 256-byte-aligned fill
     Batch large = random_batch(rng, b, 1 << 24);

@@ -30,7 +30,7 @@ TEST(GpuPlanner, FindsTheDevice) {
 
 TEST(GpuPlanner, NamesPhasesAndPlans) {
   MLAPLAN_REQUIRE_GPU();
-  for (GpuKernel k : {GpuKernel::fast, GpuKernel::seed}) {
+  for (GpuKernel k : {GpuKernel::fast, GpuKernel::max_port}) {
     auto planner = profile::make_gpu_planner(k);
     EXPECT_EQ(planner->name(), std::string("gpu-") + to_string(k));
     EXPECT_EQ(planner->backend(), "gpu");
@@ -55,7 +55,7 @@ TEST(GpuPlanner, RefusesLikeTheCpu) {
     cpu_message = e.what();
   }
   ASSERT_EQ(cpu_message.rfind("max_chunks: ", 0), 0u);
-  for (GpuKernel k : {GpuKernel::fast, GpuKernel::seed}) {
+  for (GpuKernel k : {GpuKernel::fast, GpuKernel::max_port}) {
     auto planner = profile::make_gpu_planner(k);
     profile::PhaseTimer timer;
     try {

@@ -265,7 +265,7 @@ TEST_F(GateCli, VerifyFindsUpperCaseJsonAndSkipsHiddenFolders) {
   fs::copy_file(kWorked, dir_ / "Other.Json");
   write(".git/objects/x.json", "{ not json");  // skipped, so never read
   write(".backup.json", "{ not json");
-  const auto r = run_cli("verify " + dir_.string() + " --backend cpu --kernel seed");
+  const auto r = run_cli("verify " + dir_.string() + " --backend cpu --kernel max-port");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("WORKED.JSON"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("2 passed, 0 failed"), std::string::npos) << r.out;
@@ -278,7 +278,7 @@ TEST_F(GateCli, AFolderOfHiddenScenarioFilesOnlySaysSo) {
   const auto help = run_cli("verify --help");
   EXPECT_NE(help.out.find("hidden"), std::string::npos) << help.out;
   // Given by name, a hidden file is read.
-  EXPECT_EQ(run_cli("verify " + path("only/.worked.json") + " --backend cpu --kernel seed").code, 0);
+  EXPECT_EQ(run_cli("verify " + path("only/.worked.json") + " --backend cpu --kernel max-port").code, 0);
 }
 
 // --- the external protocol's line bound ---------------------------------------------------------

@@ -1,4 +1,4 @@
-// The sweep chart (lib/render/sweep_svg.cpp): well-formed SVG for every sweep, empty and hostile
+// The sweep chart (measured in lib/render/sweep_picture.cpp, drawn in sweep_svg.cpp): well-formed SVG for every sweep, empty and hostile
 // ones included; one series per recommend() group, one tooltip per row, the recommendation drawn.
 #include <gtest/gtest.h>
 
@@ -19,6 +19,7 @@
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/render/sweep_picture.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
 
 namespace mlaplan::render {
@@ -276,6 +277,43 @@ TEST(SweepSvg, LinearAxisForFewIterationsLogForMany) {
   expect_valid_svg(log);
   EXPECT_NE(log.find("iterations per batch (p99, log scale)<"), std::string::npos);
   EXPECT_NE(log.find(">100<"), std::string::npos);  // a 1-2-5 tick
+}
+
+// Measuring alone, before any SVG: the groups, the points in px inside the plot, x on log2 of the
+// buffer (equal steps for equal factors), y from 0 up, and the legend's keys for what appears.
+TEST(SweepPicture, MeasuresGroupsScalesAndLegendBeforeDrawing) {
+  const SweepResult s = two_policies();
+  SweepReport report;
+  report.sweep = &s;
+  const SweepPicture p = measure_sweep(report);
+  ASSERT_EQ(p.series.size(), 2u);
+  EXPECT_EQ(p.series[0].key, "max M=16");
+  EXPECT_EQ(p.series[1].key, "packed");
+  EXPECT_EQ(p.x.kind, Scale::Kind::log2);
+  EXPECT_EQ(p.y.kind, Scale::Kind::linear);
+  EXPECT_EQ(p.y.t0, 0);
+  for (const SweepSeries& series : p.series) {
+    ASSERT_EQ(series.points.size(), 4u);
+    for (const SweepPoint& pt : series.points) {
+      EXPECT_GE(pt.x, p.left);
+      EXPECT_LE(pt.x, p.right);
+      EXPECT_GE(pt.y, p.top);
+      EXPECT_LE(pt.y, p.bottom);
+    }
+  }
+  const std::vector<SweepPoint>& max = p.series[0].points;
+  EXPECT_NEAR(max[1].x - max[0].x, max[2].x - max[1].x, 1e-9);  // 4K -> 16K -> 64K: two doublings each
+  EXPECT_LT(max[0].y, max[3].y);                                 // more iterations are drawn higher
+  EXPECT_TRUE(max[0].refused);
+  EXPECT_FALSE(max[2].refused);
+  bool hollow = false;
+  for (const LegendEntry& e : p.legend) hollow = hollow || e.kind == LegendEntry::Kind::hollow;
+  EXPECT_TRUE(hollow);  // some batches were refused
+  EXPECT_FALSE(p.limit_y);  // no recommendation, no K
+  EXPECT_TRUE(p.note.empty());
+  // An out-of-domain value is pinned to the axis' end, never off the plot.
+  EXPECT_EQ(p.x(0), p.x.p0);
+  EXPECT_EQ(p.y(std::numeric_limits<double>::quiet_NaN()), p.y.p0);
 }
 
 TEST(SweepSvg, GroupsSplitByModelAndTp) {

@@ -46,6 +46,21 @@ TEST_F(VerifyCli, BundledScenariosPass) {
   EXPECT_NE(r.out.find("26 passed, 0 failed"), std::string::npos) << r.out;  // 13 scenarios x 2 planners
 }
 
+// --kernel max-port was --kernel seed before 2026-12-01: the old name still checks the same planner,
+// and neither the help nor the error for a wrong name offers it.
+TEST_F(VerifyCli, KernelSeedIsAnAliasOfMaxPort) {
+  const auto port = run_cli("verify " + kScenarios + " --backend cpu --kernel max-port");
+  EXPECT_EQ(port.code, 0) << port.out << port.err;
+  EXPECT_NE(port.out.find("13 passed, 0 failed"), std::string::npos) << port.out;
+  const auto seed = run_cli("verify " + kScenarios + " --backend cpu --kernel seed");
+  EXPECT_EQ(seed.code, 0) << seed.out << seed.err;
+  EXPECT_NE(seed.out.find("13 passed, 0 failed"), std::string::npos) << seed.out;
+  const auto help = run_cli("verify --help");
+  EXPECT_NE(help.out.find("TEXT:{fast,max-port,all}"), std::string::npos) << help.out;
+  const auto bad = run_cli("verify --kernel turbo");
+  EXPECT_NE(bad.err.find("'turbo' is not one of fast, max-port or all"), std::string::npos) << bad.err;
+}
+
 TEST_F(VerifyCli, DefaultRunIsTheBuiltInSuiteWithAPrintedSeed) {
   const auto r = run_cli("verify --backend cpu --seed 5");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -58,7 +73,7 @@ TEST_F(VerifyCli, AFailingScenarioExitsOneWithAReproducerAndReports) {
   write("wrong.json", R"({"name": "wrong", "page_size": 128, "buffer_token_size": 512, "max_chunks": 4,
     "cache_lengths": [500, 0, 100], "input_row_offsets": [0, 9, 209, 229],
     "expected": {"cache_offsets": [[0, 0, 0], [512, 0, 1], [512, 256, 128], [512, 256, 128]]}})");
-  const auto r = run_cli("verify " + dir_.string() + " " + kScenarios + "/worked-example.json --backend cpu --kernel seed" +
+  const auto r = run_cli("verify " + dir_.string() + " " + kScenarios + "/worked-example.json --backend cpu --kernel max-port" +
                          " --repro-dir " + path("repro") + " --report " + path("report.json") + " --junit " +
                          path("junit.xml"));
   EXPECT_EQ(r.code, 1) << r.out << r.err;

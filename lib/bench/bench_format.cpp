@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/build_info.hpp"
-#include "mlaplan/profile/json_text.hpp"
 #include "mlaplan/io/printable.hpp"
+#include "mlaplan/io/table_builder.hpp"
+#include "mlaplan/profile/json_text.hpp"
 
 namespace mlaplan::bench {
 
@@ -25,8 +25,6 @@ std::string ratio(const std::optional<double>& x) {
 std::string percent(double x) { return fmt::format("{:.1f}%", 100.0 * x); }
 std::string gbps(double x) { return x < 10 ? fmt::format("{:.2f}", x) : fmt::format("{:.0f}", x); }
 
-const std::vector<std::string> kHeader = {"batch", "kernel", "mode", "median us", "spread (max-min)", "GB/s", "% copy", "x empty", "x roofline", "vs seed", "vs cpu+copy"};
-
 std::vector<std::string> cells(const BenchRow& r) {
   return {std::to_string(r.size),
           to_string(r.kernel),
@@ -37,8 +35,26 @@ std::vector<std::string> cells(const BenchRow& r) {
           r.pct_copy ? fmt::format("{:.1f}%", *r.pct_copy) : "-",
           ratio(r.x_empty),
           ratio(r.x_roofline),
-          ratio(r.speedup_vs_seed),
+          ratio(r.speedup_vs_max_port),
           ratio(r.speedup_vs_cpu_copy)};
+}
+
+// The row's names to the left, its figures to the right.
+io::TableBuilder table_of(const BenchReport& report) {
+  using io::Align;
+  io::TableBuilder t({{"batch", Align::left},
+                      {"kernel", Align::left},
+                      {"mode", Align::left},
+                      {"median us", Align::right},
+                      {"spread (max-min)", Align::right},
+                      {"GB/s", Align::right},
+                      {"% copy", Align::right},
+                      {"x empty", Align::right},
+                      {"x roofline", Align::right},
+                      {"vs max-port", Align::right},
+                      {"vs cpu+copy", Align::right}});
+  for (const BenchRow& r : report.rows) t.add_row(cells(r));
+  return t;
 }
 
 // The lines above the table: where and on what it ran, and the limits.
@@ -76,52 +92,29 @@ std::vector<std::string> preamble(const BenchReport& r) {
 }  // namespace
 
 std::string format_bench_table(const BenchReport& report) {
-  std::vector<std::vector<std::string>> table = {kHeader};
-  for (const BenchRow& r : report.rows) table.push_back(cells(r));
-  std::vector<size_t> width(kHeader.size(), 0);
-  for (const auto& row : table)
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   std::string out;
   // The preamble quotes the --max command, its info answer and failure reasons: escaped for the terminal.
   for (const std::string& line : preamble(report)) out += io::printable(line) + "\n";
-  out += "\n";
-  for (const auto& row : table) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i)
-      line += i < 3 ? fmt::format("{:<{}}  ", row[i], width[i]) : fmt::format("{:>{}}  ", row[i], width[i]);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
+  return out + "\n" + table_of(report).aligned();
 }
 
 std::string format_bench_markdown(const BenchReport& report) {
   std::string out;
   for (const std::string& line : preamble(report)) out += "- " + io::printable(line) + "\n";
-  out += "\n|";
-  for (const auto& h : kHeader) out += " " + h + " |";
-  out += "\n|";
-  for (size_t i = 0; i < kHeader.size(); ++i) out += i < 3 ? " --- |" : " ---: |";
-  out += "\n";
-  for (const BenchRow& r : report.rows) {
-    out += "|";
-    for (const auto& c : cells(r)) out += " " + c + " |";
-    out += "\n";
-  }
-  return out;
+  return out + "\n" + table_of(report).markdown();
 }
 
 std::string format_bench_csv(const BenchReport& report) {
   std::string out =
       "batch_size,kernel,mode,median_us,min_us,max_us,p25_us,p75_us,spread,iqr,noise,samples,launches_per_sample,buffer_tokens,"
-      "padded_tokens,bytes,gbps,pct_copy,x_empty,roofline_us,x_roofline,speedup_vs_seed,speedup_vs_cpu_copy\n";
+      "padded_tokens,bytes,gbps,pct_copy,x_empty,roofline_us,x_roofline,speedup_vs_max_port,speedup_vs_cpu_copy\n";
   auto opt = [](const std::optional<double>& x) { return x ? fmt::format("{:.6g}", *x) : std::string(); };
   for (const BenchRow& r : report.rows) {
     const SampleStats& s = r.measurement.stats;
     out += fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{},{},{},{},{:.0f},{:.6g},{},{},{},{},{},{}\n", r.size,
                        to_string(r.kernel), to_string(r.mode), s.median, s.min, s.max, s.p25, s.p75, s.spread(), s.iqr(), s.noise, s.samples,
                        r.measurement.launches_per_sample, r.buffer_tokens, r.padded_tokens, r.bytes, r.gbps, opt(r.pct_copy),
-                       opt(r.x_empty), opt(r.roofline_us), opt(r.x_roofline), opt(r.speedup_vs_seed), opt(r.speedup_vs_cpu_copy));
+                       opt(r.x_empty), opt(r.roofline_us), opt(r.x_roofline), opt(r.speedup_vs_max_port), opt(r.speedup_vs_cpu_copy));
   }
   return out;
 }
@@ -174,7 +167,7 @@ std::string format_bench_json(const BenchReport& report) {
                 {"roofline_us", opt(r.roofline_us)},
                 {"x_roofline", opt(r.x_roofline)},
                 {"x_empty", opt(r.x_empty)},
-                {"speedup_vs_seed", opt(r.speedup_vs_seed)},
+                {"speedup_vs_max_port", opt(r.speedup_vs_max_port)},
                 {"speedup_vs_cpu_copy", opt(r.speedup_vs_cpu_copy)}};
     row.update(stats(r.measurement));
     rows.push_back(std::move(row));

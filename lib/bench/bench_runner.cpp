@@ -47,7 +47,8 @@ void derive_columns(BenchReport& report) {
       r.roofline_us = empty->stats.median + static_cast<double>(table_bytes(r.size, report.options.workload.max_chunks)) / report.write->gbps() / 1e3;
       r.x_roofline = median / *r.roofline_us;
     }
-    if (const BenchRow* seed = find_row(report.rows, r.size, Kernel::seed, r.mode)) r.speedup_vs_seed = seed->measurement.stats.median / median;
+    if (const BenchRow* port = find_row(report.rows, r.size, Kernel::max_port, r.mode))
+      r.speedup_vs_max_port = port->measurement.stats.median / median;
     if (const BenchRow* cc = find_row(report.rows, r.size, Kernel::cpu_copy, r.mode)) r.speedup_vs_cpu_copy = cc->measurement.stats.median / median;
   }
 }

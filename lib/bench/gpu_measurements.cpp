@@ -108,7 +108,7 @@ struct DeviceSet {
   }
 };
 
-GpuKernel gpu_kernel_of(Kernel k) { return k == Kernel::seed ? GpuKernel::seed : GpuKernel::fast; }
+GpuKernel gpu_kernel_of(Kernel k) { return k == Kernel::max_port ? GpuKernel::max_port : GpuKernel::fast; }
 
 // Launches per hot sample: about kHotBatchUs of work, rounded down to a power of two so that two
 // runs whose one-launch estimates differ slightly still time batches of the same length (the

@@ -15,7 +15,7 @@ namespace mlaplan::bench {
 
 const char* to_string(Kernel k) {
   switch (k) {
-    case Kernel::seed: return "seed";
+    case Kernel::max_port: return "max-port";
     case Kernel::fast: return "fast";
     case Kernel::graph: return "graph";
     case Kernel::cpu: return "cpu";
@@ -29,7 +29,7 @@ const char* to_string(Kernel k) {
 }
 
 std::vector<Kernel> all_kernels() {
-  return {Kernel::seed, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty, Kernel::copy};
+  return {Kernel::max_port, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty, Kernel::copy};
 }
 
 std::vector<Kernel> parse_kernels(const std::string& list) {
@@ -40,8 +40,9 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
     std::string name = list.substr(start, end - start);
     // Names in any case, as every named value of the command line: --kernels FAST is fast.
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (name == "seed") name = "max-port";  // max-port's name before 2026-12-01
     bool found = false;
-    for (Kernel k : {Kernel::seed, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty,
+    for (Kernel k : {Kernel::max_port, Kernel::fast, Kernel::graph, Kernel::cpu, Kernel::cpu_fast, Kernel::cpu_copy, Kernel::empty,
                      Kernel::copy, Kernel::max}) {
       if (name == to_string(k)) {
         if (std::find(kernels.begin(), kernels.end(), k) == kernels.end()) kernels.push_back(k);
@@ -55,7 +56,7 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
     }
     if (!found)
       throw InputError(fmt::format(
-          "--kernels: '{}' is not a kernel; choose from seed, fast, graph, cpu, cpu-fast, cpu+copy, empty, copy, max (or all)", name));
+          "--kernels: '{}' is not a kernel; choose from max-port, fast, graph, cpu, cpu-fast, cpu+copy, empty, copy, max (or all)", name));
     start = end + 1;
   }
   return kernels;
@@ -63,7 +64,7 @@ std::vector<Kernel> parse_kernels(const std::string& list) {
 
 bool on_gpu(Kernel k) { return k != Kernel::cpu && k != Kernel::cpu_fast; }
 bool is_limit(Kernel k) { return k == Kernel::empty || k == Kernel::copy; }
-bool gpu_resident(Kernel k) { return k == Kernel::seed || k == Kernel::fast || k == Kernel::graph || k == Kernel::max; }
+bool gpu_resident(Kernel k) { return k == Kernel::max_port || k == Kernel::fast || k == Kernel::graph || k == Kernel::max; }
 
 const char* to_string(Mode m) { return m == Mode::hot ? "hot" : "cold"; }
 

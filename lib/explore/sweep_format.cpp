@@ -5,16 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/io/printable.hpp"
+#include "mlaplan/io/table_builder.hpp"
 #include "mlaplan/profile/json_text.hpp"
 
 namespace mlaplan::explore {
 
 namespace {
-
-struct Column {
-  const char* title;
-  bool right;  // numbers are right-aligned
-};
 
 // The cells of one row, in the order of columns().
 std::vector<std::string> cells(const SweepRow& r, bool with_model) {
@@ -38,20 +34,26 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model) {
   return c;
 }
 
-std::vector<Column> columns(bool with_model) {
-  std::vector<Column> c{{"policy", false}, {"buffer", true},  {"M", true},       {"mean", true},
-                        {"p50", true},     {"p90", true},     {"p99", true},     {"max", true},
-                        {"refused", true}, {"padding", true}, {"fill", true}};
-  if (with_model) {
-    c.push_back({"model", false});
-    c.push_back({"TP", true});
-    c.push_back({"buffer mem", true});
-    c.push_back({"K concat", true});
-  }
-  return c;
-}
-
 bool has_model(const SweepResult& s) { return !s.rows.empty() && s.rows.front().model.has_value(); }
+
+// The rows as one table (names to the left, numbers to the right), for every format that has one.
+io::TableBuilder table_of(const SweepResult& s) {
+  using io::Align;
+  const bool with_model = has_model(s);
+  std::vector<io::TableColumn> c{{"policy", Align::left},   {"buffer", Align::right}, {"M", Align::right},
+                                 {"mean", Align::right},    {"p50", Align::right},    {"p90", Align::right},
+                                 {"p99", Align::right},     {"max", Align::right},    {"refused", Align::right},
+                                 {"padding", Align::right}, {"fill", Align::right}};
+  if (with_model) {
+    c.push_back({"model", Align::left});
+    c.push_back({"TP", Align::right});
+    c.push_back({"buffer mem", Align::right});
+    c.push_back({"K concat", Align::right});
+  }
+  io::TableBuilder t(std::move(c));
+  for (const SweepRow& r : s.rows) t.add_row(cells(r, with_model));
+  return t;
+}
 
 std::string header(const SweepResult& s) {
   return fmt::format("batches: {} from {}, {}; {:.1f} sequences per batch on average\n"
@@ -87,13 +89,13 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
 }  // namespace
 
 SweepCells sweep_cells(const SweepReport& rep) {
+  const io::TableBuilder t = table_of(*rep.sweep);
   SweepCells out;
-  const bool with_model = has_model(*rep.sweep);
-  for (const Column& c : columns(with_model)) {
-    out.titles.emplace_back(c.title);
-    out.numeric.push_back(c.right);
+  for (const io::TableColumn& c : t.columns()) {
+    out.titles.push_back(c.title);
+    out.numeric.push_back(c.align == io::Align::right);
   }
-  for (const SweepRow& r : rep.sweep->rows) out.rows.push_back(cells(r, with_model));
+  out.rows = t.rows();
   return out;
 }
 
@@ -102,45 +104,11 @@ std::string sweep_summary(const SweepResult& sweep) { return header(sweep); }
 std::string sweep_recommendation(const SweepReport& report) { return recommendation_text(report, "  ", "      "); }
 
 std::string format_sweep_table(const SweepReport& rep) {
-  const SweepResult& s = *rep.sweep;
-  const bool with_model = has_model(s);
-  const std::vector<Column> cols = columns(with_model);
-  std::vector<std::vector<std::string>> body;
-  for (const SweepRow& r : s.rows) body.push_back(cells(r, with_model));
-  std::vector<size_t> width(cols.size());
-  for (size_t i = 0; i < cols.size(); ++i) {
-    width[i] = std::string(cols[i].title).size();
-    for (const auto& row : body) width[i] = std::max(width[i], row[i].size());
-  }
-  auto line = [&](const std::vector<std::string>& v) {
-    std::string out;
-    for (size_t i = 0; i < v.size(); ++i)
-      out += fmt::format(cols[i].right ? "{}{:>{}}" : "{}{:<{}}", i ? "  " : "", v[i], width[i]);
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  };
-  std::vector<std::string> titles;
-  for (const Column& c : cols) titles.push_back(c.title);
-  std::string out = header(s) + "\n" + line(titles);
-  for (const auto& row : body) out += line(row);
-  return out + recommendation_text(rep, "  ", "      ");
+  return header(*rep.sweep) + "\n" + table_of(*rep.sweep).aligned() + recommendation_text(rep, "  ", "      ");
 }
 
 std::string format_sweep_markdown(const SweepReport& rep) {
-  const SweepResult& s = *rep.sweep;
-  const bool with_model = has_model(s);
-  const std::vector<Column> cols = columns(with_model);
-  std::string out = header(s) + "\n|";
-  for (const Column& c : cols) out += fmt::format(" {} |", c.title);
-  out += "\n|";
-  for (const Column& c : cols) out += c.right ? " ---: |" : " --- |";
-  out += "\n";
-  for (const SweepRow& r : s.rows) {
-    out += "|";
-    for (const std::string& cell : cells(r, with_model)) out += fmt::format(" {} |", cell);
-    out += "\n";
-  }
-  return out + recommendation_text(rep, "- ", "  - buffer ");
+  return header(*rep.sweep) + "\n" + table_of(*rep.sweep).markdown() + recommendation_text(rep, "- ", "  - buffer ");
 }
 
 std::string format_sweep_csv(const SweepReport& rep) {

@@ -119,7 +119,9 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
     return fmt::to_string(out);
   }
 
-  put("chunk    rows    fill  sequences: s<b> [buffer rows) <- [cache tokens)\n");
+  // The right-hand range is of the sequence's padded tokens (cache + new + page padding: cache_offsets'
+  // unit), not of its cache alone.
+  put("chunk    rows    fill  sequences: s<b> [buffer rows) <- [padded tokens)\n");
   size_t shown_chunks = 0;
   for (uint32_t c = 0; c < t.max_chunks; ++c) {
     const int32_t len = t.buffer_lengths[c];

@@ -5,9 +5,9 @@ namespace mlaplan::profile {
 namespace {
 
 // The CPU's pair of the GPU kernels, as verify has them: fast is the closed-form planner (checked
-// bit-exactly against the reference), seed the reference loop (the seed's own algorithm) itself.
+// bit-exactly against the reference), max-port the reference loop (MAX's own algorithm) itself.
 std::unique_ptr<Planner> cpu_planner(GpuKernel kernel) {
-  return kernel == GpuKernel::seed ? make_reference_planner() : make_fast_cpu_planner();
+  return kernel == GpuKernel::max_port ? make_reference_planner() : make_fast_cpu_planner();
 }
 
 }  // namespace

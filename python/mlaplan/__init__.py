@@ -174,7 +174,8 @@ def plan(
     CUDA arrays: planned on the GPU on `stream` (default: the current stream of the arrays' framework),
     asynchronously. `out=(buffer_row_offsets, cache_offsets, buffer_lengths, status)` gives the output
     arrays ((M, B + 1), (M, B), (M,), (4,); int32 or uint32) and `workspace` a Workspace sized for
-    the batch; either left out is allocated here (then the call is not graph-capturable).
+    the batch; either left out is allocated here (then the call is not graph-capturable). `kernel`:
+    "fast" or "max-port" (the port of MAX's kernel; "seed", its name before 2026-12-01, is accepted).
     """
     device = _cuda_device(cache_lengths)
     if device is None:

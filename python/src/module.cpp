@@ -176,7 +176,7 @@ mlaplan::DevicePlanArgs checked_args(const AnyArray& cache, const AnyArray& offs
   check_device_array(cache_out, "cache_offsets", {m, b}, dev);
   check_device_array(lengths, "buffer_lengths", {m}, dev);
   check_device_array(status, "status", {4}, dev);
-  if (kernel != "fast" && kernel != "seed") throw mlaplan::InputError("kernel: fast or seed, not " + kernel);
+  if (!mlaplan::gpu_kernel_named(kernel)) throw mlaplan::InputError("kernel: fast or max-port, not " + kernel);
   if (page_size < 1 || buffer_token_size < 1 || buffer_token_size > 0x7fffffffu || max_chunks < 1)
     throw mlaplan::InputError("page_size, buffer_token_size, max_chunks: expected page_size >= 1, 1 <= buffer_token_size "
                               "< 2^31 and max_chunks >= 1");
@@ -207,7 +207,7 @@ BoundPlan::BoundPlan(AnyArray cache, AnyArray offsets, uint32_t page_size, uint3
       ws_(nb::cast<Workspace*>(workspace_)),
       args_(checked_args(cache_, offsets_, page_size, buffer_token_size, max_chunks, rows_, cache_out_, lengths_, status_,
                          *ws_, kernel)),
-      kernel_(kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast) {}
+      kernel_(*mlaplan::gpu_kernel_named(kernel)) {}
 
 void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_size, uint32_t buffer_token_size,
                  uint32_t max_chunks, const AnyArray& rows, const AnyArray& cache_out, const AnyArray& lengths,
@@ -215,7 +215,7 @@ void plan_device(const AnyArray& cache, const AnyArray& offsets, uint32_t page_s
   const mlaplan::DevicePlanArgs a =
       checked_args(cache, offsets, page_size, buffer_token_size, max_chunks, rows, cache_out, lengths, status, ws, kernel);
   MLAPLAN_CUDA_CHECK(mlaplan::plan_on_device(a, ws.ptr(), ws.bytes(), reinterpret_cast<cudaStream_t>(stream),
-                                             kernel == "seed" ? mlaplan::GpuKernel::seed : mlaplan::GpuKernel::fast),
+                                             *mlaplan::gpu_kernel_named(kernel)),
                      kCuda, "launching the planner");
 }
 

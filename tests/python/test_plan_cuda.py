@@ -46,6 +46,20 @@ def test_torch_plans_equal_the_cpu():
         np.testing.assert_array_equal(p.buffer_lengths.cpu().numpy(), want.buffer_lengths)
 
 
+def test_every_kernel_name_plans_alike():
+    """max-port (and seed, its old name) and fast give the CPU's tables; another name is refused."""
+    torch = torch_or_skip()
+    cache, offsets = random_batch(np.random.default_rng(5), 300)
+    want = expected(cache, offsets, 128, 65536, 64)
+    for kernel in ("fast", "max-port", "seed"):
+        p = mlaplan.plan(torch.from_numpy(cache).cuda(), torch.from_numpy(offsets).cuda(), 128, 65536, 64, kernel=kernel)
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(as_u32(p.buffer_row_offsets), want.buffer_row_offsets)
+        np.testing.assert_array_equal(p.buffer_lengths.cpu().numpy(), want.buffer_lengths)
+    with pytest.raises(ValueError, match="fast or max-port"):
+        mlaplan.plan(torch.from_numpy(cache).cuda(), torch.from_numpy(offsets).cuda(), 128, 65536, 64, kernel="slow")
+
+
 def test_cupy_plans_equal_the_cpu():
     cupy = pytest.importorskip("cupy")
     rng = np.random.default_rng(4)

@@ -21,7 +21,7 @@ cudaError_t plan_on_device(const DevicePlanArgs& args, void* workspace, size_t w
   const size_t needed = plan_workspace_bytes(args.batch_size, args.max_chunks, kernel);
   if (needed > 0 && (workspace == nullptr || workspace_bytes < needed)) return cudaErrorInvalidValue;
   return kernel == GpuKernel::fast ? cuda_detail::launch_fast(args, workspace, stream)
-                                   : cuda_detail::launch_seed(args, stream);
+                                   : cuda_detail::launch_max_port(args, stream);
 }
 
 cudaError_t plan_kernels_loadable() { return cuda_detail::check_kernel_image(); }

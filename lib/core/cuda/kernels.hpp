@@ -11,7 +11,7 @@
 namespace mlaplan::cuda_detail {
 
 // The seed's kernel: one thread per sequence, each re-summing every earlier sequence. No workspace.
-cudaError_t launch_seed(const DevicePlanArgs& args, cudaStream_t stream);
+cudaError_t launch_max_port(const DevicePlanArgs& args, cudaStream_t stream);
 
 // The fast kernel: O(B + M*B) work. Workspace bytes it needs for B sequences (0 when one tile
 // holds the batch and a single launch does everything).

@@ -1,4 +1,4 @@
-// Timing on the GPU with CUDA events: the GPU planners (seed, fast, graph), the vLLM-style
+// Timing on the GPU with CUDA events: the GPU planners (max-port, fast, graph), the vLLM-style
 // cpu+copy path and the two limits (an empty launch, a large device-to-device copy). This header
 // needs no CUDA; the implementation is gpu_measurements.cu, or gpu_measurements_unavailable.cpp
 // in a build without CUDA.

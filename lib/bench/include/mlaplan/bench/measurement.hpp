@@ -13,15 +13,15 @@
 
 namespace mlaplan::bench {
 
-// The planners (seed, fast, graph, cpu, cpu-fast, cpu+copy), the two limits (empty, copy), and
+// The planners (max-port, fast, graph, cpu, cpu-fast, cpu+copy), the two limits (empty, copy), and
 // max: MAX's own kernel in another process (bench --max CMD).
-enum class Kernel { seed, fast, graph, cpu, cpu_fast, cpu_copy, empty, copy, max };
+enum class Kernel { max_port, fast, graph, cpu, cpu_fast, cpu_copy, empty, copy, max };
 const char* to_string(Kernel k);
 std::vector<Kernel> all_kernels();  // what `all` means: every kernel but max, which needs --max
-std::vector<Kernel> parse_kernels(const std::string& list);  // throws InputError naming --kernels
+std::vector<Kernel> parse_kernels(const std::string& list);  // seed is max-port; throws InputError naming --kernels
 bool on_gpu(Kernel k);       // needs a GPU to run at all
 bool is_limit(Kernel k);     // empty or copy: not a planner, measured once per run
-bool gpu_resident(Kernel k); // reads and writes device memory only (seed, fast, graph, max)
+bool gpu_resident(Kernel k); // reads and writes device memory only (max-port, fast, graph, max)
 
 // hot: back-to-back launches, events around the batch; cold: caches flushed before each sample.
 enum class Mode { hot, cold };

@@ -18,7 +18,7 @@ struct PlannerChoice {
 
 // auto: the GPU when one is usable, else the CPU with a note; gpu: throws DeviceError when no GPU is
 // usable; cpu: the CPU. On the CPU, `kernel` picks as verify does: fast the closed-form planner,
-// seed the reference.
+// max-port the reference.
 PlannerChoice choose_planner(Backend backend, GpuKernel kernel = GpuKernel::fast);
 
 }  // namespace mlaplan::profile

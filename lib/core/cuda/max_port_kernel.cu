@@ -9,11 +9,11 @@ namespace mlaplan::cuda_detail {
 
 namespace {
 
-constexpr int kSeedThreads = 128;
+constexpr int kMaxPortThreads = 128;
 
 // kMaxChunks > 0: the chunk count is a compile-time constant, as in the seed; 0: run-time `m`.
 template <int kMaxChunks>
-__global__ void __launch_bounds__(kSeedThreads) seed_plan_kernel(DevicePlanArgs a) {
+__global__ void __launch_bounds__(kMaxPortThreads) max_port_plan_kernel(DevicePlanArgs a) {
   const uint32_t m = kMaxChunks > 0 ? uint32_t{kMaxChunks} : a.max_chunks;
   const uint64_t seq = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const uint32_t batch = a.batch_size;
@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(kSeedThreads) seed_plan_kernel(DevicePlanArgs 
 
 // The seed's empty-batch kernel sets every chunk length to 0; this one also writes the M x 1
 // sentinel column (zeros) and the status, so no output is left unwritten.
-__global__ void seed_empty_kernel(DevicePlanArgs a) {
+__global__ void max_port_empty_kernel(DevicePlanArgs a) {
   const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c < a.max_chunks) {
     a.buffer_row_offsets[c] = 0;
@@ -85,15 +85,15 @@ __global__ void seed_empty_kernel(DevicePlanArgs a) {
 
 template <int kMaxChunks>
 void launch(const DevicePlanArgs& args, cudaStream_t stream) {
-  const uint32_t blocks = (args.batch_size + kSeedThreads - 1) / kSeedThreads;
-  seed_plan_kernel<kMaxChunks><<<blocks, kSeedThreads, 0, stream>>>(args);
+  const uint32_t blocks = (args.batch_size + kMaxPortThreads - 1) / kMaxPortThreads;
+  max_port_plan_kernel<kMaxChunks><<<blocks, kMaxPortThreads, 0, stream>>>(args);
 }
 
 }  // namespace
 
-cudaError_t launch_seed(const DevicePlanArgs& args, cudaStream_t stream) {
+cudaError_t launch_max_port(const DevicePlanArgs& args, cudaStream_t stream) {
   if (args.batch_size == 0) {
-    seed_empty_kernel<<<static_cast<uint32_t>((uint64_t{args.max_chunks} + 127) / 128), 128, 0, stream>>>(args);
+    max_port_empty_kernel<<<static_cast<uint32_t>((uint64_t{args.max_chunks} + 127) / 128), 128, 0, stream>>>(args);
     return cudaGetLastError();
   }
   switch (args.max_chunks) {
@@ -111,7 +111,7 @@ cudaError_t launch_seed(const DevicePlanArgs& args, cudaStream_t stream) {
 
 cudaError_t check_kernel_image() {
   cudaFuncAttributes attributes;
-  return cudaFuncGetAttributes(&attributes, seed_plan_kernel<0>);
+  return cudaFuncGetAttributes(&attributes, max_port_plan_kernel<0>);
 }
 
 }  // namespace mlaplan::cuda_detail

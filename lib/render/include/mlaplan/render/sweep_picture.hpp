@@ -1,0 +1,113 @@
+// What the chart of a sweep shows, measured from the report before anything is drawn (sweep_svg.hpp
+// draws it): the frame, the scales and their ticks, one series of points per recommend() group, the
+// limit K and the legend, every position in px.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/render/palette.hpp"
+
+namespace mlaplan::render {
+
+// Sizes in px and the ink that measuring and drawing share (the rest stays with the one that uses it).
+namespace sweep_style {
+inline constexpr double kMarginOuter = 16;
+inline constexpr double kLegendRow = 19;
+inline constexpr double kLegendSample = 30;  // the line or marker drawn before each legend label
+inline constexpr double kTitleSize = 15, kSubtitleSize = 12, kTickSize = 12, kAxisTitleSize = 13, kLegendSize = 12;
+inline constexpr double kNoteSize = 13;
+inline constexpr std::string_view kMutedInk = "#555555";  // subtitles and notes
+}  // namespace sweep_style
+
+// Colour is never the only cue (plot_sweep.py does the same with its markers).
+enum class Shape { circle, square, triangle, diamond };
+
+// Data to px along one axis: linear, or linear in log2 / log10 of the value. Values outside the
+// domain (a zero on a log axis, a hand-made row's NaN) are pinned to its ends, never off the plot.
+struct Scale {
+  enum class Kind { linear, log2, log10 } kind = Kind::linear;
+  double t0 = 0, t1 = 1;  // the domain, transformed
+  double p0 = 0, p1 = 1;  // its ends in px
+
+  double transform(double v) const {
+    switch (kind) {
+      case Kind::log2: return std::log2(v);
+      case Kind::log10: return std::log10(v);
+      case Kind::linear: break;
+    }
+    return v;
+  }
+  double operator()(double v) const {
+    if (!std::isfinite(v) || (kind != Kind::linear && v <= 0)) return p0;
+    const double span = t1 - t0;
+    if (!(span > 0)) return (p0 + p1) / 2;  // one value: the middle
+    const double f = std::clamp((transform(v) - t0) / span, 0.0, 1.0);
+    return p0 + f * (p1 - p0);
+  }
+};
+
+struct SweepPoint {
+  size_t row = 0;      // index into SweepResult::rows
+  double x = 0;        // px
+  double y = 0;        // px of p99
+  double y_mean = 0;   // px of the mean
+  bool refused = false;
+  bool recommended = false;
+  std::string tip;
+};
+
+struct SweepSeries {
+  std::string key;    // recommend()'s group name
+  std::string label;  // for the legend, clipped
+  Swatch swatch;
+  Shape shape = Shape::circle;
+  double width = 2;   // line width: wider when later lines cover this one, so it still shows
+  double radius = 3.5;
+  std::vector<SweepPoint> points;  // by buffer size
+};
+
+struct Tick {
+  double pos = 0;     // px
+  std::string label;  // empty: a grid line without a label (it would collide with its neighbour)
+};
+
+struct TextLine {
+  std::string text;
+  double y = 0, size = 12;
+  std::string_view fill;
+};
+
+struct LegendEntry {
+  enum class Kind { series, gap, solid, dashed, hollow, limit, ring, text } kind = Kind::gap;
+  std::string label;
+  size_t series = 0;  // Kind::series: index into SweepPicture::series
+};
+
+struct SweepPicture {
+  double width = 0, height = 0;
+  double left = 0, top = 0, right = 0, bottom = 0;  // the plot area
+  std::vector<TextLine> title;
+  Scale x, y;
+  std::vector<Tick> x_ticks, y_ticks;
+  std::string x_title, y_title;
+  std::vector<SweepSeries> series;
+  std::optional<double> limit_y;  // px of K
+  std::string limit_label;
+  std::vector<LegendEntry> legend;
+  double legend_x = 0, legend_y = 0;
+  std::string note;  // said inside the plot: no rows, a single buffer size
+  bool note_centered = false;
+};
+
+// Measures the chart of `report` (see sweep_svg): a report with no sweep or no rows gives a frame
+// and a note saying so.
+SweepPicture measure_sweep(const mlaplan::explore::SweepReport& report);
+
+}  // namespace mlaplan::render
