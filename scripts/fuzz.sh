@@ -10,9 +10,10 @@
 #   --jobs J      fuzz J targets at a time (default 1), one process each
 #   --no-build    use the targets already built in BUILD_DIR
 #
-# Installs clang and libFuzzer's runtime from Debian's packages when missing, configures and builds
-# BUILD_DIR (default build-fuzz: clang, -DMLAPLAN_FUZZ=ON, CUDA and the normal tests off, the library
-# under AddressSanitizer + UndefinedBehaviorSanitizer), copies the committed seeds of
+# Installs clang and libFuzzer's runtime from Debian's packages when missing, configures BUILD_DIR
+# (default build-sanitize, the sanitize preset's folder and settings: clang, CUDA off, the library
+# under AddressSanitizer + UndefinedBehaviorSanitizer, -DMLAPLAN_FUZZ=ON), builds the fuzz targets
+# there, copies the committed seeds of
 # tests/fuzz/corpus/<target> into BUILD_DIR/corpus/<target> (the committed seeds stay clean; the
 # working corpus grows there from run to run), runs each target over it and over
 # tests/fuzz/regressions/<target> (inputs that once crashed), and prints one summary line per target.
@@ -21,7 +22,7 @@
 #   BUILD_DIR/fuzz/<target> <that file>
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${BUILD_DIR:-$root/build-fuzz}
+build=${BUILD_DIR:-$root/build-sanitize}
 case "$build" in /*) ;; *) build=$PWD/$build ;; esac
 
 all_targets=(fuzz_scenario fuzz_planners fuzz_plan_tables fuzz_lengths_csv fuzz_model_config)
@@ -61,8 +62,11 @@ if ((do_build)); then
   start=$SECONDS
   echo "fuzz.sh: building the fuzz targets in $build ($("$cxx" --version | head -1))" >&2
   mkdir -p "$build"
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$cxx" -DMLAPLAN_ENABLE_CUDA=OFF \
-    -DMLAPLAN_BUILD_TESTS=OFF -DMLAPLAN_FUZZ=ON >"$build/configure.log" 2>&1 ||
+  # The sanitize preset's settings (CMakePresets.json), so the default build-sanitize/ serves both the
+  # sanitizer suite and the fuzz targets: one build of the library, not two.
+  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DCMAKE_CXX_COMPILER="$cxx" -DMLAPLAN_ENABLE_CUDA=OFF -DMLAPLAN_SANITIZE=ON -DMLAPLAN_FUZZ=ON \
+    >"$build/configure.log" 2>&1 ||
     { cat "$build/configure.log" >&2; exit 1; }
   cmake --build "$build" --target fuzz_targets -j"${FUZZ_BUILD_JOBS:-$(nproc)}" >"$build/build.log" 2>&1 ||
     { tail -50 "$build/build.log" >&2; exit 1; }

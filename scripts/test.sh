@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command, and all CI runs: builds mlaplan and runs the whole test suite (GPU tests
-# report themselves skipped without a GPU); then the CPU suite again, built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (the `sanitize` preset, build-sanitize/); then a short run of every
-# libFuzzer target (scripts/fuzz.sh, build-fuzz/), after the Python package is built and tested in a
-# fresh virtual environment (scripts/test-python.sh). SKIP_SANITIZE=1, SKIP_PYTHON=1 or SKIP_FUZZ=1
+# report themselves skipped without a GPU); then the CPU suite again, built with clang,
+# AddressSanitizer and UndefinedBehaviorSanitizer (the `sanitize` preset, build-sanitize/, which also
+# builds the libFuzzer targets); then the Python package, built and tested in a fresh virtual
+# environment (scripts/test-python.sh); then a short run of every fuzz target from that same build
+# (scripts/fuzz.sh). SKIP_SANITIZE=1, SKIP_PYTHON=1 or SKIP_FUZZ=1
 # leaves a stage out;
 # FUZZ_SECONDS sets the seconds per fuzz target (default 15). --with-max (or WITH_MAX=1) adds a last
 # stage: the MAX harness's toolchain (a 1 GB download), its host-side tests and its build
@@ -24,11 +25,13 @@ export MLAPLAN_REQUIRE_TOOLS=1
 
 stage "release build and the whole suite"
 "$root/scripts/build.sh" ${build_args[@]+"${build_args[@]}"}
+cmake --build "$build" -j"$(nproc)"  # the tests, beside the executable build.sh made
 (cd "$build" && ctest --output-on-failure -j"$(nproc)")
 
 if [[ -z ${SKIP_SANITIZE:-} ]]; then
   stage "sanitize preset: the CPU suite under AddressSanitizer + UndefinedBehaviorSanitizer"
   cd "$root"  # presets are read from the source folder
+  "$root/scripts/install-deps.sh" clang libclang-rt-dev  # the preset's compiler, and libFuzzer's runtime
   cmake --preset sanitize >/dev/null
   cmake --build --preset sanitize -j"$(nproc)"
   ctest --preset sanitize -j"$(nproc)"
@@ -41,7 +44,10 @@ fi
 
 if [[ -z ${SKIP_FUZZ:-} ]]; then
   stage "fuzz targets, ${FUZZ_SECONDS:-15} s each"
-  "$root/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-15}" --jobs 2
+  # The sanitize stage built the targets; without it fuzz.sh builds them itself.
+  fuzz_build=()
+  [[ -z ${SKIP_SANITIZE:-} ]] && fuzz_build=(--no-build)
+  BUILD_DIR="$root/build-sanitize" "$root/scripts/fuzz.sh" --seconds "${FUZZ_SECONDS:-15}" --jobs 2 ${fuzz_build[@]+"${fuzz_build[@]}"}
 fi
 if [[ -n $with_max ]]; then
   stage "MAX harness: pinned toolchain, host-side tests, build for sm_90"

@@ -72,7 +72,7 @@ cmake --install "$build_dir" --prefix "$prefix" --component tools >/dev/null
     for h in "$source_dir/lib/$layer/include/mlaplan/$layer"/*; do echo "include/mlaplan/$layer/$(basename "$h")"; done
     echo "lib/libmlaplan_$layer.a"
   done
-  printf '%s\n' bin/mlaplan lib/cmake/mlaplan/mlaplanToolsTargets.cmake lib/cmake/mlaplan/mlaplanToolsTargets-CONFIG.cmake
+  printf '%s\n' bin/mlaplan lib/libmlaplan_fmt.a lib/cmake/mlaplan/mlaplanToolsTargets.cmake lib/cmake/mlaplan/mlaplanToolsTargets-CONFIG.cmake
 } | expect_files "install with the tools component"
 echo "tools component: adds the layers ${layers[*]}, their targets and bin/mlaplan"
 

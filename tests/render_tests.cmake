@@ -7,7 +7,7 @@ add_executable(mlaplan_render_tests
   plan_svg_test.cpp
   render_pixels_test.cpp
 )
-target_link_libraries(mlaplan_render_tests PRIVATE mlaplan fmt::fmt-header-only nlohmann_json::nlohmann_json PNG::PNG GTest::gtest GTest::gtest_main)
+target_link_libraries(mlaplan_render_tests PRIVATE mlaplan mlaplan_fmt nlohmann_json::nlohmann_json PNG::PNG GTest::gtest GTest::gtest_main)
 target_compile_definitions(mlaplan_render_tests PRIVATE MLAPLAN_EXE="$<TARGET_FILE:mlaplan_cli>" MLAPLAN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 add_dependencies(mlaplan_render_tests mlaplan_cli)
 gtest_discover_tests(mlaplan_render_tests DISCOVERY_TIMEOUT 60)

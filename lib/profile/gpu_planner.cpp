@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "mlaplan/build_info.hpp"
 #include "mlaplan/cuda_support/cuda_call.hpp"
 #include "mlaplan/cuda_support/device_buffer.hpp"
 #include "mlaplan/device_plan.hpp"
@@ -184,7 +185,7 @@ std::optional<std::string> find_usable_gpu(std::string* why) {
     return fail(fmt::format("cannot query CUDA device {}: {}", device, cudaGetErrorString(e)));
   if (const cudaError_t e = plan_kernels_loadable(); e != cudaSuccess)
     return fail(fmt::format("{} (compute capability {}.{}) cannot run this build's kernels ({}): {}", prop.name,
-                            prop.major, prop.minor, MLAPLAN_CUDA_TARGETS, cudaGetErrorString(e)));
+                            prop.major, prop.minor, build_info().cuda_architectures, cudaGetErrorString(e)));
   if (why) why->clear();
   return std::string(prop.name);
 }

@@ -1,0 +1,32 @@
+// fmt's compiled part, built once for the whole project. Debian ships fmt's headers and a shared
+// libfmt, but the binary must run where no libfmt is installed (the GPU machine), and the header-only
+// mode compiles fmt's implementation (format-inl.h) into every translation unit that formats. This
+// file is what fmt's own src/format.cc is for the installed version: the implementation, and the
+// explicit instantiations that format.h declares `extern`.
+#include <fmt/format-inl.h>
+
+static_assert(FMT_VERSION >= 90000 && FMT_VERSION < 100000,
+              "lib/fmt/fmt_library.cpp instantiates fmt 9's templates; check it against this fmt's src/format.cc");
+
+FMT_BEGIN_NAMESPACE
+namespace detail {
+
+template FMT_API auto dragonbox::to_decimal(float x) noexcept -> dragonbox::decimal_fp<float>;
+template FMT_API auto dragonbox::to_decimal(double x) noexcept -> dragonbox::decimal_fp<double>;
+
+#ifndef FMT_STATIC_THOUSANDS_SEPARATOR
+template FMT_API locale_ref::locale_ref(const std::locale& loc);
+template FMT_API auto locale_ref::get<std::locale>() const -> std::locale;
+#endif
+
+template FMT_API auto thousands_sep_impl(locale_ref) -> thousands_sep_result<char>;
+template FMT_API auto decimal_point_impl(locale_ref) -> char;
+template FMT_API void buffer<char>::append(const char*, const char*);
+template FMT_API void vformat_to(buffer<char>&, string_view, basic_format_args<FMT_BUFFER_CONTEXT(char)>, locale_ref);
+
+template FMT_API auto thousands_sep_impl(locale_ref) -> thousands_sep_result<wchar_t>;
+template FMT_API auto decimal_point_impl(locale_ref) -> wchar_t;
+template FMT_API void buffer<wchar_t>::append(const wchar_t*, const wchar_t*);
+
+}  // namespace detail
+FMT_END_NAMESPACE
