@@ -24,13 +24,13 @@ namespace mlaplan::cli {
 
 namespace {
 
-enum class Format { table, json, csv };
+enum class RunFormat { table, json, csv };
 
 struct RunOptions {
   std::string path;
   std::string scenario;  // pick one scenario of a list file, by name or index
   BackendOptions backend;
-  Format format = Format::table;
+  RunFormat format = RunFormat::table;
   std::string output;
   bool no_verify = false;
   size_t max_sequences = 8;
@@ -115,13 +115,13 @@ io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy,
 void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::vector<explore::Policy>& policies,
                       const RunOptions& opt) {
   const bool pictures = !opt.svg.empty() || !opt.html.empty();
-  std::string extra_what = opt.format == Format::json ? "--format json text" : opt.format == Format::csv ? "--format csv text" : "";
+  std::string extra_what = opt.format == RunFormat::json ? "--format json text" : opt.format == RunFormat::csv ? "--format csv text" : "";
   if (pictures) extra_what += std::string(extra_what.empty() ? "" : " and ") + "the pictures";
   uint64_t total = 0;
   size_t checked = 0;
   for (const check::Scenario& s : scenarios) {
     const uint64_t B = s.batch.batch_size();
-    const uint64_t extra = (opt.format == Format::table ? 0 : io::plan_text_bytes_per_row(B, opt.format == Format::csv)) +
+    const uint64_t extra = (opt.format == RunFormat::table ? 0 : io::plan_text_bytes_per_row(B, opt.format == RunFormat::csv)) +
                            (pictures ? sizeof(render::ChunkPicture) : 0);
     for (const explore::Policy& p : policies) {
       uint64_t rows = s.batch.max_chunks;
@@ -178,11 +178,11 @@ int run(const RunOptions& opt) {
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
   const std::vector<explore::Policy> policies = make_policies(opt.policy);
   const bool compare = policies.size() > 1;
-  if (opt.max_sequences_given && opt.format != Format::table && opt.html.empty())
+  if (opt.max_sequences_given && opt.format != RunFormat::table && opt.html.empty())
     throw InputError(fmt::format("--max-sequences: it shortens the table output (and --html's tables), and --format {} "
                                  "lists every sequence; drop --max-sequences or use --format table",
-                                 opt.format == Format::json ? "json" : "csv"));
-  if (compare && opt.format == Format::csv)
+                                 opt.format == RunFormat::json ? "json" : "csv"));
+  if (compare && opt.format == RunFormat::csv)
     throw InputError("--format csv: the cells of one plan; with several policies use --format json (each plan names its "
                      "policy) or --svg/--html to see them side by side");
   bool any_max = false;
@@ -218,7 +218,7 @@ int run(const RunOptions& opt) {
   std::string text, svg, html;
   {
     auto format_scope = output_timer.phase("format");
-    if (opt.format == Format::json) {
+    if (opt.format == RunFormat::json) {
       if (reports.size() == 1) {
         text = io::format_plan_json(reports[0]);
       } else {  // still one object on stdout: a list under "scenarios"
@@ -229,7 +229,7 @@ int run(const RunOptions& opt) {
         }
         text += "]}\n";
       }
-    } else if (opt.format == Format::csv) {
+    } else if (opt.format == RunFormat::csv) {
       for (size_t i = 0; i < reports.size(); ++i) {
         poll(i);
         text += io::format_plan_csv(reports[i], i == 0);
@@ -274,7 +274,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->check(scenario_name());
   add_backend_options(*cmd, opt->backend);
   cmd->add_option_function<std::string>(
-         "--format", [opt](const std::string& v) { opt->format = v == "json" ? Format::json : v == "csv" ? Format::csv : Format::table; },
+         "--format", [opt](const std::string& v) { opt->format = v == "json" ? RunFormat::json : v == "csv" ? RunFormat::csv : RunFormat::table; },
          "Output: table (for people), json (the contract of interface.md) or csv (one row per table cell)")
       ->transform(one_of({"table", "json", "csv"}))
       ->default_str("table");

@@ -24,7 +24,7 @@ namespace mlaplan::cli {
 
 namespace {
 
-enum class Format { table, md, csv, json };
+enum class SweepFormat { table, md, csv, json };
 
 struct SweepOptions {
   std::vector<std::string> paths;  // scenario files instead of a workload
@@ -40,7 +40,7 @@ struct SweepOptions {
   uint32_t max_iterations = 0;
   std::string quantile = "p99";
   std::string memory_budget;
-  Format format = Format::table;
+  SweepFormat format = SweepFormat::table;
   std::string output;
   std::string json;
   std::string svg;   // --svg FILE: the plot
@@ -232,10 +232,10 @@ int sweep(const SweepOptions& opt) {
   }
   std::string text;
   switch (opt.format) {
-    case Format::md: text = explore::format_sweep_markdown(report); break;
-    case Format::csv: text = explore::format_sweep_csv(report); break;
-    case Format::json: text = explore::format_sweep_json(report); break;
-    case Format::table: text = explore::format_sweep_table(report); break;
+    case SweepFormat::md: text = explore::format_sweep_markdown(report); break;
+    case SweepFormat::csv: text = explore::format_sweep_csv(report); break;
+    case SweepFormat::json: text = explore::format_sweep_json(report); break;
+    case SweepFormat::table: text = explore::format_sweep_table(report); break;
   }
   if (result.interrupted) {  // the finished settings on stdout, no output file
     write_output("", text);
@@ -296,7 +296,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option_function<std::string>(
          "--format",
          [opt](const std::string& v) {
-           opt->format = v == "md" ? Format::md : v == "csv" ? Format::csv : v == "json" ? Format::json : Format::table;
+           opt->format = v == "md" ? SweepFormat::md : v == "csv" ? SweepFormat::csv : v == "json" ? SweepFormat::json : SweepFormat::table;
          },
          "Output: table, md (Markdown), csv or json (what scripts/plot_sweep.py reads)")
       ->transform(one_of({"table", "md", "csv", "json"}))

@@ -15,7 +15,6 @@ namespace mlaplan::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr double kHotBatchUs = 200;  // a hot sample repeats the plan until it lasts about this long
 
 class HostCacheFlush {
  public:
@@ -88,7 +87,7 @@ Measurement measure_cpu(Kernel kernel, const std::vector<Batch>& sets, const std
   const auto t0 = Clock::now();
   once();
   const double one = std::max(0.01, std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  const size_t repeat = static_cast<size_t>(std::clamp(kHotBatchUs / one, 1.0, 100000.0));
+  const size_t repeat = static_cast<size_t>(std::clamp(kHotSampleUs / one, 1.0, 100000.0));
   return measure_until(rule, repeat, [&] {
     const auto start = Clock::now();
     for (size_t r = 0; r < repeat; ++r) once();

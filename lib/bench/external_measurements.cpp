@@ -13,8 +13,7 @@ namespace mlaplan::bench {
 
 namespace {
 
-constexpr double kHotBatchUs = 200;  // a hot sample lasts about this long, as for mlaplan's kernels
-constexpr double kMaxHotBatch = 10000;
+constexpr double kMaxExternalHotBatch = 10000;
 
 std::string context_of(const Batch& b) { return fmt::format("(bench batch B={})", b.batch_size()); }
 
@@ -74,7 +73,7 @@ Measurement ExternalBench::measure(const std::vector<Batch>& sets, const std::ve
   if (mode == Mode::cold) {
     m = measure_until(rule, 1, [&] { return elapsed_us("time-cold\n", context); });
   } else {
-    const size_t repeat = static_cast<size_t>(std::clamp(kHotBatchUs / one, 1.0, kMaxHotBatch));
+    const size_t repeat = static_cast<size_t>(std::clamp(kHotSampleUs / one, 1.0, kMaxExternalHotBatch));
     const std::string request = fmt::format("time-hot {}\n", repeat);
     m = measure_until(rule, repeat, [&] { return elapsed_us(request, context) / static_cast<double>(repeat); });
   }

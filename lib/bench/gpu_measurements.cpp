@@ -28,8 +28,7 @@ namespace mlaplan::bench {
 
 namespace {
 
-constexpr double kHotBatchUs = 200;    // a hot sample is a batch of launches lasting about this long
-constexpr size_t kMaxHotBatch = 1000;
+constexpr size_t kMaxHotLaunches = 1000;
 constexpr size_t kCopyBytes = size_t{1} << 30;  // each way: far past the L2, so DRAM bandwidth
 
 using cuda_support::DeviceBuffer;
@@ -110,11 +109,11 @@ struct DeviceSet {
 
 GpuKernel gpu_kernel_of(Kernel k) { return k == Kernel::max_port ? GpuKernel::max_port : GpuKernel::fast; }
 
-// Launches per hot sample: about kHotBatchUs of work, rounded down to a power of two so that two
+// Launches per hot sample: about kHotSampleUs of work, rounded down to a power of two so that two
 // runs whose one-launch estimates differ slightly still time batches of the same length (the
 // events' own cost is spread over the batch, so its length moves the per-launch figure).
 size_t hot_batch(double one_launch_us) {
-  const double want = std::clamp(kHotBatchUs / one_launch_us, 1.0, static_cast<double>(kMaxHotBatch));
+  const double want = std::clamp(kHotSampleUs / one_launch_us, 1.0, static_cast<double>(kMaxHotLaunches));
   size_t n = 1;
   while (2 * n <= want) n *= 2;
   return n;

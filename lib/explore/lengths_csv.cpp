@@ -16,6 +16,8 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/io/input_file.hpp"
 
+#include "ascii_lower.hpp"
+
 namespace mlaplan::explore {
 
 namespace {
@@ -37,10 +39,6 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -112,7 +110,7 @@ class Reader {
            fmt::format("the first row is data ('{}'), not the header; add the line cached_tokens,new_tokens above it",
                        first));
     for (size_t c = 0; c < fields.size(); ++c) {
-      const std::string name = lower(fields[c].text);
+      const std::string name = ascii_lower(fields[c].text);
       int which = name == kColumns[0] ? 0 : name == kColumns[1] ? 1 : -1;
       if (which < 0)
         fail(line_no, fmt::format("column {}", c + 1),

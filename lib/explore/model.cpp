@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
+#include "ascii_lower.hpp"
 #include "preset_lookup.hpp"
 
 namespace mlaplan::explore {
@@ -32,11 +33,6 @@ ModelDims preset(const char* name, const char* display_name, uint32_t heads, uin
   return m;
 }
 
-std::string lower(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 uint64_t saturating_mul(uint64_t a, uint64_t b) {
   uint64_t r = 0;
@@ -72,7 +68,7 @@ std::string divisors_text(uint32_t heads) {
 }  // namespace
 
 Dtype parse_dtype(const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   if (n == "bf16") return Dtype::bf16;
   if (n == "fp8") return Dtype::fp8;
   throw InputError(fmt::format("--dtype {}: unknown dtype; choose bf16 or fp8", name));

@@ -25,6 +25,10 @@ bool gpu_resident(Kernel k); // reads and writes device memory only (max-port, f
 
 // hot: back-to-back launches, events around the batch; cold: caches flushed before each sample.
 enum class Mode { hot, cold };
+
+// A hot sample repeats the work (plans, launches, external answers) until it lasts about this long,
+// so that the clock's resolution and a launch's overhead are small beside it.
+inline constexpr double kHotSampleUs = 200;
 const char* to_string(Mode m);
 
 struct Measurement {
