@@ -231,7 +231,7 @@ if ((have_exe)); then step "run --policy variants, GPU vs CPU" policies.log poli
 else skip "run --policy variants, GPU vs CPU"; fi
 step "installed package, consumer on the GPU" install.log ctest --test-dir "$build_dir" -R '^Install\.' --output-on-failure
 step "python package on torch and CuPy" python.log python_gpu
-step "explorer CLI tests (GPU sweep)" explore-tests.log "$build_dir/tests/mlaplan_explore_tests" \
+step "explorer CLI tests (GPU sweep)" explore-tests.log "$build_dir/tests/mlaplan_cli_tests" \
   --gtest_filter='ExploreCli.SweepOnTheGpuMatchesTheCpu'
 step "benchmark (max-port vs fast)" benchmark.log "$gpu_tests" --gtest_also_run_disabled_tests \
   --gtest_filter='GpuTiming.DISABLED_FastVsMaxPortVsEmptyVsCopy'

@@ -1,16 +1,25 @@
-// Runs the mlaplan executable for end-to-end tests, capturing exit status, stdout and stderr apart.
+// Runs the mlaplan executable for end-to-end tests, capturing exit status, stdout and stderr apart
+// (run_cli) or interrupting it (interrupt_after), and the helpers the end-to-end tests share.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace mlaplan::test {
+
+inline const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
+inline const std::string kData = MLAPLAN_SOURCE_DIR "/tests/data";
 
 struct CliResult {
   int code = -1;
@@ -39,6 +48,77 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   r.err = slurp(err);
   std::filesystem::remove(out);
   std::filesystem::remove(err);
+  return r;
+}
+
+inline size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+inline bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+inline void write(const std::filesystem::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// A fresh, empty folder for a test's files.
+inline std::filesystem::path scratch(const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path p = fs::temp_directory_path() / ("mlaplan_test_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+// `mlaplan args` exits 2 with exactly one line, "mlaplan: error: ...", that holds `needle`.
+inline void expect_bad_input(const std::string& args, const std::string& needle) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << args << "\n" << r.err;
+  EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+}
+
+struct Interrupted {
+  int code = -1;
+  double seconds_to_exit = 0;  // from the signal to the process's end
+  std::string out, err;
+};
+
+// How soon after the signal an interrupted command must have exited: the unit of work in flight
+// finishes first. Generous, since CI runs the tests two at a time on two cores (a parallel build
+// stretched one to 1.4 s); the commands interrupted would run for many seconds more otherwise.
+// Twice that under AddressSanitizer, whose instrumented planners look at the stop request less often.
+// (gcc says ASan with __SANITIZE_ADDRESS__, clang with __has_feature.)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MLAPLAN_UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(MLAPLAN_UNDER_ASAN)
+#define MLAPLAN_UNDER_ASAN 1
+#endif
+#if defined(MLAPLAN_UNDER_ASAN)
+constexpr double kPromptExit = 5.0;
+#else
+constexpr double kPromptExit = 2.5;
+#endif
+
+// Starts mlaplan with `args`, its streams in `dir`, sends SIGINT after `delay`, and waits for it to end.
+inline Interrupted interrupt_after(const std::string& args, std::chrono::milliseconds delay, const std::filesystem::path& dir) {
+  const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const std::string cmd = std::string("exec ") + MLAPLAN_EXE + " " + args + " >" + out + " 2>" + err;
+    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::this_thread::sleep_for(delay);
+  const auto sent = std::chrono::steady_clock::now();
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Interrupted r;
+  r.seconds_to_exit = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out);
+  r.err = slurp(err);
   return r;
 }
 

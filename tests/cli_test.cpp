@@ -13,14 +13,8 @@
 using nlohmann::json;
 using mlaplan::test::run_cli;
 namespace fs = std::filesystem;
-
-namespace {
-
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-}  // namespace
+using mlaplan::test::kScenarios;
+using mlaplan::test::lines;
 
 TEST(Cli, RunJsonPrintsTheContractAndNothingElse) {
   const auto r = run_cli("run " + kScenarios + "/worked-example.json --backend cpu --format json");

@@ -15,30 +15,16 @@ using nlohmann::json;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::kScenarios;
+using mlaplan::test::scratch;
+using mlaplan::test::expect_bad_input;
 
 namespace {
-
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_compare_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 size_t count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
   for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
   return n;
-}
-
-void expect_bad_input(const std::string& args, const std::string& needle) {
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
-  EXPECT_EQ(count(r.err, "\n"), 1u) << r.err;
-  EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
 }
 
 // Nothing the page would fetch: no scripts, stylesheets, frames or images, and no tag pointing at a

@@ -14,31 +14,10 @@ using nlohmann::json;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
-
-namespace {
-
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-// A fresh folder for a test's files.
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_explore_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-// Exit 2 and exactly one line, "mlaplan: error: ...", that contains `needle`.
-void expect_bad_input(const std::string& args, const std::string& needle) {
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.out << r.err;
-  EXPECT_EQ(lines(r.err), 1u) << args << "\n" << r.err;
-  EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
-}
-
-}  // namespace
+using mlaplan::test::kScenarios;
+using mlaplan::test::lines;
+using mlaplan::test::scratch;
+using mlaplan::test::expect_bad_input;
 
 TEST(ExploreCli, RunEveryPolicyAsJson) {
   const std::string we = kScenarios + "/worked-example.json --backend cpu --format json";

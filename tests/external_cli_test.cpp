@@ -14,10 +14,10 @@ using nlohmann::json;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::kScenarios;
 
 namespace {
 
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
 const std::string kPort = "'python3 " MLAPLAN_SOURCE_DIR "/scripts/external/seed_port.py";
 
 class ExternalCli : public testing::Test {

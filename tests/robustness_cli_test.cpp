@@ -14,59 +14,25 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its expect_one_error differs from other files'.
+namespace robustness_cli_test {
+
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::lines;
+using mlaplan::test::scratch;
+using mlaplan::test::interrupt_after;
+using mlaplan::test::Interrupted;
+using mlaplan::test::kPromptExit;
 
 namespace {
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_robust_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 void expect_one_error(const mlaplan::test::CliResult& r, const std::string& needle) {
   EXPECT_EQ(r.code, 2) << r.out << r.err;
   EXPECT_EQ(lines(r.err), 1u) << r.err;
   EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-}
-
-struct Interrupted {
-  int code = -1;
-  double seconds_to_exit = 0;  // from the signal to the process's end
-  std::string out, err;
-};
-
-// Starts mlaplan with `args`, sends SIGINT after `delay`, and waits for it to end.
-// How soon after the signal an interrupted command must have exited: the unit of work in flight
-// finishes first. Generous, since CI runs the tests two at a time on two cores (a parallel build
-// stretched one to 1.4 s); the commands interrupted would run for many seconds more otherwise.
-constexpr double kPromptExit = 2.5;
-
-Interrupted interrupt_after(const std::string& args, std::chrono::milliseconds delay, const fs::path& dir) {
-  const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = std::string("exec ") + MLAPLAN_EXE + " " + args + " >" + out + " 2>" + err;
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  std::this_thread::sleep_for(delay);
-  const auto sent = std::chrono::steady_clock::now();
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Interrupted r;
-  r.seconds_to_exit = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
 }
 
 }  // namespace
@@ -321,3 +287,5 @@ TEST(Hostile, FileNameThatIsNotUtf8) {
   EXPECT_NE(r.out.find("\"scenario\": \"bad\xef\xbf\xbd\""), std::string::npos) << r.out.substr(0, 200);
   fs::remove_all(dir);
 }
+
+}  // namespace robustness_cli_test

@@ -12,16 +12,17 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its expect_one_error differs from other files'.
+namespace robustness_gate_test {
+
 using nlohmann::json;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::kScenarios;
+using mlaplan::test::lines;
 
 namespace {
-
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 void expect_one_error(const mlaplan::test::CliResult& r, const std::string& needle, int code = 2) {
   EXPECT_EQ(r.code, code) << r.out << r.err;
@@ -315,3 +316,5 @@ TEST_F(GateCli, BenchMaxCutsOffAnEndlessInfoLine) {
   EXPECT_NE(r.err.find("sent an answer line of more than 65536 bytes"), std::string::npos) << r.err;
   EXPECT_LT(seconds, 5.0);
 }
+
+}  // namespace robustness_gate_test

@@ -20,39 +20,18 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its interrupt_after runs the command in its folder under the memory cap.
+namespace robustness_limits_test {
+
 using mlaplan::test::CliResult;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::lines;
+using mlaplan::test::scratch;
+using mlaplan::test::kPromptExit;
 
 namespace {
-
-const std::string kSource = MLAPLAN_SOURCE_DIR;
-// 3 GiB of address space and 60 s: enough for everything these tests should do, far too little
-// for what an unbounded command does with the same input.
-// A 3 GiB address-space cap makes a binary that ignores the budget fail fast. AddressSanitizer
-// reserves terabytes of address space for its shadow, so the sanitize build runs without the cap.
-// (gcc says so with __SANITIZE_ADDRESS__, clang with __has_feature.)
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MLAPLAN_UNDER_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(MLAPLAN_UNDER_ASAN)
-const std::string kUlimit = "";
-#else
-const std::string kUlimit = "ulimit -v 3145728; ";
-#endif
-const std::string kCapped = kUlimit + "timeout 60";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_limits_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 void expect_one_error(const CliResult& r, const std::string& needle) {
   EXPECT_EQ(r.code, 2) << r.out << r.err;
@@ -60,6 +39,18 @@ void expect_one_error(const CliResult& r, const std::string& needle) {
   EXPECT_EQ(r.err.rfind("mlaplan: error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted: " << needle << "\ngot: " << r.err;
 }
+
+const std::string kSource = MLAPLAN_SOURCE_DIR;
+// 3 GiB of address space and 60 s: enough for everything these tests should do, far too little
+// for what an unbounded command does with the same input.
+// A 3 GiB address-space cap makes a binary that ignores the budget fail fast. AddressSanitizer
+// reserves terabytes of address space for its shadow, so the sanitize build runs without the cap.
+#if defined(MLAPLAN_UNDER_ASAN)  // cli_runner.hpp
+const std::string kUlimit = "";
+#else
+const std::string kUlimit = "ulimit -v 3145728; ";
+#endif
+const std::string kCapped = kUlimit + "timeout 60";
 
 CliResult capped(const std::string& args) { return run_cli(args, kCapped); }
 
@@ -102,15 +93,6 @@ struct Stopped {
   double seconds_to_exit = 0;
   std::string out, err;
 };
-
-// As Interrupt.* in robustness_cli_test.cpp: how soon after SIGINT the command must have ended, with
-// room for CI running two tests at a time on two cores; twice that under AddressSanitizer, whose
-// instrumented planners take that much longer between two looks at the stop request.
-#if defined(__SANITIZE_ADDRESS__) || defined(MLAPLAN_UNDER_ASAN)
-constexpr double kPromptExit = 5.0;
-#else
-constexpr double kPromptExit = 2.5;
-#endif
 
 Stopped interrupt_after(const std::string& args, std::chrono::milliseconds delay, const fs::path& dir) {
   const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
@@ -341,3 +323,5 @@ TEST(Limits, BenchStopsInsideALongMeasurement) {
   expect_nothing_written(dir);
   fs::remove_all(dir);
 }
+
+}  // namespace robustness_limits_test

@@ -15,24 +15,23 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its expect_one_error takes the exit status before the text.
+namespace robustness_outputs_test {
+
 using mlaplan::test::CliResult;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::lines;
+using mlaplan::test::scratch;
+using mlaplan::test::write;
+using mlaplan::test::interrupt_after;
+using mlaplan::test::Interrupted;
 
 namespace {
 
 const std::string kWorked = std::string(MLAPLAN_SOURCE_DIR) + "/scenarios/worked-example.json";
 const std::string kRun = "run " + kWorked + " --backend cpu";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_outputs_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 void expect_one_error(const CliResult& r, int code, const std::string& needle) {
   EXPECT_EQ(r.code, code) << r.out << r.err;
@@ -70,8 +69,6 @@ std::set<std::string> names_in(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
   return names;
 }
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 std::string a_lengths_csv(const fs::path& dir) {
   const fs::path p = dir / "lengths.csv";
@@ -222,30 +219,6 @@ TEST(Outputs, DevicesAndPipesAreWrittenInto) {
 
 namespace {
 
-struct Interrupted {
-  int code = -1;
-  std::string out, err;
-};
-
-Interrupted interrupt_after(const std::string& args, std::chrono::milliseconds delay, const fs::path& dir) {
-  const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = std::string("exec ") + MLAPLAN_EXE + " " + args + " >" + out + " 2>" + err;
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  std::this_thread::sleep_for(delay);
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Interrupted r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
 void expect_no_trace(const std::string& args, std::chrono::milliseconds delay, const std::string& name) {
   const fs::path dir = scratch("interrupt_" + name);
   const Interrupted r = interrupt_after(args + " --trace " + (dir / "t.json").string(), delay, dir);
@@ -309,3 +282,5 @@ TEST(Outputs, PermissionErrorsSaySo) {
   fs::permissions(dir / "ro", fs::perms::owner_all);
   fs::remove_all(dir);
 }
+
+}  // namespace robustness_outputs_test

@@ -13,25 +13,22 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its expect_one_error also wants nothing on stdout.
+namespace robustness_redteam_options_test {
+
 using mlaplan::test::CliResult;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+using mlaplan::test::lines;
+using mlaplan::test::has;
+using mlaplan::test::scratch;
+
 namespace {
 
 const std::string kWe = MLAPLAN_SOURCE_DIR "/scenarios/worked-example.json";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_redteam_opt_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
 
 // Exit 2, one stderr line `mlaplan: error: ...` holding `needle`, nothing on stdout.
 void expect_one_error(const CliResult& r, const std::string& needle) {
@@ -146,3 +143,5 @@ TEST(RobustRedteamOptions, ReproDirCheckedBeforeWork) {
   EXPECT_EQ(ok.code, 0) << ok.err;
   fs::remove_all(dir);
 }
+
+}  // namespace robustness_redteam_options_test

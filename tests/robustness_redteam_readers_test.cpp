@@ -12,29 +12,25 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its expect_one_error also wants nothing on stdout.
+namespace robustness_redteam_readers_test {
+
 using mlaplan::test::CliResult;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+using mlaplan::test::kScenarios;
+using mlaplan::test::kData;
+using mlaplan::test::lines;
+using mlaplan::test::has;
+using mlaplan::test::scratch;
+using mlaplan::test::write;
+
 namespace {
 
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
 const std::string kWe = kScenarios + "/worked-example.json";
-const std::string kData = MLAPLAN_SOURCE_DIR "/tests/data";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_readers_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 // The path as one shell word (no single quote in any path these tests make).
 std::string sh(const fs::path& p) { return "'" + p.string() + "'"; }
@@ -161,3 +157,5 @@ TEST(RobustReaders, C1ControlsAndBytesOutsideUtf8AreEscaped) {
   EXPECT_TRUE(has(g.err, "l\\xff.csv")) << g.err;
   fs::remove_all(d);
 }
+
+}  // namespace robustness_redteam_readers_test

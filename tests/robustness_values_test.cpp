@@ -13,28 +13,25 @@
 
 #include "cli_runner.hpp"
 
+// The file's own namespace, in a unity build too: its expect_one_error also wants nothing on stdout.
+namespace robustness_values_test {
+
 using mlaplan::test::CliResult;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
+using mlaplan::test::kScenarios;
+using mlaplan::test::kData;
+using mlaplan::test::lines;
+using mlaplan::test::scratch;
+using mlaplan::test::write;
+using mlaplan::test::has;
+
 namespace {
 
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
 const std::string kWe = kScenarios + "/worked-example.json";
-const std::string kData = MLAPLAN_SOURCE_DIR "/tests/data";
-
-size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("mlaplan_values_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 // Exit 2, one stderr line `mlaplan: error: ...` holding `needle`, nothing on stdout.
 void expect_one_error(const CliResult& r, const std::string& needle) {
@@ -44,8 +41,6 @@ void expect_one_error(const CliResult& r, const std::string& needle) {
   EXPECT_NE(r.err.find(needle), std::string::npos) << "wanted: " << needle << "\ngot: " << r.err;
   EXPECT_EQ(r.out, "") << r.out;
 }
-
-bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
 // A terminal acts on ESC, CR, BEL and the other C0 bytes: none may reach a human-readable stdout raw.
 void expect_no_control_bytes(const std::string& out) {
@@ -324,3 +319,5 @@ TEST(Values, JsonNegativeZeroIsZero) {
   ASSERT_EQ(r.code, 0) << r.err;  // was "cache_lengths[0]: expected a non-negative integer below 2^32, got 0"
   EXPECT_EQ(json::parse(r.out)["padded_tokens"], 2);  // cache 0 + 2 new tokens, page 1
 }
+
+}  // namespace robustness_values_test

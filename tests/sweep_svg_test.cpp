@@ -21,6 +21,7 @@
 #include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/render/sweep_picture.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
+#include "svg_checks.hpp"
 
 namespace mlaplan::render {
 namespace {
@@ -31,12 +32,9 @@ using explore::RecommendOptions;
 using explore::SweepReport;
 using explore::SweepResult;
 using explore::SweepRow;
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using mlaplan::test::clean_utf8;
+using mlaplan::test::count;
+using mlaplan::test::parser_accepts;
 
 // The text of every <title> element, in document order.
 std::vector<std::string> titles(const std::string& svg) {
@@ -108,23 +106,6 @@ std::string xml_problem(const std::string& s) {
   return root_seen ? "" : "no root element";
 }
 
-// A real XML parser's verdict where one is installed (xmllint, else Python's xml.etree); nullopt
-// where neither is, the check above standing alone then.
-std::optional<bool> parser_accepts(const std::string& svg) {
-  const bool xmllint = std::system("command -v xmllint >/dev/null 2>&1") == 0;
-  const bool python = !xmllint && std::system("command -v python3 >/dev/null 2>&1") == 0;
-  if (!xmllint && !python) return std::nullopt;
-  const std::filesystem::path file =
-      std::filesystem::temp_directory_path() / ("mlaplan_sweep_svg_" + std::to_string(::getpid()) + ".svg");
-  std::ofstream(file, std::ios::binary) << svg;
-  const std::string command = xmllint ? "xmllint --noout '" + file.string() + "' 2>/dev/null"
-                                      : "python3 -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' '" +
-                                            file.string() + "' 2>/dev/null";
-  const bool ok = std::system(command.c_str()) == 0;
-  std::filesystem::remove(file);
-  return ok;
-}
-
 void expect_valid_svg(const std::string& svg) {
   EXPECT_EQ(xml_problem(svg), "");
   EXPECT_NE(svg.find("<svg xmlns=\"http://www.w3.org/2000/svg\""), std::string::npos);
@@ -133,24 +114,6 @@ void expect_valid_svg(const std::string& svg) {
   }
   EXPECT_EQ(svg.find("nan"), std::string::npos);  // no NaN or infinite coordinate made it out
   EXPECT_EQ(svg.find("inf"), std::string::npos);
-}
-
-// The UTF-8 is valid and XML can carry every character: no control byte but tab, newline, return.
-bool clean_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
-      ++i;
-      continue;
-    }
-    const size_t n = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || c == 0xC0 || c == 0xC1 || i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    i += n;
-  }
-  return true;
 }
 
 Policy policy(PolicyKind kind) {
@@ -364,7 +327,7 @@ TEST(SweepSvg, HostileNamesComeOutEscapedAndClipped) {
   EXPECT_EQ(svg.find("<script"), std::string::npos);
   EXPECT_NE(svg.find("&lt;script&gt;"), std::string::npos);
   EXPECT_EQ(svg.find("]]>"), std::string::npos);
-  EXPECT_TRUE(clean_utf8(svg));
+  EXPECT_TRUE(clean_utf8(svg, "\t\n\r"));  // no control byte but tab, newline, return
   EXPECT_NE(svg.find("caf\xc3\xa9"), std::string::npos);  // valid UTF-8 survives
   // Clipped: no name arrives whole, and the picture stays small.
   for (char c : {'A', 'B', 'C'}) EXPECT_EQ(svg.find(std::string(400, c)), std::string::npos) << c;

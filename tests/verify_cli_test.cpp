@@ -12,10 +12,9 @@ using nlohmann::json;
 using mlaplan::test::run_cli;
 using mlaplan::test::slurp;
 namespace fs = std::filesystem;
+using mlaplan::test::kScenarios;
 
 namespace {
-
-const std::string kScenarios = MLAPLAN_SOURCE_DIR "/scenarios";
 
 class VerifyCli : public testing::Test {
  protected:

@@ -74,7 +74,7 @@ bool print_table() {
   return env != nullptr && std::string(env) == "1";
 }
 
-std::string input_error(const std::function<void()>& f) {
+std::string input_error_message(const std::function<void()>& f) {
   try {
     f();
   } catch (const InputError& e) {
@@ -165,8 +165,8 @@ TEST(QuantileDistribution, RejectsBadPoints) {
   for (const auto& c : cases) {
     const auto& points = c.first;
     const std::string& message = c.second;
-    EXPECT_THAT(input_error([&] { QuantileDistribution d(points); }), HasSubstr(message));
-    EXPECT_THAT(input_error([&] { QuantileDistribution d(points); }), StartsWith("quantile points: "));
+    EXPECT_THAT(input_error_message([&] { QuantileDistribution d(points); }), HasSubstr(message));
+    EXPECT_THAT(input_error_message([&] { QuantileDistribution d(points); }), StartsWith("quantile points: "));
   }
 }
 
@@ -195,7 +195,7 @@ TEST(WorkloadPresets, NamesInOrderWithSourcesAndClaims) {
 TEST(WorkloadPresets, FindIsCaseInsensitiveAndNamesTheChoices) {
   EXPECT_EQ(find_workload_preset("Mooncake-Conv").name, "mooncake-conv");
   EXPECT_EQ(find_workload_preset("coding-agent").name, "coding-agent");
-  EXPECT_EQ(input_error([] { find_workload_preset("sharegpt"); }),
+  EXPECT_EQ(input_error_message([] { find_workload_preset("sharegpt"); }),
             "--workload sharegpt: unknown workload; choose one of azure-code, azure-conv, mooncake-conv, "
             "mooncake-synthetic, coding-agent, coding-agent-claude, short-chat or give --lengths FILE.csv");
 }
@@ -389,13 +389,13 @@ TEST(LengthsCsv, EveryBadCaseNamesTheLineAndTheColumn) {
   };
   for (const auto& c : cases) {
     const std::string& text = c.first;
-    EXPECT_THAT(input_error([&] { parse_lengths_csv(text, "x.csv"); }), StartsWith(c.second)) << text;
+    EXPECT_THAT(input_error_message([&] { parse_lengths_csv(text, "x.csv"); }), StartsWith(c.second)) << text;
   }
 }
 
 TEST(LengthsCsv, NoRowsAtAll) {
   for (const std::string text : {"", "\n\n", "# nothing\n", "cached_tokens,new_tokens\n", "cached_tokens,new_tokens\n# later\n\n"}) {
-    EXPECT_EQ(input_error([&] { parse_lengths_csv(text, "x.csv"); }),
+    EXPECT_EQ(input_error_message([&] { parse_lengths_csv(text, "x.csv"); }),
               "x.csv: no requests; add rows of cached_tokens,new_tokens")
         << text;
   }
@@ -403,11 +403,11 @@ TEST(LengthsCsv, NoRowsAtAll) {
 
 TEST(LengthsCsv, FilesThatCannotBeRead) {
   const std::string bad = data_path("lengths_bad_negative.csv");
-  EXPECT_EQ(input_error([&] { read_lengths_csv(bad); }),
+  EXPECT_EQ(input_error_message([&] { read_lengths_csv(bad); }),
             bad + ":4: cached_tokens: -5 is negative; write a whole number of tokens, 0 or more");
-  EXPECT_THAT(input_error([] { read_lengths_csv("/nonexistent/lengths.csv"); }),
+  EXPECT_THAT(input_error_message([] { read_lengths_csv("/nonexistent/lengths.csv"); }),
               StartsWith("/nonexistent/lengths.csv: no such file; "));
-  EXPECT_THAT(input_error([] { read_lengths_csv(MLAPLAN_SOURCE_DIR "/tests/data"); }), HasSubstr(": is a folder; "));
+  EXPECT_THAT(input_error_message([] { read_lengths_csv(MLAPLAN_SOURCE_DIR "/tests/data"); }), HasSubstr(": is a folder; "));
 }
 
 }  // namespace
