@@ -17,7 +17,6 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/plan_file_check.hpp"
 #include "mlaplan/check/external_planner.hpp"
-#include "mlaplan/io/file_error.hpp"
 #include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/io/plan_tables_io.hpp"
 #include "mlaplan/io/printable.hpp"
