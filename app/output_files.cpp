@@ -278,6 +278,25 @@ OutputSet& outputs() {
   return set;
 }
 
+void require_output_folder(const std::string& dir, const std::string& option) {
+  std::error_code ec;
+  fs::path p = dir;
+  while (true) {  // from the path up to the nearest part that exists
+    const fs::file_status st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (fs::is_directory(st)) return;
+      throw InputError(fmt::format("{} {}: {} not a folder; give a folder (it is made if missing)", option, dir,
+                                   p == fs::path(dir) ? std::string("it is") : p.string() + " is"));
+    }
+    if (st.type() != fs::file_type::not_found && ec)  // a permission, a loop: not "missing"
+      throw InputError(fmt::format("{} {}: cannot use it: {}; give a folder (it is made if missing)", option, dir,
+                                   io::file_error_cause(ec.value(), io::FileRole::output)));
+    const fs::path parent = p.parent_path();
+    if (parent.empty() || parent == p) return;  // nothing of it exists yet: made when needed
+    p = parent;
+  }
+}
+
 void write_file_now(const std::string& path, const std::string& content, const std::string& option) {
   OutputSet one;
   one.claim_output(path, option);

@@ -79,6 +79,12 @@ OutputSet& outputs();
 // outputs that are kept whatever the command's outcome, like verify's reproducers.
 void write_file_now(const std::string& path, const std::string& content, const std::string& option);
 
+// Before any work: `dir`, the folder of option's side outputs (verify's --repro-dir), must be a
+// folder or a path one can be made at (it is made when first needed), else what goes there would be
+// lost with only notes. The nearest part of the path that exists decides: a regular file there (f,
+// or f/sub) can hold nothing.
+void require_output_folder(const std::string& dir, const std::string& option);
+
 // Writes to stdout and flushes; a failure (a full disk, a closed stream) throws DeviceError naming
 // "stdout".
 void write_stdout(const std::string& content);

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -16,15 +15,11 @@
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_check.hpp"
+#include "mlaplan/explore/plan_file_check.hpp"
 #include "mlaplan/check/external_planner.hpp"
-#include "mlaplan/io/file_error.hpp"
 #include "mlaplan/io/memory_limit.hpp"
-#include "mlaplan/plan_shape.hpp"
 #include "mlaplan/io/plan_tables_io.hpp"
 #include "mlaplan/io/printable.hpp"
-#include "mlaplan/reference_planner.hpp"
 #include "mlaplan/io/scenario_io.hpp"
 #include "mlaplan/check/shrink.hpp"
 #include "mlaplan/profile/stop_request.hpp"
@@ -152,6 +147,12 @@ std::string safe_name(const std::string& s) {
   return out;
 }
 
+// A failure's line: the case, the planner, the generator's shape (or the plan's policy), the problem.
+void print_failure(const check::VerifyCaseRecord& rec) {
+  fmt::print("  FAIL {} [{}]{}: {}\n", io::printable(rec.name), io::printable(rec.planner),
+             rec.shape.empty() ? "" : " (" + rec.shape + ")", io::printable(rec.detail));
+}
+
 class Verifier {
  public:
   Verifier(const VerifyOptions& opt, std::vector<std::unique_ptr<profile::Planner>> planners, check::VerifyRun& run)
@@ -181,8 +182,7 @@ class Verifier {
         fmt::print("  (further failures are counted, not shown or shrunk)\n");
       return;
     }
-    fmt::print("  FAIL {} [{}]{}: {}\n", io::printable(s.name), io::printable(planner.name()),
-               rec.shape.empty() ? "" : " (" + rec.shape + ")", io::printable(rec.detail));
+    print_failure(rec);
     fmt::print("       batch: B={} P={} N={} M={}\n", s.batch.batch_size(), s.batch.page_size,
                s.batch.buffer_token_size, s.batch.max_chunks);
     rec.reproducer = write_reproducer(s, planner, rec.detail);
@@ -191,36 +191,13 @@ class Verifier {
 
   // Shrinks the failing case and writes it, with the reference's plan as its expected block.
   std::string write_reproducer(const check::Scenario& s, profile::Planner& planner, const std::string& detail) {
-    auto still_fails = [&](const check::Scenario& candidate) {
-      profile::PhaseTimer scratch;
-      return !check::check_case(candidate, planner, scratch).passed;
-    };
-    check::Scenario small = check::shrink_scenario(s, still_fails, 4000, opt_.limits());
-    if (profile::stop_requested()) return "";  // shrinking was cut short: on Ctrl-C nothing is written
-    profile::PhaseTimer scratch;
-    const check::CaseResult again = check::check_case(small, planner, scratch);
-    small.name = s.name + "-repro";
-    small.description = fmt::format("Fails on {}: {} (shrunk from {}{})", planner.name(),
-                                    again.passed ? detail : again.detail, s.name, s.file.empty() ? "" : " in " + s.file);
-    if (!small.expected) {  // a golden plan makes the file a failing case for any planner
-      const PlanShape shape = plan_shape(small.batch);
-      check::ExpectedPlan e;
-      if (shape.feasible) {
-        const PlanTables ref = plan_reference(small.batch);
-        e.buffer_row_offsets = ref.buffer_row_offsets;
-        e.cache_offsets = ref.cache_offsets;
-        e.buffer_lengths = ref.buffer_lengths;
-      } else {
-        e.infeasible = true;
-        e.min_max_chunks = shape.min_max_chunks;
-      }
-      small.expected = e;
-    }
+    const std::optional<check::Scenario> small = check::make_reproducer(s, planner, detail, opt_.limits());
+    if (!small) return "";  // shrinking was cut short: on Ctrl-C nothing is written
     std::error_code ec;
     fs::create_directories(opt_.repro_dir, ec);
-    const std::string path = (fs::path(opt_.repro_dir) / (safe_name(small.name) + ".json")).string();
+    const std::string path = (fs::path(opt_.repro_dir) / (safe_name(small->name) + ".json")).string();
     try {  // a side output kept whatever the outcome (the run fails): written now, not staged
-      write_file_now(path, io::scenario_to_json(small), "--repro-dir");
+      write_file_now(path, io::scenario_to_json(*small), "--repro-dir");
     } catch (const std::runtime_error& e) {
       note(fmt::format("could not write the reproducer: {}", e.what()));
       return "";
@@ -245,142 +222,6 @@ void write_reports(const VerifyOptions& opt, const check::VerifyRun& run) {
   if (!opt.junit.empty()) write_output(opt.junit, check::format_verify_junit(run));
 }
 
-// The policy a plan file names, spelled as run writes it (Policy::name()).
-explore::Policy policy_named(const io::PlanEntry& e, const std::string& path) {
-  std::string spelled = e.policy;
-  uint32_t align = 0;
-  const std::string align_prefix = "packed/align-";
-  if (spelled.rfind(align_prefix, 0) == 0) {
-    const char* begin = spelled.data() + align_prefix.size();
-    const char* end = spelled.data() + spelled.size();
-    const auto [ptr, ec] = std::from_chars(begin, end, align);
-    if (ec != std::errc() || ptr != end || align == 0) align = 0, spelled = "?";
-    else spelled = "packed/vllm";
-  }
-  if (spelled.find(',') == std::string::npos && spelled != "all" && spelled != "variants") {
-    try {
-      const std::vector<explore::Policy> named = explore::parse_policies(spelled, explore::Policy{});
-      if (named.size() == 1) {
-        explore::Policy p = named[0];
-        if (align) p.split_align = align;
-        return p;
-      }
-    } catch (const InputError&) {  // named below, with the file and the field
-    }
-  }
-  throw InputError(fmt::format("{}: {}policy: unknown policy '{}'; run writes max, packed, packed/trtllm, packed/align-A, "
-                               "even-split/vllm or even-split/sglang",
-                               path, e.field_prefix, e.policy));
-}
-
-// A plan under another policy than max: the policy's own planner is its reference (cell for cell,
-// refusals included), and its invariants are checked on the tables as run checks them. The check
-// is here because lib/check sits below lib/explore.
-check::CaseResult check_policy_plan(const check::Scenario& s, const io::PlanEntry& e, const explore::Policy& policy, profile::PhaseTimer& timer) {
-  check::CaseResult r;
-  check::PlanClaims echo;
-  echo.batch_size = e.claims.batch_size;
-  echo.page_size = e.claims.page_size;
-  echo.buffer_token_size = e.claims.buffer_token_size;
-  echo.max_chunks = e.claims.max_chunks;
-  if (auto wrong = check::compare_claims(s.batch, echo, 0, 0, 0, std::nullopt)) {
-    r.detail = *wrong;
-    return r;
-  }
-  std::optional<explore::PolicyPlan> ref;
-  std::string why;
-  {
-    auto scope = timer.phase("reference");
-    try {
-      ref = explore::plan_policy(s.batch, policy);
-    } catch (const InputError& refusal) {
-      why = refusal.what();
-    }
-  }
-  auto scope = timer.phase("check");
-  r.refused = e.refused;
-  if (e.refused || !ref) {
-    if (e.refused && ref)
-      r.detail = fmt::format("the plan refuses a batch policy {} plans in {} chunks", policy.name(), ref->outcome.chunks);
-    else if (!e.refused)
-      r.detail = fmt::format("the plan holds tables for a batch policy {} refuses: {}", policy.name(), why);
-    r.passed = r.detail.empty();
-    return r;
-  }
-  const uint32_t rows = ref->tables.max_chunks;  // max(max_chunks, chunks used)
-  const io::LoadedPlan plan = io::shape_plan_tables(
-      e, s.batch.batch_size(), rows,
-      fmt::format("policy {}'s plan of this scenario has {} (max_chunks, or its chunks when more)", policy.name(), rows));
-  if (!plan.problem.empty()) {
-    r.detail = plan.problem;
-    return r;
-  }
-  const check::TableDiff diff = check::diff_tables(ref->tables, *plan.tables);
-  if (!diff.equal()) r.detail = diff.describe();
-  const explore::InvariantReport inv =
-      explore::check_policy_invariants(s.batch, policy, *plan.tables, ref->outcome.chunks);  // claims: below
-  if (r.detail.empty() && !inv.ok()) r.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
-  if (r.detail.empty()) {
-    check::PlanClaims facts = e.claims;
-    facts.batch_size = facts.page_size = facts.buffer_token_size = facts.max_chunks = std::nullopt;
-    // min_max_chunks is max's notion (the chunks it needs); another policy has no such bound to state.
-    if (facts.min_max_chunks)
-      r.detail = fmt::format("min_max_chunks: stated for policy {}, which has no such bound; leave it out", policy.name());
-    else if (auto wrong = check::compare_claims(s.batch, facts, ref->outcome.chunks, ref->outcome.streamed_rows,
-                                         ref->outcome.payload_tokens, std::nullopt))
-      r.detail = *wrong;
-  }
-  r.passed = r.detail.empty();
-  r.diff = diff;
-  return r;
-}
-
-// Pairs each plan of the file with the scenario it plans: by its "scenario" name, else the one
-// scenario selected (the file's only one, or --scenario's).
-std::vector<std::pair<const io::PlanEntry*, const check::Scenario*>> match_plans(const VerifyOptions& opt, const io::PlanFile& file,
-                                                                      const std::vector<check::Scenario>& scenarios) {
-  const std::string& path = opt.paths[0];
-  auto names = [&] {
-    std::string list;
-    for (const auto& s : scenarios) list += (list.empty() ? "" : ", ") + s.name;
-    return list;
-  };
-  std::vector<std::pair<const io::PlanEntry*, const check::Scenario*>> pairs;
-  for (const io::PlanEntry& e : file.plans) {
-    const check::Scenario* match = nullptr;
-    if (e.scenario)
-      for (const check::Scenario& s : scenarios)
-        if (!match && s.name == *e.scenario) match = &s;
-    if (!match) {
-      if (!file.is_list) {  // one plan: the tables of the one scenario selected, whatever they are named
-        if (scenarios.size() != 1)
-          throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME", path,
-                                       scenarios.size()));
-        match = &scenarios[0];
-      } else if (!e.scenario) {
-        if (scenarios.size() != 1)
-          throw InputError(fmt::format("{}: {}scenario: missing, and {} holds {} scenarios; name the scenario each plan "
-                                       "belongs to (run writes it), or pick one with --scenario NAME",
-                                       opt.plan_file, e.field_prefix, path, scenarios.size()));
-        match = &scenarios[0];
-      } else if (!opt.scenario.empty()) {
-        continue;  // under --scenario, the plan of another scenario
-      } else {
-        throw InputError(fmt::format("{}: {}scenario: '{}' is not a scenario of {} (it holds: {}); check that the two "
-                                     "files belong together, or pick one scenario with --scenario NAME",
-                                     opt.plan_file, e.field_prefix, *e.scenario, path, names()));
-      }
-    }
-    pairs.emplace_back(&e, match);
-  }
-  if (pairs.empty())
-    throw InputError(file.plans.empty()
-                         ? fmt::format("{}: holds no plan (an empty \"scenarios\" list); give the plans to check", opt.plan_file)
-                         : fmt::format("{}: holds no plan for scenario '{}'; its plans name other scenarios", opt.plan_file,
-                                       scenarios[0].name));
-  return pairs;
-}
-
 int verify_plan_file(const VerifyOptions& opt) {
   if (opt.paths.size() != 1)
     throw InputError("--plan: give exactly one scenario file: mlaplan verify --plan TABLES.json SCENARIO.json");
@@ -393,88 +234,19 @@ int verify_plan_file(const VerifyOptions& opt) {
   for (const check::Scenario& s : scenarios) io::require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
   const auto start = Clock::now();
   const io::PlanFile file = io::load_plan_file(opt.plan_file);
-  const auto pairs = match_plans(opt, file, scenarios);
-  std::vector<explore::Policy> policies;  // parsed before any check: a bad name is bad input (exit 2)
-  for (const auto& [entry, scenario] : pairs)
-    policies.push_back(entry->policy == "max" ? explore::Policy{} : policy_named(*entry, opt.plan_file));
-
   check::VerifyRun run;
   run.backend = "external";
   run.planners = {opt.plan_file};
-  uint64_t failed = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const io::PlanEntry& e = *pairs[i].first;
-    const check::Scenario& s = *pairs[i].second;
-    check::VerifyCaseRecord rec;
-    rec.group = opt.paths[0];
-    rec.name = s.name;
-    rec.planner = e.where;
-    profile::PhaseTimer timer;
-    check::CaseResult r;
-    if (policies[i].kind != explore::PolicyKind::max) {
-      rec.shape = "policy " + policies[i].name();
-      r = check_policy_plan(s, e, policies[i], timer);
-    } else {
-      const io::LoadedPlan plan = io::shape_plan_tables(e, s.batch.batch_size(), s.batch.max_chunks,
-                                                fmt::format("the scenario has max_chunks = {}", s.batch.max_chunks));
-      if (!plan.problem.empty())
-        r.detail = plan.problem;
-      else
-        r = check::check_plan_claims(s, plan.tables, e.claims, timer);
-    }
-    rec.passed = r.passed;
-    rec.refused = r.refused;
-    rec.detail = r.detail;
-    for (const auto& [phase, us] : timer.phases()) rec.check_us += us;
-    if (!rec.passed) {
-      ++failed;
-      fmt::print("  FAIL {} [{}]{}: {}\n", io::printable(s.name), io::printable(e.where), rec.shape.empty() ? "" : " (" + rec.shape + ")",
-                 io::printable(rec.detail));
-    }
-    run.cases.push_back(std::move(rec));
-  }
-  // A list file is the producer's plans of the scenarios: one it left out is a failure, not a pass.
-  for (const check::Scenario& s : scenarios) {
-    if (!file.is_list) break;
-    if (std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) { return p.second == &s; })) continue;
-    check::VerifyCaseRecord rec;
-    rec.group = opt.paths[0];
-    rec.name = s.name;
-    rec.planner = opt.plan_file;
-    rec.detail = fmt::format("no plan for this scenario in {}", opt.plan_file);
-    ++failed;
-    fmt::print("  FAIL {} [{}]: {}\n", io::printable(s.name), io::printable(opt.plan_file), io::printable(rec.detail));
-    run.cases.push_back(std::move(rec));
-  }
+  run.cases = explore::check_plan_file(file, scenarios, {opt.plan_file, opt.paths[0], !opt.scenario.empty()},
+                                       [](const check::VerifyCaseRecord& rec) {
+                                         if (!rec.passed) print_failure(rec);
+                                       });
+  const uint64_t failed = run.failed();
   run.wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   print_group(opt.plan_file + " vs " + opt.paths[0], run.cases.size(), failed, run.wall_seconds);
   fmt::print("{} passed, {} failed\n", run.cases.size() - failed, failed);
   write_reports(opt, run);
   return failed ? kWrongPlan : kOk;
-}
-
-// Before any work: --repro-dir must be a folder or a path one can be made at, else the reproducers
-// of the failures would be lost with only notes.
-void require_repro_dir(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p = dir;
-  // The nearest part of the path that exists must be a folder: a regular file there (f, or f/sub)
-  // can hold no reproducers.
-  while (true) {
-    const fs::file_status st = fs::status(p, ec);
-    if (fs::exists(st)) {
-      if (fs::is_directory(st)) return;
-      throw InputError(fmt::format("--repro-dir {}: {} not a folder; give a folder (it is made if missing)", dir,
-                                   p == fs::path(dir) ? std::string("it is") : p.string() + " is"));
-    }
-    if (st.type() != fs::file_type::not_found && ec)  // a permission, a loop: not "missing"
-      throw InputError(fmt::format("--repro-dir {}: cannot use it: {}; give a folder (it is made if missing)", dir,
-                                   io::file_error_cause(ec.value(), io::FileRole::output)));
-    const fs::path parent = p.parent_path();
-    if (parent.empty() || parent == p) return;  // nothing of it exists yet: made when needed
-    p = parent;
-  }
 }
 
 // Before any work: no report may be an input or the other report, and each folder must take a file.
@@ -705,7 +477,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
     if (opt->paths.empty() && opt->plan_file.empty() && opt->fuzz == 0 && given(*cmd, "--fuzz"))
       throw InputError("--fuzz 0: nothing to verify (no scenario files and no random batches); give scenario files or a "
                        "positive --fuzz, or neither for the built-in suite");
-    if (opt->plan_file.empty()) require_repro_dir(opt->repro_dir);
+    if (opt->plan_file.empty()) require_output_folder(opt->repro_dir, "--repro-dir");
     if (!opt->paths.empty() && opt->fuzz == 0 && opt->plan_file.empty())
       for (const char* name : {"--seed", "--max-batch-size", "--large-batch-size"})
         if (given(*cmd, name))

@@ -1,9 +1,14 @@
 #include "mlaplan/check/shrink.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
 
+#include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/plan_shape.hpp"
+#include "mlaplan/reference_planner.hpp"
 #include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::check {
@@ -106,6 +111,36 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
       progress |= attempt([](Batch& b) { b.buffer_token_size = std::max<uint32_t>(b.buffer_token_size / 2, 1); });
   }
   return best;
+}
+
+std::optional<Scenario> make_reproducer(const Scenario& s, profile::Planner& planner, const std::string& detail,
+                                        const BatchLimits& limits) {
+  auto still_fails = [&](const Scenario& candidate) {
+    profile::PhaseTimer scratch;
+    return !check_case(candidate, planner, scratch).passed;
+  };
+  Scenario small = shrink_scenario(s, still_fails, 4000, limits);
+  if (profile::stop_requested()) return std::nullopt;  // shrinking was cut short
+  profile::PhaseTimer scratch;
+  const CaseResult again = check_case(small, planner, scratch);
+  small.name = s.name + "-repro";
+  small.description = fmt::format("Fails on {}: {} (shrunk from {}{})", planner.name(),
+                                  again.passed ? detail : again.detail, s.name, s.file.empty() ? "" : " in " + s.file);
+  if (!small.expected) {  // a golden plan makes the file a failing case for any planner
+    const PlanShape shape = plan_shape(small.batch);
+    ExpectedPlan e;
+    if (shape.feasible) {
+      const PlanTables ref = plan_reference(small.batch);
+      e.buffer_row_offsets = ref.buffer_row_offsets;
+      e.cache_offsets = ref.cache_offsets;
+      e.buffer_lengths = ref.buffer_lengths;
+    } else {
+      e.infeasible = true;
+      e.min_max_chunks = shape.min_max_chunks;
+    }
+    small.expected = e;
+  }
+  return small;
 }
 
 }  // namespace mlaplan::check

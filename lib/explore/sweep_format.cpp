@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <type_traits>
+
 #include "mlaplan/io/printable.hpp"
 #include "mlaplan/io/table_builder.hpp"
 #include "mlaplan/profile/json_text.hpp"
@@ -111,23 +113,59 @@ std::string format_sweep_markdown(const SweepReport& rep) {
   return header(*rep.sweep) + "\n" + table_of(*rep.sweep).markdown() + recommendation_text(rep, "- ", "  - buffer ");
 }
 
+const std::vector<SweepField>& sweep_fields() {
+  using R = const SweepRow&;
+  using V = SweepValue;
+  constexpr unsigned all = kSweepCsv | kSweepJson | kSweepPython, files = kSweepCsv | kSweepJson;
+  // JSON has the batch count once, at the top; CSV the share refused, the binding the count.
+  static const std::vector<SweepField> fields{
+      {"policy", all, [](R r) -> V { return r.policy.name(); }},
+      {"buffer_tokens", all, [](R r) -> V { return uint64_t{r.buffer_tokens}; }},
+      {"max_chunks", all, [](R r) -> V { return r.max_chunks ? V(uint64_t{*r.max_chunks}) : V(); }},
+      {"batches", kSweepCsv | kSweepPython, [](R r) -> V { return r.batches; }},
+      {"mean_iterations", all, [](R r) -> V { return r.mean_iterations; }, 4, "iterations", "mean"},
+      {"p50", all, [](R r) -> V { return uint64_t{r.p50}; }, 0, "iterations", "p50"},
+      {"p90", all, [](R r) -> V { return uint64_t{r.p90}; }, 0, "iterations", "p90"},
+      {"p99", all, [](R r) -> V { return uint64_t{r.p99}; }, 0, "iterations", "p99"},
+      {"max_iterations", all, [](R r) -> V { return uint64_t{r.max_iterations}; }, 0, "iterations", "max"},
+      {"refused", kSweepJson | kSweepPython, [](R r) -> V { return r.refused; }},
+      {"refused_share", files, [](R r) -> V { return r.refused_share(); }, 6},
+      {"first_refusal", kSweepJson, [](R r) -> V { return r.first_refusal.empty() ? V() : V(r.first_refusal); }, 0, nullptr,
+       nullptr, true},
+      {"padding_overhead", all, [](R r) -> V { return r.padding_overhead; }, 6},
+      {"mean_fill", all, [](R r) -> V { return r.mean_fill; }, 6},
+      {"model", files, [](R r) -> V { return r.model ? V(r.model->name) : V(); }, 0, nullptr, nullptr, true},
+      {"tp", files, [](R r) -> V { return r.memory ? V(uint64_t{r.memory->tp}) : V(); }, 0, nullptr, nullptr, true},
+      {"dtype_bytes", files, [](R r) -> V { return r.memory ? V(uint64_t{r.memory->dtype_bytes}) : V(); }, 0, nullptr, nullptr,
+       true},
+      {"buffer_bytes", files, [](R r) -> V { return r.memory ? V(r.memory->kv_bytes(r.buffer_tokens)) : V(); }, 0, nullptr,
+       nullptr, true},
+      {"k_concat_bytes", files, [](R r) -> V { return r.memory ? V(r.memory->k_bytes(r.buffer_tokens)) : V(); }, 0, nullptr,
+       nullptr, true},
+  };
+  return fields;
+}
+
 std::string format_sweep_csv(const SweepReport& rep) {
-  std::string out =
-      "policy,buffer_tokens,max_chunks,batches,mean_iterations,p50,p90,p99,max_iterations,refused_share,"
-      "padding_overhead,mean_fill,model,tp,dtype_bytes,buffer_bytes,k_concat_bytes,recommended\n";
+  std::string out;
+  for (const SweepField& f : sweep_fields())
+    if (f.outputs & kSweepCsv) out += fmt::format("{},", f.key);
+  out += "recommended\n";
   std::vector<bool> chosen(rep.sweep->rows.size(), false);
   for (const Recommendation& r : rep.recommendations)
     if (r.row) chosen[*r.row] = true;
   for (size_t i = 0; i < rep.sweep->rows.size(); ++i) {
-    const SweepRow& r = rep.sweep->rows[i];
-    out += fmt::format("{},{},{},{},{:.4f},{},{},{},{},{:.6f},{:.6f},{:.6f},", r.policy.name(), r.buffer_tokens,
-                       r.max_chunks ? fmt::format("{}", *r.max_chunks) : "", r.batches, r.mean_iterations, r.p50,
-                       r.p90, r.p99, r.max_iterations, r.refused_share(), r.padding_overhead, r.mean_fill);
-    if (r.model)
-      out += fmt::format("{},{},{},{},{},", r.model->name, r.memory->tp, r.memory->dtype_bytes,
-                         r.memory->kv_bytes(r.buffer_tokens), r.memory->k_bytes(r.buffer_tokens));
-    else
-      out += ",,,,,";
+    for (const SweepField& f : sweep_fields()) {
+      if (!(f.outputs & kSweepCsv)) continue;
+      std::visit(
+          [&](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, double>) out += fmt::format("{:.{}f}", v, f.csv_decimals);
+            else if constexpr (!std::is_same_v<T, std::monostate>) out += fmt::format("{}", v);
+          },
+          f.value(rep.sweep->rows[i]));
+      out += ',';
+    }
     out += chosen[i] ? "1\n" : "0\n";
   }
   return out;
@@ -146,21 +184,17 @@ std::string format_sweep_json(const SweepReport& rep) {
   j["rows"] = json::array();
   for (const SweepRow& r : s.rows) {
     json row;
-    row["policy"] = r.policy.name();
-    row["buffer_tokens"] = r.buffer_tokens;
-    row["max_chunks"] = r.max_chunks ? json(*r.max_chunks) : json(nullptr);
-    row["iterations"] = {{"mean", r.mean_iterations}, {"p50", r.p50}, {"p90", r.p90}, {"p99", r.p99}, {"max", r.max_iterations}};
-    row["refused"] = r.refused;
-    row["refused_share"] = r.refused_share();
-    if (!r.first_refusal.empty()) row["first_refusal"] = r.first_refusal;
-    row["padding_overhead"] = r.padding_overhead;
-    row["mean_fill"] = r.mean_fill;
-    if (r.model) {
-      row["model"] = r.model->name;
-      row["tp"] = r.memory->tp;
-      row["dtype_bytes"] = r.memory->dtype_bytes;
-      row["buffer_bytes"] = r.memory->kv_bytes(r.buffer_tokens);
-      row["k_concat_bytes"] = r.memory->k_bytes(r.buffer_tokens);
+    for (const SweepField& f : sweep_fields()) {
+      if (!(f.outputs & kSweepJson)) continue;
+      const SweepValue v = f.value(r);
+      if (f.json_when_set && std::holds_alternative<std::monostate>(v)) continue;
+      json& at = f.json_object ? row[f.json_object][f.json_key] : row[f.key];
+      at = std::visit(
+          [](const auto& x) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::monostate>) return json(nullptr);
+            else return json(x);
+          },
+          v);
     }
     j["rows"].push_back(row);
   }

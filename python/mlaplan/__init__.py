@@ -138,8 +138,13 @@ def _empty_like(x: Any, shape: tuple, signed: bool) -> Any:
     return cupy.empty(shape, dtype=cupy.int32 if signed else x.dtype)
 
 
-def _outputs_and_workspace(cache_lengths: Any, max_chunks: int, device: int, out: Any, workspace: Any) -> tuple:
-    """The caller's out and workspace, or new ones in the framework and on the device of cache_lengths."""
+def _device_args(
+    cache_lengths: Any, input_row_offsets: Any, max_chunks: int, device: int, out: Any, workspace: Any
+) -> tuple:
+    """The device path's arrays, checked once for plan and bind: input_row_offsets on the device of
+    cache_lengths, and the caller's out (four arrays) and workspace, or new ones in its framework there."""
+    if _cuda_device(input_row_offsets) != device:
+        raise ValueError(f"input_row_offsets: expected a CUDA array on device {device}, like cache_lengths")
     b = int(cache_lengths.shape[0])
     if workspace is None:
         workspace = _mlaplan.Workspace(b, max_chunks, device)
@@ -150,6 +155,8 @@ def _outputs_and_workspace(cache_lengths: Any, max_chunks: int, device: int, out
             _empty_like(cache_lengths, (max_chunks,), True),
             _empty_like(cache_lengths, (4,), True),
         )
+    if len(out) != 4:
+        raise ValueError("out: expected (buffer_row_offsets, cache_offsets, buffer_lengths, status)")
     return out, workspace
 
 
@@ -192,11 +199,7 @@ def plan(
         return Plan(*tables)
     if not _mlaplan.cuda:
         raise RuntimeError("cache_lengths is a CUDA array but mlaplan was built without CUDA")
-    if _cuda_device(input_row_offsets) != device:
-        raise ValueError(f"input_row_offsets: expected a CUDA array on device {device}, like cache_lengths")
-    out, workspace = _outputs_and_workspace(cache_lengths, max_chunks, device, out, workspace)
-    if len(out) != 4:
-        raise ValueError("out: expected (buffer_row_offsets, cache_offsets, buffer_lengths, status)")
+    out, workspace = _device_args(cache_lengths, input_row_offsets, max_chunks, device, out, workspace)
     handle = _current_stream(cache_lengths) if stream is None else _stream_handle(stream)
     _mlaplan.plan_device(
         cache_lengths, input_row_offsets, page_size, buffer_token_size, max_chunks, out[0], out[1], out[2], out[3],
@@ -223,7 +226,7 @@ def bind(
     device = _cuda_device(cache_lengths)
     if device is None or not _mlaplan.cuda:
         raise ValueError("cache_lengths: bind takes CUDA arrays (torch or CuPy) and a CUDA build; use plan for host arrays")
-    out, workspace = _outputs_and_workspace(cache_lengths, max_chunks, device, out, workspace)
+    out, workspace = _device_args(cache_lengths, input_row_offsets, max_chunks, device, out, workspace)
     bound = _mlaplan.BoundPlan(cache_lengths, input_row_offsets, page_size, buffer_token_size, max_chunks, *out,
                                workspace, kernel)
     bound.tables = Plan(*out)

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "mlaplan/batch.hpp"
@@ -18,6 +20,7 @@
 #include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/explore/workload.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -336,18 +339,14 @@ NB_MODULE(_mlaplan, m) {
         nb::list rows;
         for (const SweepRow& r : result.rows) {
           nb::dict d;
-          d["policy"] = r.policy.name();
-          d["buffer_tokens"] = r.buffer_tokens;
-          d["max_chunks"] = r.max_chunks ? nb::cast(*r.max_chunks) : nb::none();
-          d["batches"] = r.batches;
-          d["mean_iterations"] = r.mean_iterations;
-          d["p50"] = r.p50;
-          d["p90"] = r.p90;
-          d["p99"] = r.p99;
-          d["max_iterations"] = r.max_iterations;
-          d["refused"] = r.refused;
-          d["padding_overhead"] = r.padding_overhead;
-          d["mean_fill"] = r.mean_fill;
+          for (const SweepField& f : sweep_fields())
+            if (f.outputs & kSweepPython)
+              d[f.key] = std::visit(
+                  [](const auto& v) -> nb::object {
+                    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) return nb::none();
+                    else return nb::cast(v);
+                  },
+                  f.value(r));
           rows.append(d);
         }
         return rows;

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
 
 #include "mlaplan/check/batch_limits.hpp"
 #include "mlaplan/check/scenario.hpp"
+#include "mlaplan/profile/planner.hpp"
 
 namespace mlaplan::check {
 
@@ -13,5 +16,12 @@ namespace mlaplan::check {
 // at most `budget` times, and no more once a stop is requested (Ctrl-C). Every candidate passed to `still_fails` is a valid batch that `limits` admits.
 Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails,
                          int budget = 4000, const BatchLimits& limits = {});
+
+// The reproducer of a case `planner` fails with `detail`: shrunk while it still fails, named
+// NAME-repro, described by the shrunk case's own failure, and given the reference's plan (or
+// refusal) as its expected block unless it has one, so the file fails for any wrong planner.
+// Nothing when a stop was requested while shrinking (on Ctrl-C no reproducer is written).
+std::optional<Scenario> make_reproducer(const Scenario& failing, profile::Planner& planner, const std::string& detail,
+                                        const BatchLimits& limits = {});
 
 }  // namespace mlaplan::check

@@ -2,8 +2,10 @@
 // JSON for scripts (scripts/plot_sweep.py reads it). Each includes the recommendation when given.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "mlaplan/explore/recommend.hpp"
@@ -31,6 +33,23 @@ SweepCells sweep_cells(const SweepReport& report);
 std::string sweep_summary(const SweepResult& sweep);
 std::string sweep_recommendation(const SweepReport& report);
 std::string format_sweep_markdown(const SweepReport& report);
+
+// The values of a sweep row as CSV, JSON and the Python binding's dicts write them: one list, in the
+// order all three write it, so a field is named, read and left out in one place. A value is none
+// where the row has none (max_chunks of a policy other than max, the memory of a row without a model).
+using SweepValue = std::variant<std::monostate, std::string, uint64_t, double>;
+constexpr unsigned kSweepCsv = 1, kSweepJson = 2, kSweepPython = 4;  // SweepField::outputs
+struct SweepField {
+  const char* key;   // the CSV column, the JSON key and the Python key
+  unsigned outputs;  // which of them write it (kSweep* bits)
+  SweepValue (*value)(const SweepRow& row);
+  int csv_decimals = 0;               // a real number's digits after the point in CSV
+  const char* json_object = nullptr;  // JSON nests it in this object of the row ("iterations")
+  const char* json_key = nullptr;     // under this key
+  bool json_when_set = false;         // JSON leaves it out where none (else null)
+};
+const std::vector<SweepField>& sweep_fields();
+
 std::string format_sweep_csv(const SweepReport& report);
 std::string format_sweep_json(const SweepReport& report);
 
