@@ -88,36 +88,11 @@ double seconds_of(const std::string& args) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-struct Stopped {
-  int code = -1;
-  double seconds_to_exit = 0;
-  std::string out, err;
-};
+using Stopped = mlaplan::test::Interrupted;
 
+// The command runs in its folder, under the address-space cap.
 Stopped interrupt_after(const std::string& args, std::chrono::milliseconds delay, const fs::path& dir) {
-  const std::string out = (dir / "stdout").string(), err = (dir / "stderr").string();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const std::string cmd = "cd " + dir.string() + " && " + kUlimit + "exec " + MLAPLAN_EXE + " " + args + " >" +
-                            out + " 2>" + err;
-    ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  std::this_thread::sleep_for(delay);
-  const auto sent = std::chrono::steady_clock::now();
-  ::kill(pid, SIGINT);
-  int status = 0;
-  // A build that ignores SIGINT would run on for minutes: give it a while, then end it.
-  for (int waited = 0; ::waitpid(pid, &status, WNOHANG) == 0; ++waited) {
-    if (waited == 200) ::kill(pid, SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  Stopped r;
-  r.seconds_to_exit = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return mlaplan::test::interrupt_after(args, delay, dir, "cd " + dir.string() + " && " + kUlimit);
 }
 
 // Nothing but the captured streams (and the inputs named) is left in the folder.
