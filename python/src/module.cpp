@@ -18,11 +18,13 @@
 #include "mlaplan/device_plan_status.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/explore/workload.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
+#include "mlaplan/io/scenario_io.hpp"
 #include "mlaplan/reference_planner.hpp"
 #if MLAPLAN_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -353,6 +355,48 @@ NB_MODULE(_mlaplan, m) {
       },
       "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
       "max_chunks"_a, "policies"_a, "A sweep of a workload preset's batches: one dict per (policy, buffer, M) setting.");
+
+  // For the prefill executor: the model presets and config.json reader, and scenario files, with the
+  // CLI's own checks and messages (an InputError is a ValueError naming the file and field).
+  m.def(
+      "model_dims",
+      [](const std::string& name, const std::string& config) {
+        const mlaplan::explore::ModelDims d =
+            config.empty() ? mlaplan::explore::find_model_preset(name) : mlaplan::explore::read_model_config(config);
+        nb::dict r;
+        r["name"] = d.name;
+        r["title"] = d.title();
+        r["num_heads"] = d.num_heads;
+        r["qk_nope_head_dim"] = d.qk_nope_head_dim;
+        r["qk_rope_head_dim"] = d.qk_rope_head_dim;
+        r["v_head_dim"] = d.v_head_dim;
+        r["kv_lora_rank"] = d.kv_lora_rank;
+        r["num_layers"] = d.num_layers;
+        return r;
+      },
+      "name"_a, "config"_a = "", "A model preset by name, or the MLA dimensions of a config.json (config non-empty).");
+  m.def("model_names", [] {
+    std::vector<std::string> names;
+    for (const auto& p : mlaplan::explore::model_presets()) names.push_back(p.name);
+    return names;
+  });
+  m.def(
+      "read_scenarios",
+      [](const std::string& path) {
+        nb::list out;
+        for (const mlaplan::check::Scenario& s : mlaplan::io::load_scenario_file(path)) {
+          nb::dict d;
+          d["name"] = s.name;
+          d["page_size"] = s.batch.page_size;
+          d["buffer_token_size"] = s.batch.buffer_token_size;
+          d["max_chunks"] = s.batch.max_chunks;
+          d["cache_lengths"] = s.batch.cache_lengths;
+          d["input_row_offsets"] = s.batch.input_row_offsets;
+          out.append(d);
+        }
+        return out;
+      },
+      "path"_a, "The batches of a scenario file (one, or a {\"scenarios\": [...]} list), checked as `mlaplan run` checks them.");
 
   m.def("workload_names", [] {
     std::vector<std::string> names;

@@ -1,0 +1,145 @@
+"""Varlen attention with its log-sum-exp, from the kernels torch ships: FlashAttention-2 through
+`torch.nn.attention.varlen.varlen_attn` on CUDA, and ATen's CPU flash kernel on the CPU.
+
+Both take Q and K of the same head dimension and V padded to it, as vLLM pads V on FA2-class kernels
+(`_flash_attn_varlen_diff_headdims`). Causal attention is aligned bottom-right: the last query of a
+sequence sees its last key, as in FlashAttention and the engines' new-token attention. The LSE is
+natural-log, float32, laid out [heads, tokens]. A sequence with no keys gets what the kernel gives
+(FlashAttention: LSE +inf); the merge reads +inf as "no keys" (merge.py).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+import torch
+
+
+@dataclass
+class VarlenCall:
+    """One varlen attention launch: sequence i's queries are rows cu_q[i]:cu_q[i+1] of the call's
+    queries, its keys rows cu_k[i]:cu_k[i+1] of the call's keys. The host copies (cu_q_host,
+    cu_k_host) are for the CPU kernel and the checks; the device tensors are what the GPU kernel reads."""
+
+    cu_q: torch.Tensor
+    cu_k: torch.Tensor
+    cu_q_host: list
+    cu_k_host: list
+    max_q: int
+    max_k: int
+    causal: bool
+
+    @property
+    def n_q(self) -> int:
+        return self.cu_q_host[-1]
+
+    @property
+    def n_k(self) -> int:
+        return self.cu_k_host[-1]
+
+
+def make_call(q_lens, k_lens, causal: bool, device) -> VarlenCall:
+    """cu_seqlens for sequences of q_lens queries and k_lens keys (host lists), on `device`."""
+    cu_q, cu_k = [0], [0]
+    for a, b in zip(q_lens, k_lens):
+        assert not causal or a <= b, "a causal sequence has at least as many keys as queries"
+        cu_q.append(cu_q[-1] + int(a))
+        cu_k.append(cu_k[-1] + int(b))
+    as_tensor = lambda v: torch.tensor(v, dtype=torch.int32, device=device)  # noqa: E731
+    return VarlenCall(as_tensor(cu_q), as_tensor(cu_k), cu_q, cu_k, max(q_lens, default=0), max(k_lens, default=0), causal)
+
+
+def _varlen_attn_adapter():
+    """torch.nn.attention.varlen.varlen_attn, called the way this torch spells the LSE request and
+    causality (torch 2.11 and later spell them differently)."""
+    try:
+        from torch.nn.attention import varlen
+    except ImportError:
+        return None
+    fn = varlen.varlen_attn
+    params = inspect.signature(fn).parameters
+
+    def call(q, k, v, c: VarlenCall, scale: float):
+        kwargs = {"scale": scale}
+        if "return_aux" in params:
+            kwargs["return_aux"] = varlen.AuxRequest(lse=True)
+        else:
+            kwargs["return_lse"] = True
+        if "window_size" in params:
+            kwargs["window_size"] = (-1, 0) if c.causal else (-1, -1)
+        else:
+            kwargs["is_causal"] = c.causal
+        out, lse = fn(q, k, v, c.cu_q, c.cu_k, c.max_q, c.max_k, **kwargs)
+        return out, lse
+
+    return call
+
+
+_VARLEN = None
+
+
+def _cpu_attention(q, k, v, c: VarlenCall, scale: float):
+    """ATen's CPU flash kernel, one sequence at a time, with an additive mask for bottom-right causal."""
+    heads, width = q.shape[1], v.shape[2]
+    out = q.new_zeros((c.n_q, heads, width))
+    lse = torch.full((heads, c.n_q), float("inf"), dtype=torch.float32)  # no keys: +inf, as FlashAttention gives
+    for i in range(len(c.cu_q_host) - 1):
+        q0, q1, k0, k1 = c.cu_q_host[i], c.cu_q_host[i + 1], c.cu_k_host[i], c.cu_k_host[i + 1]
+        if q1 == q0 or k1 == k0:
+            continue
+        mask = None
+        if c.causal:  # make_call keeps nq <= nk, so every query sees at least one key
+            nq, nk = q1 - q0, k1 - k0
+            visible = torch.ones((nq, nk), dtype=torch.bool).tril(diagonal=nk - nq)
+            mask = torch.zeros((nq, nk), dtype=q.dtype).masked_fill(~visible, float("-inf"))
+        o, l = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
+            q[q0:q1].transpose(0, 1)[None], k[k0:k1].transpose(0, 1)[None], v[k0:k1].transpose(0, 1)[None],
+            0.0, False, attn_mask=mask, scale=scale)
+        out[q0:q1] = o[0].transpose(0, 1)
+        lse[:, q0:q1] = l[0].float()
+    return out, lse
+
+
+def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: VarlenCall, scale: float):
+    """(out [n_q, heads, D], lse [heads, n_q] float32) for q [n_q, heads, D], k and v [n_k, heads, D]."""
+    global _VARLEN
+    if q.is_cuda:
+        if _VARLEN is None:
+            _VARLEN = _varlen_attn_adapter()
+            if _VARLEN is None:
+                raise RuntimeError("this torch has no torch.nn.attention.varlen.varlen_attn (torch 2.11 or later is needed on CUDA)")
+        if c.n_q == 0:
+            return q.new_zeros((0, q.shape[1], v.shape[2])), torch.zeros((q.shape[1], 0), device=q.device)
+        return _VARLEN(q, k, v, c, scale)
+    return _cpu_attention(q, k, v, c, scale)
+
+
+def pad_v(v: torch.Tensor, width: int) -> torch.Tensor:
+    """V zero-padded to the QK head dimension, as vLLM does before an FA2-class kernel."""
+    return v if v.shape[-1] == width else torch.nn.functional.pad(v, [0, width - v.shape[-1]], value=0)
+
+
+
+def _unpadded_lse_index(c: VarlenCall, padded: int, device) -> torch.Tensor:
+    """Where token t's LSE sits in the memory-efficient kernel's [sequences, heads, padded] layout,
+    flattened as [heads, sequences * padded]."""
+    idx = [i * padded + j for i in range(len(c.cu_q_host) - 1) for j in range(c.cu_q_host[i + 1] - c.cu_q_host[i])]
+    return torch.tensor(idx, dtype=torch.int64, device=device)
+
+
+def latent_attention(q: torch.Tensor, latent: torch.Tensor, c: VarlenCall, scale: float, v_dim: int):
+    """Causal (bottom-right) attention of q [n_q, heads, latent width] over the latent rows themselves,
+    shared by every head: keys latent [n_k, width], values latent[:, :v_dim]. The absorbed form of MLA.
+    FlashAttention-2 stops at head dimension 256, so on CUDA this is torch's memory-efficient kernel
+    (varlen, bottom-right causal mask, any head dimension) over K and V broadcast to every head."""
+    heads = q.shape[1]
+    k = latent[:, None, :].expand(-1, heads, -1).contiguous()
+    if q.is_cuda:
+        v = latent[:, None, :v_dim].expand(-1, heads, -1).contiguous()
+        out, lse = torch.ops.aten._efficient_attention_forward(
+            q[None], k[None], v[None], None, c.cu_q, c.cu_k, c.max_q, c.max_k, 0.0, 2, True, scale=scale)[:2]
+        index = getattr(c, "lse_index", None)
+        if index is None:
+            index = c.lse_index = _unpadded_lse_index(c, lse.shape[2], q.device)
+        return out[0], lse.permute(1, 0, 2).reshape(heads, -1).index_select(1, index)
+    out, lse = _cpu_attention(q, k, k, c, scale)
+    return out[..., :v_dim], lse

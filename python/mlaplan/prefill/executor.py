@@ -1,0 +1,137 @@
+"""Runs a schedule: per step, the gather, the up-projection, the attention and the merge, each in an
+NVTX range (and a profiler range, so its kernels can be summed by part).
+
+`Prepared` holds what an engine has ready before the step starts: the flat view of the cache, the
+new tokens' own latent rows (the forward computed them), the gather buffer and the weight's views.
+`execute` is then only GPU work and its dispatch, so it can be timed eagerly or captured in a graph.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+import torch
+
+from .attention import latent_attention, pad_v, varlen_attention
+from .inputs import PrefillInputs, flat_rows, host_page_table
+from .merge import merge_into
+from .schedule import Schedule, Step
+
+PARTS = ("gather", "up-projection", "attention", "merge", "new tokens")
+RANGE_PREFIX = "mlaplan.prefill/"
+
+
+@contextmanager
+def annotate(name: str, nvtx: bool):
+    """An NVTX range (for Nsight Systems) and a profiler range named after the part."""
+    if nvtx:
+        torch.cuda.nvtx.range_push(name)
+    try:
+        with torch.profiler.record_function(RANGE_PREFIX + name.rsplit(": ", 1)[-1]):
+            yield
+    finally:
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
+
+
+@dataclass
+class Prepared:
+    x: PrefillInputs
+    schedule: Schedule
+    cache_flat: torch.Tensor
+    new_latent: torch.Tensor
+    buffer: torch.Tensor
+    fused_merge: Optional[bool]
+    pad_v: bool
+
+
+def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None) -> Prepared:
+    n, d = x.lengths, x.dims
+    cache_flat = x.kv_cache.view(-1, d.latent)
+    table = host_page_table(x)
+    parts = [flat_rows(table, n.page_size, b, int(n.cache[b]), int(n.new[b])) for b in range(n.batch_size)]
+    rows = torch.as_tensor(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64), device=x.device)
+    new_latent = cache_flat.index_select(0, rows)
+    buffer = torch.empty((max(schedule.buffer_rows, 1), d.latent), dtype=x.q.dtype, device=x.device)
+    return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, pad_v=True)
+
+
+def _up_project(p: Prepared, latent: torch.Tensor):
+    d = p.x.dims
+    kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj).view(-1, d.heads, d.qk_nope + d.v_head)
+    k_nope, v = kv.split([d.qk_nope, d.v_head], dim=-1)
+    k = torch.cat((k_nope, latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
+    return k, (pad_v(v, d.qk_head) if p.pad_v else v)
+
+
+def _queries(q: torch.Tensor, a) -> torch.Tensor:
+    return q[a.q0 : a.q0 + a.call.n_q] if a.q_rows is None else q.index_select(0, a.q_rows)
+
+
+def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, nvtx: bool):
+    """MLA over the latent rows (SGLang's absorbed path): q_nope is taken into the latent space by
+    W_UK, the latent rows are the keys (kv_c | k_pe) and values (kv_c), and W_UV brings the output back."""
+    d, x = p.x.dims, p.x
+    w = x.kv_b_proj.view(d.heads, d.qk_nope + d.v_head, d.kv_lora)
+    with annotate(f"{step.label}: up-projection", nvtx):
+        q_lat = torch.einsum("thn,hnl->thl", x.q[..., : d.qk_nope], w[:, : d.qk_nope])
+        q_abs = torch.cat((q_lat, x.q[..., d.qk_nope :]), dim=-1)
+    with annotate(f"{step.label}: attention", nvtx):
+        out_lat, lse = latent_attention(q_abs, latent, step.attends[0].call, d.scale, d.kv_lora)
+    with annotate(f"{step.label}: up-projection", nvtx):
+        out = torch.einsum("thl,hvl->thv", out_lat, w[:, d.qk_nope :])
+    return out, lse
+
+
+def execute(p: Prepared, nvtx: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out [T, heads, v_head], lse [heads, T] float32) of the layer's prefill attention."""
+    x, s, d = p.x, p.schedule, p.x.dims
+    T = x.lengths.new_tokens
+    states: Dict[str, list] = {}
+    for name in s.empty_targets:
+        with annotate(f"{name}: merge", nvtx):
+            states[name] = [x.q.new_zeros((T, d.heads, d.v_head)),
+                            torch.full((d.heads, T), float("-inf"), dtype=torch.float32, device=x.device)]
+    for step in s.steps:
+        part = "new tokens" if step.new_tokens else None
+        if nvtx:
+            torch.cuda.nvtx.range_push(step.label)
+        with annotate(f"{step.label}: {part or 'gather'}", nvtx):
+            if step.new_tokens:
+                latent = p.new_latent
+            else:
+                latent = p.buffer[: step.n_rows]
+                torch.index_select(p.cache_flat, 0, step.rows, out=latent)
+        if step.absorbed:
+            out, lse = _absorbed(p, latent, step, nvtx)
+            states[step.target] = [out, lse]
+        else:
+            with annotate(f"{step.label}: {part or 'up-projection'}", nvtx):
+                k, v = _up_project(p, latent)
+            results = []
+            with annotate(f"{step.label}: {part or 'attention'}", nvtx):
+                for a in step.attends:
+                    qa = _queries(x.q, a)
+                    results.append(varlen_attention(qa, k[a.k0 : a.k0 + a.call.n_k], v[a.k0 : a.k0 + a.call.n_k],
+                                                    a.call, d.scale))
+            with annotate(f"{step.label}: {part or 'merge'}", nvtx):
+                if step.take:
+                    out, lse = results[0]
+                    states[step.target] = [out[..., : d.v_head], lse]
+                else:
+                    o, l = states[step.target]
+                    for a, (out, lse) in zip(step.attends, results):
+                        merge_into(o, l, out, lse, a.rows, p.fused_merge)
+        if nvtx:
+            torch.cuda.nvtx.range_pop()
+    if s.final_merge:
+        with annotate("final: merge", nvtx):
+            o, l = states["out"]
+            c_o, c_l = states["context"]
+            merge_into(o, l, c_o, c_l, slice(0, T), p.fused_merge)
+    if s.result not in states:  # a batch without new tokens: nothing attends
+        return x.q.new_zeros((T, d.heads, d.v_head)), torch.full((d.heads, T), float("-inf"), device=x.device)
+    o, l = states[s.result]
+    return o, l

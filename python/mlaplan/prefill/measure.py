@@ -1,0 +1,92 @@
+"""One measured run: a batch, a buffer size, an engine; its schedule, times, parts, FLOPs and error
+against one-shot attention. What the command prints and what a cost model is fitted on."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Dict, Optional
+
+import torch
+
+from .executor import execute, prepare
+from .inputs import PrefillInputs
+from .schedule import Schedule
+from .timing import Timing, measure
+
+
+@dataclass
+class Run:
+    scenario: str
+    buffer_tokens: int
+    policy: str
+    path: str = ""
+    iterations: int = 0
+    steps: int = 0
+    merges: int = 0
+    buffer_rows: int = 0
+    refused: Optional[str] = None
+    eager_ms: Optional[float] = None
+    eager_spread_ms: Optional[float] = None
+    graph_ms: Optional[float] = None
+    graph_error: Optional[str] = None
+    parts_ms: Dict[str, float] = field(default_factory=dict)
+    gpu_busy_ms: Optional[float] = None
+    gpu_idle_ms: Optional[float] = None
+    kernels: int = 0
+    attention_tflop: float = 0.0
+    attention_tflops: Optional[float] = None
+    max_abs_error: Optional[float] = None
+    max_abs_lse_error: Optional[float] = None
+    ok: Optional[bool] = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def attention_flops(s: Schedule, x: PrefillInputs) -> float:
+    """The attention part's useful work (the new tokens' step is a part of its own): 2 * (qk_head +
+    v_head) FLOPs per visible (query, key) pair and head, not counting V's padding or masked pairs."""
+    d = x.dims
+    flops = 0.0
+    for step in s.steps:
+        width = d.latent + d.kv_lora if step.absorbed else d.qk_head + d.v_head  # absorbed: 576 + 512
+        for a in ([] if step.new_tokens else step.attends):
+            c = a.call
+            for i in range(len(c.cu_q_host) - 1):
+                nq, nk = c.cu_q_host[i + 1] - c.cu_q_host[i], c.cu_k_host[i + 1] - c.cu_k_host[i]
+                flops += 2.0 * (nq * nk - (nq * (nq - 1) // 2 if c.causal else 0)) * d.heads * width
+    return flops
+
+
+def errors(out: torch.Tensor, lse: torch.Tensor, ref_out: torch.Tensor, ref_lse: torch.Tensor):
+    """Max |out - ref| over every element, and the same for the LSE where the reference is finite."""
+    err = (out.float() - ref_out).abs().max().item() if out.numel() else 0.0
+    finite = torch.isfinite(ref_lse)
+    lse_err = (lse.float() - ref_lse)[finite].abs().max().item() if finite.any() else 0.0
+    if torch.isnan(out).any().item():
+        err = float("nan")
+    return err, lse_err
+
+
+def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: float = 1e-2, reps: int = 10,
+            warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
+            trace: Optional[str] = None) -> Run:
+    p = prepare(x, s, fused_merge)
+    run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
+    cuda = x.device.type == "cuda"
+    if reference is not None:
+        out, lse = execute(p)
+        run.max_abs_error, run.max_abs_lse_error = errors(out, lse, *reference)
+        run.ok = run.max_abs_error <= tolerance  # NaN fails
+        del out, lse
+    if reps > 0:
+        t: Timing = measure(lambda: execute(p, nvtx=cuda), cuda, reps, warmup, graph, trace)
+        run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
+        run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
+        run.gpu_busy_ms = t.gpu_busy_ms
+        run.gpu_idle_ms = None if t.gpu_span_ms is None else max(0.0, t.gpu_span_ms - t.gpu_busy_ms)
+        run.kernels = t.kernels
+        run.attention_tflop = attention_flops(s, x) / 1e12
+        attn = t.parts_ms.get("attention", 0.0)
+        if cuda and attn > 0:
+            run.attention_tflops = run.attention_tflop / (attn / 1e3)
+    return run

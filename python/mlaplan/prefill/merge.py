@@ -1,0 +1,97 @@
+"""Merging partial attention by log-sum-exp: state <- merge(state, part) for some rows of the state.
+
+For each row and head, with the LSEs s (state) and p (part), m = max(s, p):
+    out = (exp(s - m) * o_state + exp(p - m) * o_part) / (exp(s - m) + exp(p - m))
+    lse = m + log(exp(s - m) + exp(p - m))
+An LSE of +inf means the row had no keys (FlashAttention returns +inf there; vLLM PR 49294 fixed the
+same thing) and is read as -inf; a row with no keys on either side stays (0, -inf).
+
+On CUDA it is one fused Triton kernel (grid: rows x heads), as vLLM's merge_attn_states is; on the
+CPU, or with fused=False (the eager form an engine without a fused kernel runs), plain torch ops.
+"""
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch
+
+Rows = Union[slice, torch.Tensor]
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the CPU-only installs: the eager form serves
+    triton = None
+
+if triton is not None:
+
+    @triton.jit
+    def _merge_kernel(
+        o_ptr, o_st, o_sh, lse_ptr, lse_sh, lse_st,
+        p_ptr, p_st, p_sh, plse_ptr, plse_sh, plse_st,
+        rows_ptr, row0,
+        HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr, HAS_ROWS: tl.constexpr,
+    ):
+        i = tl.program_id(0)
+        h = tl.program_id(1)
+        if HAS_ROWS:
+            r = tl.load(rows_ptr + i).to(tl.int64)
+        else:
+            r = row0 + i
+        inf = float("inf")
+        p_lse = tl.load(plse_ptr + h * plse_sh + i * plse_st)
+        s_lse = tl.load(lse_ptr + h * lse_sh + r * lse_st)
+        p_lse = tl.where(p_lse == inf, -inf, p_lse)
+        s_lse = tl.where(s_lse == inf, -inf, s_lse)
+        m = tl.maximum(s_lse, p_lse)
+        m = tl.where(m == -inf, 0.0, m)
+        ws = tl.exp(s_lse - m)
+        wp = tl.exp(p_lse - m)
+        total = ws + wp
+        inv = tl.where(total == 0.0, 0.0, 1.0 / total)
+        d = tl.arange(0, BLOCK)
+        keep = d < HEAD_DIM
+        so = tl.load(o_ptr + r * o_st + h * o_sh + d, mask=keep, other=0.0).to(tl.float32)
+        po = tl.load(p_ptr + i.to(tl.int64) * p_st + h * p_sh + d, mask=keep, other=0.0).to(tl.float32)
+        out = (so * (ws * inv) + po * (wp * inv)).to(o_ptr.dtype.element_ty)
+        tl.store(o_ptr + r * o_st + h * o_sh + d, out, mask=keep)
+        tl.store(lse_ptr + h * lse_sh + r * lse_st, tl.where(total == 0.0, -inf, m + tl.log(total)))
+
+
+def _merge_fused(o, lse, part_o, part_lse, rows: Rows) -> None:
+    n, heads, dim = part_o.shape[0], part_o.shape[1], o.shape[2]
+    if n == 0:
+        return
+    has_rows = isinstance(rows, torch.Tensor)
+    _merge_kernel[(n, heads)](
+        o, o.stride(0), o.stride(1), lse, lse.stride(0), lse.stride(1),
+        part_o, part_o.stride(0), part_o.stride(1), part_lse, part_lse.stride(0), part_lse.stride(1),
+        rows if has_rows else o, 0 if has_rows else rows.start,
+        HEAD_DIM=dim, BLOCK=triton.next_power_of_2(dim), HAS_ROWS=has_rows,
+    )
+
+
+def _merge_eager(o, lse, part_o, part_lse, rows: Rows) -> None:
+    inf = float("inf")
+    idx = rows if isinstance(rows, torch.Tensor) else torch.arange(rows.start, rows.stop, device=o.device)
+    s = lse.index_select(1, idx)
+    s = torch.where(s == inf, -inf, s)
+    p = torch.where(part_lse == inf, -inf, part_lse.float())
+    m = torch.maximum(s, p)
+    m = torch.where(m == -inf, torch.zeros_like(m), m)
+    ws, wp = torch.exp(s - m), torch.exp(p - m)
+    total = ws + wp
+    inv = torch.where(total == 0, torch.zeros_like(total), 1.0 / total)
+    so = o.index_select(0, idx).float()
+    out = so * (ws * inv).t()[..., None] + part_o[..., : o.shape[2]].float() * (wp * inv).t()[..., None]
+    o.index_copy_(0, idx, out.to(o.dtype))
+    lse.index_copy_(1, idx, torch.where(total == 0, torch.full_like(total, -inf), m + torch.log(total)))
+
+
+def merge_into(o: torch.Tensor, lse: torch.Tensor, part_o: torch.Tensor, part_lse: torch.Tensor, rows: Rows,
+               fused: Optional[bool] = None) -> None:
+    """Merges part (o [n, heads, >= D], lse [heads, n]) into rows of the state (o [T, heads, D], lse
+    [heads, T] float32), in place. rows: a slice of n rows, or a tensor of n row indices."""
+    if fused is None:
+        fused = o.is_cuda and triton is not None
+    (_merge_fused if fused else _merge_eager)(o, lse, part_o, part_lse, rows)

@@ -1,0 +1,53 @@
+"""One-shot attention over each sequence's whole context, in float32: what every policy's chunks
+must add up to. Written from the definition (softmax(q k^T * scale) v with the causal mask by
+position) so that it shares nothing with the executor but the inputs."""
+from __future__ import annotations
+
+from typing import Tuple
+
+import torch
+
+from .inputs import PrefillInputs, flat_rows, host_page_table
+
+
+def one_shot(x: PrefillInputs, max_scores: int = 1 << 28) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out [T, heads, v_head], lse [heads, T]) in float32. Queries go in blocks of at most
+    max_scores / (heads * keys) rows, so a 256K-token context does not need its whole score matrix."""
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")  # no TF32: the reference is float32 throughout
+    try:
+        return _one_shot(x, max_scores)
+    finally:
+        torch.set_float32_matmul_precision(precision)
+
+
+def _one_shot(x: PrefillInputs, max_scores: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    d, n = x.dims, x.lengths
+    table = host_page_table(x)
+    cache = x.kv_cache.view(-1, d.latent).float()
+    w = x.kv_b_proj.float()
+    q_all = x.q.float()
+    out = torch.zeros((n.new_tokens, d.heads, d.v_head), dtype=torch.float32, device=x.device)
+    lse = torch.full((d.heads, n.new_tokens), float("-inf"), dtype=torch.float32, device=x.device)
+    for b in range(n.batch_size):
+        cached, new, total = int(n.cache[b]), int(n.new[b]), int(n.total[b])
+        if new == 0:
+            continue
+        rows = torch.as_tensor(flat_rows(table, n.page_size, b, 0, total), device=x.device)
+        latent = cache.index_select(0, rows)
+        kv = (latent[:, : d.kv_lora] @ w.t()).view(total, d.heads, d.qk_nope + d.v_head)
+        k = torch.cat((kv[..., : d.qk_nope], latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
+        v = kv[..., d.qk_nope :]
+        k_h, v_h = k.transpose(0, 1), v.transpose(0, 1)  # [heads, total, D]
+        q0 = int(n.q_start[b])
+        block = max(1, min(new, max_scores // max(1, d.heads * total)))
+        for i in range(0, new, block):
+            j = min(new, i + block)
+            q = q_all[q0 + i : q0 + j].transpose(0, 1)  # [heads, rows, D]
+            scores = (q @ k_h.transpose(1, 2)) * d.scale
+            position = torch.arange(cached + i, cached + j, device=x.device)[:, None]
+            scores = scores.masked_fill(torch.arange(total, device=x.device)[None, :] > position, float("-inf"))
+            l = torch.logsumexp(scores, dim=-1)
+            out[q0 + i : q0 + j] = (torch.exp(scores - l[..., None]) @ v_h).transpose(0, 1)
+            lse[:, q0 + i : q0 + j] = l
+    return out, lse

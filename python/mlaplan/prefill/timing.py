@@ -1,0 +1,134 @@
+"""Timing a layer's prefill three ways, kept apart from printing:
+- eager: the loop as engines run it, host dispatch included wherever the GPU waits for it (CUDA
+  events around each run; the median after warm-up runs);
+- graph: the same loop captured once in a CUDA graph and replayed, which is the kernels alone;
+- parts: one eager run under torch's profiler, its kernels' GPU time summed by part (the ranges
+  `execute` opens), and how long the GPU sat idle between the first kernel and the last.
+On the CPU, eager is wall-clock time and there is no graph; parts are the profiler's CPU times.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from .executor import PARTS, RANGE_PREFIX
+
+
+@dataclass
+class Timing:
+    eager_ms: float
+    eager_spread_ms: float          # max - min over the timed runs
+    graph_ms: Optional[float]       # None on the CPU, or where capture failed (graph_error says why)
+    parts_ms: Dict[str, float]
+    gpu_busy_ms: Optional[float]    # union of kernel intervals during the profiled run
+    gpu_span_ms: Optional[float]    # first kernel start to last kernel end
+    kernels: int
+    graph_error: Optional[str] = None
+    samples: List[float] = field(default_factory=list)
+
+
+def _events_ms(fn: Callable[[], object], reps: int) -> List[float]:
+    samples = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return samples
+
+
+def _wall_ms(fn: Callable[[], object], reps: int) -> List[float]:
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return samples
+
+
+def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int) -> List[float]:
+    for _ in range(warmup):
+        fn()
+    if cuda:
+        torch.cuda.synchronize()
+        return _events_ms(fn, reps)
+    return _wall_ms(fn, reps)
+
+
+def time_graph(fn: Callable[[], object], reps: int, warmup: int) -> List[float]:
+    """Captures fn once (after warm-up runs on a side stream, as capture requires) and times replays."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(max(warmup, 1)):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    for _ in range(warmup):
+        graph.replay()
+    torch.cuda.synchronize()
+    samples = _events_ms(graph.replay, reps)
+    del graph
+    return samples
+
+
+def _union_ms(intervals) -> float:
+    busy, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        busy += b - max(a, end)
+        end = b
+    return busy / 1e3
+
+
+def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = None):
+    """(parts in ms, busy ms, span ms, kernel count) from one profiled run; trace: a Chrome trace file."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        fn()
+        if cuda:
+            torch.cuda.synchronize()
+    if trace:
+        prof.export_chrome_trace(trace)
+    events = prof.events()
+    parts = {p: 0.0 for p in PARTS}
+    kernels = []
+    for e in events:
+        name = e.name
+        if name.startswith(RANGE_PREFIX):
+            part = name[len(RANGE_PREFIX):]
+            if part in parts:
+                parts[part] += (e.device_time_total if cuda else e.cpu_time_total) / 1e3
+        if cuda and e.device_type == torch.autograd.DeviceType.CUDA:  # a kernel or copy on the GPU's timeline
+            kernels.append((e.time_range.start, e.time_range.end))
+    if not cuda:
+        return parts, None, None, 0
+    if not kernels:
+        return parts, 0.0, 0.0, 0
+    span = (max(b for _, b in kernels) - min(a for a, _ in kernels)) / 1e3
+    return parts, _union_ms(kernels), span, len(kernels)
+
+
+def measure(fn: Callable[[], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
+            trace: Optional[str] = None) -> Timing:
+    eager = time_eager(fn, cuda, reps, warmup)
+    graph_ms, graph_error = None, None
+    if cuda and graph:
+        try:
+            graph_ms = statistics.median(time_graph(fn, reps, warmup))
+        except RuntimeError as e:  # a kernel that cannot be captured: say so, keep the eager figures
+            graph_error = str(e).splitlines()[0]
+    parts, busy, span, count = profile_parts(fn, cuda, trace)
+    return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, parts, busy, span, count,
+                  graph_error, eager)
