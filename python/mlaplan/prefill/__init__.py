@@ -17,10 +17,16 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple
 
+import sys
+
 try:
-    import torch
+    import torch  # noqa: F401
 except ImportError as e:  # the package's other parts work without torch; this one does not
-    raise ImportError("mlaplan.prefill needs torch: pip install 'mlaplan[torch]' (or install torch)") from e
+    message = "mlaplan.prefill needs torch: pip install 'mlaplan[torch]' (or install torch)"
+    if sys.argv[:1] == ["-m"]:  # python -m mlaplan.prefill: one line and exit 2, as for any bad setup
+        print(f"mlaplan: error: {message}", file=sys.stderr)
+        sys.exit(2)
+    raise ImportError(message) from e
 
 from .executor import PARTS, execute, prepare
 from .inputs import PrefillInputError, PrefillInputs, check_inputs, host_page_table, inputs_from, random_inputs

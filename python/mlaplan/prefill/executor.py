@@ -7,6 +7,7 @@ new tokens' own latent rows (the forward computed them), the gather buffer and t
 """
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -23,15 +24,24 @@ PARTS = ("gather", "up-projection", "attention", "merge", "new tokens")
 RANGE_PREFIX = "mlaplan.prefill/"
 
 
+# Where annotate adds each part's host seconds (the CPU path's part times); None: not timing.
+part_clock: Optional[Dict[str, float]] = None
+
+
 @contextmanager
 def annotate(name: str, nvtx: bool):
-    """An NVTX range (for Nsight Systems) and a profiler range named after the part."""
+    """An NVTX range (for Nsight Systems) and a profiler range named after the part; with part_clock
+    set, the part's wall-clock time is added to it as well (on the CPU the work is synchronous)."""
+    part = name.rsplit(": ", 1)[-1]
     if nvtx:
         torch.cuda.nvtx.range_push(name)
+    start = time.perf_counter()
     try:
-        with torch.profiler.record_function(RANGE_PREFIX + name.rsplit(": ", 1)[-1]):
+        with torch.profiler.record_function(RANGE_PREFIX + part):
             yield
     finally:
+        if part_clock is not None:
+            part_clock[part] = part_clock.get(part, 0.0) + time.perf_counter() - start
         if nvtx:
             torch.cuda.nvtx.range_pop()
 

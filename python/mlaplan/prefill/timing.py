@@ -15,6 +15,7 @@ from typing import Callable, Dict, List, Optional
 
 import torch
 
+from . import executor
 from .executor import PARTS, RANGE_PREFIX
 
 
@@ -91,7 +92,16 @@ def _union_ms(intervals) -> float:
 
 
 def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = None):
-    """(parts in ms, busy ms, span ms, kernel count) from one profiled run; trace: a Chrome trace file."""
+    """(parts in ms, busy ms, span ms, kernel count) from one profiled run; trace: a Chrome trace file.
+    On the CPU without a trace, the parts are the wall-clock times of one run (no profiler needed)."""
+    if not cuda and not trace:
+        executor.part_clock = {}
+        try:
+            fn()
+            clock = executor.part_clock
+        finally:
+            executor.part_clock = None
+        return {p: clock.get(p, 0.0) * 1e3 for p in PARTS}, None, None, 0
     activities = [torch.profiler.ProfilerActivity.CPU]
     if cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)

@@ -1,0 +1,260 @@
+"""python -m mlaplan.prefill SCENARIO.json --model deepseek-v3 --tp 8 --policy all
+
+Runs one MLA layer's prefill for each batch of a scenario file as each engine does, on random inputs
+of unit scale, times it and checks it against one-shot attention. Exit status: 0 ok, 1 a policy's
+output missed one-shot attention by more than the tolerance, 2 bad usage or input, 3 a device
+failure (out of memory included), 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+from typing import List, Optional
+
+EPILOG = """examples:
+  python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
+  python -m mlaplan.prefill batch.json --tp 8 --buffer-tokens 8192,16384,65536,131072,262144 --format json -o runs.json
+  python -m mlaplan.prefill scenarios/worked-example.json --model deepseek-v2-lite --device cpu --reps 0
+
+policies (the engine that runs each one's plan; docs/prefill.md):
+  max                MAX: cache and new tokens streamed together, a position mask in the chunk holding new tokens
+  packed             vLLM since PR 50613: each chunk's own requests attend it
+  even-split         vLLM before PR 50613: every prefill attends every chunk
+  even-split/sglang  SGLang: one-shot, absorbed or chunked, as its dispatch picks (--sglang-path)
+  packed/trtllm      TensorRT-LLM: the whole context at once on SM90, the chunk loop on SM100 (--trtllm-path)
+
+exit status: 0 ok, 1 a policy missed one-shot attention by more than --tolerance, 2 bad usage or input,
+3 device failure (out of memory included), 130 interrupted."""
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, as the C++ tool does
+        raise UsageError(message)
+
+
+def _positive_list(text: str) -> List[int]:
+    try:
+        values = [int(t.replace("_", "")) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of positive integers, e.g. 8192,65536")
+    if not values or min(values) < 1 or max(values) > 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of integers from 1 to 2147483647")
+    return values
+
+
+def _count(low: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= {low}")
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= {low}")
+        return v
+    return parse
+
+
+def _tolerance(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number, e.g. 1e-2")
+    return v
+
+
+def parser() -> Parser:
+    p = Parser(prog="python -m mlaplan.prefill", description=__doc__.split("\n\n")[1].replace("\n", " "),
+               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("scenario", metavar="SCENARIO.json", help="a scenario file: one batch or {\"scenarios\": [...]} (mlaplan gen writes them)")
+    p.add_argument("--model", default="deepseek-v3", help="a model preset (default deepseek-v3; docs/models.md)")
+    p.add_argument("--model-config", metavar="FILE", help="a Hugging Face config.json of an MLA model instead of --model")
+    p.add_argument("--tp", type=_count(1), default=1, help="tensor-parallel ranks: local heads = num_attention_heads / TP (default 1)")
+    p.add_argument("--heads", type=_count(1), help="local heads, instead of num_attention_heads / TP (small CPU runs)")
+    p.add_argument("--policy", default="all", help="all (default) or a comma list of the policies below")
+    p.add_argument("--buffer-tokens", type=_positive_list, metavar="N[,N...]",
+                   help="buffer sizes in rows (default: each scenario's buffer_token_size)")
+    p.add_argument("--max-chunks", type=_count(1), help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")
+    p.add_argument("--sglang-path", choices=("auto", "chunked", "one-shot", "absorbed"), default="auto",
+                   help="SGLang's attention path (default auto: as its dispatch picks it)")
+    p.add_argument("--trtllm-path", choices=("auto", "sm90", "sm100"), default="auto",
+                   help="TensorRT-LLM's path (default auto: the GPU's; sm100 on the CPU)")
+    p.add_argument("--device", default="auto", help="auto (default: cuda where there is a GPU), cuda, cuda:N or cpu")
+    p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
+    p.add_argument("--reps", type=_count(0), default=10, help="timed runs; the median is reported (default 10; 0: check only)")
+    p.add_argument("--warmup", type=_count(0), default=3, help="untimed runs first (default 3)")
+    p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
+    p.add_argument("--merge", choices=("fused", "eager"), default="fused",
+                   help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
+    p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
+    p.add_argument("--tolerance", type=_tolerance, help="most max |out - one-shot| allowed (default 1e-2, 1e-4 in fp32)")
+    p.add_argument("--seed", type=_count(0), default=1, help="seed of the random inputs (default 1)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("--trace", metavar="FILE.json",
+                   help="a Chrome/Perfetto trace of the profiled run (one scenario, buffer and policy)")
+    return p
+
+
+def _device(torch, name: str):
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        d = torch.device(name)
+    except RuntimeError:
+        raise UsageError(f"--device {name}: unknown device; choose auto, cuda, cuda:N or cpu")
+    if d.type not in ("cuda", "cpu"):
+        raise UsageError(f"--device {name}: choose auto, cuda, cuda:N or cpu")
+    if d.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {name}: torch sees no CUDA GPU here; use --device cpu")
+        if d.index is not None and d.index >= torch.cuda.device_count():
+            raise UsageError(f"--device {name}: there are {torch.cuda.device_count()} CUDA devices")
+    return d
+
+
+def _write(path: Optional[str], text: str) -> None:
+    if path is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".prefill-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _check_output_path(path: Optional[str], option: str) -> None:
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{option} {path}: the folder {folder} does not exist; create it or choose another path")
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"{option} {path}: the folder {folder} is not writable")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    _check_output_path(args.output, "--output")
+    _check_output_path(args.trace, "--trace")
+    import torch
+
+    from .. import _mlaplan
+    from . import measure as measure_mod
+    from .inputs import random_inputs
+    from .model import model_dims
+    from .reference import one_shot
+    from .inputs import host_page_table
+    from .schedule import ENGINE_TITLES, build_schedule, parse_engines
+
+    try:
+        engines = parse_engines(args.policy)
+    except ValueError as e:
+        raise UsageError(str(e))
+    try:
+        dims = model_dims(args.model, args.tp, args.model_config, args.heads)
+    except ValueError as e:
+        msg = str(e)
+        raise UsageError(msg if msg.startswith("--") else f"--model: {msg}")
+    scenarios = _mlaplan.read_scenarios(args.scenario)
+    device = _device(torch, args.device)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
+        args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
+    tolerance = args.tolerance or (1e-4 if dtype == torch.float32 else 1e-2)
+    buffers_for = lambda s: args.buffer_tokens or [int(s["buffer_token_size"])]  # noqa: E731
+    if args.trace and (len(scenarios) != 1 or len(engines) != 1 or len(buffers_for(scenarios[0])) != 1):
+        raise UsageError("--trace: trace one run: give one policy and one buffer size, for a file of one scenario")
+    if args.merge == "fused" and device.type == "cuda":
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            raise UsageError("--merge fused: needs Triton on CUDA (pip install triton), or use --merge eager")
+
+    header = {
+        "tool": "mlaplan.prefill",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.machine()})",
+        "torch": torch.__version__,
+        "model": f"{dims.name}, {dims.heads} local heads (TP {args.tp})" if args.heads is None else f"{dims.name}, {dims.heads} local heads",
+        "dtype": str(dtype).replace("torch.", ""),
+        "merge": args.merge if device.type == "cuda" else "eager",
+        "timing": f"median of {args.reps} after {args.warmup} warm-up runs" if args.reps else "none (--reps 0)",
+    }
+    batches, failed, device_failed = [], False, False
+    for s in scenarios:
+        cache = s["cache_lengths"]
+        offsets = s["input_row_offsets"]
+        x = random_inputs(cache, offsets, int(s["page_size"]), dims, dtype, device, args.seed)
+        n = x.lengths
+        title = (f"{s['name']}: {n.batch_size} sequences, {int(n.cache.sum()):,} cached + {n.new_tokens:,} new tokens, "
+                 f"page size {n.page_size}")
+        reference = None if args.no_check else one_shot(x)
+        runs = []
+        for buffer in buffers_for(s):
+            for engine in engines:
+                run = measure_mod.Run(s["name"], buffer, engine)
+                try:
+                    sched = build_schedule(engine, n, host_page_table(x), buffer, args.max_chunks, device,
+                                           sglang_path=args.sglang_path, trtllm_path=args.trtllm_path)
+                except ValueError as e:
+                    run.refused = str(e)
+                    runs.append(run)
+                    continue
+                try:
+                    measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
+                                        not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace)
+                except torch.cuda.OutOfMemoryError as e:
+                    run.refused = "out of memory: " + str(e).splitlines()[0]
+                    device_failed = True
+                    torch.cuda.empty_cache()
+                failed |= run.ok is False
+                runs.append(run)
+        batches.append({"scenario": s["name"], "title": title, "sequences": n.batch_size,
+                        "cached_tokens": int(n.cache.sum()), "new_tokens": n.new_tokens, "runs": runs})
+        del x, reference
+    from .report import json_report, text_report
+
+    header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES[e]}" for e in engines)
+    text = (json_report if args.format == "json" else text_report)(header, batches)
+    _write(args.output, text)
+    return 3 if device_failed else 1 if failed else 0
+
+
+def entry() -> int:
+    try:
+        return main()
+    except UsageError as e:
+        print(f"mlaplan: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # the scenario reader's and the inputs' messages name the file and field
+        print(f"mlaplan: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mlaplan: interrupted", file=sys.stderr)
+        return 130
+    except RuntimeError as e:
+        if "CUDA" in str(e) or "cuda" in str(e):
+            print(f"mlaplan: error: device failure: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 3
+        raise
+    except BrokenPipeError:
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(entry())
