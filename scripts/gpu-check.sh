@@ -10,9 +10,14 @@
 # differences still there, and `bench` with the max row.
 # Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf]
-#   BUILD_DIR: default build; build it first with CUDA enabled
-#   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; perf the GPU
+# The prefill executor (python/mlaplan/prefill): its tests, every engine against one-shot attention on
+# 200 random batches with a planted off-by-one caught, and the bundled batches timed at five buffer
+# sizes (JSON beside the logs: prefill-*.json).
+#
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill]
+#   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
+#   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
+#   the Python package and the prefill executor's steps; perf the GPU
 #   tests, a memcheck sample, two back-to-back bench sweeps 1..4M compared row by row, one sweep each
 #   at M = 1 and M = 256, and Nsight Compute on the fast kernel at B = 16,384 and 1M (each part fits
 #   one 10-minute slot)
@@ -20,14 +25,14 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-[[ $part == all || $part == base || $part == max || $part == perf ]] ||
-  { echo "gpu-check: part '$part' is not all, base, max or perf" >&2; exit 2; }
+[[ $part == all || $part == base || $part == max || $part == perf || $part == prefill ]] ||
+  { echo "gpu-check: part '$part' is not all, base, max, perf or prefill" >&2; exit 2; }
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
 gpu_tests="$build_dir/tests/mlaplan_gpu_tests"
 exe="$build_dir/mlaplan"
-if [[ ! -x $gpu_tests ]]; then
+if [[ ! -x $gpu_tests && $part != prefill ]]; then
   echo "gpu-check: $gpu_tests not found; build with CUDA first: cmake -S . -B $build_dir && cmake --build $build_dir" >&2
   exit 2
 fi
@@ -115,6 +120,22 @@ python_gpu() {
     "$source_dir" || return 1
   (cd /tmp && PYTHONPATH=$site python3 -m pytest -q -rs "$source_dir/tests/python") || return 1
   PYTHONPATH=$site python3 "$source_dir/scripts/bench_python.py"
+}
+
+# Every engine's prefill against one-shot attention on 200 random batches (B up to 64, contexts up to
+# 256K, page sizes 1 to 256), and a planted off-by-one in the tables caught.
+prefill_check() {
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 200 --seed 1)
+}
+
+# The bundled batches (scenarios/prefill), DeepSeek-V3 at TP 8, every policy at five buffer sizes.
+prefill_bundled() {
+  local f name
+  for f in "$source_dir"/scenarios/prefill/*.json; do
+    name=$(basename "$f" .json)
+    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$f" --model deepseek-v3 --tp 8 \
+      --policy all --buffer-tokens 8192,16384,65536,131072,262144 --json "$log_dir/prefill-$name.json") || return 1
+  done
 }
 
 # MAX's kernel is instantiated for these (scripts/max-reference/max_planner.mojo).
@@ -242,8 +263,16 @@ if ((have_exe)); then
   grep '^|' "$log_dir/bench-short.log" || true
 else skip "mlaplan bench (short)"; fi
 fi
+if [[ $part == prefill ]]; then
+  step "python package on torch and CuPy" python.log python_gpu
+fi
+if [[ $part == all || $part == base || $part == prefill ]]; then
+  step "prefill, 200 random batches" prefill-check.log prefill_check
+  step "prefill, bundled batches timed" prefill-bundled.log prefill_bundled
+  grep -E '^(coding|mooncake|short)|fastest|best at' "$log_dir/prefill-bundled.log" || true
+fi
 
-if [[ $part == base || $part == perf ]]; then
+if [[ $part == base || $part == perf || $part == prefill ]]; then
   :
 elif ((have_exe)) && [[ -x $max_planner ]]; then
   step "MAX kernel, verify fuzz 100k" verify-max.log "$exe" verify --external "$max_planner" "${max_only[@]}" \

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The Python package as a user gets it: a fresh virtual environment, `pip install .` (scikit-build-core
 # and nanobind from PyPI), then pytest on tests/python. CPU only by default (the CUDA tests skip);
-# --cuda keeps the GPU planner in the build. On a machine without network but with scikit-build-core,
-# nanobind, numpy and pytest installed (the GPU machine), --offline builds into a folder with the
-# system's python3 instead.
-# Usage: scripts/test-python.sh [--cuda] [--offline]
+# --cuda keeps the GPU planner in the build. (scripts/gpu-check.sh builds and tests the package on a
+# machine without network, into a folder, with the system's python3.)
+# The torch extra comes too (about 5 GB from PyPI), so the prefill executor's CPU tests run.
+# Usage: scripts/test-python.sh [--cuda]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cuda=OFF
@@ -20,7 +20,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 settings=(--config-settings=cmake.define.MLAPLAN_ENABLE_CUDA=$cuda --config-settings=build-dir="$work/build")
 
 python3 -m venv "$work/venv"
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test]"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch]"
 python=$work/venv/bin/python
 # From outside the source folder, so `import mlaplan` finds the installed package, not python/.
 cd "$work"

@@ -99,6 +99,7 @@ def parser() -> Parser:
     p.add_argument("--seed", type=_count(0), default=1, help="seed of the random inputs (default 1)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("--json", metavar="FILE", help="also write the JSON report to FILE (atomically)")
     p.add_argument("--trace", metavar="FILE.json",
                    help="a Chrome/Perfetto trace of the profiled run (one scenario, buffer and policy)")
     return p
@@ -153,6 +154,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     _check_output_path(args.output, "--output")
     _check_output_path(args.trace, "--trace")
+    _check_output_path(args.json, "--json")
     import torch
 
     from .. import _mlaplan
@@ -231,13 +233,15 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES[e]}" for e in engines)
     text = (json_report if args.format == "json" else text_report)(header, batches)
+    if args.json:
+        _write(args.json, json_report(header, batches))
     _write(args.output, text)
     return 3 if device_failed else 1 if failed else 0
 
 
-def entry() -> int:
+def entry(argv: Optional[List[str]] = None) -> int:
     try:
-        return main()
+        return main(argv)
     except UsageError as e:
         print(f"mlaplan: error: {e}", file=sys.stderr)
         return 2

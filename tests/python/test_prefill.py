@@ -1,0 +1,264 @@
+"""The prefill executor on the CPU in float32: every engine's decomposition against one-shot
+attention, the merge's handling of rows without keys, a planted off-by-one, and hostile inputs."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the prefill executor needs torch (pip install .[torch])")
+
+import mlaplan  # noqa: E402
+import mlaplan.prefill as mp  # noqa: E402
+from mlaplan.prefill import check, schedule  # noqa: E402
+from mlaplan.prefill.executor import execute, prepare  # noqa: E402
+from mlaplan.prefill.merge import merge_into  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DIMS = mp.model_dims("deepseek-v2-lite", heads=2)
+TOL = 1e-4
+
+# (cache_lengths, new tokens, page size, buffer): zero contexts, zero new tokens, a page straddling
+# two chunks, page size 1 and 256, a buffer far past the batch.
+BATCHES = [
+    ([500, 0, 100], [9, 200, 20], 128, 512),
+    ([300, 0, 90, 17], [20, 25, 0, 15], 16, 100),
+    ([1, 2, 3, 0, 40], [1, 1, 3, 2, 5], 1, 7),
+    ([700, 33], [64, 1], 256, 300),
+    ([0, 0], [5, 7], 16, 64),
+    ([1000], [12], 64, 100000),
+]
+
+
+def inputs(cache, new, page, seed=0):
+    return mp.random_inputs(cache, [0] + np.cumsum(new).tolist(), page, DIMS, torch.float32, "cpu", seed)
+
+
+@pytest.mark.parametrize("engine,paths", check.VARIANTS, ids=[f"{e}-{'-'.join(p.values()) or 'auto'}" for e, p in check.VARIANTS])
+@pytest.mark.parametrize("batch", range(len(BATCHES)))
+def test_every_engine_matches_one_shot(engine, paths, batch):
+    cache, new, page, buffer = BATCHES[batch]
+    x = inputs(cache, new, page, seed=batch)
+    ref_out, ref_lse = mp.one_shot(x)
+    try:
+        s = schedule.build_schedule(engine, x.lengths, mp.host_page_table(x), buffer, None, "cpu", **paths)
+    except ValueError as e:
+        assert engine == "even-split" and "vLLM asserts" in str(e)  # the one policy that refuses small buffers
+        return
+    out, lse = execute(prepare(x, s))
+    assert out.shape == ref_out.shape and lse.shape == ref_lse.shape
+    assert (out - ref_out).abs().max().item() <= TOL
+    assert (lse - ref_lse).abs().max().item() <= TOL
+
+
+def test_iterations_are_the_policys_chunks():
+    cache, new = [500, 0, 100], [9, 200, 20]
+    x = inputs(cache, new, 128)
+    table = mp.host_page_table(x)
+    for engine, policy in [("packed", "packed"), ("even-split", "even-split/vllm"), ("max", "max")]:
+        s = schedule.build_schedule(engine, x.lengths, table, 256, None, "cpu")
+        want = mlaplan.plan_policy(cache, [0, 9, 209, 229], 128, 256, 8, policy).chunks_used
+        assert s.iterations == want
+        assert sum(not st.new_tokens for st in s.steps) == want
+    # vLLM's even split: the new tokens, then every chunk for every prefill, merged from the second on.
+    s = schedule.build_schedule("even-split", x.lengths, table, 256, None, "cpu")
+    assert [st.label for st in s.steps][:2] == ["new tokens", "chunk 0"] and s.final_merge
+    assert s.steps[1].take and all(not st.take for st in s.steps[2:])
+    assert all(st.attends[0].call.n_q == 229 for st in s.steps[1:])
+    # vLLM's packed plan: only the chunk's own requests attend it.
+    s = schedule.build_schedule("packed", x.lengths, table, 256, None, "cpu")
+    assert [st.attends[0].call.n_q for st in s.steps[1:]] == [9, 9, 20]
+
+
+def test_sglang_and_trtllm_paths():
+    big = inputs([9000], [16], 64)
+    small = inputs([100, 0], [16, 4], 64)
+    table = mp.host_page_table
+    assert schedule.build_schedule("even-split/sglang", big.lengths, table(big), 4096, None, "cpu").path == "chunked"
+    assert schedule.build_schedule("even-split/sglang", big.lengths, table(big), 1 << 17, None, "cpu").path == "one-shot"
+    # A prefix below SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD (8,192) takes absorbed MLA, whatever the capacity.
+    assert schedule.build_schedule("even-split/sglang", small.lengths, table(small), 1 << 17, None, "cpu").path == "absorbed"
+    cpu = schedule.build_schedule("packed/trtllm", big.lengths, table(big), 4096, None, "cpu")
+    assert cpu.path == "sm100" and cpu.iterations == 3 and cpu.steps[-1].new_tokens
+    sm90 = schedule.build_schedule("packed/trtllm", big.lengths, table(big), 4096, None, "cpu", trtllm_path="sm90")
+    assert sm90.path == "sm90" and len(sm90.steps) == 1 and sm90.steps[0].n_rows == 9016
+
+
+def test_max_splits_the_position_mask():
+    # One sequence of 10 cached and 6 new tokens, page 1, chunks of 12: chunk 0 holds positions 0..11,
+    # so queries 10 and 11 see part of it (causal) and 12..15 all of it; chunk 1 holds 12..15.
+    x = inputs([10], [6], 1)
+    s = schedule.build_schedule("max", x.lengths, mp.host_page_table(x), 12, None, "cpu")
+    full, causal = s.steps[0].attends
+    assert not full.call.causal and (full.q0, full.call.n_q, full.call.n_k) == (2, 4, 12)
+    assert causal.call.causal and (causal.q0, causal.call.n_q, causal.call.n_k) == (0, 2, 12)
+    (only,) = s.steps[1].attends
+    assert only.call.causal and (only.q0, only.call.n_q, only.call.n_k) == (2, 4, 4)
+
+
+def test_merge_reads_plus_inf_as_no_keys():
+    heads, dim = 2, 4
+    o = torch.randn(3, heads, dim)
+    lse = torch.randn(heads, 3)
+    before_o, before_lse = o.clone(), lse.clone()
+    part = torch.randn(3, heads, dim + 2)  # padded V, as FlashAttention-2 returns it
+    part_lse = torch.full((heads, 3), float("inf"))  # what FlashAttention gives a sequence without keys
+    merge_into(o, lse, part, part_lse, slice(0, 3), fused=False)
+    assert torch.equal(o, before_o) and torch.equal(lse, before_lse)
+    # Both sides without keys stay (0, -inf), not NaN.
+    o = torch.zeros(1, heads, dim)
+    lse = torch.full((heads, 1), float("-inf"))
+    merge_into(o, lse, torch.randn(1, heads, dim), torch.full((heads, 1), float("inf")), torch.tensor([0]), fused=False)
+    assert torch.equal(o, torch.zeros(1, heads, dim)) and torch.isneginf(lse).all()
+    # The merge of two halves is attention over the whole.
+    q, k, v = torch.randn(1, heads, 1, 8), torch.randn(1, heads, 6, 8), torch.randn(1, heads, 6, dim)
+    full = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
+    halves = []
+    for sl in (slice(0, 2), slice(2, 6)):
+        s = q @ k[:, :, sl].transpose(-1, -2)
+        halves.append(((torch.softmax(s, -1) @ v[:, :, sl])[0].transpose(0, 1), torch.logsumexp(s, -1)[0]))
+    o, lse = halves[0][0].clone(), halves[0][1].clone()
+    merge_into(o, lse, halves[1][0], halves[1][1], slice(0, 1), fused=False)
+    assert torch.allclose(o, full[0].transpose(0, 1), atol=1e-6)
+
+
+def test_cpu_attention_gives_plus_inf_without_keys():
+    from mlaplan.prefill.attention import make_call, varlen_attention
+    call = make_call([2, 3], [0, 4], False, "cpu")
+    out, lse = varlen_attention(torch.randn(5, 2, 8), torch.randn(4, 2, 8), torch.randn(4, 2, 8), call, 0.3)
+    assert torch.isposinf(lse[:, :2]).all() and torch.isfinite(lse[:, 2:]).all()
+
+
+def test_a_planted_off_by_one_fails_the_check():
+    x = check.planted_batch(DIMS, torch.float32, "cpu", 1)
+    with check.planted_off_by_one():
+        results = check.check_batch(x, 8, TOL, check.TABLE_VARIANTS)
+    assert len(results) == len(check.TABLE_VARIANTS)
+    assert all(err is not None and err > 10 * TOL and not ok for _, _, err, _, ok in results)
+    # And the same batch passes with the real tables.
+    assert all(ok for *_, ok in check.check_batch(x, 8, TOL, check.TABLE_VARIANTS))
+
+
+def test_random_batches_pass():
+    rng = np.random.default_rng(7)
+    for i in range(4):
+        b = check.random_batch(rng, max_batch=6, max_context=900, max_total_context=2000, max_new=32, max_total_new=64)
+        x = mp.random_inputs(b.cache, b.offsets, b.page_size, DIMS, torch.float32, "cpu", i)
+        for engine, path, err, _, ok in check.check_batch(x, b.buffer_tokens, TOL):
+            assert ok, (engine, path, err, b)
+
+
+def test_public_api_on_callers_tensors():
+    x = inputs([40, 0, 9], [5, 6, 7], 16)
+    y = mp.inputs_from(x.q, x.kv_cache, x.page_table, [40, 0, 9], [0, 5, 11, 18], x.kv_b_proj, DIMS)
+    out, lse = mp.prefill_attention(y, policy="even-split/sglang", buffer_tokens=32, sglang_path="chunked")
+    ref_out, ref_lse = mp.one_shot(y)
+    assert out.shape == (18, 2, 128) and lse.shape == (18, 2) and out.is_contiguous()
+    assert torch.allclose(out, ref_out, atol=TOL) and torch.allclose(lse, ref_lse.t(), atol=TOL)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda x: setattr(x, "q", x.q[:, :1]), r"q: expected shape \[18, 2, 192\]"),
+    (lambda x: setattr(x, "page_table", x.page_table[:, :1]), "page_table: sequence 0 holds 45 tokens"),
+    (lambda x: x.page_table.__setitem__((2, 0), 999), "page_table: sequence 2 names page 999"),
+    (lambda x: setattr(x, "kv_b_proj", x.kv_b_proj[:, :100]), "kv_b_proj: expected shape"),
+    (lambda x: setattr(x, "kv_cache", x.kv_cache.double()), "expected one floating dtype"),
+    (lambda x: setattr(x, "page_table", x.page_table.float()), "page_table: expected an int32 or int64"),
+])
+def test_hostile_inputs_name_the_argument(change, message):
+    x = inputs([40, 0, 9], [5, 6, 7], 16)
+    change(x)
+    with pytest.raises(mp.PrefillInputError, match=message):
+        mp.prefill_attention(x, policy="packed", buffer_tokens=64)
+
+
+def test_hostile_lengths_and_policy():
+    x = inputs([40, 0, 9], [5, 6, 7], 16)
+    with pytest.raises(ValueError, match="--policy bogus: unknown policy"):
+        mp.prefill_attention(x, policy="bogus", buffer_tokens=64)
+    with pytest.raises(mp.PrefillInputError, match="input_row_offsets: expected batch_size \\+ 1 = 4"):
+        mp.inputs_from(x.q, x.kv_cache, x.page_table, [40, 0, 9], [0, 5, 11], x.kv_b_proj, DIMS)
+    with pytest.raises(mp.PrefillInputError, match="input_row_offsets: must not decrease"):
+        mp.inputs_from(x.q, x.kv_cache, x.page_table, [40, 0, 9], [0, 5, 4, 18], x.kv_b_proj, DIMS)
+    with pytest.raises(mp.PrefillInputError, match="buffer_tokens: expected at least 1"):
+        mp.prefill_attention(x, policy="packed", buffer_tokens=0)
+    with pytest.raises(ValueError, match="--tp 3: DeepSeek-V3 has 128 attention heads"):
+        mp.model_dims("deepseek-v3", tp=3)
+    with pytest.raises(ValueError, match="--model bogus: unknown model"):
+        mp.model_dims("bogus")
+
+
+def cli(*args, cwd=None):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "mlaplan.prefill", *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def test_command_json_on_the_worked_example(tmp_path):
+    out = tmp_path / "runs.json"
+    r = cli(os.path.join(ROOT, "scenarios", "worked-example.json"), "--model", "deepseek-v2-lite", "--heads", "2",
+            "--device", "cpu", "--reps", "1", "--warmup", "0", "--buffer-tokens", "256,512", "--format", "json",
+            "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    runs = doc["batches"][0]["runs"]
+    assert [(x["buffer_tokens"], x["policy"]) for x in runs] == [(b, e) for b in (256, 512) for e in mp.ENGINES]
+    for x in runs:
+        assert x["refused"] or (x["ok"] and x["max_abs_error"] <= 1e-4 and x["eager_ms"] > 0), x
+        if not x["refused"]:
+            assert set(x["parts_ms"]) == set(mp.PARTS) and x["parts_ms"]["attention"] > 0
+    assert doc["device"].startswith("CPU") and doc["dtype"] == "float32"
+
+
+def test_command_text_names_the_fastest():
+    r = cli(os.path.join(ROOT, "scenarios", "worked-example.json"), "--model", "deepseek-v2-lite", "--heads", "2",
+            "--device", "cpu", "--reps", "1", "--warmup", "0", "--policy", "packed,max")
+    assert r.returncode == 0, r.stderr
+    assert "fastest: " in r.stdout and "max|err|" in r.stdout and "FAIL" not in r.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["missing.json"], "missing.json"),
+    (["{s}", "--policy", "bogus"], "--policy bogus: unknown policy"),
+    (["{s}", "--tp", "3"], "--tp 3: DeepSeek-V3 has 128 attention heads"),
+    (["{s}", "--tp", "0"], "--tp: "),
+    (["{s}", "--model", "nope"], "--model nope: unknown model"),
+    (["{s}", "--buffer-tokens", "0"], "--buffer-tokens"),
+    (["{s}", "--buffer-tokens", "8k"], "--buffer-tokens"),
+    (["{s}", "--reps", "-1"], "--reps"),
+    (["{s}", "--tolerance", "nan"], "--tolerance"),
+    (["{s}", "--device", "tpu"], "--device tpu"),
+    (["{s}", "--sglang-path", "fast"], "--sglang-path"),
+    (["{s}", "-o", "/nonexistent/folder/out.json"], "--output /nonexistent/folder/out.json: the folder"),
+    (["{s}", "--trace", "t.json"], "--trace: trace one run"),
+    (["{s}", "--bogus"], "unrecognized arguments: --bogus"),
+    ([], "the following arguments are required"),
+])
+def test_command_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, args, message):
+    # In this process (the command's entry point, as `python -m` calls it), for speed.
+    from mlaplan.prefill.__main__ import entry
+    scenario = os.path.join(ROOT, "scenarios", "worked-example.json")
+    args = [a.replace("{s}", scenario) for a in args]
+    monkeypatch.chdir(tmp_path)
+    code = entry(args + ([] if "--device" in args else ["--device", "cpu"]))
+    captured = capsys.readouterr()
+    assert code == 2, (code, captured.err)
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlaplan: error: ") and message in lines[0], captured.err
+    assert captured.out == "" and list(tmp_path.iterdir()) == []  # a failed command leaves nothing behind
+
+
+def test_command_bad_input_from_the_shell():
+    r = cli("missing.json", "--device", "cpu")
+    assert r.returncode == 2 and r.stderr.startswith("mlaplan: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "missing.json" in r.stderr and r.stdout == ""
+
+
+def test_command_scenario_errors_name_the_field(tmp_path, capsys):
+    from mlaplan.prefill.__main__ import entry
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"page_size": 0, "buffer_token_size": 8, "max_chunks": 1, "cache_lengths": [1], "input_row_offsets": [0, 1]}')
+    assert entry([str(bad), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err and "page_size" in err

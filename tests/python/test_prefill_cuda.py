@@ -1,0 +1,89 @@
+"""The prefill executor on CUDA in bf16: FlashAttention-2 through torch, the fused Triton merge, graph
+replay and the profiler's parts. Skipped without a GPU."""
+import os
+import subprocess
+import sys
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the prefill executor needs torch (pip install .[torch])")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU: the prefill executor's CUDA tests need one", allow_module_level=True)
+
+import mlaplan.prefill as mp  # noqa: E402
+from mlaplan.prefill import check, schedule, timing  # noqa: E402
+from mlaplan.prefill.executor import execute, prepare  # noqa: E402
+from mlaplan.prefill.merge import merge_into  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DIMS = mp.model_dims("deepseek-v3", tp=8)
+
+
+def test_every_engine_matches_one_shot_in_bf16():
+    rng = np.random.default_rng(11)
+    for i in range(6):
+        b = check.random_batch(rng, max_batch=16, max_context=40000, max_total_context=120000, max_new=512,
+                               max_total_new=2048)
+        x = mp.random_inputs(b.cache, b.offsets, b.page_size, DIMS, torch.bfloat16, "cuda", i)
+        for engine, path, err, lse_err, ok in check.check_batch(x, b.buffer_tokens, 1e-2):
+            assert ok, (engine, path, err, b)
+            if err is not None:
+                assert lse_err < 1e-2, (engine, path, lse_err)
+
+
+def test_fused_merge_equals_eager_merge():
+    g = torch.Generator(device="cuda").manual_seed(3)
+    heads, T, n = 16, 300, 120
+    base_o = torch.randn(T, heads, 128, device="cuda", generator=g).bfloat16()
+    base_lse = torch.randn(heads, T, device="cuda", generator=g)
+    base_lse[:, :7] = float("-inf")  # rows that had no keys yet
+    part = torch.randn(n, heads, 192, device="cuda", generator=g).bfloat16()  # padded V, as FA2 returns it
+    part_lse = torch.randn(heads, n, device="cuda", generator=g)
+    part_lse[:, 5:9] = float("inf")  # FA2's LSE for a sequence without keys
+    for rows in (slice(3, 3 + n), torch.randperm(T, device="cuda", generator=g)[:n]):
+        results = []
+        for fused in (True, False):
+            o, lse = base_o.clone(), base_lse.clone()
+            merge_into(o, lse, part, part_lse, rows, fused=fused)
+            results.append((o.float(), lse))
+        assert torch.allclose(results[0][0], results[1][0], atol=1e-2)
+        assert torch.allclose(results[0][1], results[1][1], atol=1e-5, equal_nan=False)
+        assert not torch.isnan(results[0][0]).any() and not torch.isnan(results[0][1]).any()
+
+
+def test_graph_replay_computes_what_eager_does():
+    x = mp.random_inputs([5000, 0, 2000], [100, 50, 30], 64, DIMS, torch.bfloat16, "cuda", 5)
+    for engine in mp.ENGINES:
+        s = schedule.build_schedule(engine, x.lengths, mp.host_page_table(x), 2048, None, x.device,
+                                    sglang_path="chunked" if engine == "even-split/sglang" else "auto")
+        p = prepare(x, s)
+        eager = execute(p)[0].clone()
+        box = {}
+        graph_ms = timing.time_graph(lambda: box.__setitem__("out", execute(p)[0]), reps=2, warmup=1)
+        assert len(graph_ms) == 2 and min(graph_ms) > 0
+        assert torch.equal(box["out"], eager), engine
+
+
+def test_parts_add_up_and_the_gpu_idles_less_in_a_graph():
+    x = mp.random_inputs([20000, 3000], [256, 64], 64, DIMS, torch.bfloat16, "cuda", 6)
+    s = schedule.build_schedule("packed", x.lengths, mp.host_page_table(x), 4096, None, x.device)
+    p = prepare(x, s)
+    t = timing.measure(lambda: execute(p, nvtx=True), cuda=True, reps=5, warmup=2)
+    assert all(t.parts_ms[k] > 0 for k in ("gather", "up-projection", "attention", "merge", "new tokens"))
+    assert t.gpu_busy_ms <= t.gpu_span_ms + 1e-6 and t.kernels > 4 * s.iterations
+    assert sum(t.parts_ms.values()) <= t.gpu_busy_ms * 1.05 + 0.05  # kernels' time, each counted once
+    assert t.graph_ms is not None and t.graph_ms <= t.eager_ms * 1.2
+
+
+def test_command_on_the_gpu(tmp_path):
+    out = tmp_path / "runs.json"
+    r = subprocess.run([sys.executable, "-m", "mlaplan.prefill", os.path.join(ROOT, "scenarios", "worked-example.json"),
+                        "--tp", "8", "--reps", "2", "--warmup", "1", "--format", "json", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["dtype"] == "bfloat16" and "H" in doc["device"] or doc["device"]
+    for run in doc["batches"][0]["runs"]:
+        assert run["refused"] or (run["ok"] and run["graph_ms"] > 0 and run["eager_ms"] > 0), run
