@@ -117,10 +117,12 @@ def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = N
     for e in events:
         name = e.name
         if name.startswith(RANGE_PREFIX):
+            # The host-side range: its kernels are those its ops launched. (A range's device-side copy,
+            # spanning its first kernel to its last, is left out, so idle time is not counted as work.)
             part = name[len(RANGE_PREFIX):]
-            if part in parts:
-                parts[part] += (e.device_time_total if cuda else e.cpu_time_total) / 1e3
-        if cuda and e.device_type == torch.autograd.DeviceType.CUDA:  # a kernel or copy on the GPU's timeline
+            if part in parts and e.device_type == torch.autograd.DeviceType.CPU:
+                parts[part] += (_launched_us(e) if cuda else e.cpu_time_total) / 1e3
+        elif cuda and e.device_type == torch.autograd.DeviceType.CUDA:  # a kernel, copy or fill
             kernels.append((e.time_range.start, e.time_range.end))
     if not cuda:
         return parts, None, None, 0
@@ -128,6 +130,11 @@ def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = N
         return parts, 0.0, 0.0, 0
     span = (max(b for _, b in kernels) - min(a for a, _ in kernels)) / 1e3
     return parts, _union_ms(kernels), span, len(kernels)
+
+
+def _launched_us(e) -> float:
+    """GPU microseconds of the kernels that e and the ops under it launched."""
+    return sum(k.duration for k in e.kernels) + sum(_launched_us(c) for c in e.cpu_children)
 
 
 def measure(fn: Callable[[], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
