@@ -262,3 +262,13 @@ def test_command_scenario_errors_name_the_field(tmp_path, capsys):
     assert entry([str(bad), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.json" in err and "page_size" in err
+
+
+def test_latent_attention_math_matches_the_cpu_kernel():
+    # The absorbed path's CUDA form (plain float32 math), against ATen's CPU flash kernel.
+    from mlaplan.prefill.attention import latent_attention, latent_attention_math, make_call
+    c = make_call([3, 0, 5], [7, 2, 5], True, "cpu")
+    q, latent = torch.randn(8, 4, 576), torch.randn(14, 576)
+    out, lse = latent_attention(q, latent, c, 0.07, 512)
+    out2, lse2 = latent_attention_math(q, latent, c, 0.07, 512)
+    assert torch.allclose(out, out2, atol=1e-5) and torch.allclose(lse, lse2, atol=1e-5)

@@ -119,27 +119,40 @@ def pad_v(v: torch.Tensor, width: int) -> torch.Tensor:
 
 
 
-def _unpadded_lse_index(c: VarlenCall, padded: int, device) -> torch.Tensor:
-    """Where token t's LSE sits in the memory-efficient kernel's [sequences, heads, padded] layout,
-    flattened as [heads, sequences * padded]."""
-    idx = [i * padded + j for i in range(len(c.cu_q_host) - 1) for j in range(c.cu_q_host[i + 1] - c.cu_q_host[i])]
-    return torch.tensor(idx, dtype=torch.int64, device=device)
-
-
 def latent_attention(q: torch.Tensor, latent: torch.Tensor, c: VarlenCall, scale: float, v_dim: int):
     """Causal (bottom-right) attention of q [n_q, heads, latent width] over the latent rows themselves,
     shared by every head: keys latent [n_k, width], values latent[:, :v_dim]. The absorbed form of MLA.
-    FlashAttention-2 stops at head dimension 256, so on CUDA this is torch's memory-efficient kernel
-    (varlen, bottom-right causal mask, any head dimension) over K and V broadcast to every head."""
+    On the CPU it is ATen's flash kernel; on CUDA torch has no kernel for a head dimension of 576
+    (FlashAttention-2 stops at 256, and the memory-efficient kernel, over K broadcast to every head,
+    overflows its 32-bit offsets on long contexts), so it is the plain product, softmax and product
+    per sequence, in float32: exact, and slower than the MLA kernels SGLang runs there."""
     heads = q.shape[1]
-    k = latent[:, None, :].expand(-1, heads, -1).contiguous()
-    if q.is_cuda:
-        v = latent[:, None, :v_dim].expand(-1, heads, -1).contiguous()
-        out, lse = torch.ops.aten._efficient_attention_forward(
-            q[None], k[None], v[None], None, c.cu_q, c.cu_k, c.max_q, c.max_k, 0.0, 2, True, scale=scale)[:2]
-        index = getattr(c, "lse_index", None)
-        if index is None:
-            index = c.lse_index = _unpadded_lse_index(c, lse.shape[2], q.device)
-        return out[0], lse.permute(1, 0, 2).reshape(heads, -1).index_select(1, index)
-    out, lse = _cpu_attention(q, k, k, c, scale)
-    return out[..., :v_dim], lse
+    if not q.is_cuda:
+        k = latent[:, None, :].expand(-1, heads, -1).contiguous()
+        out, lse = _cpu_attention(q, k, k, c, scale)
+        return out[..., :v_dim], lse
+    return latent_attention_math(q, latent, c, scale, v_dim)
+
+
+def latent_attention_math(q: torch.Tensor, latent: torch.Tensor, c: VarlenCall, scale: float, v_dim: int):
+    """latent_attention written out, one sequence at a time, in float32 (any device)."""
+    heads = q.shape[1]
+    out = q.new_empty((c.n_q, heads, v_dim))
+    lse = torch.empty((heads, c.n_q), dtype=torch.float32, device=q.device)
+    for i in range(len(c.cu_q_host) - 1):
+        q0, q1, k0, k1 = c.cu_q_host[i], c.cu_q_host[i + 1], c.cu_k_host[i], c.cu_k_host[i + 1]
+        if q1 == q0:
+            continue
+        keys = latent[k0:k1].float()
+        step = max(1, (1 << 28) // (heads * (k1 - k0)))  # query rows per block: scores of at most 1 GiB
+        for a in range(q0, q1, step):
+            b = min(q1, a + step)
+            scores = torch.einsum("thd,kd->htk", q[a:b].float(), keys) * scale
+            # Query a + j sits at position (k1 - k0) - (q1 - q0) + (a - q0) + j of the sequence.
+            first = (k1 - k0) - (q1 - q0) + (a - q0)
+            pos = torch.arange(first, first + b - a, device=q.device)[:, None]
+            scores.masked_fill_(torch.arange(k1 - k0, device=q.device)[None, :] > pos, float("-inf"))
+            l = torch.logsumexp(scores, dim=-1)
+            out[a:b] = torch.einsum("htk,kd->thd", torch.exp(scores - l[..., None]), keys[:, :v_dim]).to(q.dtype)
+            lse[:, a:b] = l
+    return out, lse

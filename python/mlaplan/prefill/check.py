@@ -59,7 +59,8 @@ def random_batch(rng: np.random.Generator, max_batch: int = 64, max_context: int
                  page_sizes=PAGE_SIZES) -> Batch:
     """B in 1..max_batch; contexts log-uniform up to max_context (one in six empty), scaled down to
     max_total_context in all; new tokens log-uniform up to max_new (one in ten none), max_total_new in
-    all; a page size from page_sizes; a buffer from 1/64 of the padded total up, often no page multiple."""
+    all; a page size from page_sizes; a buffer from 1/16 of the padded total up (at most 16 MAX chunks),
+    often no page multiple."""
     b = int(rng.integers(1, max_batch + 1))
     log_uniform = lambda hi: int(math.exp(rng.uniform(0, math.log(hi))))  # noqa: E731
     cache = np.array([0 if rng.random() < 1 / 6 else log_uniform(max_context) for _ in range(b)], dtype=np.int64)
@@ -72,7 +73,7 @@ def random_batch(rng: np.random.Generator, max_batch: int = 64, max_context: int
         new[0] = 1
     page = int(rng.choice(page_sizes))
     total = int(((cache + new + page - 1) // page * page).sum())
-    low = max(256, total // 64)
+    low = max(256, total // 16)
     buffer = int(math.exp(rng.uniform(math.log(low), math.log(max(low, 2 * total) + 1))))
     if rng.random() < 0.5:
         buffer = max(page, buffer // page * page)
@@ -134,6 +135,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--model", default="deepseek-v3")
     p.add_argument("--tp", type=int, default=8)
     p.add_argument("--small", action="store_true", help="CPU-sized batches: B <= 8, contexts <= 2,000, 64 new tokens")
+    p.add_argument("--skip", type=int, default=0, help="draw but do not run the first SKIP batches (to resume)")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -147,6 +149,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     for i in range(args.batches):
         kw = dict(max_batch=8, max_context=2000, max_total_context=6000, max_new=64, max_total_new=128) if args.small else {}
         batch = random_batch(rng, **kw)
+        if i < args.skip:
+            continue
+        if i and i % 25 == 0:
+            print(f"... {i} batches, {runs} runs, {failures} failing", flush=True)
         x = random_inputs(batch.cache, batch.offsets, batch.page_size, dims, dtype, device, args.seed + i)
         for engine, path, err, lse_err, ok in check_batch(x, batch.buffer_tokens, tolerance):
             if err is None:
@@ -160,7 +166,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"FAIL batch {i}: {engine} ({path}) max |error| {err:.3e} > {tolerance}: B={len(batch.cache)} "
                       f"page {batch.page_size} buffer {batch.buffer_tokens} cache {batch.cache} new {batch.new}")
         del x
-    print(f"{args.batches} random batches, {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}:")
+    print(f"{args.batches - args.skip} random batches (of seed {args.seed}, from {args.skip}), {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}:")
     for key, err in sorted(worst.items()):
         print(f"  {key:34} worst max |error| {err:.3e}")
     print(f"runs failing |out - ref| <= {tolerance:g} (1 + |ref|): {failures}; "
