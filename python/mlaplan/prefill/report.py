@@ -48,7 +48,7 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
         runs: List[Run] = batch["runs"]
         out.append("")
         out.append(batch["title"])
-        cols = ["buffer", "policy", "path", "iters", "merges", "eager ms", "graph ms"]
+        cols = ["buffer", "policy", "path", "iters", "merges", "eager ms", "graph ms", "idle ms"]
         cols += [c for _, c in PART_COLUMNS] + ["TFLOP/s", "max|err|"]
         rows = []
         for r in runs:
@@ -56,7 +56,7 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
                 rows.append([f"{r.buffer_tokens:,}", r.policy, "refused: " + r.refused])
                 continue
             row = [f"{r.buffer_tokens:,}", r.policy, r.path, str(r.iterations), str(r.merges), _ms(r.eager_ms),
-                   _ms(r.graph_ms)]
+                   _ms(r.graph_ms), _ms(r.gpu_idle_ms)]
             row += [_ms(r.parts_ms.get(p)) if r.parts_ms else "-" for p, _ in PART_COLUMNS]
             row += ["-" if r.attention_tflops is None else f"{r.attention_tflops:.0f}", _err(r.max_abs_error)]
             if r.ok is False:
