@@ -100,6 +100,8 @@ def parser() -> Parser:
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     p.add_argument("--json", metavar="FILE", help="also write the JSON report to FILE (atomically)")
+    p.add_argument("--nvtx", action="store_true",
+                   help="NVTX ranges in the timed runs too (for Nsight Systems; the profiled run always has them)")
     p.add_argument("--trace", metavar="FILE.json",
                    help="a Chrome/Perfetto trace of the profiled run (one scenario, buffer and policy)")
     return p
@@ -219,7 +221,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     continue
                 try:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
-                                        not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace)
+                                        not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
+                                        args.nvtx)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

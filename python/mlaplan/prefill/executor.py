@@ -8,7 +8,7 @@ new tokens' own latent rows (the forward computed them), the gather buffer and t
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
@@ -28,10 +28,15 @@ RANGE_PREFIX = "mlaplan.prefill/"
 part_clock: Optional[Dict[str, float]] = None
 
 
+def annotate(name: str, ranges: bool, nvtx: bool):
+    """With ranges: an NVTX range (nvtx: on CUDA, for Nsight Systems) and a profiler range named after
+    the part, whose time part_clock collects where set. Without: nothing, so timed runs pay no host
+    time for annotations an engine would not have."""
+    return _annotated(name, nvtx) if ranges else nullcontext()
+
+
 @contextmanager
-def annotate(name: str, nvtx: bool):
-    """An NVTX range (for Nsight Systems) and a profiler range named after the part; with part_clock
-    set, the part's wall-clock time is added to it as well (on the CPU the work is synchronous)."""
+def _annotated(name: str, nvtx: bool):
     part = name.rsplit(": ", 1)[-1]
     if nvtx:
         torch.cuda.nvtx.range_push(name)
@@ -80,53 +85,55 @@ def _queries(q: torch.Tensor, a) -> torch.Tensor:
     return q[a.q0 : a.q0 + a.call.n_q] if a.q_rows is None else q.index_select(0, a.q_rows)
 
 
-def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, nvtx: bool):
+def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, ranges: bool, nvtx: bool):
     """MLA over the latent rows (SGLang's absorbed path): q_nope is taken into the latent space by
     W_UK, the latent rows are the keys (kv_c | k_pe) and values (kv_c), and W_UV brings the output back."""
     d, x = p.x.dims, p.x
     w = x.kv_b_proj.view(d.heads, d.qk_nope + d.v_head, d.kv_lora)
-    with annotate(f"{step.label}: up-projection", nvtx):
+    with annotate(f"{step.label}: up-projection", ranges, nvtx):
         q_lat = torch.einsum("thn,hnl->thl", x.q[..., : d.qk_nope], w[:, : d.qk_nope])
         q_abs = torch.cat((q_lat, x.q[..., d.qk_nope :]), dim=-1)
-    with annotate(f"{step.label}: attention", nvtx):
+    with annotate(f"{step.label}: attention", ranges, nvtx):
         out_lat, lse = latent_attention(q_abs, latent, step.attends[0].call, d.scale, d.kv_lora)
-    with annotate(f"{step.label}: up-projection", nvtx):
+    with annotate(f"{step.label}: up-projection", ranges, nvtx):
         out = torch.einsum("thl,hvl->thv", out_lat, w[:, d.qk_nope :])
     return out, lse
 
 
-def execute(p: Prepared, nvtx: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(out [T, heads, v_head], lse [heads, T] float32) of the layer's prefill attention."""
+def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(out [T, heads, v_head], lse [heads, T] float32) of the layer's prefill attention; ranges: each
+    step and part in an NVTX range (on CUDA) and a profiler range."""
     x, s, d = p.x, p.schedule, p.x.dims
+    nvtx = ranges and x.q.is_cuda
     T = x.lengths.new_tokens
     states: Dict[str, list] = {}
     for name in s.empty_targets:
-        with annotate(f"{name}: merge", nvtx):
+        with annotate(f"{name}: merge", ranges, nvtx):
             states[name] = [x.q.new_zeros((T, d.heads, d.v_head)),
                             torch.full((d.heads, T), float("-inf"), dtype=torch.float32, device=x.device)]
     for step in s.steps:
         part = "new tokens" if step.new_tokens else None
-        if nvtx:
+        if nvtx:  # the step's own range, around its parts'
             torch.cuda.nvtx.range_push(step.label)
-        with annotate(f"{step.label}: {part or 'gather'}", nvtx):
+        with annotate(f"{step.label}: {part or 'gather'}", ranges, nvtx):
             if step.new_tokens:
                 latent = p.new_latent
             else:
                 latent = p.buffer[: step.n_rows]
                 torch.index_select(p.cache_flat, 0, step.rows, out=latent)
         if step.absorbed:
-            out, lse = _absorbed(p, latent, step, nvtx)
+            out, lse = _absorbed(p, latent, step, ranges, nvtx)
             states[step.target] = [out, lse]
         else:
-            with annotate(f"{step.label}: {part or 'up-projection'}", nvtx):
+            with annotate(f"{step.label}: {part or 'up-projection'}", ranges, nvtx):
                 k, v = _up_project(p, latent)
             results = []
-            with annotate(f"{step.label}: {part or 'attention'}", nvtx):
+            with annotate(f"{step.label}: {part or 'attention'}", ranges, nvtx):
                 for a in step.attends:
                     qa = _queries(x.q, a)
                     results.append(varlen_attention(qa, k[a.k0 : a.k0 + a.call.n_k], v[a.k0 : a.k0 + a.call.n_k],
                                                     a.call, d.scale))
-            with annotate(f"{step.label}: {part or 'merge'}", nvtx):
+            with annotate(f"{step.label}: {part or 'merge'}", ranges, nvtx):
                 if step.take:
                     out, lse = results[0]
                     states[step.target] = [out[..., : d.v_head], lse]
@@ -137,7 +144,7 @@ def execute(p: Prepared, nvtx: bool = False) -> Tuple[torch.Tensor, torch.Tensor
         if nvtx:
             torch.cuda.nvtx.range_pop()
     if s.final_merge:
-        with annotate("final: merge", nvtx):
+        with annotate("final: merge", ranges, nvtx):
             o, l = states["out"]
             c_o, c_l = states["context"]
             merge_into(o, l, c_o, c_l, slice(0, T), p.fused_merge)

@@ -137,8 +137,11 @@ def _launched_us(e) -> float:
     return sum(k.duration for k in e.kernels) + sum(_launched_us(c) for c in e.cpu_children)
 
 
-def measure(fn: Callable[[], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
-            trace: Optional[str] = None) -> Timing:
+def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
+            trace: Optional[str] = None, ranges: bool = False) -> Timing:
+    """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
+    the profiled run True."""
+    fn = lambda: run(ranges)  # noqa: E731
     eager = time_eager(fn, cuda, reps, warmup)
     graph_ms, graph_error = None, None
     if cuda and graph:
@@ -146,6 +149,6 @@ def measure(fn: Callable[[], object], cuda: bool, reps: int = 10, warmup: int = 
             graph_ms = statistics.median(time_graph(fn, reps, warmup))
         except RuntimeError as e:  # a kernel that cannot be captured: say so, keep the eager figures
             graph_error = str(e).splitlines()[0]
-    parts, busy, span, count = profile_parts(fn, cuda, trace)
+    parts, busy, span, count = profile_parts(lambda: run(True), cuda, trace)
     return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, parts, busy, span, count,
                   graph_error, eager)
