@@ -87,3 +87,13 @@ def test_command_on_the_gpu(tmp_path):
     assert doc["dtype"] == "bfloat16" and "H" in doc["device"] or doc["device"]
     for run in doc["batches"][0]["runs"]:
         assert run["refused"] or (run["ok"] and run["graph_ms"] > 0 and run["eager_ms"] > 0), run
+
+
+def test_cudnn_attention_matches_one_shot():
+    rng = np.random.default_rng(12)
+    for i in range(3):
+        b = check.random_batch(rng, max_batch=12, max_context=30000, max_total_context=80000, max_new=256,
+                               max_total_new=1024)
+        x = mp.random_inputs(b.cache, b.offsets, b.page_size, DIMS, torch.bfloat16, "cuda", 40 + i)
+        for engine, path, err, lse_err, ok in check.check_batch(x, b.buffer_tokens, 1e-2, kernel="cudnn"):
+            assert ok, (engine, path, err, b)

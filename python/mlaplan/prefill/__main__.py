@@ -92,6 +92,9 @@ def parser() -> Parser:
     p.add_argument("--reps", type=_count(0), default=10, help="timed runs; the median is reported (default 10; 0: check only)")
     p.add_argument("--warmup", type=_count(0), default=3, help="untimed runs first (default 3)")
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
+    p.add_argument("--attention", choices=("flash", "cudnn"), default="flash",
+                   help="the attention kernel on CUDA: flash (FlashAttention-2 through varlen_attn, V padded to the QK "
+                        "dimension as vLLM pads it; the default) or cudnn (cuDNN SDPA, V as it is)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
@@ -196,6 +199,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "torch": torch.__version__,
         "model": f"{dims.name}, {dims.heads} local heads (TP {args.tp})" if args.heads is None else f"{dims.name}, {dims.heads} local heads",
         "dtype": str(dtype).replace("torch.", ""),
+        "attention": (args.attention if device.type == "cuda" else "ATen's CPU flash kernel"),
         "merge": args.merge if device.type == "cuda" else "eager",
         "timing": f"median of {args.reps} after {args.warmup} warm-up runs" if args.reps else "none (--reps 0)",
     }
@@ -222,7 +226,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 try:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
-                                        args.nvtx)
+                                        args.nvtx, args.attention)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

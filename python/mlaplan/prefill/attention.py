@@ -99,8 +99,35 @@ def _cpu_attention(q, k, v, c: VarlenCall, scale: float):
     return out, lse
 
 
-def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: VarlenCall, scale: float):
-    """(out [n_q, heads, D], lse [heads, n_q] float32) for q [n_q, heads, D], k and v [n_k, heads, D]."""
+KERNELS = ("flash", "cudnn")
+
+
+def _cudnn_attention(q, k, v, c: VarlenCall, scale: float):
+    """cuDNN's varlen SDPA (torch.ops.aten._cudnn_attention_forward): V of its own head dimension, no
+    padding. Its causal mask is aligned top-left, which is bottom-right only where every sequence has
+    as many keys as queries; other causal calls go to FlashAttention-2 with V padded. A sequence with
+    no keys gets LSE -inf here (cuDNN's value for such rows is not documented), as vLLM PR 49294 marks
+    empty context rows before merging."""
+    if c.causal and any(c.cu_q_host[i + 1] - c.cu_q_host[i] != c.cu_k_host[i + 1] - c.cu_k_host[i]
+                        for i in range(len(c.cu_q_host) - 1)):
+        return _VARLEN(q, k, pad_v(v, q.shape[-1]), c, scale)
+    out, lse = torch.ops.aten._cudnn_attention_forward(
+        q, k, v, None, c.cu_q, c.cu_k, c.max_q, c.max_k, True, 0.0, c.causal, False, scale=scale)[:2]
+    lse = lse.reshape(c.n_q, q.shape[1]).t()
+    empty = getattr(c, "empty_rows", None)
+    if empty is None:
+        rows = [r for i in range(len(c.cu_q_host) - 1) if c.cu_k_host[i + 1] == c.cu_k_host[i]
+                for r in range(c.cu_q_host[i], c.cu_q_host[i + 1])]
+        empty = c.empty_rows = torch.tensor(rows, dtype=torch.int64, device=q.device)
+    if empty.numel():
+        lse = lse.index_fill(1, empty, float("-inf"))
+    return out, lse
+
+
+def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: VarlenCall, scale: float,
+                     kernel: str = "flash"):
+    """(out [n_q, heads, D], lse [heads, n_q] float32) for q [n_q, heads, D], k and v [n_k, heads, D]
+    (D_v = D for flash, V padded; any D_v for cudnn). kernel: flash or cudnn, on CUDA."""
     global _VARLEN
     if q.is_cuda:
         if _VARLEN is None:
@@ -109,7 +136,7 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: Varle
                 raise RuntimeError("this torch has no torch.nn.attention.varlen.varlen_attn (torch 2.11 or later is needed on CUDA)")
         if c.n_q == 0:
             return q.new_zeros((0, q.shape[1], v.shape[2])), torch.zeros((q.shape[1], 0), device=q.device)
-        return _VARLEN(q, k, v, c, scale)
+        return _cudnn_attention(q, k, v, c, scale) if kernel == "cudnn" else _VARLEN(q, k, v, c, scale)
     return _cpu_attention(q, k, v, c, scale)
 
 

@@ -103,7 +103,8 @@ def planted_off_by_one() -> Iterator[None]:
         schedule_mod.plan_policy = real
 
 
-def check_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None) -> list:
+def check_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None,
+                kernel: str = "flash") -> list:
     """[(engine, path, max |error|, max |LSE error|, ok)] for each variant; refusals as (engine, 'refused: ...')."""
     ref = one_shot(x)
     table = host_page_table(x)
@@ -114,7 +115,7 @@ def check_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
         except ValueError as e:
             out.append((engine, "refused: " + str(e), None, None, True))
             continue
-        o, l = execute(prepare(x, s, fused_merge))
+        o, l = execute(prepare(x, s, fused_merge, kernel))
         err, lse_err, ok = errors(o, l, *ref, tolerance)
         out.append((engine, s.path, err, lse_err, ok))
     return out
@@ -135,6 +136,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--model", default="deepseek-v3")
     p.add_argument("--tp", type=int, default=8)
     p.add_argument("--small", action="store_true", help="CPU-sized batches: B <= 8, contexts <= 2,000, 64 new tokens")
+    p.add_argument("--attention", choices=("flash", "cudnn"), default="flash", help="the attention kernel on CUDA")
     p.add_argument("--skip", type=int, default=0, help="draw but do not run the first SKIP batches (to resume)")
     args = p.parse_args(argv)
     device = torch.device(args.device)
@@ -154,7 +156,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if i and i % 25 == 0:
             print(f"... {i} batches, {runs} runs, {failures} failing", flush=True)
         x = random_inputs(batch.cache, batch.offsets, batch.page_size, dims, dtype, device, args.seed + i)
-        for engine, path, err, lse_err, ok in check_batch(x, batch.buffer_tokens, tolerance):
+        for engine, path, err, lse_err, ok in check_batch(x, batch.buffer_tokens, tolerance, kernel=args.attention):
             if err is None:
                 continue
             runs += 1
@@ -166,13 +168,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"FAIL batch {i}: {engine} ({path}) max |error| {err:.3e} > {tolerance}: B={len(batch.cache)} "
                       f"page {batch.page_size} buffer {batch.buffer_tokens} cache {batch.cache} new {batch.new}")
         del x
-    print(f"{args.batches - args.skip} random batches (of seed {args.seed}, from {args.skip}), {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}:")
+    print(f"{args.batches - args.skip} random batches (of seed {args.seed}, from {args.skip}), {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}"
+          f"{', ' + args.attention if device.type == 'cuda' else ''}:")
     for key, err in sorted(worst.items()):
         print(f"  {key:34} worst max |error| {err:.3e}")
     print(f"runs failing |out - ref| <= {tolerance:g} (1 + |ref|): {failures}; "
           f"runs with max |error| above {tolerance:g} (at |ref| > 0): {above}")
     with planted_off_by_one():
-        planted = check_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, TABLE_VARIANTS)
+        planted = check_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, TABLE_VARIANTS,
+                              kernel=args.attention)
     missed = [f"{e} ({p})" for e, p, err, _, ok in planted if err is not None and ok]
     caught = sum(1 for _, _, err, _, ok in planted if err is not None and not ok)
     print(f"planted off-by-one in the tables: caught in {caught} of {caught + len(missed)} runs"

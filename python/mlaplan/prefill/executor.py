@@ -15,7 +15,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from .attention import latent_attention, pad_v, varlen_attention
+from .attention import KERNELS, latent_attention, pad_v, varlen_attention
 from .inputs import PrefillInputs, flat_rows, host_page_table
 from .merge import merge_into
 from .schedule import Schedule, Step
@@ -59,10 +59,14 @@ class Prepared:
     new_latent: torch.Tensor
     buffer: torch.Tensor
     fused_merge: Optional[bool]
-    pad_v: bool
+    kernel: str  # the attention kernel on CUDA: flash (V padded, as vLLM on FA2) or cudnn (V as it is)
+
+    @property
+    def pad_v(self) -> bool:
+        return self.kernel == "flash" or not self.x.q.is_cuda
 
 
-def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None) -> Prepared:
+def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "flash") -> Prepared:
     n, d = x.lengths, x.dims
     cache_flat = x.kv_cache.view(-1, d.latent)
     table = host_page_table(x)
@@ -70,7 +74,9 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
     rows = torch.as_tensor(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64), device=x.device)
     new_latent = cache_flat.index_select(0, rows)
     buffer = torch.empty((max(schedule.buffer_rows, 1), d.latent), dtype=x.q.dtype, device=x.device)
-    return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, pad_v=True)
+    if kernel not in KERNELS:
+        raise ValueError(f"--attention {kernel}: unknown kernel; choose {' or '.join(KERNELS)}")
+    return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel)
 
 
 def _up_project(p: Prepared, latent: torch.Tensor):
@@ -132,7 +138,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
                 for a in step.attends:
                     qa = _queries(x.q, a)
                     results.append(varlen_attention(qa, k[a.k0 : a.k0 + a.call.n_k], v[a.k0 : a.k0 + a.call.n_k],
-                                                    a.call, d.scale))
+                                                    a.call, d.scale, p.kernel))
             with annotate(f"{step.label}: {part or 'merge'}", ranges, nvtx):
                 if step.take:
                     out, lse = results[0]
