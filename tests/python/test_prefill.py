@@ -107,6 +107,10 @@ def test_merge_reads_plus_inf_as_no_keys():
     part_lse = torch.full((heads, 3), float("inf"))  # what FlashAttention gives a sequence without keys
     merge_into(o, lse, part, part_lse, slice(0, 3), fused=False)
     assert torch.equal(o, before_o) and torch.equal(lse, before_lse)
+    # A part without keys adds nothing even where its output is NaN (cuDNN's rows without keys).
+    part_lse = torch.full((heads, 3), float("-inf"))
+    merge_into(o, lse, torch.full((3, heads, dim), float("nan")), part_lse, slice(0, 3), fused=False)
+    assert torch.equal(o, before_o) and torch.equal(lse, before_lse)
     # Both sides without keys stay (0, -inf), not NaN.
     o = torch.zeros(1, heads, dim)
     lse = torch.full((heads, 1), float("-inf"))

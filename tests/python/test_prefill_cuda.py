@@ -42,6 +42,8 @@ def test_fused_merge_equals_eager_merge():
     part = torch.randn(n, heads, 192, device="cuda", generator=g).bfloat16()  # padded V, as FA2 returns it
     part_lse = torch.randn(heads, n, device="cuda", generator=g)
     part_lse[:, 5:9] = float("inf")  # FA2's LSE for a sequence without keys
+    part_lse[:, 20:22] = float("-inf")  # cuDNN's, with NaN in its output
+    part[20:22] = float("nan")
     for rows in (slice(3, 3 + n), torch.randperm(T, device="cuda", generator=g)[:n]):
         results = []
         for fused in (True, False):

@@ -4,7 +4,8 @@ For each row and head, with the LSEs s (state) and p (part), m = max(s, p):
     out = (exp(s - m) * o_state + exp(p - m) * o_part) / (exp(s - m) + exp(p - m))
     lse = m + log(exp(s - m) + exp(p - m))
 An LSE of +inf means the row had no keys (FlashAttention returns +inf there; vLLM PR 49294 fixed the
-same thing) and is read as -inf; a row with no keys on either side stays (0, -inf).
+same thing) and is read as -inf; a side without keys adds nothing whatever its output holds (cuDNN
+leaves NaN there), and a row with no keys on either side becomes (0, -inf).
 
 On CUDA it is one fused Triton kernel (grid: rows x heads), as vLLM's merge_attn_states is; on the
 CPU, or with fused=False (the eager form an engine without a fused kernel runs), plain torch ops.
@@ -53,7 +54,9 @@ if triton is not None:
         keep = d < HEAD_DIM
         so = tl.load(o_ptr + r * o_st + h * o_sh + d, mask=keep, other=0.0).to(tl.float32)
         po = tl.load(p_ptr + i.to(tl.int64) * p_st + h * p_sh + d, mask=keep, other=0.0).to(tl.float32)
-        out = (so * (ws * inv) + po * (wp * inv)).to(o_ptr.dtype.element_ty)
+        # A side without keys adds nothing, whatever its output holds (cuDNN leaves NaN there).
+        out = tl.where(ws > 0.0, so * (ws * inv), 0.0) + tl.where(wp > 0.0, po * (wp * inv), 0.0)
+        out = out.to(o_ptr.dtype.element_ty)
         tl.store(o_ptr + r * o_st + h * o_sh + d, out, mask=keep)
         tl.store(lse_ptr + h * lse_sh + r * lse_st, tl.where(total == 0.0, -inf, m + tl.log(total)))
 
@@ -83,7 +86,10 @@ def _merge_eager(o, lse, part_o, part_lse, rows: Rows) -> None:
     total = ws + wp
     inv = torch.where(total == 0, torch.zeros_like(total), 1.0 / total)
     so = o.index_select(0, idx).float()
-    out = so * (ws * inv).t()[..., None] + part_o[..., : o.shape[2]].float() * (wp * inv).t()[..., None]
+    po = part_o[..., : o.shape[2]].float()
+    # A side without keys adds nothing, whatever its output holds (cuDNN leaves NaN there).
+    term = lambda x, w: torch.where((w > 0).t()[..., None], x * (w * inv).t()[..., None], 0.0)  # noqa: E731
+    out = term(so, ws) + term(po, wp)
     o.index_copy_(0, idx, out.to(o.dtype))
     lse.index_copy_(1, idx, torch.where(total == 0, torch.full_like(total, -inf), m + torch.log(total)))
 
