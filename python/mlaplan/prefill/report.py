@@ -1,4 +1,5 @@
-"""The command's output: a table per batch and the finding (the fastest policy and buffer), or JSON."""
+"""The command's output: a table per batch and the finding (the fastest policy and buffer), or JSON.
+`host ms` is eager minus graph: the time the GPU waits for the host's dispatch in the eager loop."""
 from __future__ import annotations
 
 import json
@@ -48,7 +49,7 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
         runs: List[Run] = batch["runs"]
         out.append("")
         out.append(batch["title"])
-        cols = ["buffer", "policy", "path", "iters", "merges", "eager ms", "graph ms", "idle ms"]
+        cols = ["buffer", "policy", "path", "iters", "merges", "eager ms", "graph ms", "host ms"]
         cols += [c for _, c in PART_COLUMNS] + ["TFLOP/s", "max|err|"]
         rows = []
         for r in runs:
@@ -56,7 +57,7 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
                 rows.append([f"{r.buffer_tokens:,}", r.policy, "refused: " + r.refused])
                 continue
             row = [f"{r.buffer_tokens:,}", r.policy, r.path, str(r.iterations), str(r.merges), _ms(r.eager_ms),
-                   _ms(r.graph_ms), _ms(r.gpu_idle_ms)]
+                   _ms(r.graph_ms), _ms(None if r.graph_ms is None else max(0.0, r.eager_ms - r.graph_ms))]
             row += [_ms(r.parts_ms.get(p)) if r.parts_ms else "-" for p, _ in PART_COLUMNS]
             row += ["-" if r.attention_tflops is None else f"{r.attention_tflops:.0f}", _err(r.max_abs_error)]
             if r.ok is False:
