@@ -8,6 +8,7 @@ On the CPU, eager is wall-clock time and there is no graph; parts are the profil
 """
 from __future__ import annotations
 
+import bisect
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -112,20 +113,35 @@ def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = N
     if trace:
         prof.export_chrome_trace(trace)
     events = prof.events()
-    parts = {p: 0.0 for p in PARTS}
-    kernels = []
+    cuda_type, cpu_type = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
+    kernels, ranges, host_ranges = [], [], []
     for e in events:
-        name = e.name
-        if name.startswith(RANGE_PREFIX):
-            # The host-side range: its kernels are those its ops launched. (A range's device-side copy,
-            # spanning its first kernel to its last, is left out, so idle time is not counted as work.)
-            part = name[len(RANGE_PREFIX):]
-            if part in parts and e.device_type == torch.autograd.DeviceType.CPU:
-                parts[part] += (_launched_us(e) if cuda else e.cpu_time_total) / 1e3
-        elif cuda and e.device_type == torch.autograd.DeviceType.CUDA:  # a kernel, copy or fill
+        part = e.name[len(RANGE_PREFIX):] if e.name.startswith(RANGE_PREFIX) else None
+        if part is not None and e.device_type == cpu_type:
+            host_ranges.append((part, e))
+        elif part is not None and e.device_type == cuda_type:
+            ranges.append((e.time_range.start, e.time_range.end, part))  # the range's span on the GPU
+        elif cuda and e.device_type == cuda_type:  # a kernel, copy or fill
             kernels.append((e.time_range.start, e.time_range.end))
+    parts = {p: 0.0 for p in PARTS}
     if not cuda:
+        for part, e in host_ranges:
+            if part in parts:
+                parts[part] += e.cpu_time_total / 1e3
         return parts, None, None, 0
+    if ranges:
+        # Each kernel goes to the part whose span on the GPU holds it: this counts the kernels that no
+        # host op launched (Triton's, launched through the driver), and no idle time between kernels.
+        ranges.sort()
+        starts = [a for a, _, _ in ranges]
+        for a, b in kernels:
+            i = bisect.bisect_right(starts, a) - 1
+            if i >= 0 and b <= ranges[i][1] and ranges[i][2] in parts:
+                parts[ranges[i][2]] += (b - a) / 1e3
+    else:  # no device-side ranges from this profiler: the kernels each range's host ops launched
+        for part, e in host_ranges:
+            if part in parts:
+                parts[part] += _launched_us(e) / 1e3
     if not kernels:
         return parts, 0.0, 0.0, 0
     span = (max(b for _, b in kernels) - min(a for a, _ in kernels)) / 1e3
