@@ -1,11 +1,14 @@
 """Where the up-projection's time goes on a GPU: kv_b_proj's GEMM on the gathered latent rows (a
 strided view, as engines pass it, and contiguous), the K concat and the V padding, for one chunk of
-ROWS rows of DeepSeek-V3 at TP 8 (16 heads), bf16. CUDA events, median of 20 after 5 warm-ups.
+ROWS rows of DeepSeek-V3 at TP 8 (16 heads), bf16. CUDA events, median of 20 after 5 warm-ups, timed
+as the prefill executor times (mlaplan.prefill.timing, so the installed package must be importable).
 Usage: python3 scripts/experiments/up_projection.py [ROWS]"""
 import statistics
 import sys
 
 import torch
+
+from mlaplan.prefill.timing import time_eager
 
 rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1 << 20
 heads, nope, rope, v_dim, lora = 16, 128, 64, 128, 512
@@ -16,17 +19,7 @@ dense = latent[:, :lora].contiguous()
 
 
 def time_ms(fn):
-    for _ in range(5):
-        fn()
-    out = []
-    for _ in range(20):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b))
-    return statistics.median(out)
+    return statistics.median(time_eager(fn, cuda=True, reps=20, warmup=5))
 
 
 kv = torch.nn.functional.linear(latent[:, :lora], w).view(rows, heads, nope + v_dim)
