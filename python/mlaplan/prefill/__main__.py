@@ -1,9 +1,10 @@
 """python -m mlaplan.prefill SCENARIO.json --model deepseek-v3 --tp 8 --policy all
 
 Runs one MLA layer's prefill for each batch of a scenario file as each engine does, on random inputs
-of unit scale, times it and checks it against one-shot attention. Exit status: 0 ok, 1 a policy's
-output missed one-shot attention by more than the tolerance, 2 bad usage or input, 3 a device
-failure (out of memory included), 130 interrupted.
+of unit scale, times it and checks it against one-shot attention.
+
+Exit status: 0 ok, 1 a policy's output missed one-shot attention by more than the tolerance, 2 bad
+usage or input, 3 a device failure (out of memory included), 130 interrupted.
 """
 from __future__ import annotations
 
@@ -75,22 +76,22 @@ def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.prefill", description=__doc__.split("\n\n")[1].replace("\n", " "),
                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", metavar="SCENARIO.json", help="a scenario file: one batch or {\"scenarios\": [...]} (mlaplan gen writes them)")
-    p.add_argument("--model", default="deepseek-v3", help="a model preset (default deepseek-v3; docs/models.md)")
+    p.add_argument("--model", default="deepseek-v3", metavar="NAME", help="a model preset (default deepseek-v3; docs/models.md)")
     p.add_argument("--model-config", metavar="FILE", help="a Hugging Face config.json of an MLA model instead of --model")
-    p.add_argument("--tp", type=_count(1), default=1, help="tensor-parallel ranks: local heads = num_attention_heads / TP (default 1)")
-    p.add_argument("--heads", type=_count(1), help="local heads, instead of num_attention_heads / TP (small CPU runs)")
-    p.add_argument("--policy", default="all", help="all (default) or a comma list of the policies below")
+    p.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel ranks: local heads = num_attention_heads / TP (default 1)")
+    p.add_argument("--heads", type=_count(1), metavar="N", help="local heads, instead of num_attention_heads / TP (small CPU runs)")
+    p.add_argument("--policy", default="all", metavar="LIST", help="all (default) or a comma list of the policies below")
     p.add_argument("--buffer-tokens", type=_positive_list, metavar="N[,N...]",
                    help="buffer sizes in rows (default: each scenario's buffer_token_size)")
-    p.add_argument("--max-chunks", type=_count(1), help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")
+    p.add_argument("--max-chunks", type=_count(1), metavar="N", help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")
     p.add_argument("--sglang-path", choices=("auto", "chunked", "one-shot", "absorbed"), default="auto",
                    help="SGLang's attention path (default auto: as its dispatch picks it)")
     p.add_argument("--trtllm-path", choices=("auto", "sm90", "sm100"), default="auto",
                    help="TensorRT-LLM's path (default auto: the GPU's; sm100 on the CPU)")
-    p.add_argument("--device", default="auto", help="auto (default: cuda where there is a GPU), cuda, cuda:N or cpu")
+    p.add_argument("--device", default="auto", metavar="DEV", help="auto (default: cuda where there is a GPU), cuda, cuda:N or cpu")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
-    p.add_argument("--reps", type=_count(0), default=10, help="timed runs; the median is reported (default 10; 0: check only)")
-    p.add_argument("--warmup", type=_count(0), default=3, help="untimed runs first (default 3)")
+    p.add_argument("--reps", type=_count(0), default=10, metavar="N", help="timed runs; the median is reported (default 10; 0: check only)")
+    p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3)")
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
     p.add_argument("--attention", choices=("flash", "cudnn"), default="flash",
                    help="the attention kernel on CUDA: flash (FlashAttention-2 through varlen_attn, V padded to the QK "
@@ -98,8 +99,9 @@ def parser() -> Parser:
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
-    p.add_argument("--tolerance", type=_tolerance, help="most max |out - one-shot| allowed (default 1e-2, 1e-4 in fp32)")
-    p.add_argument("--seed", type=_count(0), default=1, help="seed of the random inputs (default 1)")
+    p.add_argument("--tolerance", type=_tolerance, metavar="TOL",
+                   help="every element within TOL * (1 + |one-shot|) of one-shot attention (default 1e-2; 1e-4 in fp32)")
+    p.add_argument("--seed", type=_count(0), default=1, metavar="N", help="seed of the random inputs (default 1)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
     p.add_argument("--json", metavar="FILE", help="also write the JSON report to FILE (atomically)")
