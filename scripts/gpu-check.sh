@@ -128,10 +128,10 @@ prefill_check() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 200 --seed 1)
 }
 
-# The bundled batches (scenarios/prefill), DeepSeek-V3 at TP 8, every policy at five buffer sizes.
+# The bundled batches (docs/data/prefill-batches), DeepSeek-V3 at TP 8, every policy at five buffer sizes.
 prefill_bundled() {
   local f name
-  for f in "$source_dir"/scenarios/prefill/*.json; do
+  for f in "$source_dir"/docs/data/prefill-batches/*.json; do
     name=$(basename "$f" .json)
     (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$f" --model deepseek-v3 --tp 8 \
       --policy all --buffer-tokens 8192,16384,65536,131072,262144 --json "$log_dir/prefill-$name.json") || return 1
