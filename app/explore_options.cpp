@@ -7,6 +7,7 @@
 #include "mlaplan/bench/size_list.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/lengths_csv.hpp"
+#include "mlaplan/replay/replay_source.hpp"
 #include "cli_common.hpp"
 
 namespace mlaplan::cli {
@@ -135,6 +136,27 @@ void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
       ->type_name("NAME");
   cmd.add_option("--lengths", o.lengths, "Request lengths from your own trace: a CSV with columns cached_tokens,new_tokens")
       ->type_name("FILE.csv");
+  cmd.add_option("--replay", o.replay,
+                 "Requests from a published trace, replayed through a prefix cache: Mooncake's JSONL (hash_ids of "
+                 "blocks) or an Azure LLM inference CSV (docs/workloads.md)")
+      ->type_name("FILE");
+  cmd.add_option("--replay-format", o.replay_format, "With --replay: auto (from the file's first line), mooncake or azure")
+      ->type_name("FORMAT")
+      ->default_str("auto");
+  cmd.add_option("--replay-block-size", o.replay_block_size, "With --replay: tokens per hash_ids block")
+      ->type_name("TOKENS")
+      ->default_str("512")
+      ->transform(whole_number(1, 1u << 30));
+  cmd.add_option("--prefix-cache-tokens", o.prefix_cache_tokens,
+                 "With --replay: the prefix cache holds this many tokens (whole blocks), evicting the least recently "
+                 "used block; default unlimited")
+      ->type_name("N")
+      ->transform(whole_number(1, uint64_t{1} << 48));
+  cmd.add_flag("--arrivals", o.arrivals,
+               "With --replay and --step-ms: a step takes only the requests that arrived by its start");
+  cmd.add_option("--step-ms", o.step_ms, "With --arrivals: how long a step lasts, in ms (a fixed time, until a cost model)")
+      ->type_name("T")
+      ->check(CLI::PositiveNumber);
   cmd.add_option_function<uint64_t>(
          "--seed",
          [&o](const uint64_t& v) {
@@ -164,17 +186,61 @@ void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
       ->excludes(cmd.get_option("--max-sequences"));
 }
 
-bool has_workload(const WorkloadOptions& o) { return !o.workload.empty() || !o.lengths.empty(); }
+bool has_workload(const WorkloadOptions& o) { return !o.workload.empty() || !o.lengths.empty() || !o.replay.empty(); }
+
+namespace {
+
+// The replay's own options make sense only with --replay, and --arrivals only with --step-ms.
+void require_replay_options(const WorkloadOptions& o) {
+  if (o.replay.empty()) {
+    const char* stray = o.replay_format != "auto"   ? "--replay-format"
+                        : o.replay_block_size != 512 ? "--replay-block-size"
+                        : o.prefix_cache_tokens      ? "--prefix-cache-tokens"
+                        : o.arrivals                 ? "--arrivals"
+                        : o.step_ms > 0              ? "--step-ms"
+                                                     : nullptr;
+    if (stray) throw InputError(fmt::format("{}: it sets how a trace is replayed; add --replay FILE or drop it", stray));
+    return;
+  }
+  if (!o.workload.empty() || !o.lengths.empty())
+    throw InputError(fmt::format("--replay: give one of --workload, --lengths or --replay, not {}",
+                                 o.workload.empty() ? "--lengths too" : "--workload too"));
+  if (o.arrivals != (o.step_ms > 0))
+    throw InputError(o.arrivals ? "--arrivals: steps need a duration; add --step-ms T (ms per step)"
+                                : "--step-ms: it times the steps of --arrivals; add --arrivals or drop it");
+}
+
+}  // namespace
+
+std::string replay_summary(const explore::RequestSource& source) {
+  const auto* replay = dynamic_cast<const replay::ReplaySource*>(&source);
+  return replay ? replay->stats().describe() : std::string();
+}
 
 std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& o) {
+  require_replay_options(o);
   if (!o.workload.empty() && !o.lengths.empty()) throw InputError("--lengths: give either --workload or --lengths, not both");
   std::unique_ptr<explore::RequestSource> source;
+  if (!o.replay.empty()) {
+    replay::ReplayOptions r;
+    r.block_size = o.replay_block_size;
+    r.cache_tokens = o.prefix_cache_tokens;
+    r.step_ms = o.arrivals ? o.step_ms : 0;
+    r.max_model_len = o.max_model_len;
+    if (r.cache_tokens && r.cache_tokens < r.block_size)
+      throw InputError(fmt::format("--prefix-cache-tokens {}: less than one block of {} tokens; give at least {}",
+                                   r.cache_tokens, r.block_size, r.block_size));
+    // max_model_len is the replay's own (a request is dropped before it meets the cache).
+    return std::make_unique<replay::ReplaySource>(
+        std::make_unique<replay::TraceReader>(o.replay, replay::parse_trace_format(o.replay_format), r.block_size), r);
+  }
   if (!o.lengths.empty()) {
     source = explore::list_source(explore::read_lengths_csv(o.lengths), o.lengths);
   } else if (!o.workload.empty()) {
     source = explore::preset_source(explore::find_workload_preset(o.workload), o.seed);
   } else {
-    throw InputError(fmt::format("--workload: no requests to form batches from; add --workload NAME ({}) or --lengths FILE.csv",
+    throw InputError(fmt::format("--workload: no requests to form batches from; add --workload NAME ({}), --lengths "
+                                 "FILE.csv or --replay TRACE",
                                  explore::workload_preset_names()));
   }
   return o.max_model_len ? explore::capped_source(std::move(source), o.max_model_len) : std::move(source);
@@ -182,8 +248,8 @@ std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& o) {
 
 explore::BatchFormation make_formation(const WorkloadOptions& o) {
   if (o.seed_given && o.workload.empty() && o.batch_size.empty())
-    throw InputError("--seed: it draws a --workload's requests and --batch-size's sizes, and a --lengths trace formed "
-                     "by --token-budget uses neither; drop --seed");
+    throw InputError("--seed: it draws a --workload's requests and --batch-size's sizes, and a --lengths or --replay "
+                     "trace formed by --token-budget uses neither; drop --seed");
   explore::BatchFormation f;
   f.token_budget = o.token_budget;
   f.max_sequences = o.max_sequences;

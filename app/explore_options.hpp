@@ -55,10 +55,20 @@ struct WorkloadOptions {
   std::string batch_size;  // "LO:HI" or "B"; set: batches by size instead of by token budget
   uint32_t max_sequences = 256;
   uint64_t max_model_len = 0;  // 0: no cap
+  // --replay: a request trace (Mooncake JSONL or Azure CSV) replayed through a prefix cache.
+  std::string replay;
+  std::string replay_format = "auto";
+  uint32_t replay_block_size = 512;
+  uint64_t prefix_cache_tokens = 0;  // 0: unlimited
+  bool arrivals = false;
+  double step_ms = 0;
 };
 void add_workload_options(CLI::App& cmd, WorkloadOptions& options);
 bool has_workload(const WorkloadOptions& options);
-std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& options);  // InputError when neither is given
+std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& options);  // InputError when none is given
+// The replay's statistics ("12,031 requests: 37.4% of input tokens cached (...)"), for a note, when
+// the source replays a trace; empty otherwise.
+std::string replay_summary(const explore::RequestSource& source);
 explore::BatchFormation make_formation(const WorkloadOptions& options);
 
 }  // namespace mlaplan::cli

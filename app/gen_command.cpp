@@ -78,6 +78,7 @@ void require_tables_fit_all(const GenOptions& opt, const std::vector<Batch>& bat
 
 int gen(const GenOptions& opt) {
   outputs().claim_input(opt.workload.lengths, "the --lengths file");  // before any work
+  outputs().claim_input(opt.workload.replay, "the --replay trace");
   outputs().claim_output(opt.output, "-o");
   InterruptScope interrupt_scope;  // Ctrl-C: forming batches and building the text stop; nothing written (exit 130)
   std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
@@ -91,10 +92,15 @@ int gen(const GenOptions& opt) {
     auto scope = timer.phase("form batches");
     batches = explore::form_batches(*source, formation, opt.settings, opt.batches, opt.workload.seed);
   }
-  if (batches.empty()) throw InputError(fmt::format("--lengths {}: no requests, so no batch to write", opt.workload.lengths));
+  if (batches.empty())
+    throw InputError(opt.workload.replay.empty()
+                         ? fmt::format("--lengths {}: no requests, so no batch to write", opt.workload.lengths)
+                         : fmt::format("--replay {}: no request within --max-model-len, so no batch to write",
+                                       opt.workload.replay));
   require_tables_fit_all(opt, batches);
 
   const std::string base = !opt.name.empty() ? opt.name : !opt.workload.workload.empty() ? opt.workload.workload : "trace";
+  const std::string replayed = replay_summary(*source);
   const std::string description = fmt::format("{}; {}; mlaplan gen", source->describe(), formation.describe());
   // The shape --batches asks for, even when a trace runs out first: a script asking for a list gets one.
   const bool list = opt.batches > 1;
@@ -143,6 +149,7 @@ int gen(const GenOptions& opt) {
                                          "try --buffer-tokens or --max-chunks, or mlaplan sweep)",
                                          refused, opt.settings.max_chunks)
                            : ""));
+  if (!replayed.empty()) note("replay: " + replayed);
   return kOk;
 }
 

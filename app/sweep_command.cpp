@@ -85,8 +85,14 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
   explore::BatchSettings settings;
   settings.page_size = opt.page_size;
   out.batches = explore::form_batches(*source, formation, settings, opt.batches, opt.workload.seed);
-  if (out.batches.empty()) throw InputError(fmt::format("--lengths {}: no requests, so no batch to sweep", opt.workload.lengths));
+  if (out.batches.empty())
+    throw InputError(opt.workload.replay.empty()
+                         ? fmt::format("--lengths {}: no requests, so no batch to sweep", opt.workload.lengths)
+                         : fmt::format("--replay {}: no request within --max-model-len, so no batch to sweep",
+                                       opt.workload.replay));
   out.source = source->describe();
+  const std::string replayed = replay_summary(*source);
+  if (!replayed.empty()) out.source += "; " + replayed;
   out.formation = fmt::format("{}, page {}", formation.describe(), opt.page_size);
   return out;
 }
@@ -148,6 +154,7 @@ int sweep(const SweepOptions& opt) {
   if (!opt.paths.empty())
     for (const std::string& f : scenario_files(opt.paths)) outputs().claim_input(f, "a scenario file swept");
   outputs().claim_input(opt.workload.lengths, "the --lengths file");
+  outputs().claim_input(opt.workload.replay, "the --replay trace");
   outputs().claim_input(opt.model.config, "the --model-config file");
   outputs().claim_output(opt.output, "-o");
   outputs().claim_output(opt.json, "--json");

@@ -148,15 +148,21 @@ std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, 
     bool dry = false;
     while (batches.size() < max_batches && !dry) {
       Batch b = empty_batch(settings);
+      source.step_begins();
       for (uint32_t n = size(rng); n > 0; --n) {
         const std::optional<Request> r = source.next();
         if (!r) {
-          dry = true;
+          dry = source.exhausted();
           break;
         }
         add_sequence(b, r->cached_tokens, r->new_tokens);
+        source.request_done();
       }
-      if (b.batch_size() == 0) break;
+      source.step_ends();
+      if (b.batch_size() == 0) {
+        if (dry) break;
+        continue;  // nothing had arrived: the next step
+      }
       validated(b, batches.size());
       footprint.add(batches, b);
       batches.push_back(std::move(b));
@@ -171,10 +177,15 @@ std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, 
   while (batches.size() < max_batches) {
     Batch b = empty_batch(settings);
     uint64_t budget = f.token_budget;
+    source.step_begins();
+    bool dry = false;
     while (budget > 0 && b.batch_size() < f.max_sequences) {
       if (!head) {
         head = source.next();
-        if (!head) break;
+        if (!head) {
+          dry = source.exhausted();
+          break;
+        }
         head_cached = head->cached_tokens;
         head_left = head->new_tokens;
       }
@@ -183,9 +194,16 @@ std::vector<Batch> form_batches(RequestSource& source, const BatchFormation& f, 
       head_cached += take;
       head_left -= take;
       budget -= take;
-      if (head_left == 0) head.reset();
+      if (head_left == 0) {
+        head.reset();
+        source.request_done();
+      }
     }
-    if (b.batch_size() == 0) break;
+    source.step_ends();
+    if (b.batch_size() == 0) {
+      if (dry) break;
+      continue;  // nothing had arrived: the next step
+    }
     validated(b, batches.size());
     footprint.add(batches, b);
     batches.push_back(std::move(b));

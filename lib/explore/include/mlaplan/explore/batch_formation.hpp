@@ -16,11 +16,23 @@
 namespace mlaplan::explore {
 
 // Where requests come from: a preset's draws (endless) or a list such as a user's trace (finite).
+// A source whose requests depend on the steps (a trace replayed through a prefix cache, with
+// arrival times: mlaplan::replay) also hears when steps begin and end and when a request is done.
 class RequestSource {
  public:
   virtual ~RequestSource() = default;
+  // The next request, or nothing: the source is dry, or (see exhausted) nothing more has arrived yet.
   virtual std::optional<Request> next() = 0;
   virtual std::string describe() const = 0;  // "workload coding-agent (seed 1)", "trace.csv (1,000 requests)"
+
+  // After next() gave nothing: true when no request will ever come (the default), false when one
+  // will in a later step; a step that formed empty is then ended and the next one begins.
+  virtual bool exhausted() const { return true; }
+  virtual void step_begins() {}
+  // The oldest request next() returned that was not done yet has prefilled its last token in this
+  // step (requests finish in the order they came: one at a time is ever partly prefilled).
+  virtual void request_done() {}
+  virtual void step_ends() {}
 };
 std::unique_ptr<RequestSource> preset_source(const WorkloadPreset& preset, uint64_t seed);
 std::unique_ptr<RequestSource> list_source(std::vector<Request> requests, std::string name);

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The table of docs/workloads.md ("Replaying a trace"): each Mooncake preset against its public trace
+replayed, with an unlimited prefix cache and with one of 10% of the trace's distinct blocks: cached
+tokens per request (p50/p90/p99), the share of input tokens cached, and the buffer that
+`sweep --recommend` picks per policy at --max-iterations 2 and 4 (p99, DeepSeek-V3 at TP 8).
+
+    scripts/replay_table.py build/mlaplan TRACES_DIR
+
+TRACES_DIR holds conversation_trace.jsonl and synthetic_trace.jsonl from github.com/kvcache-ai/Mooncake
+(FAST25-release/traces/). Prints Markdown on stdout.
+"""
+import json
+import math
+import subprocess
+import sys
+
+POLICIES = ["max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"]
+BUFFERS = "4096,8192,16384,32768,65536,131072,262144,524288,1048576"
+PAIRS = [("mooncake-conv", "conversation_trace.jsonl"), ("mooncake-synthetic", "synthetic_trace.jsonl")]
+
+
+def run(exe, args):
+    return subprocess.run([exe, *args], capture_output=True, text=True, check=True)
+
+
+def quantile(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, math.ceil(p * len(v)) - 1))]
+
+
+def recommended(exe, source, k):
+    """The buffer per policy, and the sweep's source line (which holds a replay's statistics)."""
+    out = json.loads(run(exe, ["sweep", *source, "--batches", "100000", "--model", "deepseek-v3", "--tp", "8",
+                               "--policy", "variants", "--buffer-tokens", BUFFERS, "--recommend",
+                               "--max-iterations", str(k), "--format", "json"]).stdout)
+    groups = {g["group"].split(" ")[0]: g["buffer_tokens"] for g in out["recommendation"]["groups"]}
+    return [f"{groups[p]:,}" if groups.get(p) else "none" for p in POLICIES], out["source"]
+
+
+def preset_row(exe, preset):
+    # Whole requests, one per batch: the preset's draws as they are.
+    gen = json.loads(run(exe, ["gen", "--workload", preset, "--batch-size", "1", "--batches", "20000"]).stdout)
+    cached = [s["cache_lengths"][0] for s in gen["scenarios"]]
+    total = [s["cache_lengths"][0] + s["input_row_offsets"][1] - s["input_row_offsets"][0] for s in gen["scenarios"]]
+    return cached, sum(cached) / sum(total)
+
+
+def main():
+    exe, folder = sys.argv[1], sys.argv[2]
+    print("| requests from | prefix cache | cached p50 | p90 | p99 | input cached | "
+          + " | ".join(f"{p} K=2 / K=4" for p in POLICIES) + " |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in POLICIES) + " |")
+    for preset, name in PAIRS:
+        trace = f"{folder}/{name}"
+        cached, share = preset_row(exe, preset)
+        (k2, _), (k4, _) = recommended(exe, ["--workload", preset], 2), recommended(exe, ["--workload", preset], 4)
+        cells = [f"{a} / {b}" for a, b in zip(k2, k4)]
+        print(f"| preset `{preset}` | (spread evenly) | {quantile(cached, .5):,} | {quantile(cached, .9):,} | "
+              f"{quantile(cached, .99):,} | {100 * share:.1f}% | " + " | ".join(cells) + " |")
+        blocks = set()
+        with open(trace) as f:
+            for line in f:
+                blocks.update(json.loads(line)["hash_ids"])
+        for cache in (0, len(blocks) // 10 * 512):
+            source = ["--replay", trace] + (["--prefix-cache-tokens", str(cache)] if cache else [])
+            (k2, text), (k4, _) = recommended(exe, source, 2), recommended(exe, source, 4)
+            # The replay's statistics: "N requests: X% of input tokens cached (per request: cached p50 A, p90 B, p99 C tokens; ..."
+            per = text.split("cached p50 ")[1]
+            p50 = int(per.split(",")[0])
+            p90 = int(per.split("p90 ")[1].split(",")[0])
+            p99 = int(per.split("p99 ")[1].split(" ")[0])
+            share = text.split(" requests: ")[1].split("%")[0]
+            cells = [f"{a} / {b}" for a, b in zip(k2, k4)]
+            label = "unlimited" if not cache else f"{cache:,} tokens (10% of {len(blocks):,} blocks)"
+            print(f"| trace `{name}` | {label} | {p50:,} | {p90:,} | {p99:,} | {share}% | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
