@@ -13,7 +13,8 @@ min_max_chunks), 2 a padded total past 32 bits, 3 decreasing offsets; for any co
 buffer_lengths entry is -1. `decode_status` reads it on the host.
 
 The explorer is here too: `plan_policy` plans under an engine's policy (packed, even-split, ...) and
-`sweep` evaluates a workload preset over buffer sizes and policies, as `mlaplan sweep` does.
+`sweep` evaluates a workload preset (or a trace replayed) over buffer sizes and policies, as
+`mlaplan sweep` does; `replay` replays a request trace through a prefix cache.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ __all__ = [
     "bind",
     "plan_policy",
     "sweep",
+    "replay",
     "workspace_bytes",
     "decode_status",
     "STATUS_OK",
@@ -276,12 +278,37 @@ def sweep(
     page_size: int = 128,
     token_budget: int = 8192,
     max_sequences: int = 256,
+    replay: Optional[str] = None,
+    replay_format: str = "auto",
+    replay_block_size: int = 512,
+    prefix_cache_tokens: int = 0,
+    step_ms: float = 0.0,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
-    sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows."""
+    sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
+    With replay= a trace (Mooncake JSONL or Azure CSV) replayed through a prefix cache stands for the
+    preset, as `sweep --replay` does; step_ms > 0 takes its arrivals (`--arrivals --step-ms`)."""
     return _mlaplan.sweep(
-        workload, batches, seed, page_size, token_budget, max_sequences, list(buffer_tokens), list(max_chunks), policies
+        workload, batches, seed, page_size, token_budget, max_sequences, list(buffer_tokens), list(max_chunks), policies,
+        replay or "", replay_format, replay_block_size, prefix_cache_tokens, step_ms,
     )
+
+
+def replay(
+    path: str,
+    replay_format: str = "auto",
+    block_size: int = 512,
+    prefix_cache_tokens: int = 0,
+    step_ms: float = 0.0,
+    token_budget: int = 8192,
+    max_sequences: int = 256,
+    max_model_len: int = 0,
+) -> dict:
+    """A trace replayed through a prefix cache in steps of `token_budget` new tokens (docs/workloads.md):
+    steps, requests, dropped, input_tokens, cached_tokens, hit_rate, evictions, cached_per_request (a
+    NumPy array, in admission order) and summary (the line `gen --replay` prints)."""
+    return _mlaplan.replay(path, replay_format, block_size, prefix_cache_tokens, step_ms, token_budget, max_sequences,
+                           max_model_len)
 
 
 def workload_names() -> list:

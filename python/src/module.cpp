@@ -25,6 +25,7 @@
 #include "mlaplan/explore/workload.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/io/scenario_io.hpp"
+#include "mlaplan/replay/replay_source.hpp"
 #include "mlaplan/reference_planner.hpp"
 #if MLAPLAN_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -69,6 +70,19 @@ nb::tuple tables_tuple(const mlaplan::PlanTables& t) {
   const size_t m = t.max_chunks, b = t.batch_size;
   return nb::make_tuple(numpy_of(t.buffer_row_offsets, {m, b + 1}), numpy_of(t.cache_offsets, {m, b}),
                         numpy_of(t.buffer_lengths, {m}));
+}
+
+// A trace replayed through a prefix cache (mlaplan::replay), as gen and sweep --replay make it.
+std::unique_ptr<mlaplan::explore::RequestSource> replay_source(const std::string& path, const std::string& format,
+                                                               uint32_t block_size, uint64_t cache_tokens, double step_ms,
+                                                               uint64_t max_model_len) {
+  mlaplan::replay::ReplayOptions o;
+  o.block_size = block_size;
+  o.cache_tokens = cache_tokens;
+  o.step_ms = step_ms;
+  o.max_model_len = max_model_len;
+  return std::make_unique<mlaplan::replay::ReplaySource>(
+      std::make_unique<mlaplan::replay::TraceReader>(path, mlaplan::replay::parse_trace_format(format), block_size), o);
 }
 
 mlaplan::explore::Policy policy_named(const std::string& name) {
@@ -318,11 +332,14 @@ NB_MODULE(_mlaplan, m) {
       "sweep",
       [](const std::string& workload, size_t batches, uint64_t seed, uint32_t page_size, uint32_t token_budget,
          uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
-         const std::string& policies) {
+         const std::string& policies, const std::string& replay, const std::string& replay_format,
+         uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms) {
         using namespace mlaplan::explore;
         if (buffer_tokens.empty() || max_chunks.empty())
           throw mlaplan::InputError("buffer_tokens, max_chunks: give at least one value each");
-        auto source = preset_source(find_workload_preset(workload), seed);
+        std::unique_ptr<RequestSource> source =
+            replay.empty() ? preset_source(find_workload_preset(workload), seed)
+                           : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
         BatchFormation formation;
         formation.token_budget = token_budget;
         formation.max_sequences = max_sequences;
@@ -354,7 +371,40 @@ NB_MODULE(_mlaplan, m) {
         return rows;
       },
       "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
-      "max_chunks"_a, "policies"_a, "A sweep of a workload preset's batches: one dict per (policy, buffer, M) setting.");
+      "max_chunks"_a, "policies"_a, "replay"_a = "", "replay_format"_a = "auto", "replay_block_size"_a = 512,
+      "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0,
+      "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting.");
+
+  m.def(
+      "replay",
+      [](const std::string& path, const std::string& format, uint32_t block_size, uint64_t cache_tokens, double step_ms,
+         uint32_t token_budget, uint32_t max_sequences, uint64_t max_model_len) {
+        std::unique_ptr<mlaplan::explore::RequestSource> source =
+            replay_source(path, format, block_size, cache_tokens, step_ms, max_model_len);
+        mlaplan::explore::BatchFormation formation;
+        formation.token_budget = token_budget;
+        formation.max_sequences = max_sequences;
+        size_t steps = 0;
+        {
+          nb::gil_scoped_release release;
+          steps = mlaplan::explore::form_batches(*source, formation, mlaplan::explore::BatchSettings{}, SIZE_MAX, 0).size();
+        }
+        const auto& st = static_cast<const mlaplan::replay::ReplaySource&>(*source).stats();
+        nb::dict d;
+        d["steps"] = steps;
+        d["requests"] = st.requests;
+        d["dropped"] = st.dropped;
+        d["input_tokens"] = st.input_tokens;
+        d["cached_tokens"] = st.cached_tokens;
+        d["hit_rate"] = st.hit_rate();
+        d["evictions"] = st.evictions;
+        d["cached_per_request"] = numpy_of(st.per_request_cached, {st.per_request_cached.size()});
+        d["summary"] = st.describe();
+        return d;
+      },
+      "path"_a, "format"_a = "auto", "block_size"_a = 512, "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0,
+      "token_budget"_a = 8192, "max_sequences"_a = 256, "max_model_len"_a = 0,
+      "Replays a trace through the prefix cache, in steps formed by the token budget: what it cached.");
 
   // For the prefill executor: the model presets and config.json reader, and scenario files, with the
   // CLI's own checks and messages (an InputError is a ValueError naming the file and field).

@@ -39,3 +39,43 @@ def test_sweep_rows_match_the_grid():
 def test_sweep_of_an_unknown_workload():
     with pytest.raises(ValueError, match="workload"):
         mlaplan.sweep("nope", batches=1)
+
+
+DATA = __import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "..", "data")
+
+
+def test_replay_counts_leading_runs_of_seen_blocks():
+    import json
+    import os
+    path = os.path.join(DATA, "mooncake_conversation_head2000.jsonl")
+    seen, want = set(), []
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            run = 0
+            while run < len(r["hash_ids"]) and r["hash_ids"][run] in seen:
+                run += 1
+            want.append(min(run * 512, r["input_length"] - 1))
+            seen.update(r["hash_ids"])
+    # One request per step: each sees every earlier one's blocks.
+    got = mlaplan.replay(path, token_budget=1 << 30, max_sequences=1)
+    assert got["requests"] == 2000 and got["cached_per_request"].tolist() == want
+    assert got["cached_tokens"] == sum(want)
+    assert "2000 requests:" in got["summary"]
+    # A finite cache hits less; a bad trace names its line.
+    assert mlaplan.replay(path, prefix_cache_tokens=100_000)["hit_rate"] < got["hit_rate"]
+
+
+def test_replay_rejects_a_bad_trace(tmp_path):
+    bad = tmp_path / "t.jsonl"
+    bad.write_text('{"timestamp": 0, "input_length": -4, "output_length": 1, "hash_ids": []}\n')
+    with pytest.raises(ValueError, match="t.jsonl:1: input_length: -4 is negative"):
+        mlaplan.replay(str(bad))
+
+
+def test_sweep_of_a_replayed_trace():
+    import os
+    rows = mlaplan.sweep(replay=os.path.join(DATA, "azure_code_head2000.csv"), buffer_tokens=[8192, 65536],
+                         policies="packed", batches=100000)
+    assert [r["buffer_tokens"] for r in rows] == [8192, 65536]
+    assert rows[0]["batches"] > 0 and rows[0]["mean_iterations"] >= rows[1]["mean_iterations"]
