@@ -20,6 +20,16 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 settings=(--config-settings=cmake.define.MLAPLAN_ENABLE_CUDA=$cuda --config-settings=build-dir="$work/build")
 
 python3 -m venv "$work/venv"
+# Wheels that scripts/test.sh fetched while the C++ built: install torch from them, else from PyPI.
+if [[ -n ${MLAPLAN_WHEELS:-} && -d $MLAPLAN_WHEELS ]]; then
+  while [[ ! -e $MLAPLAN_WHEELS/rc ]]; do sleep 1; done
+  if [[ $(cat "$MLAPLAN_WHEELS/rc") == 0 ]]; then
+    "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$MLAPLAN_WHEELS/wheels" torch pytest
+  else
+    echo "test-python.sh: fetching the wheels failed (see below); installing from PyPI" >&2
+    cat "$MLAPLAN_WHEELS/log" >&2
+  fi
+fi
 "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch]"
 python=$work/venv/bin/python
 # From outside the source folder, so `import mlaplan` finds the installed package, not python/.

@@ -97,19 +97,19 @@ TraceReader::TraceReader(std::istream& in, const std::string& path, TraceFormat 
 TraceReader::~TraceReader() = default;
 
 bool TraceReader::read_line(std::string& line) {
-  line.clear();
-  // getline with a cap: an endless line (a binary file, /dev/zero) is refused, not buffered.
-  char c;
-  while (in_->get(c)) {
-    if (c == '\n') break;
-    line += c;
-    if (line.size() > kMaxLineBytes)
-      throw InputError(fmt::format("{}:{}: the line is longer than {} MiB; this is not a trace (Mooncake JSONL or "
-                                   "Azure CSV)",
-                                   path_, line_ + 1, kMaxLineBytes >> 20));
-  }
+  // A bounded getline: an endless line (a binary file, /dev/zero) is refused, not buffered.
+  if (buffer_.empty()) buffer_.resize(kMaxLineBytes + 1);
+  in_->getline(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
+  const std::streamsize got = in_->gcount();
   if (in_->bad()) throw InputError(fmt::format("{}: reading the trace failed after line {}", path_, line_));
-  if (line.empty() && !*in_) return false;
+  if (in_->fail() && !in_->eof() && got == static_cast<std::streamsize>(buffer_.size()) - 1)
+    throw InputError(fmt::format("{}:{}: the line is longer than {} MiB; this is not a trace (Mooncake JSONL or "
+                                 "Azure CSV)",
+                                 path_, line_ + 1, kMaxLineBytes >> 20));
+  if (got == 0 && in_->eof()) return false;
+  // gcount counts the newline getline consumed; the text stops before it.
+  line.assign(buffer_.data(), static_cast<size_t>(got) - (in_->eof() ? 0 : 1));
+  if (in_->eof()) in_->clear(std::ios::eofbit);  // a last line without a newline: the next call ends
   ++line_;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   if (line_ == 1 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);

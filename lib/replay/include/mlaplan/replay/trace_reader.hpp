@@ -65,6 +65,7 @@ class TraceReader {
   uint32_t block_size_;
   uint64_t line_ = 0, requests_ = 0;
   std::optional<std::string> pending_;  // the first data line, read while detecting the format
+  std::vector<char> buffer_;            // one line, read with a bounded getline
   int columns_[3] = {-1, -1, -1};       // Azure: TIMESTAMP, ContextTokens, GeneratedTokens
   size_t column_count_ = 0;
   double last_ms_ = 0;
