@@ -16,9 +16,12 @@ namespace mlaplan::cli {
 
 namespace {
 
+constexpr size_t kMaxGenBatches = 1000000;
+
 struct GenOptions {
   WorkloadOptions workload;
   size_t batches = 1;
+  bool batches_given = false;  // without it, --replay writes every step of the trace (a finite source)
   explore::BatchSettings settings;
   std::string name;
   std::string output;
@@ -76,14 +79,17 @@ void require_tables_fit_all(const GenOptions& opt, const std::vector<Batch>& bat
                                opt.memory_limit.bytes / table_bytes(b, 1)));
 }
 
-int gen(const GenOptions& opt) {
+int gen(GenOptions opt) {
+  // A replayed trace is finite: by default gen writes all of its steps (as a list).
+  const bool whole_trace = !opt.workload.replay.empty() && !opt.batches_given;
+  if (whole_trace) opt.batches = kMaxGenBatches;
   outputs().claim_input(opt.workload.lengths, "the --lengths file");  // before any work
   outputs().claim_input(opt.workload.replay, "the --replay trace");
   outputs().claim_output(opt.output, "-o");
   InterruptScope interrupt_scope;  // Ctrl-C: forming batches and building the text stop; nothing written (exit 130)
   std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
   explore::BatchFormation formation = make_formation(opt.workload);
-  require_gen_fits(opt, formation);
+  if (!whole_trace) require_gen_fits(opt, formation);  // a bound for --batches K; the whole trace is checked as formed
   formation.memory_limit = opt.memory_limit.bytes;  // the formed batches themselves, counted as they come
   formation.memory_limit_text = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   std::vector<Batch> batches;
@@ -140,7 +146,7 @@ int gen(const GenOptions& opt) {
                                  batches.size(), where, io::format_bytes(text.size()), io::format_bytes(io::kMaxInputBytes)));
   write_output(opt.output, text);
   note(fmt::format("{}{} batch{} of {:.1f} sequences on average from {}{}",
-                   batches.size() < opt.batches
+                   batches.size() < opt.batches && !whole_trace
                        ? fmt::format("--batches {}: the trace ran out after ", opt.batches)
                        : "",
                    batches.size(), batches.size() == 1 ? "" : "es",
@@ -159,9 +165,15 @@ void add_gen_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<GenOptions>();
   CLI::App* cmd = app.add_subcommand("gen", "Write scenario files from a workload (a preset or your trace), batches formed like a scheduler's steps");
   add_workload_options(*cmd, opt->workload);
-  cmd->add_option("--batches", opt->batches, "Batches to write: one scenario, or a {\"scenarios\": [...]} list")
+  cmd->add_option_function<size_t>(
+         "--batches",
+         [opt](const size_t& v) {
+           opt->batches = v;
+           opt->batches_given = true;
+         },
+         "Batches to write: one scenario, or a {\"scenarios\": [...]} list; with --replay, default every step of the trace")
       ->default_str("1")
-      ->transform(whole_number(1, 1000000));
+      ->transform(whole_number(1, kMaxGenBatches));
   cmd->add_option("--page-size", opt->settings.page_size, "page_size of every scenario")
       ->default_str("128")
       ->transform(whole_number(1, 1u << 30));

@@ -47,6 +47,13 @@ TEST(ReplayCli, GenWritesEachRequestsHitUnlimitedAndLru) {
   EXPECT_EQ(first_cached("--replay " + trace), (std::vector<uint32_t>{0, 8, 11, 0}));
   // A cache of 3 blocks: after request 1 it holds 9, 2, 1 (3 evicted), so request 2 matches 1, 2: 8.
   EXPECT_EQ(first_cached("--replay " + trace + " --prefix-cache-tokens 12"), (std::vector<uint32_t>{0, 8, 8, 0}));
+  // Without --batches, gen writes every step of the trace: one scenario per request here.
+  const auto all = run_cli("gen --replay " + trace + " --token-budget 1000000000 --max-sequences 1");
+  ASSERT_EQ(all.code, 0) << all.err;
+  const json doc = json::parse(all.out);
+  ASSERT_EQ(doc["scenarios"].size(), 4u);
+  EXPECT_EQ(doc["scenarios"][2]["cache_lengths"], json::parse("[11]"));
+  EXPECT_FALSE(has(all.err, "ran out")) << all.err;
   fs::remove_all(dir);
 }
 
