@@ -12,7 +12,8 @@
 #
 # The prefill executor (python/mlaplan/prefill): its tests, every engine against one-shot attention on
 # 200 random batches with a planted off-by-one caught, and the bundled batches timed at five buffer
-# sizes (JSON beside the logs: prefill-*.json).
+# sizes (JSON beside the logs: prefill-*.json); then cuDNN SDPA checked on 40 batches and timed on the
+# coding-agent batch, and the up-projection's parts timed.
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
@@ -126,6 +127,20 @@ python_gpu() {
 # 256K, page sizes 1 to 256), and a planted off-by-one in the tables caught.
 prefill_check() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 200 --seed 1)
+}
+
+# cuDNN SDPA (--attention cudnn) against one-shot attention on 40 random batches of another seed.
+prefill_check_cudnn() {
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 40 --seed 2 --attention cudnn)
+}
+
+# The coding-agent batch on cuDNN (V unpadded) beside FlashAttention-2's, and where the
+# up-projection's time goes (scripts/experiments/up_projection.py).
+prefill_cudnn_and_up_projection() {
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill \
+     "$source_dir/docs/data/prefill-batches/coding-agent.json" --model deepseek-v3 --tp 8 --policy all \
+     --attention cudnn --buffer-tokens 8192,65536,262144 --json "$log_dir/prefill-coding-agent-cudnn.json" &&
+   PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/experiments/up_projection.py")
 }
 
 # The bundled batches (docs/data/prefill-batches), DeepSeek-V3 at TP 8, every policy at five buffer sizes.
@@ -270,6 +285,8 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
   step "prefill, 200 random batches" prefill-check.log prefill_check
   step "prefill, bundled batches timed" prefill-bundled.log prefill_bundled
   grep -E '^(coding|mooncake|short)|fastest|best at' "$log_dir/prefill-bundled.log" || true
+  step "prefill, cuDNN, 40 random batches" prefill-check-cudnn.log prefill_check_cudnn
+  step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
 fi
 
 if [[ $part == base || $part == perf || $part == prefill ]]; then
