@@ -276,3 +276,11 @@ def test_latent_attention_math_matches_the_cpu_kernel():
     out, lse = latent_attention(q, latent, c, 0.07, 512)
     out2, lse2 = latent_attention_math(q, latent, c, 0.07, 512)
     assert torch.allclose(out, out2, atol=1e-5) and torch.allclose(lse, lse2, atol=1e-5)
+
+
+def test_causal_alignment_is_known_per_call():
+    # cuDNN aligns causal masks top-left: it serves a causal call only where that is bottom-right too.
+    from mlaplan.prefill.attention import make_call
+    assert make_call([2, 3], [2, 3], True, "cpu").aligned
+    assert not make_call([2, 3], [4, 3], True, "cpu").aligned
+    assert make_call([2, 3], [4, 9], False, "cpu").aligned

@@ -15,6 +15,10 @@ import sys
 import tempfile
 from typing import List, Optional
 
+from . import merge
+from .attention import KERNELS
+from .schedule import SGLANG_PATHS, TRTLLM_PATHS
+
 EPILOG = """examples:
   python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
   python -m mlaplan.prefill batch.json --tp 8 --buffer-tokens 8192,16384,65536,131072,262144 --format json -o runs.json
@@ -84,16 +88,16 @@ def parser() -> Parser:
     p.add_argument("--buffer-tokens", type=_positive_list, metavar="N[,N...]",
                    help="buffer sizes in rows (default: each scenario's buffer_token_size)")
     p.add_argument("--max-chunks", type=_count(1), metavar="N", help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")
-    p.add_argument("--sglang-path", choices=("auto", "chunked", "one-shot", "absorbed"), default="auto",
+    p.add_argument("--sglang-path", choices=SGLANG_PATHS, default="auto",
                    help="SGLang's attention path (default auto: as its dispatch picks it)")
-    p.add_argument("--trtllm-path", choices=("auto", "sm90", "sm100"), default="auto",
+    p.add_argument("--trtllm-path", choices=TRTLLM_PATHS, default="auto",
                    help="TensorRT-LLM's path (default auto: the GPU's; sm100 on the CPU)")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default: cuda where there is a GPU), cuda, cuda:N or cpu")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
     p.add_argument("--reps", type=_count(0), default=10, metavar="N", help="timed runs; the median is reported (default 10; 0: check only)")
     p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3)")
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
-    p.add_argument("--attention", choices=("flash", "cudnn"), default="flash",
+    p.add_argument("--attention", choices=KERNELS, default="flash",
                    help="the attention kernel on CUDA: flash (FlashAttention-2 through varlen_attn, V padded to the QK "
                         "dimension as vLLM pads it; the default) or cudnn (cuDNN SDPA, V as it is)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
@@ -189,11 +193,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     buffers_for = lambda s: args.buffer_tokens or [int(s["buffer_token_size"])]  # noqa: E731
     if args.trace and (len(scenarios) != 1 or len(engines) != 1 or len(buffers_for(scenarios[0])) != 1):
         raise UsageError("--trace: trace one run: give one policy and one buffer size, for a file of one scenario")
-    if args.merge == "fused" and device.type == "cuda":
-        try:
-            import triton  # noqa: F401
-        except ImportError:
-            raise UsageError("--merge fused: needs Triton on CUDA (pip install triton), or use --merge eager")
+    if args.merge == "fused" and device.type == "cuda" and merge.triton is None:
+        raise UsageError("--merge fused: needs Triton on CUDA (pip install triton), or use --merge eager")
 
     header = {
         "tool": "mlaplan.prefill",

@@ -29,6 +29,16 @@ class VarlenCall:
     causal: bool
 
     @property
+    def aligned(self) -> bool:
+        """Whether top-left and bottom-right causal alignment agree: every sequence has as many keys
+        as queries (or the call is not causal). Worked out once, at the first launch."""
+        if not hasattr(self, "_aligned"):
+            self._aligned = not self.causal or all(
+                self.cu_q_host[i + 1] - self.cu_q_host[i] == self.cu_k_host[i + 1] - self.cu_k_host[i]
+                for i in range(len(self.cu_q_host) - 1))
+        return self._aligned
+
+    @property
     def n_q(self) -> int:
         return self.cu_q_host[-1]
 
@@ -109,11 +119,9 @@ def _cudnn_attention(q, k, v, c: VarlenCall, scale: float):
     over 2^31 elements. A sequence with
     no keys gets LSE -inf here (cuDNN's value for such rows is not documented), as vLLM PR 49294 marks
     empty context rows before merging."""
-    misaligned = c.causal and any(c.cu_q_host[i + 1] - c.cu_q_host[i] != c.cu_k_host[i + 1] - c.cu_k_host[i]
-                                  for i in range(len(c.cu_q_host) - 1))
     # On the H200, cuDNN gave wrong rows for K tensors of 2^31 elements or more (a 951K-row chunk of
     # 16 heads x 192); its ragged offsets are taken to be 32-bit, and such calls go to FlashAttention-2.
-    if misaligned or k.numel() >= 2**31 or q.numel() >= 2**31:
+    if not c.aligned or k.numel() >= 2**31 or q.numel() >= 2**31:
         return _VARLEN(q, k, pad_v(v, q.shape[-1]), c, scale)
     out, lse = torch.ops.aten._cudnn_attention_forward(
         q, k, v, None, c.cu_q, c.cu_k, c.max_q, c.max_k, True, 0.0, c.causal, False, scale=scale)[:2]

@@ -8,7 +8,7 @@ engines' code, why each engine's steps are what they are here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List, Optional
 
 import numpy as np
@@ -70,7 +70,6 @@ class Schedule:
     empty_targets: tuple = ()     # states that start as "no keys" (LSE -inf) and are merged into
     final_merge: bool = False     # merge "context" into "out" at the end (vLLM)
     result: str = "out"
-    notes: List[str] = field(default_factory=list)
 
     @property
     def merges(self) -> int:
