@@ -1,5 +1,6 @@
 #include "explore_options.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include "mlaplan/bench/size_list.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/lengths_csv.hpp"
+#include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/replay/replay_source.hpp"
 #include "cli_common.hpp"
 
@@ -127,6 +129,53 @@ std::optional<io::MemoryFigures> memory_figures(const ModelOptions& o, uint32_t 
   const explore::BufferMemory m = explore::buffer_memory(models[0], tps[0], dtype);
   return io::MemoryFigures{models[0].name, m.tp, explore::to_string(dtype), m.kv_bytes_per_row,
                        m.kv_bytes(rows), m.k_bytes(rows), m.latent_bytes(rows)};
+}
+
+void add_cost_option(CLI::App& cmd, std::vector<std::string>& files, bool list) {
+  cmd.add_option("--cost", files,
+                 list ? "Predict each setting's step time with a cost model (JSON; costs/ has files calibrated on GPUs, "
+                        "docs/cost-model.md): one per model and TP swept; without --model, the files' own"
+                      : "Predict the plan's step time with a cost model (JSON; costs/ has files calibrated on GPUs, "
+                        "docs/cost-model.md); without --model, the file's own")
+      ->type_name("FILE");
+}
+
+std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
+  std::vector<cost::CostModel> costs;
+  for (const std::string& f : files) {
+    outputs().claim_input(f, "the --cost file");
+    costs.push_back(cost::read_cost_model(f));
+  }
+  return costs;
+}
+
+void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& o, bool tp_given,
+                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps) {
+  if (costs.empty()) return;
+  if (models.empty()) {
+    for (const cost::CostModel& c : costs) {
+      const explore::ModelDims* preset = nullptr;
+      try {
+        preset = &explore::find_model_preset(c.model);
+      } catch (const InputError&) {
+        throw InputError(fmt::format("{}: model: \"{}\" is no model preset; give its config with --model-config", c.path,
+                                     c.model));
+      }
+      if (std::none_of(models.begin(), models.end(), [&](const explore::ModelDims& m) { return m.name == preset->name; }))
+        models.push_back(*preset);
+    }
+    if (!tp_given) {
+      tps.clear();
+      for (const cost::CostModel& c : costs)
+        if (std::find(tps.begin(), tps.end(), c.tp) == tps.end()) tps.push_back(c.tp);
+    }
+  }
+  explore::SweepGrid grid;
+  grid.models = models;
+  grid.tps = tps;
+  grid.dtype = explore::parse_dtype(o.dtype);
+  grid.costs = costs;
+  explore::check_costs(grid);
 }
 
 void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/policy.hpp"
@@ -43,6 +44,16 @@ std::vector<explore::ModelDims> make_models(const ModelOptions& options);  // em
 std::vector<uint32_t> make_tps(const ModelOptions& options);
 // The memory figures of `run` for one model (the first given) at N rows; nothing without a model.
 std::optional<io::MemoryFigures> memory_figures(const ModelOptions& options, uint32_t buffer_token_size);
+
+// --cost FILE (run: one; sweep: one per model and TP swept): cost models whose predicted times join the
+// output. Each file is claimed as an input and read (exit 2 with the file and the field on a bad one).
+void add_cost_option(CLI::App& cmd, std::vector<std::string>& files, bool list);
+std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files);
+// The models and TPs to predict for: --model/--tp where given, else the cost files' own (their models
+// as presets); then every file must match a (model, TP) and every (model, TP) have a file
+// (explore::check_costs). `tp_given`: --tp on the line.
+void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& options, bool tp_given,
+                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps);
 
 // --workload NAME | --lengths FILE.csv, --seed, and the batch formation: --token-budget T
 // (default) | --batch-size LO[:HI], --max-sequences S.

@@ -1,11 +1,14 @@
 // `mlaplan run SCENARIO.json`: plan one scenario file, check the plan and print it.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
 #include "mlaplan/explore/policy_check.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
 #include "mlaplan/explore/policy_report.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
@@ -36,6 +39,8 @@ struct RunOptions {
   size_t max_sequences = 8;
   PolicyOptions policy;
   ModelOptions model;
+  std::vector<std::string> costs;  // --cost FILE (one)
+  bool tp_given = false;
   std::string svg;   // --svg FILE
   std::string html;  // --html FILE
   bool kernel_given = false;         // --kernel on the line
@@ -72,8 +77,8 @@ void plan_with_policy(const check::Scenario& s, const explore::Policy& policy, b
 
 // Plans one scenario under one policy. With `compare` (several policies), a refusal is reported in
 // the report instead of stopping the run, since it is one of the outcomes being compared.
-io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy, profile::Planner& planner, const RunOptions& opt,
-                    const profile::PhaseTimer& load_timer, bool compare) {
+io::PlanReport plan_scenario(const check::Scenario& s, const explore::Policy& policy, profile::Planner& planner,
+                             const RunOptions& opt, const profile::PhaseTimer& load_timer, bool compare) {
   profile::PhaseTimer timer = load_timer;
   io::PlanReport r;
   r.scenario = &s;
@@ -107,6 +112,46 @@ io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy,
   }
   if (!opt.no_verify) r.verification = check::verify_plan(s, r.tables, planner.is_reference(), timer);
   r.timings_us = timer.phases();
+  return r;
+}
+
+// What a run predicts times with: the cost model and the model it is for.
+struct RunCost {
+  cost::CostModel model;
+  explore::ModelDims dims;
+};
+
+// The plan's predicted time under the cost model (a refused plan has none).
+void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c) {
+  if (!r.refused.empty()) return;
+  const Batch& b = r.scenario->batch;
+  const cost::Geometry& g = c.model.geometry;
+  cost::Features f;
+  if (policy.kind == explore::PolicyKind::max) {
+    const explore::MaxTablesView view{r.tables.buffer_row_offsets.data(), r.tables.cache_offsets.data(),
+                                      r.tables.buffer_lengths.data(), r.tables.max_chunks};
+    f = explore::max_features(b, view, g);
+  } else {
+    f = explore::policy_features(b, policy, g);
+  }
+  io::TimeFigures t;
+  t.cost_file = c.model.path;
+  t.holds_for = c.model.describe();
+  t.model = c.dims.name;
+  t.tp = c.model.tp;
+  t.layers = c.dims.num_layers;
+  t.iterations = static_cast<uint64_t>(f[cost::Term::iteration]);
+  t.layer_us = c.model.predict_us(f);
+  t.iteration_us = c.model.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
+  t.lower_bound_us = c.model.predict_us(explore::unbounded_features(b, policy, g));
+  r.time = t;
+}
+
+// plan_scenario, then the plan's predicted time where a cost model is given.
+io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy, profile::Planner& planner, const RunOptions& opt,
+                    const profile::PhaseTimer& load_timer, bool compare, const std::optional<RunCost>& cost) {
+  io::PlanReport r = plan_scenario(s, policy, planner, opt, load_timer, compare);
+  if (cost) predict(r, policy, *cost);
   return r;
 }
 
@@ -144,8 +189,11 @@ void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::
 
 // After the plans of a scenario under several policies: one line per policy, side by side.
 std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t first, size_t count) {
-  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}\n",
-                                io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed", "page padding");
+  const bool timed = reports[first].time.has_value() ||
+                     std::any_of(reports.begin() + first, reports.begin() + first + count, [](const io::PlanReport& r) { return r.time.has_value(); });
+  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}{}\n",
+                                io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed",
+                                "page padding", timed ? fmt::format(" {:>10} {:>9}", "ms/step", "per-iter") : "");
   for (size_t i = first; i < first + count; ++i) {
     const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
@@ -154,7 +202,12 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     }
     const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
     const double fill = used ? 100.0 * static_cast<double>(rows) / static_cast<double>(used * n) : 0.0;
-    out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens);
+    std::string time;
+    if (r.time) {
+      const io::TimeFigures& t = *r.time;
+      time = fmt::format(" {:>10.3f} {:>8.1f}%", t.layer_us * t.layers / 1e3, t.layer_us > 0 ? 100.0 * t.iteration_us / t.layer_us : 0.0);
+    }
+    out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13}{}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens, time);
   }
   return out;
 }
@@ -166,6 +219,16 @@ int run(const RunOptions& opt) {
   outputs().claim_output(opt.output, "-o");
   outputs().claim_output(opt.svg, "--svg");
   outputs().claim_output(opt.html, "--html");
+  std::optional<RunCost> cost;
+  if (!opt.costs.empty()) {
+    if (opt.costs.size() > 1)
+      throw InputError("--cost: run takes one cost file (for its one model and TP); sweep takes one per model and TP");
+    std::vector<cost::CostModel> costs = load_costs(opt.costs);
+    std::vector<explore::ModelDims> models = make_models(opt.model);
+    std::vector<uint32_t> tps = make_tps(opt.model);
+    resolve_cost_models(costs, opt.model, opt.tp_given, models, tps);
+    cost = RunCost{costs.front(), models.front()};
+  }
   // Ctrl-C: reading, planning and the outputs' pieces stop; nothing is written (exit 130).
   InterruptScope interrupt_scope;
   profile::PhaseTimer load_timer;
@@ -207,7 +270,7 @@ int run(const RunOptions& opt) {
   for (const check::Scenario& s : scenarios)
     for (const explore::Policy& p : policies) {
       stop_if_asked("planning");
-      reports.push_back(plan_one(s, p, *choice.planner, opt, load_timer, compare));
+      reports.push_back(plan_one(s, p, *choice.planner, opt, load_timer, compare, cost));
     }
 
   profile::PhaseTimer output_timer;  // phases after timings_us was filled in: NVTX and --trace only
@@ -285,6 +348,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       ->transform(whole_number(1, UINT32_MAX));
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
+  add_cost_option(*cmd, opt->costs, false);
   add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--svg", opt->svg,
                   "Also draw the plans as a picture (SVG): a bar per chunk, a coloured segment per sequence, page "
@@ -297,6 +361,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->callback(traced(*cmd, [opt, cmd, &exit_code] {
     opt->kernel_given = given(*cmd, "--kernel");
     opt->max_sequences_given = given(*cmd, "--max-sequences");
+    opt->tp_given = given(*cmd, "--tp");
     exit_code = run(*opt);
   }));
 }

@@ -1,5 +1,6 @@
 // `mlaplan sweep`: a workload's batches under grids of buffer sizes, chunk counts, policies, models
-// and TP degrees; with --recommend, the smallest buffer that meets an iteration target.
+// and TP degrees; with --cost, their predicted step times; with --recommend, the smallest buffer that
+// meets an iteration or a time target.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -36,7 +37,10 @@ struct SweepOptions {
   PolicyOptions policy;
   ModelOptions model;
   std::string backend = "cpu";
+  std::vector<std::string> costs;  // --cost FILE...
   bool recommend = false;
+  std::string objective = "iterations";
+  std::string within = "5%";
   uint32_t max_iterations = 0;
   std::string quantile = "p99";
   std::string memory_budget;
@@ -47,7 +51,8 @@ struct SweepOptions {
   std::string html;  // --html FILE: the page
   bool no_progress = false;
   std::vector<std::string> formation_given;  // options forming batches from a workload, given on the line
-  bool quantile_given = false, max_chunks_given = false, backend_given = false;
+  bool quantile_given = false, max_chunks_given = false, backend_given = false, tp_given = false, objective_given = false,
+       within_given = false;
   MemoryLimit memory_limit;
 };
 
@@ -106,14 +111,16 @@ struct SweepFootprint {
 };
 
 struct SweepShape {
-  size_t settings = 0, max_settings = 0;
+  size_t settings = 0, max_settings = 0, costs = 0;
   uint64_t threads = 1;
-  // An iteration count per setting, and each thread's sorted copy of one row's.
-  uint64_t bytes_per_batch() const { return 4 * (settings + threads); }
+  // An iteration count per setting, a predicted time per setting and cost model, and each thread's
+  // sorted copy of one row's.
+  uint64_t bytes_per_batch() const { return 4 * (settings * (1 + costs) + threads); }
 };
 
 SweepShape sweep_shape(const SweepOptions& opt, const explore::SweepGrid& grid) {
   SweepShape shape;
+  shape.costs = grid.costs.size();
   for (const explore::Policy& p : grid.policies) {
     const size_t n = grid.buffer_tokens.size() * (p.kind == explore::PolicyKind::max ? grid.max_chunks.size() : 1);
     shape.settings += n;
@@ -175,19 +182,34 @@ int sweep(const SweepOptions& opt) {
   grid.models = make_models(opt.model);
   grid.tps = make_tps(opt.model);
   grid.dtype = explore::parse_dtype(opt.model.dtype);
-  if (grid.models.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
+  grid.costs = load_costs(opt.costs);
+  if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
+  resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps);
   for (const explore::ModelDims& m : grid.models)
     for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
 
   std::optional<explore::RecommendOptions> rec;
-  if (opt.recommend || opt.max_iterations || !opt.memory_budget.empty() || opt.quantile_given) {
+  const bool by_time = opt.objective == "time";
+  if (opt.recommend || opt.max_iterations || !opt.memory_budget.empty() || opt.quantile_given || opt.objective_given ||
+      opt.within_given) {
     if (!opt.recommend)
-      throw InputError("--max-iterations/--quantile/--memory-budget: they set what --recommend looks for; add --recommend");
-    if (!opt.max_iterations)
-      throw InputError("--recommend: say how many iterations a batch may take with --max-iterations K (e.g. 1 for one-shot prefill)");
+      throw InputError("--max-iterations/--quantile/--memory-budget/--objective/--within: they set what --recommend looks "
+                       "for; add --recommend");
+    if (by_time && grid.costs.empty())
+      throw InputError("--objective time: the step time needs a cost model; add --cost FILE (costs/ has calibrated ones)");
+    if (by_time && opt.max_iterations)
+      throw InputError("--max-iterations: it is the target of --objective iterations; with --objective time the target is "
+                       "--within P% of the best time, so drop --max-iterations");
+    if (!by_time && opt.within_given)
+      throw InputError("--within: it is the target of --objective time; add --objective time (and --cost FILE) or drop --within");
+    if (!by_time && !opt.max_iterations)
+      throw InputError("--recommend: say how many iterations a batch may take with --max-iterations K (e.g. 1 for one-shot "
+                       "prefill), or recommend by time with --objective time --cost FILE");
     rec.emplace();
+    rec->objective = by_time ? explore::Objective::time : explore::Objective::iterations;
     rec->max_iterations = opt.max_iterations;
+    rec->within = explore::parse_within(opt.within);
     rec->quantile = explore::parse_quantile(opt.quantile);
     if (!opt.memory_budget.empty()) {
       rec->memory_budget = explore::parse_byte_size(opt.memory_budget);
@@ -289,9 +311,18 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                  "sweeps of small batches)")
       ->transform(one_of({"cpu", "gpu"}))
       ->default_str("cpu");
+  add_cost_option(*cmd, opt->costs, true);
   cmd->add_flag("--recommend", opt->recommend,
-                "Name, per policy, M, model and TP, the smallest buffer meeting --max-iterations at --quantile within "
+                "Name, per policy, M, model and TP, the smallest buffer meeting the --objective at --quantile within "
                 "--memory-budget, and why each smaller one fails");
+  cmd->add_option("--objective", opt->objective,
+                  "With --recommend: iterations (at most --max-iterations K per batch) or time (a step time within "
+                  "--within P% of the best on the grid; needs --cost)")
+      ->transform(one_of({"iterations", "time"}))
+      ->default_str("iterations");
+  cmd->add_option("--within", opt->within, "With --recommend --objective time: how far above the best step time a buffer may be")
+      ->type_name("P%")
+      ->default_str("5%");
   cmd->add_option("--max-iterations", opt->max_iterations, "With --recommend: iterations a batch may take")
       ->type_name("K")
       ->transform(whole_number(1, 1u << 20));
@@ -324,6 +355,9 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     opt->quantile_given = given(*cmd, "--quantile");
     opt->max_chunks_given = given(*cmd, "--max-chunks");
     opt->backend_given = given(*cmd, "--backend");
+    opt->tp_given = given(*cmd, "--tp");
+    opt->objective_given = given(*cmd, "--objective");
+    opt->within_given = given(*cmd, "--within");
     exit_code = sweep(*opt);
   }));
 }

@@ -22,27 +22,56 @@ std::string group_of(const SweepRow& r) {
   return g;
 }
 
-// Why `r` fails, or "" when it qualifies.
-std::string failure(const SweepRow& r, const RecommendOptions& o) {
-  std::vector<std::string> why;
+std::string memory_failure(const SweepRow& r, const RecommendOptions& o) {
+  if (!o.memory_budget || !r.memory) return "";
+  const uint64_t bytes = r.memory->total_bytes(r.buffer_tokens);
+  if (bytes <= *o.memory_budget) return "";
+  return fmt::format("memory {} (buffer {} + K concat {}) > budget {}", io::format_bytes(bytes),
+                     io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)), io::format_bytes(r.memory->k_bytes(r.buffer_tokens)),
+                     io::format_bytes(*o.memory_budget));
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string joined;
+  for (const std::string& w : parts)
+    if (!w.empty()) joined += (joined.empty() ? "" : "; ") + w;
+  return joined;
+}
+
+std::string refusal(const SweepRow& r, const std::string& q) {
+  return fmt::format("{} of {} batches refused ({:.2f}%), more than {} allows; the first: {}", r.refused, r.batches,
+                     100.0 * r.refused_share(), q, r.first_refusal);
+}
+
+// Why `r` fails the iteration target, or "" when it qualifies.
+std::string iteration_failure(const SweepRow& r, const RecommendOptions& o) {
   const uint32_t at_q = r.iterations_at(o.quantile);
   const std::string q = quantile_name(o.quantile);
-  if (at_q == std::numeric_limits<uint32_t>::max()) {
-    why.push_back(fmt::format("{} of {} batches refused ({:.2f}%), more than {} allows; the first: {}", r.refused,
-                              r.batches, 100.0 * r.refused_share(), q, r.first_refusal));
-  } else if (at_q > o.max_iterations) {
-    why.push_back(fmt::format("{} needs {} iterations > {}", q, at_q, o.max_iterations));
-  }
-  if (o.memory_budget && r.memory) {
-    const uint64_t bytes = r.memory->total_bytes(r.buffer_tokens);
-    if (bytes > *o.memory_budget)
-      why.push_back(fmt::format("memory {} (buffer {} + K concat {}) > budget {}", io::format_bytes(bytes),
-                                io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
-                                io::format_bytes(r.memory->k_bytes(r.buffer_tokens)), io::format_bytes(*o.memory_budget)));
-  }
-  std::string joined;
-  for (const std::string& w : why) joined += (joined.empty() ? "" : "; ") + w;
-  return joined;
+  std::string why;
+  if (at_q == std::numeric_limits<uint32_t>::max()) why = refusal(r, q);
+  else if (at_q > o.max_iterations) why = fmt::format("{} needs {} iterations > {}", q, at_q, o.max_iterations);
+  return join({why, memory_failure(r, o)});
+}
+
+// A step's time at the quantile in ms (+inf where more batches are refused than the quantile allows).
+double step_ms(const SweepRow& r, double q) { return r.time->at(q) * r.time->layers / 1e3; }
+
+// Why `r` is slower than the target, or "" when it qualifies; `best` is the group's fastest time.
+std::string time_failure(const SweepRow& r, const RecommendOptions& o, double best) {
+  const std::string q = quantile_name(o.quantile);
+  const double ms = step_ms(r, o.quantile);
+  std::string why;
+  if (std::isinf(ms)) why = refusal(r, q);
+  else if (ms > best * (1 + o.within))
+    why = fmt::format("{} {}/step, {} ({:.1f}%) over the best {}", q, format_ms(ms), format_ms(ms - best),
+                      100.0 * (ms / best - 1), format_ms(best));
+  return join({why, memory_failure(r, o)});
+}
+
+std::string memory_delta(const SweepRow& from, const SweepRow& to) {
+  if (!from.memory || !to.memory) return "";
+  const uint64_t a = from.memory->total_bytes(from.buffer_tokens), b = to.memory->total_bytes(to.buffer_tokens);
+  return fmt::format(" for {} more memory", io::format_bytes(b > a ? b - a : 0));
 }
 
 }  // namespace
@@ -50,6 +79,9 @@ std::string failure(const SweepRow& r, const RecommendOptions& o) {
 std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendOptions& options) {
   if (options.memory_budget && !sweep.rows.empty() && !sweep.rows.front().model)
     throw InputError("--memory-budget: the buffer's memory needs a model; add --model (e.g. deepseek-v3) or --model-config");
+  const bool by_time = options.objective == Objective::time;
+  if (by_time && !sweep.rows.empty() && !sweep.rows.front().time)
+    throw InputError("--objective time: the step time needs a cost model; add --cost FILE (costs/ has calibrated ones)");
   std::vector<Recommendation> out;
   std::map<std::string, size_t> index;  // group -> position in `out`, in first-seen order
   std::vector<std::vector<size_t>> members;
@@ -57,7 +89,7 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
     const std::string g = group_of(sweep.rows[i]);
     auto [it, fresh] = index.emplace(g, out.size());
     if (fresh) {
-      out.push_back({g, std::nullopt, {}});
+      out.push_back({g, std::nullopt, {}, std::nullopt, ""});
       members.emplace_back();
     }
     members[it->second].push_back(i);
@@ -66,10 +98,29 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
     std::vector<size_t>& rows = members[g];
     std::stable_sort(rows.begin(), rows.end(),
                      [&](size_t a, size_t b) { return sweep.rows[a].buffer_tokens < sweep.rows[b].buffer_tokens; });
-    for (size_t i : rows) {
-      const std::string why = failure(sweep.rows[i], options);
+    double best = std::numeric_limits<double>::infinity();
+    if (by_time)
+      for (size_t i : rows) {
+        const double ms = step_ms(sweep.rows[i], options.quantile);
+        if (memory_failure(sweep.rows[i], options).empty() && ms < best) {
+          best = ms;
+          out[g].best = i;
+        }
+      }
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const size_t i = rows[k];
+      const std::string why = by_time ? time_failure(sweep.rows[i], options, best) : iteration_failure(sweep.rows[i], options);
       if (why.empty()) {
         out[g].row = i;
+        if (by_time && k + 1 < rows.size()) {
+          const SweepRow &at = sweep.rows[i], &next = sweep.rows[rows[k + 1]];
+          const double a = step_ms(at, options.quantile), b = step_ms(next, options.quantile);
+          out[g].next_larger =
+              b < a ? fmt::format("{} would save {} ({:.1f}%) at {}{}", next.buffer_tokens, format_ms(a - b), 100.0 * (1 - b / a),
+                                  quantile_name(options.quantile), memory_delta(at, next))
+                    : fmt::format("{} would save nothing at {} ({}/step)", next.buffer_tokens, quantile_name(options.quantile),
+                                  format_ms(b));
+        }
         break;
       }
       out[g].rejected.push_back({sweep.rows[i].buffer_tokens, why});
@@ -101,6 +152,23 @@ double parse_quantile(const std::string& text) {
                                  number, number, v / 100.0));
   if (!(v > 0)) throw InputError(fmt::format("--quantile {}: a share goes above 0 up to 1; {}", text, usage));
   return v;
+}
+
+double parse_within(const std::string& text) {
+  std::string number = text;
+  if (!number.empty() && number.back() == '%') number.pop_back();
+  const bool plain = !number.empty() && number.find_first_not_of("0123456789.") == std::string::npos &&
+                     std::count(number.begin(), number.end(), '.') <= 1 && number != ".";
+  const double v = plain ? std::strtod(number.c_str(), nullptr) : -1;
+  if (!plain || !(v > 0) || v > 1000)
+    throw InputError(fmt::format("--within {}: not a percentage above 0 (up to 1000); write e.g. 5% for a buffer within 5% "
+                                 "of the best time", text));
+  return v / 100.0;
+}
+
+std::string format_ms(double ms) {
+  if (std::isinf(ms)) return "never";
+  return fmt::format("{:.{}f} ms", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3);
 }
 
 std::string quantile_name(double q) {

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <thread>
 
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
@@ -28,7 +31,8 @@ struct Setting {
 };
 
 // Nearest-rank quantile of sorted values.
-uint32_t nearest_rank(const std::vector<uint32_t>& sorted, double q) {
+template <typename T>
+T nearest_rank(const std::vector<T>& sorted, double q) {
   if (sorted.empty()) return 0;
   size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
   rank = std::clamp<size_t>(rank, 1, sorted.size());
@@ -38,10 +42,11 @@ uint32_t nearest_rank(const std::vector<uint32_t>& sorted, double q) {
 // Max planned by the fast CPU planner into buffers reused across batches.
 class CpuMaxPlanner {
  public:
-  PolicyOutcome operator()(const Batch& b) {
+  PolicyOutcome operator()(const Batch& b, MaxTablesView& view) {
     const PlanShape shape = plan_shape(b);
     if (!shape.feasible) return policy_outcome(b, Policy{});
-    const size_t m = b.max_chunks, cells = m * (size_t{b.batch_size()} + 1);
+    const uint32_t m = b.max_chunks;
+    const size_t cells = m * (size_t{b.batch_size()} + 1);
     if (rows_.size() < cells) rows_.resize(cells);
     if (cache_.size() < cells) cache_.resize(cells);
     lengths_.resize(m);
@@ -54,6 +59,7 @@ class CpuMaxPlanner {
       o.streamed_rows += static_cast<uint64_t>(len);
       o.largest_chunk = std::max<uint64_t>(o.largest_chunk, static_cast<uint64_t>(len));
     }
+    view = {rows_.data(), cache_.data(), lengths_.data(), m};
     return o;
   }
 
@@ -62,24 +68,62 @@ class CpuMaxPlanner {
   std::vector<int32_t> lengths_;
 };
 
+using MaxPlan = std::function<PolicyOutcome(const Batch&, MaxTablesView&)>;
+
+// A setting's rows before they are copied per model and TP: the iteration figures, and the time
+// under each of the grid's cost models.
+struct Evaluated {
+  SweepRow row;
+  std::vector<TimeStats> times;
+};
+
+// Per cost model, the sums a TimeStats is made of.
+struct TimeSums {
+  double total = 0, iteration = 0, lower = 0;
+  uint64_t planned = 0;
+};
+
+void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
+  for (size_t k = 0; k < e.times.size(); ++k) {
+    TimeStats& t = e.times[k];
+    const TimeSums& s = sums[k];
+    t.cost = k;
+    t.mean_us = s.planned ? s.total / static_cast<double>(s.planned) : 0;
+    t.iteration_share = s.total > 0 ? s.iteration / s.total : 0;
+    t.over_lower_bound = s.lower > 0 ? s.total / s.lower - 1 : 0;
+    std::vector<float> sorted = t.layer_us;
+    std::sort(sorted.begin(), sorted.end());
+    t.p50_us = nearest_rank(sorted, 0.50);
+    t.p90_us = nearest_rank(sorted, 0.90);
+    t.p99_us = nearest_rank(sorted, 0.99);
+    t.max_us = sorted.empty() ? 0 : sorted.back();
+  }
+}
+
 // `b` is scratch, one per thread: each batch is copied into it with the setting's N and M, so the
 // threads share one copy of the batches (a copy per thread multiplied their memory by the cores).
-SweepRow evaluate(const std::vector<Batch>& batches, const Setting& s, const std::function<PolicyOutcome(const Batch&)>& plan_max,
-                  Batch& b) {
-  SweepRow row;
+Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const SweepGrid& grid, const MaxPlan& plan_max,
+                   Batch& b) {
+  Evaluated e;
+  SweepRow& row = e.row;
   row.policy = s.policy;
   row.buffer_tokens = s.n;
   row.max_chunks = s.m;
   row.batches = batches.size();
   row.iterations.reserve(batches.size());
+  const size_t costs = grid.costs.size();
+  e.times.resize(costs);
+  std::vector<TimeSums> sums(costs);
+  for (TimeStats& t : e.times) t.layer_us.reserve(batches.size());
   std::vector<uint32_t> shown;  // iterations with max's refused batches at the chunks they need
   shown.reserve(batches.size());
   uint64_t payload = 0, streamed = 0, filled_batches = 0;
   double fill_sum = 0;
+  MaxTablesView tables;
   for (size_t i = 0; i < batches.size(); ++i) {
     if (i % 1024 == 0 && profile::stop_requested()) {
       row.batches = 0;  // unfinished: run_sweep drops it
-      return row;
+      return e;
     }
     const Batch& from = batches[i];
     b.page_size = from.page_size;
@@ -87,12 +131,14 @@ SweepRow evaluate(const std::vector<Batch>& batches, const Setting& s, const std
     b.input_row_offsets.assign(from.input_row_offsets.begin(), from.input_row_offsets.end());
     b.buffer_token_size = s.n;
     b.max_chunks = s.m.value_or(from.max_chunks);
-    const PolicyOutcome o = s.policy.kind == PolicyKind::max ? plan_max(b) : policy_outcome(b, s.policy);
+    const bool max = s.policy.kind == PolicyKind::max;
+    const PolicyOutcome o = max ? plan_max(b, tables) : policy_outcome(b, s.policy);
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
       if (row.refused++ == 0) row.first_refusal = o.why;
       row.iterations.push_back(kRefused);
-      if (s.policy.kind == PolicyKind::max) shown.push_back(chunks);
+      if (max) shown.push_back(chunks);
+      for (TimeStats& t : e.times) t.layer_us.push_back(std::numeric_limits<float>::infinity());
       continue;
     }
     row.iterations.push_back(chunks);
@@ -102,6 +148,16 @@ SweepRow evaluate(const std::vector<Batch>& batches, const Setting& s, const std
     if (o.chunks > 0) {
       fill_sum += static_cast<double>(o.streamed_rows) / (static_cast<double>(o.chunks) * s.n);
       ++filled_batches;
+    }
+    for (size_t k = 0; k < costs; ++k) {
+      const cost::CostModel& c = grid.costs[k];
+      const cost::Features f = max ? max_features(b, tables, c.geometry) : policy_features(b, s.policy, c.geometry);
+      const double us = c.predict_us(f);
+      e.times[k].layer_us.push_back(static_cast<float>(us));
+      sums[k].total += us;
+      sums[k].iteration += c.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
+      sums[k].lower += c.predict_us(unbounded_features(b, s.policy, c.geometry));
+      ++sums[k].planned;
     }
   }
   row.padding_overhead = payload ? static_cast<double>(streamed - payload) / static_cast<double>(payload) : 0;
@@ -116,10 +172,63 @@ SweepRow evaluate(const std::vector<Batch>& batches, const Setting& s, const std
     row.p99 = nearest_rank(shown, 0.99);
     row.max_iterations = shown.back();
   }
-  return row;
+  finish_times(e, sums);
+  return e;
+}
+
+bool same_name(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](unsigned char x, unsigned char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
 }
 
 }  // namespace
+
+std::optional<size_t> cost_for(const SweepGrid& grid, const ModelDims& model, uint32_t tp) {
+  for (size_t k = 0; k < grid.costs.size(); ++k)
+    if (same_name(grid.costs[k].model, model.name) && grid.costs[k].tp == tp) return k;
+  return std::nullopt;
+}
+
+void check_costs(const SweepGrid& grid) {
+  if (grid.costs.empty()) return;
+  for (const cost::CostModel& c : grid.costs) {
+    const ModelDims* model = nullptr;
+    std::string names;
+    for (const ModelDims& m : grid.models) {
+      names += (names.empty() ? "" : ", ") + m.name;
+      if (same_name(m.name, c.model)) model = &m;
+    }
+    if (!model)
+      throw InputError(fmt::format("{}: model: \"{}\" is not a model of the sweep ({}); give --model {} or a cost file for {}",
+                                   c.path, c.model, names.empty() ? "none given" : names, c.model, names));
+    if (std::find(grid.tps.begin(), grid.tps.end(), c.tp) == grid.tps.end()) {
+      std::string tps;
+      for (uint32_t t : grid.tps) tps += (tps.empty() ? "" : ",") + std::to_string(t);
+      throw InputError(fmt::format("{}: tp: {} is not a TP of the sweep (--tp {}); add it to --tp or give a cost file "
+                                   "calibrated at TP {}", c.path, c.tp, tps, tps));
+    }
+    if (c.dtype != to_string(grid.dtype))
+      throw InputError(fmt::format("{}: dtype: {} is not the sweep's --dtype {}; give --dtype {} or a cost file for {}", c.path,
+                                   c.dtype, to_string(grid.dtype), c.dtype, to_string(grid.dtype)));
+    if (model->num_heads % c.tp != 0 || c.geometry.heads != model->num_heads / c.tp)
+      throw InputError(fmt::format("{}: geometry.heads: {} is not {}'s {} heads / TP {}; the file was calibrated for "
+                                   "another model, or its heads are wrong",
+                                   c.path, c.geometry.heads, model->name, model->num_heads, c.tp));
+  }
+  for (const ModelDims& m : grid.models)
+    for (uint32_t tp : grid.tps)
+      if (!cost_for(grid, m, tp))
+        throw InputError(fmt::format("--cost: no cost file is for {} at TP {}; give one for each model and TP swept "
+                                     "(costs/ has calibrated files), or sweep only the ones given",
+                                     m.name, tp));
+}
+
+double TimeStats::at(double q) const {
+  std::vector<float> sorted = layer_us;
+  std::sort(sorted.begin(), sorted.end());
+  return nearest_rank(sorted, q);
+}
 
 uint32_t SweepRow::iterations_at(double q) const {
   std::vector<uint32_t> sorted = iterations;
@@ -146,7 +255,8 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       }
     }
 
-  std::vector<SweepRow> evaluated(settings.size());
+  check_costs(grid);
+  std::vector<Evaluated> evaluated(settings.size());
   std::atomic<size_t> next{0}, done{0};
   std::mutex progress_mutex;
   auto report = [&] {
@@ -160,13 +270,17 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
   if (options.max_planner) {  // one device: one thread
     Batch scratch;
     profile::PhaseTimer timer;
-    auto plan_max = [&](const Batch& b) {
+    PlanTables planned;
+    MaxPlan plan_max = [&](const Batch& b, MaxTablesView& view) {
       const PlanShape shape = plan_shape(b);
       if (!shape.feasible) return policy_outcome(b, Policy{});
-      return outcome_from_tables(b, options.max_planner->plan(b, timer));
+      planned = options.max_planner->plan(b, timer);
+      view = {planned.buffer_row_offsets.data(), planned.cache_offsets.data(), planned.buffer_lengths.data(),
+              planned.max_chunks};
+      return outcome_from_tables(b, planned);
     };
     for (size_t i = 0; i < settings.size() && !profile::stop_requested(); ++i) {
-      evaluated[i] = evaluate(batches, settings[i], plan_max, scratch);
+      evaluated[i] = evaluate(batches, settings[i], grid, plan_max, scratch);
       report();
     }
   } else {
@@ -178,9 +292,9 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       try {
         Batch scratch;  // each thread sets N and M on its own copy of the batch at hand
         CpuMaxPlanner cpu;
-        std::function<PolicyOutcome(const Batch&)> plan_max = [&cpu](const Batch& b) { return cpu(b); };
+        MaxPlan plan_max = [&cpu](const Batch& b, MaxTablesView& view) { return cpu(b, view); };
         for (size_t i = next++; i < settings.size() && !profile::stop_requested(); i = next++) {
-          evaluated[i] = evaluate(batches, settings[i], plan_max, scratch);
+          evaluated[i] = evaluate(batches, settings[i], grid, plan_max, scratch);
           report();
         }
       } catch (const Interrupted&) {  // inside a large batch: its setting is left unfinished, as on any stop
@@ -204,7 +318,9 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
   for (const Batch& b : batches) result.requests += b.batch_size();
   result.mean_batch_size = batches.empty() ? 0 : static_cast<double>(result.requests) / static_cast<double>(batches.size());
   result.max_planner = options.max_planner ? options.max_planner->name() : "cpu-fast";
-  for (SweepRow& base : evaluated) {
+  result.costs = grid.costs;
+  for (Evaluated& e : evaluated) {
+    SweepRow& base = e.row;
     if (base.batches == 0 && !batches.empty()) {  // stopped before this setting finished
       result.interrupted = true;
       continue;
@@ -218,6 +334,10 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         SweepRow row = base;
         row.model = model;
         row.memory = buffer_memory(model, tp, grid.dtype);
+        if (const auto k = cost_for(grid, model, tp)) {
+          row.time = e.times[*k];
+          row.time->layers = model.num_layers;
+        }
         result.rows.push_back(std::move(row));
       }
   }

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <type_traits>
 
 #include "mlaplan/io/printable.hpp"
@@ -15,7 +16,7 @@ namespace mlaplan::explore {
 namespace {
 
 // The cells of one row, in the order of columns().
-std::vector<std::string> cells(const SweepRow& r, bool with_model) {
+std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_time) {
   std::vector<std::string> c{r.policy.name(),
                              fmt::format("{}", r.buffer_tokens),
                              r.max_chunks ? fmt::format("{}", *r.max_chunks) : "-",
@@ -32,6 +33,18 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model) {
     c.push_back(fmt::format("{}", r.memory->tp));
     c.push_back(io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)));
     c.push_back(io::format_bytes(r.memory->k_bytes(r.buffer_tokens)));
+  }
+  if (with_time) {
+    const TimeStats& t = *r.time;
+    const double step = t.layers / 1e3;  // us per layer -> ms per step
+    auto ms = [](double v) { return std::isinf(v) ? std::string("refused") : fmt::format("{:.3f}", v); };
+    c.push_back(ms(t.mean_us / 1e3));
+    c.push_back(ms(t.mean_us * step));
+    c.push_back(ms(t.p50_us * step));
+    c.push_back(ms(t.p99_us * step));
+    c.push_back(ms(t.max_us * step));
+    c.push_back(fmt::format("{:.1f}%", 100.0 * t.iteration_share));
+    c.push_back(fmt::format("{:.1f}%", 100.0 * t.over_lower_bound));
   }
   return c;
 }
@@ -52,23 +65,39 @@ io::TableBuilder table_of(const SweepResult& s) {
     c.push_back({"buffer mem", Align::right});
     c.push_back({"K concat", Align::right});
   }
+  const bool with_time = sweep_has_time(s);
+  if (with_time)
+    for (const char* title : {"layer ms", "step ms", "step p50", "step p99", "step max", "per-iter", "over bound"})
+      c.push_back({title, Align::right});
   io::TableBuilder t(std::move(c));
-  for (const SweepRow& r : s.rows) t.add_row(cells(r, with_model));
+  for (const SweepRow& r : s.rows) t.add_row(cells(r, with_model, with_time));
   return t;
 }
 
 std::string header(const SweepResult& s) {
-  return fmt::format("batches: {} from {}, {}; {:.1f} sequences per batch on average\n"
-                     "iterations per batch (mean, quantiles, max); max planned by {}; evaluated in {:.2f} s\n",
-                     s.batches, io::printable(s.source), io::printable(s.formation), s.mean_batch_size, s.max_planner, s.seconds);
+  std::string out = fmt::format("batches: {} from {}, {}; {:.1f} sequences per batch on average\n"
+                                "iterations per batch (mean, quantiles, max); max planned by {}; evaluated in {:.2f} s\n",
+                                s.batches, io::printable(s.source), io::printable(s.formation), s.mean_batch_size,
+                                s.max_planner, s.seconds);
+  if (!sweep_has_time(s)) return out;
+  out += "predicted context-phase attention time (ms; a step is a layer times the model's layers; per-iter: the share "
+         "that is per-iteration overhead; over bound: above the same batches with a buffer that holds each whole)\n";
+  for (const cost::CostModel& c : s.costs)
+    out += fmt::format("  {} TP{}: {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe()), io::printable(c.path));
+  return out;
 }
 
 std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent) {
   if (!rep.recommend_options) return "";
   const RecommendOptions& o = *rep.recommend_options;
-  std::string out = fmt::format("\nrecommendation: the smallest buffer with at most {} iteration{} at {}{}\n",
-                                o.max_iterations, o.max_iterations == 1 ? "" : "s", quantile_name(o.quantile),
-                                o.memory_budget ? fmt::format(", buffer + K concat within {}", io::format_bytes(*o.memory_budget)) : "");
+  const bool by_time = o.objective == Objective::time;
+  const std::string budget =
+      o.memory_budget ? fmt::format(", buffer + K concat within {}", io::format_bytes(*o.memory_budget)) : "";
+  std::string out =
+      by_time ? fmt::format("\nrecommendation: the smallest buffer whose {} step time is within {:g}% of the best on the grid{}\n",
+                            quantile_name(o.quantile), 100.0 * o.within, budget)
+              : fmt::format("\nrecommendation: the smallest buffer with at most {} iteration{} at {}{}\n", o.max_iterations,
+                            o.max_iterations == 1 ? "" : "s", quantile_name(o.quantile), budget);
   for (const Recommendation& r : rep.recommendations) {
     if (r.row) {
       const SweepRow& row = rep.sweep->rows[*r.row];
@@ -76,9 +105,19 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       if (row.memory)
         mem = fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
                           io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
-      out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, io::printable(r.group),
-                         row.buffer_tokens, quantile_name(o.quantile), row.iterations_at(o.quantile),
-                         row.mean_iterations, mem);
+      if (by_time) {
+        const double ms = row.time->at(o.quantile) * row.time->layers / 1e3;
+        out += fmt::format("{}{}: buffer_token_size {} ({} {}/step, mean {}/step, {} {} iterations{})\n", bullet,
+                           io::printable(r.group), row.buffer_tokens, quantile_name(o.quantile), format_ms(ms),
+                           format_ms(row.time->mean_us * row.time->layers / 1e3), quantile_name(o.quantile),
+                           row.iterations_at(o.quantile), mem);
+        if (r.best && *r.best != *r.row)
+          out += fmt::format("{}best on the grid: {}\n", indent, rep.sweep->rows[*r.best].buffer_tokens);
+        if (!r.next_larger.empty()) out += fmt::format("{}next larger: {}\n", indent, r.next_larger);
+      } else {
+        out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, io::printable(r.group),
+                           row.buffer_tokens, quantile_name(o.quantile), row.iterations_at(o.quantile), row.mean_iterations, mem);
+      }
     } else {
       out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, io::printable(r.group),
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
@@ -113,6 +152,21 @@ std::string format_sweep_markdown(const SweepReport& rep) {
   return header(*rep.sweep) + "\n" + table_of(*rep.sweep).markdown() + recommendation_text(rep, "- ", "  - buffer ");
 }
 
+bool sweep_has_time(const SweepResult& sweep) { return !sweep.rows.empty() && sweep.rows.front().time.has_value(); }
+
+namespace {
+// A time in ms, none without a cost model or where refused batches put the quantile at infinity
+// (JSON has no infinity; CSV leaves the cell empty).
+SweepValue layer_ms_value(const SweepRow& r, double us) {
+  if (!r.time || std::isinf(us)) return {};
+  return us / 1e3;
+}
+SweepValue step_ms_value(const SweepRow& r, double us) {
+  if (!r.time || std::isinf(us)) return {};
+  return us * r.time->layers / 1e3;
+}
+}  // namespace
+
 const std::vector<SweepField>& sweep_fields() {
   using R = const SweepRow&;
   using V = SweepValue;
@@ -142,21 +196,39 @@ const std::vector<SweepField>& sweep_fields() {
        nullptr, true},
       {"k_concat_bytes", files, [](R r) -> V { return r.memory ? V(r.memory->k_bytes(r.buffer_tokens)) : V(); }, 0, nullptr,
        nullptr, true},
+      {"layer_ms_mean", all, [](R r) -> V { return layer_ms_value(r, r.time ? r.time->mean_us : 0); }, 4, "layer_ms", "mean", true, true},
+      {"layer_ms_p50", all, [](R r) -> V { return layer_ms_value(r, r.time ? r.time->p50_us : 0); }, 4, "layer_ms", "p50", true, true},
+      {"layer_ms_p90", all, [](R r) -> V { return layer_ms_value(r, r.time ? r.time->p90_us : 0); }, 4, "layer_ms", "p90", true, true},
+      {"layer_ms_p99", all, [](R r) -> V { return layer_ms_value(r, r.time ? r.time->p99_us : 0); }, 4, "layer_ms", "p99", true, true},
+      {"layer_ms_max", all, [](R r) -> V { return layer_ms_value(r, r.time ? r.time->max_us : 0); }, 4, "layer_ms", "max", true, true},
+      {"step_ms_mean", all, [](R r) -> V { return step_ms_value(r, r.time ? r.time->mean_us : 0); }, 3, "step_ms", "mean", true, true},
+      {"step_ms_p50", all, [](R r) -> V { return step_ms_value(r, r.time ? r.time->p50_us : 0); }, 3, "step_ms", "p50", true, true},
+      {"step_ms_p90", all, [](R r) -> V { return step_ms_value(r, r.time ? r.time->p90_us : 0); }, 3, "step_ms", "p90", true, true},
+      {"step_ms_p99", all, [](R r) -> V { return step_ms_value(r, r.time ? r.time->p99_us : 0); }, 3, "step_ms", "p99", true, true},
+      {"step_ms_max", all, [](R r) -> V { return step_ms_value(r, r.time ? r.time->max_us : 0); }, 3, "step_ms", "max", true, true},
+      {"iteration_overhead_share", all, [](R r) -> V { return r.time ? V(r.time->iteration_share) : V(); }, 6, nullptr, nullptr,
+       true, true},
+      {"over_lower_bound", all, [](R r) -> V { return r.time ? V(r.time->over_lower_bound) : V(); }, 6, nullptr, nullptr, true,
+       true},
+      {"layers", files | kSweepPython, [](R r) -> V { return r.time ? V(uint64_t{r.time->layers}) : V(); }, 0, nullptr, nullptr,
+       true, true},
   };
   return fields;
 }
 
 std::string format_sweep_csv(const SweepReport& rep) {
   std::string out;
+  const bool timed = sweep_has_time(*rep.sweep);
+  auto writes = [timed](const SweepField& f) { return (f.outputs & kSweepCsv) && (timed || !f.timed); };
   for (const SweepField& f : sweep_fields())
-    if (f.outputs & kSweepCsv) out += fmt::format("{},", f.key);
+    if (writes(f)) out += fmt::format("{},", f.key);
   out += "recommended\n";
   std::vector<bool> chosen(rep.sweep->rows.size(), false);
   for (const Recommendation& r : rep.recommendations)
     if (r.row) chosen[*r.row] = true;
   for (size_t i = 0; i < rep.sweep->rows.size(); ++i) {
     for (const SweepField& f : sweep_fields()) {
-      if (!(f.outputs & kSweepCsv)) continue;
+      if (!writes(f)) continue;
       std::visit(
           [&](const auto& v) {
             using T = std::decay_t<decltype(v)>;
@@ -181,6 +253,12 @@ std::string format_sweep_json(const SweepReport& rep) {
   j["mean_batch_size"] = s.mean_batch_size;
   j["max_planner"] = s.max_planner;
   j["seconds"] = s.seconds;
+  if (!s.costs.empty()) {
+    j["costs"] = json::array();
+    for (const cost::CostModel& c : s.costs)
+      j["costs"].push_back({{"file", c.path}, {"model", c.model}, {"tp", c.tp}, {"dtype", c.dtype}, {"gpu", c.gpu},
+                            {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date}});
+  }
   j["rows"] = json::array();
   for (const SweepRow& r : s.rows) {
     json row;
@@ -201,7 +279,9 @@ std::string format_sweep_json(const SweepReport& rep) {
   if (rep.recommend_options) {
     const RecommendOptions& o = *rep.recommend_options;
     json rec;
-    rec["max_iterations"] = o.max_iterations;
+    rec["objective"] = o.objective == Objective::time ? "time" : "iterations";
+    if (o.objective == Objective::time) rec["within"] = o.within;
+    else rec["max_iterations"] = o.max_iterations;
     rec["quantile"] = o.quantile;
     rec["memory_budget_bytes"] = o.memory_budget ? json(*o.memory_budget) : json(nullptr);
     rec["groups"] = json::array();
@@ -212,6 +292,10 @@ std::string format_sweep_json(const SweepReport& rep) {
       g["row"] = r.row ? json(*r.row) : json(nullptr);
       g["rejected"] = json::array();
       for (const Rejection& x : r.rejected) g["rejected"].push_back({{"buffer_tokens", x.buffer_tokens}, {"why", x.why}});
+      if (o.objective == Objective::time) {
+        g["best_buffer_tokens"] = r.best ? json(s.rows[*r.best].buffer_tokens) : json(nullptr);
+        g["next_larger"] = r.next_larger.empty() ? json(nullptr) : json(r.next_larger);
+      }
       rec["groups"].push_back(g);
     }
     j["recommendation"] = rec;

@@ -60,6 +60,15 @@ std::string format_plan_json(const PlanReport& r) {
         "\"k_concat_bytes\": {}, \"latent_bytes\": {}}},\n",
         quoted(f.model), f.tp, quoted(f.dtype), f.bytes_per_row, f.buffer_bytes, f.k_concat_bytes, f.latent_bytes);
   }
+  if (r.time) {
+    const TimeFigures& t = *r.time;
+    put("  \"predicted_time\": {{\"cost_file\": {}, \"holds_for\": {}, \"model\": {}, \"tp\": {}, \"layers\": {}, "
+        "\"iterations\": {}, \"layer_ms\": {:.6f}, \"step_ms\": {:.4f}, \"iteration_overhead_share\": {:.6f}, "
+        "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}}},\n",
+        quoted(t.cost_file), quoted(t.holds_for), quoted(t.model), t.tp, t.layers, t.iterations, t.layer_us / 1e3,
+        t.layer_us * t.layers / 1e3, t.layer_us > 0 ? t.iteration_us / t.layer_us : 0.0, t.lower_bound_us * t.layers / 1e3,
+        t.lower_bound_us > 0 ? t.layer_us / t.lower_bound_us - 1 : 0.0);
+  }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
   put("  \"buffer_row_offsets\": ");
   append_rows(out, r.tables.buffer_row_offsets, rows, n + 1);
@@ -112,6 +121,14 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
     const MemoryFigures& f = *r.memory;
     put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", printable(f.model), f.tp, printable(f.dtype), n,
         format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
+  }
+  if (r.time && r.refused.empty()) {
+    const TimeFigures& t = *r.time;
+    put("time      {:.3f} ms/step predicted ({:.4f} ms/layer x {} layers, {} TP {}): per-iteration overhead {:.1f}%, "
+        "{:.1f}% over a buffer holding the batch whole\n          by {}: {}\n",
+        t.layer_us * t.layers / 1e3, t.layer_us / 1e3, t.layers, printable(t.model), t.tp,
+        t.layer_us > 0 ? 100.0 * t.iteration_us / t.layer_us : 0.0,
+        t.lower_bound_us > 0 ? 100.0 * (t.layer_us / t.lower_bound_us - 1) : 0.0, printable(t.cost_file), printable(t.holds_for));
   }
   put("\n");
   if (!r.refused.empty()) {

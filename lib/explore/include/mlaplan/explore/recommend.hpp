@@ -1,6 +1,7 @@
 // Choosing a buffer from a sweep: per policy, chunk count, model and TP, the smallest buffer whose
-// batches need at most K iterations at a quantile and whose memory fits a budget, with the reason
-// each smaller buffer fails.
+// memory fits a budget and whose batches need at most K iterations at a quantile (objective
+// iterations) or take a step time at the quantile within P% of the group's best on the grid (objective
+// time, from a cost model), with the reason each smaller buffer fails.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,12 @@
 
 namespace mlaplan::explore {
 
+enum class Objective { iterations, time };
+
 struct RecommendOptions {
-  uint32_t max_iterations = 1;           // K
+  Objective objective = Objective::iterations;
+  uint32_t max_iterations = 1;           // K (objective iterations)
+  double within = 0.05;                  // P / 100 (objective time): how far above the best time a buffer may be
   double quantile = 0.99;                // q: the share of batches that must meet K
   std::optional<uint64_t> memory_budget; // bytes, for the buffer plus the K concat buffer
 };
@@ -27,10 +32,14 @@ struct Recommendation {
   std::string group;                // "max M=16 deepseek-v3 TP8", "packed"
   std::optional<size_t> row;        // index into SweepResult::rows of the chosen setting
   std::vector<Rejection> rejected;  // every smaller buffer (all of them when none qualifies), smallest first
+  // Objective time: the group's fastest row at the quantile, and what the next larger buffer than
+  // the chosen one would save and cost ("" when there is none).
+  std::optional<size_t> best;
+  std::string next_larger;
 };
 
 // One recommendation per group of rows sharing policy, M, model and TP. Throws InputError when a
-// memory budget is given without a model.
+// memory budget is given without a model, or objective time without predicted times (--cost).
 std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendOptions& options);
 
 // "p99", "p99.9", "p100", "max" (any case), or the share itself, "0.99", "0.999", "1": a quantile in
@@ -40,5 +49,9 @@ double parse_quantile(const std::string& text);
 std::string quantile_name(double q);
 // "8GiB", "512 MiB", "1.5GB", "1073741824": bytes; InputError naming `option` (--memory-budget, --memory-limit).
 uint64_t parse_byte_size(const std::string& text, const std::string& option = "--memory-budget");
+// "5%", "5" or "0.5%": a share above 0 (0.05); InputError naming --within.
+double parse_within(const std::string& text);
+// Milliseconds with the digits a step time needs: "12.3 ms", "0.412 ms".
+std::string format_ms(double ms);
 
 }  // namespace mlaplan::explore

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mlaplan/batch.hpp"
+#include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/profile/planner.hpp"
@@ -24,6 +25,29 @@ struct SweepGrid {
   std::vector<ModelDims> models;        // empty: no memory figures
   std::vector<uint32_t> tps{1};
   Dtype dtype = Dtype::bf16;
+  // Cost models, one per (model, TP) of the grid: each row's time is predicted by the one whose model
+  // and TP it has (check_costs says which are missing or extra).
+  std::vector<cost::CostModel> costs;
+};
+
+// The index in grid.costs of the cost model for (model, TP), or none.
+std::optional<size_t> cost_for(const SweepGrid& grid, const ModelDims& model, uint32_t tp);
+// InputError naming the cost file and the field when a cost model is for a model, TP or dtype the
+// grid does not sweep, or when a (model, TP) of the grid has none. Without models in the grid, the
+// cost files' own models are taken (see with_cost_models).
+void check_costs(const SweepGrid& grid);
+
+// A setting's predicted time per layer under one cost model (cost/cost_model.hpp), over its batches.
+struct TimeStats {
+  size_t cost = 0;                 // index into SweepGrid::costs (and SweepResult::costs)
+  uint32_t layers = 0;             // the model's layers: a step's time is a layer's times this
+  double mean_us = 0;              // per layer, over the planned batches
+  double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;  // nearest rank, refused batches counted as never done
+  double iteration_share = 0;      // per_iteration_us x iterations over the time, summed over planned batches
+  double over_lower_bound = 0;     // time / the time with a buffer holding each batch whole - 1 (summed)
+  std::vector<float> layer_us;     // per batch, in batch order (refused: +inf); for recommend
+  // The time per layer at quantile q in (0, 1], refused batches counted as never done (+inf).
+  double at(double q) const;
 };
 
 // One (policy, N, M) setting over every batch, and its memory under one (model, TP).
@@ -44,6 +68,8 @@ struct SweepRow {
   // Memory, when a model is given.
   std::optional<ModelDims> model;
   std::optional<BufferMemory> memory;
+  // The predicted time, when the grid has a cost model for the row's model and TP.
+  std::optional<TimeStats> time;
 
   double refused_share() const { return batches ? static_cast<double>(refused) / static_cast<double>(batches) : 0; }
   // The iteration count at quantile q in (0, 1] counting refused batches as never meeting any count.
@@ -62,6 +88,7 @@ struct SweepResult {
   std::vector<SweepRow> rows; // policy-major, then N, then M, then model, then TP
   bool interrupted = false;   // stop_requested() cut it short: `rows` holds the finished settings
   size_t settings = 0;        // (policy, N, M) settings in the grid, finished or not
+  std::vector<cost::CostModel> costs;  // the grid's, which rows' times refer to
 };
 
 // Plans max's batches: the fast CPU planner (parallel over settings) or a Planner such as the GPU's.

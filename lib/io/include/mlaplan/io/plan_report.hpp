@@ -25,12 +25,27 @@ struct MemoryFigures {
   uint64_t latent_bytes = 0;   // the latent workspace the rows are gathered into
 };
 
+// The plan's predicted time under a cost model, when `run --cost` gives one (plain figures;
+// lib/explore counts the terms and lib/cost prices them).
+struct TimeFigures {
+  std::string cost_file;     // the --cost file
+  std::string holds_for;     // what the file was calibrated on: GPU, kernels, timing, date
+  std::string model;         // "deepseek-v3"
+  uint32_t tp = 1;
+  uint32_t layers = 0;       // the model's layers: a step's time is a layer's times this
+  uint64_t iterations = 0;   // the plan's iterations through the buffer
+  double layer_us = 0;       // predicted context-phase attention time of one layer
+  double iteration_us = 0;   // of which per-iteration overhead (per_iteration_us x iterations)
+  double lower_bound_us = 0; // the same batch with a buffer that holds it whole
+};
+
 struct PlanReport {
   const check::Scenario* scenario = nullptr;
   // The chunking policy (lib/explore/policy.hpp): "max" is the seed's plan of cache + new tokens;
   // the others stream the cached context only, and their tables may hold more than max_chunks rows.
   std::string policy = "max";
   std::optional<MemoryFigures> memory;
+  std::optional<TimeFigures> time;
   // Set when the policy cannot plan the batch, with why (a run comparing several policies shows a
   // refusal instead of stopping; the tables are then empty).
   std::string refused;

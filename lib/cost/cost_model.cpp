@@ -1,0 +1,149 @@
+#include "mlaplan/cost/cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "mlaplan/errors.hpp"
+#include "mlaplan/io/input_file.hpp"
+#include "mlaplan/io/json_error.hpp"
+
+namespace mlaplan::cost {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr uint64_t kMaxGeometry = 1u << 20;  // no GPU has a million SMs; a larger value is a broken file
+
+std::string term_list() {
+  std::string s;
+  for (size_t i = 0; i < kTerms; ++i) s += (i ? ", " : "") + std::string(coefficient_name(static_cast<Term>(i)));
+  return s;
+}
+
+class Reader {
+ public:
+  Reader(const std::string& path, const json& doc) : path_(path), doc_(doc) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError(fmt::format("{}: {}: {}", path_, field, what));
+  }
+
+  const json& object(const json& parent, const std::string& key, const std::string& field) const {
+    if (!parent.contains(key)) fail(field, "missing; " + hint(field));
+    const json& v = parent[key];
+    if (!v.is_object()) fail(field, fmt::format("{} is not an object; {}", io::json_preview(v), hint(field)));
+    return v;
+  }
+
+  std::string text(const json& parent, const std::string& key, const std::string& field, bool required) const {
+    if (!parent.contains(key) || parent[key].is_null()) {
+      if (required) fail(field, "missing; " + hint(field));
+      return "";
+    }
+    const json& v = parent[key];
+    if (!v.is_string()) fail(field, fmt::format("{} is not a string; {}", io::json_preview(v), hint(field)));
+    return v.get<std::string>();
+  }
+
+  uint32_t count(const json& parent, const std::string& key, const std::string& field) const {
+    if (!parent.contains(key)) fail(field, "missing; " + hint(field));
+    const json& v = parent[key];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > kMaxGeometry)
+      fail(field, fmt::format("{} is not a whole number from 1 to {}; {}", io::json_preview(v), kMaxGeometry, hint(field)));
+    return static_cast<uint32_t>(v.get<uint64_t>());
+  }
+
+  double coefficient(const json& terms, const std::string& key) const {
+    const std::string field = "coefficients." + key;
+    if (!terms.contains(key))
+      fail(field, "missing; every term needs a coefficient (0 where it costs nothing): " + term_list());
+    const json& v = terms[key];
+    if (!v.is_number())
+      fail(field, fmt::format("{} is not a number; give microseconds per unit, 0 or more", io::json_preview(v)));
+    const double c = v.get<double>();
+    if (c < 0)
+      fail(field, fmt::format("{} is negative; a coefficient is microseconds per unit, 0 or more (refit, or set it to 0)",
+                              io::json_preview(v)));
+    return c;
+  }
+
+ private:
+  static std::string hint(const std::string& field) {
+    if (field == "model") return "give the model preset or config model_type it was calibrated for, e.g. \"deepseek-v3\"";
+    if (field == "tp") return "give the tensor-parallel degree it was calibrated for, e.g. 8";
+    if (field == "dtype") return "give \"bf16\" or \"fp8\"";
+    if (field.rfind("geometry", 0) == 0)
+      return "give geometry {heads, sms, blocks_per_sm, tile_queries} as docs/cost-model.md describes";
+    if (field == "gpu" || field == "kernels.attention" || field == "date" || field == "kernels" || field == "timing")
+      return "say what the calibration ran on (docs/cost-model.md); a prediction holds only for those kernels";
+    return "see docs/cost-model.md";
+  }
+
+  const std::string& path_;
+  const json& doc_;
+};
+
+}  // namespace
+
+double CostModel::predict_us(const Features& f) const {
+  double us = 0;
+  for (size_t i = 0; i < kTerms; ++i) us += coefficients[i] * f.values[i];
+  return us;
+}
+
+std::string CostModel::describe() const {
+  std::string s = gpu + ", " + attention + " attention";
+  if (!merge.empty()) s += ", " + merge + " merge";
+  if (!timing.empty()) s += ", " + timing + " timing";
+  return s + ", calibrated " + date;
+}
+
+CostModel parse_cost_model(const std::string& text, const std::string& path) {
+  const json doc = io::parse_json_strict(text, path);
+  Reader r(path, doc);
+  if (!doc.is_object()) r.fail("(top level)", "a cost file is a JSON object; see docs/cost-model.md");
+  const std::string format = r.text(doc, "format", "format", false);
+  if (format != kCostFormat)
+    r.fail("format", fmt::format("{} is not \"{}\"; is this a cost file? (python -m mlaplan.calibrate writes one)",
+                                 format.empty() ? "missing" : "\"" + format + "\"", kCostFormat));
+  if (!doc.contains("version") || !doc["version"].is_number_integer() || doc["version"].get<int64_t>() != kCostFormatVersion)
+    r.fail("version", fmt::format("{} is not {}; this mlaplan reads version {} cost files",
+                                  doc.contains("version") ? io::json_preview(doc["version"]) : "missing", kCostFormatVersion,
+                                  kCostFormatVersion));
+  CostModel m;
+  m.path = path;
+  m.model = r.text(doc, "model", "model", true);
+  if (m.model.empty()) r.fail("model", "empty; give the model preset it was calibrated for, e.g. \"deepseek-v3\"");
+  m.tp = r.count(doc, "tp", "tp");
+  m.dtype = r.text(doc, "dtype", "dtype", true);
+  if (m.dtype != "bf16" && m.dtype != "fp8") r.fail("dtype", fmt::format("\"{}\" is not bf16 or fp8", m.dtype));
+  m.gpu = r.text(doc, "gpu", "gpu", true);
+  const json& kernels = r.object(doc, "kernels", "kernels");
+  m.attention = r.text(kernels, "attention", "kernels.attention", true);
+  m.merge = r.text(kernels, "merge", "kernels.merge", false);
+  m.timing = r.text(doc, "timing", "timing", false);
+  m.date = r.text(doc, "date", "date", true);
+  const json& g = r.object(doc, "geometry", "geometry");
+  m.geometry.heads = r.count(g, "heads", "geometry.heads");
+  m.geometry.sms = r.count(g, "sms", "geometry.sms");
+  m.geometry.blocks_per_sm = r.count(g, "blocks_per_sm", "geometry.blocks_per_sm");
+  m.geometry.tile_queries = r.count(g, "tile_queries", "geometry.tile_queries");
+  const json& terms = r.object(doc, "coefficients", "coefficients");
+  for (auto it = terms.begin(); it != terms.end(); ++it) {
+    bool known = false;
+    for (size_t i = 0; i < kTerms; ++i) known = known || it.key() == coefficient_name(static_cast<Term>(i));
+    if (!known) r.fail("coefficients." + it.key(), "unknown term; the terms are " + term_list());
+  }
+  for (size_t i = 0; i < kTerms; ++i) m.coefficients[i] = r.coefficient(terms, coefficient_name(static_cast<Term>(i)));
+  return m;
+}
+
+CostModel read_cost_model(const std::string& path) {
+  return parse_cost_model(io::read_input_file(path, "a cost file (python -m mlaplan.calibrate writes one)"), path);
+}
+
+}  // namespace mlaplan::cost

@@ -1,0 +1,71 @@
+#include "mlaplan/cost/features.hpp"
+
+#include <algorithm>
+
+namespace mlaplan::cost {
+
+const char* coefficient_name(Term t) {
+  switch (t) {
+    case Term::batch: return "per_batch_us";
+    case Term::fixed_step: return "per_fixed_step_us";
+    case Term::iteration: return "per_iteration_us";
+    case Term::row: return "per_row_us";
+    case Term::query: return "per_query_us";
+    case Term::merged_query: return "per_merged_query_us";
+    case Term::mpair: return "per_mpair_us";
+    case Term::idle_mpair: return "per_idle_mpair_us";
+  }
+  return "";
+}
+
+const char* term_unit(Term t) {
+  switch (t) {
+    case Term::batch: return "batch (once per layer)";
+    case Term::fixed_step: return "step that is not an iteration (the new tokens' step, a final merge)";
+    case Term::iteration: return "iteration through the buffer";
+    case Term::row: return "row gathered and up-projected";
+    case Term::query: return "query row read by an attention launch";
+    case Term::merged_query: return "query row merged by log-sum-exp";
+    case Term::mpair: return "million query-key pairs computed";
+    case Term::idle_mpair: return "million pair-times of block slots left idle";
+  }
+  return "";
+}
+
+Features& Features::operator+=(const Features& o) {
+  for (size_t i = 0; i < kTerms; ++i) values[i] += o.values[i];
+  return *this;
+}
+
+void Launch::add_work(uint64_t queries, uint64_t keys, bool causal) {
+  if (queries == 0 || keys == 0) return;
+  const double q = static_cast<double>(queries), k = static_cast<double>(keys), t = g_->tile_queries;
+  if (!causal) {
+    add_work_many(queries, queries, keys);
+    return;
+  }
+  // Tile i holds queries [i t, e_i) and computes keys up to its last query's diagonal, k - q + e_i.
+  const uint64_t tiles = (queries + g_->tile_queries - 1) / g_->tile_queries;
+  const double full = static_cast<double>(tiles - 1), last_rows = q - full * t, offset = std::max(0.0, k - q);
+  work_ += t * full * offset + t * t * full * (full + 1) / 2 + last_rows * k;
+  longest_ = std::max(longest_, last_rows * k);
+  if (tiles > 1) longest_ = std::max(longest_, t * (offset + full * t));
+}
+
+void Launch::add_work_many(uint64_t queries_sum, uint64_t queries_max, uint64_t keys) {
+  const double k = static_cast<double>(keys);
+  work_ += static_cast<double>(queries_sum) * k;
+  longest_ = std::max(longest_, static_cast<double>(std::min<uint64_t>(queries_max, g_->tile_queries)) * k);
+}
+
+void Launch::finish(Features& f, uint64_t times) const {
+  if (queries_ == 0 || times == 0) return;
+  const double n = static_cast<double>(times), heads = g_->heads, slots = g_->slots();
+  const double span = std::max(heads * work_ / slots, longest_);  // in one block's pair-times
+  const double idle = (slots * span - heads * work_) / heads;     // per head, as the pairs are counted
+  f[Term::query] += n * static_cast<double>(queries_);
+  f[Term::mpair] += n * work_ / 1e6;
+  f[Term::idle_mpair] += n * std::max(0.0, idle) / 1e6;
+}
+
+}  // namespace mlaplan::cost

@@ -1,0 +1,81 @@
+// What one MLA layer's chunked prefill does, counted in the units a cost model charges for: the
+// iterations, the rows gathered and up-projected, the query-key pairs the attention computes and the
+// SM time its launches leave idle, the queries each launch reads and the queries merged by LSE.
+// docs/cost-model.md defines each term; explore/policy_cost.hpp counts them for every policy.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace mlaplan::cost {
+
+// The attention kernel's launch geometry on one GPU: how many thread blocks run at once and how many
+// queries one block takes. FlashAttention-style kernels launch one block per (query tile, head).
+struct Geometry {
+  uint32_t heads = 1;          // local heads (num_heads / TP)
+  uint32_t sms = 132;          // streaming multiprocessors (132 on an H100/H200 SXM)
+  uint32_t blocks_per_sm = 1;  // resident blocks per SM for the attention kernel
+  uint32_t tile_queries = 128; // queries per block (kBlockM)
+
+  double slots() const { return static_cast<double>(sms) * blocks_per_sm; }
+};
+
+// The model's terms in the cost file's order; Features holds one value per term.
+enum class Term : uint8_t {
+  batch,           // 1 per layer and batch: the fixed launches every batch pays
+  fixed_step,      // steps that are not iterations: the new tokens' own step, vLLM's final merge
+  iteration,       // iterations through the buffer (the sweep's count)
+  row,             // rows gathered from the cache and up-projected (new tokens' rows included)
+  query,           // query rows read by attention launches (every launch, also where a query sees no key)
+  merged_query,    // query rows merged into a running output by LSE
+  mpair,           // millions of query-key pairs the attention computes, tile by tile
+  idle_mpair,      // millions of pair-times the launches leave the GPU's block slots idle
+};
+inline constexpr size_t kTerms = 8;
+
+// The name of a term's coefficient in a cost file: "per_iteration_us", ...
+const char* coefficient_name(Term t);
+// What one unit of the term is, for help texts and docs: "iteration through the buffer", ...
+const char* term_unit(Term t);
+
+struct Features {
+  std::array<double, kTerms> values{};
+
+  double& operator[](Term t) { return values[static_cast<size_t>(t)]; }
+  double operator[](Term t) const { return values[static_cast<size_t>(t)]; }
+  Features& operator+=(const Features& o);
+};
+
+// Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
+// causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
+// head) pairs; it takes at least its total work spread over every block slot and at least its longest
+// block, and what the slots do not fill of that is idle.
+class Launch {
+ public:
+  explicit Launch(const Geometry& g) : g_(&g) {}
+  // A sequence's queries attending its keys.
+  void add(uint64_t queries, uint64_t keys, bool causal) {
+    add_queries(queries);
+    add_work(queries, keys, causal);
+  }
+  // Queries the launch reads (every sequence's, also one with no keys in it).
+  void add_queries(uint64_t queries) { queries_ += queries; }
+  // The work of a sequence whose queries are counted by add_queries.
+  void add_work(uint64_t queries, uint64_t keys, bool causal);
+  // The work of sequences that all see `keys` keys without a mask: their queries summed, and the
+  // most any one of them has.
+  void add_work_many(uint64_t queries_sum, uint64_t queries_max, uint64_t keys);
+  // Adds the launch, repeated `times` times, to `f`: its queries, pairs and idle pairs (nothing for
+  // a launch without queries).
+  void finish(Features& f, uint64_t times = 1) const;
+  uint64_t queries() const { return queries_; }
+
+ private:
+  const Geometry* g_;
+  uint64_t queries_ = 0;
+  double work_ = 0;      // pairs summed over the blocks of one head
+  double longest_ = 0;   // the largest block's pairs
+};
+
+}  // namespace mlaplan::cost

@@ -1,0 +1,35 @@
+// A cost model's terms (cost/features.hpp) for one layer's prefill of a batch under each policy,
+// counted as the executor (python/mlaplan/prefill) runs each engine's chunked loop: which queries
+// attend each chunk, how many launches and merges there are, and the new tokens' own step.
+// docs/cost-model.md gives each engine's pattern with the code it follows.
+#pragma once
+
+#include <cstdint>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/cost/features.hpp"
+#include "mlaplan/explore/policy.hpp"
+
+namespace mlaplan::explore {
+
+// A max plan's tables, read only, in the planners' layout: `chunks` rows.
+struct MaxTablesView {
+  const uint32_t* row_offsets = nullptr;    // chunks x (B + 1)
+  const uint32_t* cache_offsets = nullptr;  // chunks x B
+  const int32_t* lengths = nullptr;         // chunks
+  uint32_t chunks = 0;
+};
+
+// The terms of a policy that streams the cached context only (packed, even-split and their
+// variants), for a batch it does not refuse (policy_outcome).
+cost::Features policy_features(const Batch& batch, const Policy& policy, const cost::Geometry& g);
+
+// Max's terms, from the tables a planner wrote for the batch.
+cost::Features max_features(const Batch& batch, const MaxTablesView& tables, const cost::Geometry& g);
+
+// The terms of the batch under the same policy with a buffer that holds all of it at once (max: one
+// chunk and no cap on chunks): the floor that "time over the lower bound" is measured from. vLLM's
+// packed policy still ends a chunk at a request without context, as it does at any buffer.
+cost::Features unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g);
+
+}  // namespace mlaplan::explore

@@ -1,0 +1,226 @@
+// Each engine's chunked loop counted in cost terms. The patterns follow python/mlaplan/prefill/
+// schedule.py, which runs them (and docs/prefill.md, which cites the engines' code):
+//   vLLM packed      new tokens' causal step; per chunk only its own requests' queries, merged unless
+//                    the one chunk holds every query; a final merge of context into output.
+//   vLLM even split  new tokens' step; every prefill's queries attend every chunk, the first chunk's
+//                    output taken as it is, the others merged; the final merge.
+//   SGLang           new tokens' step; every query attends and merges in every chunk.
+//   TensorRT-LLM     (the SM100 loop) every query attends and merges in every chunk, then the new
+//                    tokens' step merges too.
+//   MAX              cache and new tokens streamed together: per chunk one unmasked launch and one
+//                    bottom-right causal launch for the queries inside the chunk's keys, all merged.
+#include "mlaplan/explore/policy_cost.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "policy_walk.hpp"
+
+namespace mlaplan::explore {
+
+using cost::Features;
+using cost::Geometry;
+using cost::Launch;
+using cost::Term;
+
+namespace {
+
+uint64_t new_tokens(const Batch& b) { return uint64_t{b.input_row_offsets.back()} - b.input_row_offsets.front(); }
+
+// The new tokens' own step: their latent rows up-projected and one causal launch over each sequence.
+void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
+  Launch launch(g);
+  for (uint32_t i = 0; i < b.batch_size(); ++i) launch.add(b.input_length(i), b.input_length(i), true);
+  launch.finish(f);
+  f[Term::row] += static_cast<double>(new_tokens(b));
+  f[Term::fixed_step] += 1;
+}
+
+// Every prefill's queries attend every chunk of the even split (share rows of each context per
+// chunk). Chunks with the same sequences in them cost the same, so they are counted in groups: a
+// sequence is full-size in its chunks before its last, and its last holds what remains.
+uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& g, Features& f) {
+  struct Seq {
+    uint64_t last, rem, q;
+  };
+  std::vector<Seq> seqs;
+  seqs.reserve(b.batch_size());
+  for (uint32_t i = 0; i < b.batch_size(); ++i) {
+    const uint64_t len = b.cache_lengths[i];
+    if (len == 0) continue;
+    const uint64_t last = detail::ceil_div(len, share) - 1;
+    seqs.push_back({last, len - last * share, b.input_length(i)});
+  }
+  if (seqs.empty()) return 0;
+  std::sort(seqs.begin(), seqs.end(), [](const Seq& x, const Seq& y) { return x.last > y.last; });
+  const uint64_t T = new_tokens(b), chunks = seqs.front().last + 1;
+  uint64_t full_q = 0, full_max = 0;  // the sequences full-size in the chunks being counted
+  size_t i = 0;
+  uint64_t c = chunks;  // chunks c .. chunks - 1 are counted
+  while (c > 0) {
+    const uint64_t at = c - 1;
+    if (i < seqs.size() && seqs[i].last == at) {  // chunk `at` ends these sequences
+      Launch launch(g);
+      launch.add_queries(T);
+      launch.add_work_many(full_q, full_max, share);
+      for (; i < seqs.size() && seqs[i].last == at; ++i) launch.add_work(seqs[i].q, seqs[i].rem, false);
+      launch.finish(f);
+      for (size_t j = i; j-- > 0 && seqs[j].last == at;) {
+        full_q += seqs[j].q;
+        full_max = std::max(full_max, seqs[j].q);
+      }
+      c = at;
+      continue;
+    }
+    const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
+    Launch launch(g);
+    launch.add_queries(T);
+    launch.add_work_many(full_q, full_max, share);
+    launch.finish(f, c - next);
+    c = next;
+  }
+  return chunks;
+}
+
+// Runs a walk, finishing each chunk's launch; `own`: only the chunk's requests' queries attend (vLLM
+// packed), else every prefill's (TensorRT-LLM). Returns the chunk count and, through first_queries,
+// how many queries the first chunk's launch read.
+template <typename Walk>
+uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries, Walk&& walk) {
+  const uint64_t T = new_tokens(b);
+  Launch launch(g);
+  uint64_t current = std::numeric_limits<uint64_t>::max(), done = 0;
+  auto close = [&] {
+    if (current == std::numeric_limits<uint64_t>::max()) return;
+    if (!own) launch.add_queries(T);
+    if (done++ == 0) first_queries = launch.queries();
+    f[Term::merged_query] += static_cast<double>(launch.queries());
+    launch.finish(f);
+    launch = Launch(g);
+  };
+  const uint64_t chunks = walk([&](uint64_t c, uint32_t seq, uint64_t, uint64_t len) {
+    if (c != current) {
+      close();
+      current = c;
+    }
+    f[Term::row] += static_cast<double>(len);
+    if (own) launch.add(b.input_length(seq), len, false);
+    else launch.add_work(b.input_length(seq), len, false);
+  });
+  close();
+  return chunks;
+}
+
+// Max's chunk: segments (sequence, first position streamed, rows) in buffer order.
+class MaxChunk {
+ public:
+  MaxChunk(const Batch& b, const Geometry& g) : b_(b), full_(g), causal_(g) {}
+  void add(uint32_t seq, uint64_t start, uint64_t rows) {
+    const uint64_t cached = b_.cache_lengths[seq], fresh = b_.input_length(seq), total = cached + fresh;
+    const uint64_t end = std::min(start + rows, total);  // positions start .. end - 1 are real tokens
+    if (end <= start || fresh == 0) return;
+    if (end <= cached) {
+      full_.add(fresh, end - start, false);
+      return;
+    }
+    const uint64_t first = std::max(cached, start);  // queries before `start` see none of these keys
+    causal_.add(end - first, end - start, true);
+    if (end < total) full_.add(total - end, end - start, false);
+  }
+  void finish(Features& f) const {
+    f[Term::merged_query] += static_cast<double>(full_.queries() + causal_.queries());
+    full_.finish(f);
+    causal_.finish(f);
+  }
+
+ private:
+  const Batch& b_;
+  Launch full_, causal_;
+};
+
+}  // namespace
+
+Features policy_features(const Batch& b, const Policy& policy, const Geometry& g) {
+  Features f;
+  f[Term::batch] = 1;
+  const double T = static_cast<double>(new_tokens(b));
+  new_tokens_step(b, g, f);
+  uint64_t context = 0;
+  for (uint32_t len : b.cache_lengths) context += len;
+  if (context == 0) return f;  // no loop: the new tokens' step is the whole layer
+
+  uint64_t chunks = 0, first_queries = 0;
+  if (policy.kind == PolicyKind::even_split) {
+    std::string why;
+    const uint64_t share = detail::even_split_share(b, policy.even_split, why);
+    chunks = even_split_all_queries(b, share, g, f);
+    for (uint32_t len : b.cache_lengths) f[Term::row] += len;
+    // SGLang merges every chunk; vLLM takes the first chunk as it is and merges the others, then
+    // merges the context into the output once more: the same count.
+    f[Term::merged_query] += static_cast<double>(chunks) * T;
+    if (policy.even_split == EvenSplitVariant::vllm) f[Term::fixed_step] += 1;  // the final merge
+  } else if (policy.packed == PackedVariant::trtllm) {
+    chunks = walked_chunks(b, false, g, f, first_queries, [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
+    f[Term::merged_query] += T;  // the new tokens' step merges into the context's state
+  } else {
+    const uint64_t align = detail::packed_align(b, policy);
+    chunks = walked_chunks(b, true, g, f, first_queries, [&](auto&& emit) { return detail::walk_packed_vllm(b, align, emit); });
+    if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;  // a first chunk with every query is taken as it is
+    f[Term::merged_query] += T;  // the final merge
+    f[Term::fixed_step] += 1;
+  }
+  f[Term::iteration] = static_cast<double>(chunks);
+  return f;
+}
+
+Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g) {
+  Features f;
+  f[Term::batch] = 1;
+  const uint32_t B = b.batch_size();
+  for (uint32_t c = 0; c < t.chunks; ++c) {
+    if (t.lengths[c] <= 0) continue;
+    f[Term::iteration] += 1;
+    f[Term::row] += t.lengths[c];
+    MaxChunk chunk(b, g);
+    const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
+    const uint32_t* cache = t.cache_offsets + size_t{c} * B;
+    for (uint32_t s = 0; s < B; ++s)
+      if (rows[s + 1] > rows[s]) chunk.add(s, cache[s], rows[s + 1] - rows[s]);
+    chunk.finish(f);
+  }
+  return f;
+}
+
+Features unbounded_features(const Batch& b, const Policy& policy, const Geometry& g) {
+  if (policy.kind == PolicyKind::max) {  // one chunk: every sequence's padded stream, from position 0
+    Features f;
+    f[Term::batch] = 1;
+    MaxChunk chunk(b, g);
+    for (uint32_t s = 0; s < b.batch_size(); ++s) {
+      const uint64_t len = b.padded_length(s);
+      f[Term::row] += static_cast<double>(len);
+      if (len) chunk.add(s, 0, len);
+    }
+    f[Term::iteration] = f[Term::row] > 0 ? 1 : 0;
+    chunk.finish(f);
+    return f;
+  }
+  uint64_t total = 0, longest = 0, with_context = 0;
+  for (uint32_t len : b.cache_lengths) {
+    total += len;
+    longest = std::max<uint64_t>(longest, len);
+    with_context += len > 0;
+  }
+  uint64_t rows = total;  // packed: every context in one buffer
+  if (policy.kind == PolicyKind::even_split)
+    rows = policy.even_split == EvenSplitVariant::sglang
+               ? longest * b.batch_size()
+               : with_context * detail::ceil_div(longest, b.page_size) * b.page_size;
+  Batch wide = b;
+  const uint64_t limit = std::numeric_limits<int32_t>::max() / b.page_size * b.page_size;
+  wide.buffer_token_size = static_cast<uint32_t>(std::clamp<uint64_t>(rows, std::max<uint64_t>(b.page_size, 1), limit));
+  return policy_features(wide, policy, g);
+}
+
+}  // namespace mlaplan::explore

@@ -1,0 +1,159 @@
+// Each engine's policy as one walk over the batch that emits (chunk, sequence, first token, length)
+// pieces in chunk order and, within a chunk, in sequence order: the one definition the tables of
+// `run`, the counters of `sweep` and the cost terms (policy_cost.cpp) all read. Private to explore.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/explore/policy.hpp"
+
+namespace mlaplan::explore::detail {
+
+// Past this many chunks a plan is not worth walking piece by piece (and no engine would run it).
+constexpr uint64_t kMaxWalkChunks = uint64_t{1} << 24;
+
+inline uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
+inline uint64_t ceil_div(uint64_t v, uint64_t a) { return (v + a - 1) / a; }
+
+// vLLM plan_mla_context_chunks without DCP: contexts packed in request order into chunks of at most
+// W rows; a context that does not fit is split at the largest multiple of `align` that fits (and
+// leaves at least one token for later), never at zero; a request without context ends the chunk.
+// Returns the number of chunks.
+template <typename Emit>
+uint64_t walk_packed_vllm(const Batch& batch, uint64_t align, Emit&& emit) {
+  const uint64_t W = batch.buffer_token_size;
+  const uint64_t max_split_chunk = round_down(W, align);  // > 0: checked by the caller
+  const uint32_t B = batch.batch_size();
+  uint64_t chunk = 0;
+  uint32_t b = 0;
+  uint64_t start = 0;  // tokens of sequence b already streamed by earlier chunks
+  while (b < B) {
+    if (batch.cache_lengths[b] == 0) {
+      ++b;
+      continue;
+    }
+    uint64_t rows = 0;
+    while (b < B && batch.cache_lengths[b] > 0) {
+      const uint64_t remaining = batch.cache_lengths[b] - start;
+      if (rows + remaining > W) {
+        const uint64_t limit = std::min(max_split_chunk, round_down(remaining - 1, align));
+        const uint64_t split = round_down(std::min(limit, W - rows), align);
+        if (split > 0) {
+          emit(chunk, b, start, split);
+          start += split;
+        }
+        break;
+      }
+      emit(chunk, b, start, remaining);
+      rows += remaining;
+      ++b;
+      start = 0;
+    }
+    ++chunk;
+  }
+  return chunk;
+}
+
+// TensorRT-LLM pre_process_for_chunked_prefill: every cached token packed contiguously into chunks
+// of exactly W rows (the last one partial), no alignment, requests without context skipped.
+template <typename Emit>
+uint64_t walk_packed_trtllm(const Batch& batch, Emit&& emit) {
+  const uint64_t W = batch.buffer_token_size;
+  uint64_t chunk = 0, remain = W, total = 0;
+  for (uint32_t b = 0; b < batch.batch_size(); ++b) {
+    uint64_t left = batch.cache_lengths[b], start = 0;
+    total += left;
+    while (left > 0) {
+      const uint64_t used = std::min(remain, left);
+      emit(chunk, b, start, used);
+      start += used;
+      left -= used;
+      remain -= used;
+      if (remain == 0) {
+        ++chunk;
+        remain = W;
+      }
+    }
+  }
+  return ceil_div(total, W);
+}
+
+// The even split: chunk i streams tokens [i * share, (i + 1) * share) of every context, in order.
+template <typename Emit>
+uint64_t walk_even_split(const Batch& batch, uint64_t share, Emit&& emit) {
+  uint64_t longest = 0;
+  for (uint32_t len : batch.cache_lengths) longest = std::max<uint64_t>(longest, len);
+  const uint64_t chunks = longest ? ceil_div(longest, share) : 0;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    for (uint32_t b = 0; b < batch.batch_size(); ++b) {
+      const uint64_t from = c * share, len = batch.cache_lengths[b];
+      if (from < len) emit(c, b, from, std::min(share, len - from));
+    }
+  }
+  return chunks;
+}
+
+// The even split's share per sequence, or 0 with `why` set when the engine would refuse the batch.
+inline uint64_t even_split_share(const Batch& batch, EvenSplitVariant variant, std::string& why) {
+  const uint64_t W = batch.buffer_token_size;
+  uint64_t with_context = 0;
+  for (uint32_t len : batch.cache_lengths) with_context += len > 0;
+  if (with_context == 0) return W;  // nothing to stream; any share plans zero chunks
+  if (variant == EvenSplitVariant::sglang) {
+    const uint64_t n = batch.batch_size();
+    const uint64_t share = W / n;
+    if (share == 0)
+      why = fmt::format("even-split/sglang: {} rows / {} sequences leaves each sequence 0 rows; raise buffer_token_size "
+                        "to at least {}",
+                        W, n, n);
+    return share;
+  }
+  const uint64_t share = round_down(W / with_context, batch.page_size);
+  if (share == 0)
+    why = fmt::format("even-split/vllm: {} rows / {} sequences with context, rounded down to pages of {}, leaves 0 rows "
+                      "(vLLM asserts max_context_chunk > 0); raise buffer_token_size to at least {}",
+                      W, with_context, batch.page_size, with_context * batch.page_size);
+  return share;
+}
+
+inline uint64_t packed_align(const Batch& batch, const Policy& policy) {
+  return policy.split_align ? policy.split_align : batch.page_size;
+}
+
+// Runs the policy's walk; returns false with `why` set for a batch the engine would refuse.
+template <typename Emit>
+bool walk(const Batch& batch, const Policy& policy, uint64_t& chunks, std::string& why, Emit&& emit) {
+  switch (policy.kind) {
+    case PolicyKind::packed:
+      if (policy.packed == PackedVariant::trtllm) {
+        chunks = walk_packed_trtllm(batch, emit);
+        return true;
+      } else {
+        const uint64_t align = packed_align(batch, policy);
+        if (batch.buffer_token_size < align) {
+          why = fmt::format("packed: buffer_token_size {} is below the split alignment {} (vLLM asserts "
+                            "max_context_chunk > 0); raise buffer_token_size or lower --split-align",
+                            batch.buffer_token_size, align);
+          return false;
+        }
+        chunks = walk_packed_vllm(batch, align, emit);
+        return true;
+      }
+    case PolicyKind::even_split: {
+      const uint64_t share = even_split_share(batch, policy.even_split, why);
+      if (share == 0) return false;
+      chunks = walk_even_split(batch, share, emit);
+      return true;
+    }
+    case PolicyKind::max:
+      break;
+  }
+  return false;
+}
+
+}  // namespace mlaplan::explore::detail
