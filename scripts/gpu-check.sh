@@ -15,7 +15,14 @@
 # sizes (JSON beside the logs: prefill-*.json); then cuDNN SDPA checked on 40 batches and timed on the
 # coding-agent batch, and the up-projection's parts timed.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill]
+# The cost model (python/mlaplan/calibrate), part calibrate: the package built without the CUDA planner
+# (the executor needs none), the calibration of DeepSeek-V3 at TP 8 and TP 1 and Kimi-K2 at TP 8 (cost
+# files and raw measurements beside the logs: cost-*.json, measurements-*.json), the validation of the
+# TP 8 file on the held-out batches of docs/data/cost-validation (validation.md, validation-*.json),
+# and cuDNN checked on the batches where it once failed. Each step has a time budget, so the part fits
+# one 10-minute slot.
+#
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -26,14 +33,14 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-[[ $part == all || $part == base || $part == max || $part == perf || $part == prefill ]] ||
-  { echo "gpu-check: part '$part' is not all, base, max, perf or prefill" >&2; exit 2; }
+[[ $part == all || $part == base || $part == max || $part == perf || $part == prefill || $part == calibrate ]] ||
+  { echo "gpu-check: part '$part' is not all, base, max, perf, prefill or calibrate" >&2; exit 2; }
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
 gpu_tests="$build_dir/tests/mlaplan_gpu_tests"
 exe="$build_dir/mlaplan"
-if [[ ! -x $gpu_tests && $part != prefill ]]; then
+if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate ]]; then
   echo "gpu-check: $gpu_tests not found; build with CUDA first: cmake -S . -B $build_dir && cmake --build $build_dir" >&2
   exit 2
 fi
@@ -151,6 +158,30 @@ prefill_bundled() {
     (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$f" --model deepseek-v3 --tp 8 \
       --policy all --buffer-tokens 8192,16384,65536,131072,262144 --json "$log_dir/prefill-$name.json") || return 1
   done
+}
+
+# The package without the CUDA planner: the executor and the calibration need only its CPU side.
+python_cpu_build() {
+  rm -rf /tmp/mlaplan-gpu-site /tmp/mlaplan-cpu-python-build
+  CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/mlaplan-gpu-site \
+    --config-settings=cmake.define.MLAPLAN_ENABLE_CUDA=OFF --config-settings=build-dir=/tmp/mlaplan-cpu-python-build \
+    "$source_dir"
+}
+
+# calibrate NAME MODEL TP POINTS SECONDS: a cost file fitted on this GPU, with its raw measurements.
+calibrate() {
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$2" --tp "$3" --points "$4" \
+     --max-seconds "$5" --commit "${MLAPLAN_COMMIT:-unknown}" --measurements "$log_dir/measurements-$1.json" \
+     -o "$log_dir/cost-$1.json")
+}
+
+# The TP 8 cost file against the executor on held-out batches: three workloads, five buffers, every policy.
+validate_cost() {
+  local d=$source_dir/docs/data/cost-validation
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 \
+     --cost "$log_dir/cost-deepseek-v3-tp8.json" --scenarios "$d/coding-agent.json" "$d/mooncake-replay.json" \
+     "$d/short-chat.json" --reps 3 --warmup 1 --max-seconds "$1" --save "$log_dir/validation-measured.json" \
+     --json "$log_dir/validation-report.json" -o "$log_dir/validation.md"; local rc=$?; cat "$log_dir/validation.md"; return $rc)
 }
 
 # MAX's kernel is instantiated for these (scripts/max-reference/max_planner.mojo).
@@ -289,7 +320,17 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
   step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
 fi
 
-if [[ $part == base || $part == perf || $part == prefill ]]; then
+if [[ $part == calibrate ]]; then
+  step "python package (no CUDA planner)" python-build.log python_cpu_build
+  step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 220 150
+  step "validate deepseek-v3 TP 8" validate.log validate_cost 170
+  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 160 75
+  step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 160 75
+  step "prefill, cuDNN, batches 4-6 of seed 2" prefill-check-cudnn.log \
+    bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site timeout 60 python3 -m mlaplan.prefill.check --batches 7 --skip 4 --seed 2 --attention cudnn"
+fi
+
+if [[ $part == base || $part == perf || $part == prefill || $part == calibrate ]]; then
   :
 elif ((have_exe)) && [[ -x $max_planner ]]; then
   step "MAX kernel, verify fuzz 100k" verify-max.log "$exe" verify --external "$max_planner" "${max_only[@]}" \

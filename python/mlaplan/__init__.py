@@ -18,6 +18,7 @@ The explorer is here too: `plan_policy` plans under an engine's policy (packed, 
 """
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -35,6 +36,8 @@ __all__ = [
     "plan_policy",
     "sweep",
     "replay",
+    "cost_features",
+    "cost_terms",
     "workspace_bytes",
     "decode_status",
     "STATUS_OK",
@@ -283,14 +286,19 @@ def sweep(
     replay_block_size: int = 512,
     prefix_cache_tokens: int = 0,
     step_ms: float = 0.0,
+    cost=None,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
     With replay= a trace (Mooncake JSONL or Azure CSV) replayed through a prefix cache stands for the
-    preset, as `sweep --replay` does; step_ms > 0 takes its arrivals (`--arrivals --step-ms`)."""
+    preset, as `sweep --replay` does; step_ms > 0 takes its arrivals (`--arrivals --step-ms`).
+    cost= a cost file (or a list, one per model and TP) adds the predicted times, as `sweep --cost`
+    without --model: per row its model, tp, layers, layer_ms_* and step_ms_* (mean, p50, p90, p99,
+    max), iteration_overhead_share and over_lower_bound (docs/cost-model.md)."""
+    costs = [] if cost is None else [os.fspath(cost)] if isinstance(cost, (str, os.PathLike)) else [os.fspath(c) for c in cost]
     return _mlaplan.sweep(
         workload, batches, seed, page_size, token_budget, max_sequences, list(buffer_tokens), list(max_chunks), policies,
-        replay or "", replay_format, replay_block_size, prefix_cache_tokens, step_ms,
+        replay or "", replay_format, replay_block_size, prefix_cache_tokens, step_ms, costs,
     )
 
 
@@ -309,6 +317,24 @@ def replay(
     NumPy array, in admission order) and summary (the line `gen --replay` prints)."""
     return _mlaplan.replay(path, replay_format, block_size, prefix_cache_tokens, step_ms, token_budget, max_sequences,
                            max_model_len)
+
+
+def cost_terms() -> list:
+    """The cost model's terms, in a cost file's order: (coefficient name, what one unit is)
+    (docs/cost-model.md)."""
+    return [tuple(t) for t in _mlaplan.cost_terms()]
+
+
+def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
+                  sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, max_chunks: int = 0,
+                  unbounded: bool = False) -> dict:
+    """What one layer's prefill of the batch does under the policy, counted in the cost model's terms
+    ({coefficient name: count}), by the code `sweep --cost` runs: a layer's predicted time is the sum
+    of coefficient x count. heads: the local heads (num_heads / TP); sms, blocks_per_sm, tile_queries:
+    the attention kernel's geometry. max_chunks 0: as many as max needs. unbounded: a buffer holding
+    the batch whole (the lower bound)."""
+    return _mlaplan.cost_features(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
+                                  heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded)
 
 
 def workload_names() -> list:

@@ -19,7 +19,10 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/model.hpp"
+#include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/plan_shape.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/explore/workload.hpp"
@@ -333,7 +336,7 @@ NB_MODULE(_mlaplan, m) {
       [](const std::string& workload, size_t batches, uint64_t seed, uint32_t page_size, uint32_t token_budget,
          uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
          const std::string& policies, const std::string& replay, const std::string& replay_format,
-         uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms) {
+         uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms, const std::vector<std::string>& costs) {
         using namespace mlaplan::explore;
         if (buffer_tokens.empty() || max_chunks.empty())
           throw mlaplan::InputError("buffer_tokens, max_chunks: give at least one value each");
@@ -349,6 +352,18 @@ NB_MODULE(_mlaplan, m) {
         grid.buffer_tokens = buffer_tokens;
         grid.max_chunks = max_chunks;
         grid.policies = parse_policies(policies, Policy{}, "policies");
+        // Cost models: the sweep takes each file's model (a preset) and TP, as `sweep --cost` without --model.
+        for (const std::string& path : costs) grid.costs.push_back(mlaplan::cost::read_cost_model(path));
+        if (!grid.costs.empty()) {
+          grid.tps.clear();
+          for (const auto& c : grid.costs) {
+            const ModelDims& m = find_model_preset(c.model);
+            if (std::none_of(grid.models.begin(), grid.models.end(), [&](const ModelDims& x) { return x.name == m.name; }))
+              grid.models.push_back(m);
+            if (std::find(grid.tps.begin(), grid.tps.end(), c.tp) == grid.tps.end()) grid.tps.push_back(c.tp);
+          }
+          grid.dtype = parse_dtype(grid.costs.front().dtype);
+        }
         SweepResult result;
         {
           nb::gil_scoped_release release;
@@ -356,10 +371,11 @@ NB_MODULE(_mlaplan, m) {
           result = run_sweep(formed, grid);
         }
         nb::list rows;
+        const bool timed = sweep_has_time(result);
         for (const SweepRow& r : result.rows) {
           nb::dict d;
           for (const SweepField& f : sweep_fields())
-            if (f.outputs & kSweepPython)
+            if ((f.outputs & kSweepPython) && (timed || !f.timed))
               d[f.key] = std::visit(
                   [](const auto& v) -> nb::object {
                     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) return nb::none();
@@ -372,8 +388,50 @@ NB_MODULE(_mlaplan, m) {
       },
       "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
       "max_chunks"_a, "policies"_a, "replay"_a = "", "replay_format"_a = "auto", "replay_block_size"_a = 512,
-      "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0,
+      "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0, "costs"_a = std::vector<std::string>{},
       "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting.");
+
+  // The cost model's terms for the calibration (python/mlaplan/calibrate), counted by the same code
+  // `sweep --cost` runs, so a fitted file predicts what it was fitted on.
+  m.def("cost_terms", [] {
+    nb::list out;
+    for (size_t i = 0; i < mlaplan::cost::kTerms; ++i) {
+      const auto t = static_cast<mlaplan::cost::Term>(i);
+      out.append(nb::make_tuple(mlaplan::cost::coefficient_name(t), mlaplan::cost::term_unit(t)));
+    }
+    return out;
+  });
+  m.def(
+      "cost_features",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded) {
+        using namespace mlaplan::explore;
+        mlaplan::Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
+        const Policy p = policy_named(policy);
+        const mlaplan::cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
+        if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
+          throw mlaplan::InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
+        mlaplan::cost::Features f;
+        if (unbounded) {
+          f = unbounded_features(b, p, g);
+        } else if (p.kind == PolicyKind::max) {
+          if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, mlaplan::plan_shape(b).min_max_chunks);
+          const mlaplan::PlanTables t = mlaplan::plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+          f = max_features(b, {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data(), t.max_chunks}, g);
+        } else {
+          const PolicyOutcome o = policy_outcome(b, p);
+          if (o.refused) throw mlaplan::InputError(o.why);
+          f = policy_features(b, p, g);
+        }
+        nb::dict d;
+        for (size_t i = 0; i < mlaplan::cost::kTerms; ++i)
+          d[mlaplan::cost::coefficient_name(static_cast<mlaplan::cost::Term>(i))] = f.values[i];
+        return d;
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
+      "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false,
+      "A cost model's terms for one layer of the batch under the policy, keyed by coefficient name (max_chunks 0: as "
+      "many as max needs; unbounded: a buffer holding the batch whole).");
 
   m.def(
       "replay",

@@ -116,12 +116,14 @@ def _cudnn_attention(q, k, v, c: VarlenCall, scale: float):
     """cuDNN's varlen SDPA (torch.ops.aten._cudnn_attention_forward): V of its own head dimension, no
     padding. Its causal mask is aligned top-left, which is bottom-right only where every sequence has
     as many keys as queries; other causal calls go to FlashAttention-2 with V padded, as do calls
-    over 2^31 elements. A sequence with
+    whose Q, K or V spans 2^31 bytes or more. A sequence with
     no keys gets LSE -inf here (cuDNN's value for such rows is not documented), as vLLM PR 49294 marks
     empty context rows before merging."""
-    # On the H200, cuDNN gave wrong rows for K tensors of 2^31 elements or more (a 951K-row chunk of
-    # 16 heads x 192); its ragged offsets are taken to be 32-bit, and such calls go to FlashAttention-2.
-    if not c.aligned or k.numel() >= 2**31 or q.numel() >= 2**31:
+    # On the H200, cuDNN gave wrong rows for a 951K-row chunk (16 heads x 192: 2^31 elements and
+    # more) and then for chunks of 540K-816K rows, whose K is under 2^31 elements but over 2^31
+    # bytes: its ragged offsets are taken to be 32-bit byte offsets, and such calls go to
+    # FlashAttention-2.
+    if not c.aligned or max(t.numel() * t.element_size() for t in (q, k, v)) >= 2**31:
         return _VARLEN(q, k, pad_v(v, q.shape[-1]), c, scale)
     out, lse = torch.ops.aten._cudnn_attention_forward(
         q, k, v, None, c.cu_q, c.cu_k, c.max_q, c.max_k, True, 0.0, c.causal, False, scale=scale)[:2]

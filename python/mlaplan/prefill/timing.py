@@ -154,9 +154,9 @@ def _launched_us(e) -> float:
 
 
 def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
-            trace: Optional[str] = None, ranges: bool = False) -> Timing:
+            trace: Optional[str] = None, ranges: bool = False, parts: bool = True) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
-    the profiled run True."""
+    the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only)."""
     fn = lambda: run(ranges)  # noqa: E731
     eager = time_eager(fn, cuda, reps, warmup)
     graph_ms, graph_error = None, None
@@ -165,6 +165,9 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
             graph_ms = statistics.median(time_graph(fn, reps, warmup))
         except RuntimeError as e:  # a kernel that cannot be captured: say so, keep the eager figures
             graph_error = str(e).splitlines()[0]
-    parts, busy, span, count = profile_parts(lambda: run(True), cuda, trace)
-    return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, parts, busy, span, count,
+    if parts:
+        by_part, busy, span, count = profile_parts(lambda: run(True), cuda, trace)
+    else:
+        by_part, busy, span, count = {}, None, None, 0
+    return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, by_part, busy, span, count,
                   graph_error, eager)

@@ -1,0 +1,149 @@
+"""python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --dtype bf16 -o costs/h200/deepseek-v3-tp8-bf16.json
+
+Times the prefill executor (mlaplan.prefill) on a grid of batch shapes and policies on this GPU, fits
+the cost model (docs/cost-model.md) and writes the cost file that `mlaplan run/sweep --cost` read.
+With --refit, fits measurements saved by an earlier --measurements instead (no GPU needed).
+
+Exit status: 0 ok, 2 bad usage or input, 3 a device failure.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import sys
+from typing import List, Optional
+
+from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device
+
+MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
+
+
+def parser() -> Parser:
+    p = Parser(prog="python -m mlaplan.calibrate", description=__doc__.split("\n\n")[1].replace("\n", " "),
+               formatter_class=argparse.RawDescriptionHelpFormatter,
+               epilog="examples:\n"
+                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o costs/h200/deepseek-v3-tp8-bf16.json\n"
+                      "  python -m mlaplan.calibrate --model kimi-k2 --tp 8 --points 120 --measurements raw.json -o kimi.json\n"
+                      "  python -m mlaplan.calibrate --refit raw.json --timing graph -o graph.json\n")
+    p.add_argument("--model", default="deepseek-v3", metavar="NAME", help="a model preset (default deepseek-v3; docs/models.md)")
+    p.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel ranks: local heads = num_attention_heads / TP")
+    p.add_argument("--dtype", choices=("bf16",), default="bf16", help="the activations' and cache's type (bf16, as the executor runs)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the cost file to write (atomically)")
+    p.add_argument("--points", type=_count(10), default=160, metavar="N", help="calibration points, each a batch, buffer and policy (default 160)")
+    p.add_argument("--seed", type=_count(0), default=1, metavar="N", help="seed of the grid and the inputs (default 1)")
+    p.add_argument("--timing", choices=("eager", "graph"), default="eager",
+                   help="fit the eager loop as engines run it (default: host dispatch included) or its CUDA-graph replay (kernels alone)")
+    p.add_argument("--attention", choices=("flash", "cudnn"), default="flash", help="the executor's attention kernel (default flash)")
+    p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per point, the median kept (default 5)")
+    p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
+    p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
+                   help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
+    p.add_argument("--max-seconds", type=float, metavar="S",
+                   help="stop measuring after S seconds and fit the points measured by then")
+    p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
+    p.add_argument("--refit", metavar="FILE.json", help="fit these saved measurements instead of measuring")
+    p.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cuda or cuda:N")
+    p.add_argument("--commit", metavar="SHA", help="the mlaplan commit to record (default: git's, where there is a checkout)")
+    return p
+
+
+def _read_measurements(path: str) -> dict:
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise UsageError(f"--refit {path}: cannot read it ({e.strerror}); give a file --measurements wrote")
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give a file --measurements wrote")
+    if not isinstance(doc, dict) or doc.get("format") != MEASUREMENTS_FORMAT or not isinstance(doc.get("records"), list):
+        raise UsageError(f"{path}: format: not \"{MEASUREMENTS_FORMAT}\"; give a file --measurements wrote")
+    return doc
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    for path, option in ((args.output, "--output"), (args.measurements, "--measurements")):
+        _check_output_path(path, option)
+    from ..prefill.model import model_dims
+    from .cost_file import cost_document, write_json
+    from .device_info import git_commit
+    from .fit import fit_records
+
+    if args.refit:
+        doc = _read_measurements(args.refit)
+        for key in ("model", "tp", "heads", "gpu", "sms", "attention", "merge", "dtype"):
+            if key not in doc:
+                raise UsageError(f"{args.refit}: {key}: missing; give a file --measurements wrote")
+    else:
+        import torch
+
+        from . import device_info
+        from .grid import make_grid
+        from .measure import measure_points
+
+        try:
+            dims = model_dims(args.model, args.tp)
+        except ValueError as e:
+            msg = str(e)
+            raise UsageError(msg if msg.startswith("--") else f"--model: {msg}")
+        device = _device(torch, args.device)
+        if device.type != "cuda":
+            raise UsageError("the calibration times a GPU: torch sees none here; run it on one, or fit saved measurements with --refit")
+        from ..prefill import merge
+
+        if merge.triton is None:
+            raise UsageError("the executor's fused merge needs Triton on CUDA (pip install triton)")
+        info = device_info.describe(torch, device)
+        limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
+        grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
+        records = measure_points(grid, dims, torch.bfloat16, device, args.reps, args.warmup, args.attention, args.seed,
+                                 progress="calibrate", max_seconds=args.max_seconds)
+        doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
+               "dtype": args.dtype, "attention": args.attention, "merge": "fused (Triton)", **info,
+               "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup, "records": records}
+        if args.measurements:
+            write_json(args.measurements, doc)
+    fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing)
+    attention = {"flash": "flash (FlashAttention-2 through torch varlen_attn, V padded)",
+                 "cudnn": "cudnn (cuDNN SDPA, V unpadded)"}[doc["attention"]]
+    cost = cost_document(
+        model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
+        attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
+        torch_version=doc.get("torch"), triton_version=doc.get("triton"),
+        commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
+        command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
+    write_json(args.output, cost)
+    print(f"{doc['model']} TP {doc['tp']} on {doc['gpu']}: {fit.points} points, {args.timing} timing, geometry tile "
+          f"{fit.tile_queries} x {fit.blocks_per_sm} per SM; |error| median {100 * fit.median_abs_error:.1f}%, p90 "
+          f"{100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {100 * fit.cv_median_abs_error:.1f}%, "
+          f"{100 * fit.cv_p90_abs_error:.1f}%)")
+    for name, value in fit.coefficients.items():
+        print(f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}")
+    return 0
+
+
+def entry(argv: Optional[List[str]] = None, command=None) -> int:
+    """Runs `command` (default this module's main) with the package's exit statuses and one-line errors."""
+    try:
+        return (command or main)(argv)
+    except UsageError as e:
+        print(f"mlaplan: error: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"mlaplan: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mlaplan: interrupted", file=sys.stderr)
+        return 130
+    except RuntimeError as e:
+        if "CUDA" in str(e) or "cuda" in str(e):
+            print(f"mlaplan: error: device failure: {str(e).splitlines()[0]}", file=sys.stderr)
+            return 3
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

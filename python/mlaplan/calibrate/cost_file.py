@@ -1,0 +1,47 @@
+"""The cost file `mlaplan run/sweep --cost` reads (docs/cost-model.md): what it was calibrated on,
+the kernel geometry and the coefficients, with the fit's figures for the record."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Optional
+
+FORMAT = "mlaplan-cost-model"
+VERSION = 1
+
+
+def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms: int, attention: str, merge: str,
+                  timing: str, date: str, fit, driver: Optional[str] = None, torch_version: Optional[str] = None,
+                  triton_version: Optional[str] = None, commit: Optional[str] = None, command: Optional[str] = None) -> dict:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "model": model,
+        "tp": tp,
+        "dtype": dtype,
+        "gpu": gpu,
+        "driver": driver,
+        "kernels": {"attention": attention, "merge": merge, "torch": torch_version, "triton": triton_version},
+        "timing": timing,
+        "date": date,
+        "commit": commit,
+        "command": command,
+        "geometry": {"heads": heads, "sms": sms, "blocks_per_sm": fit.blocks_per_sm, "tile_queries": fit.tile_queries},
+        "coefficients": fit.coefficients,
+        "fit": fit.summary(),
+    }
+
+
+def write_json(path: str, doc: dict) -> None:
+    """Written whole or not at all: a temporary file in the same folder, renamed into place."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".cost-", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

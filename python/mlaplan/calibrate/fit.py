@@ -1,0 +1,148 @@
+"""Fitting a cost model: coefficients >= 0 that minimise the relative error of the predicted layer
+time (non-negative least squares on each point's terms divided by its time), the attention kernel's
+geometry (query tile, blocks per SM) chosen by the fit, and which terms the measurements cannot tell
+apart."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .. import cost_terms
+
+# A term whose (relative) column is this well explained by the others cannot be told from them.
+COLLINEAR_R2 = 0.999
+# Geometries tried: FlashAttention-2's query tiles for head dimension 192 are 64 or 128 rows, one or
+# two blocks resident per SM.
+GEOMETRIES = [(tile, blocks) for tile in (128, 64) for blocks in (1, 2)]
+
+
+def term_names() -> List[str]:
+    return [name for name, _ in cost_terms()]
+
+
+def _nnls():
+    try:
+        from scipy.optimize import nnls
+    except ImportError as e:  # pragma: no cover - scipy comes with the calibrate extra
+        raise ImportError("the calibration fits with scipy.optimize.nnls: pip install 'mlaplan[calibrate]' (scipy)") from e
+    return nnls
+
+
+def fit_coefficients(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Coefficients c >= 0 minimising sum(((X c - y) / y)^2): each point weighs by its relative error,
+    so a 1 ms batch counts as much as a 100 ms one."""
+    A = X / y[:, None]
+    scale = np.linalg.norm(A, axis=0)
+    scale[scale == 0] = 1.0
+    c, _ = _nnls()(A / scale, np.ones(len(y)), maxiter=50 * X.shape[1])
+    return c / scale
+
+
+def relative_errors(X: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return (X @ c - y) / y
+
+
+def identifiability(X: np.ndarray, y: np.ndarray, names: Sequence[str], coefficients: Optional[np.ndarray] = None) -> Dict[str, str]:
+    """Why each term that the measurements cannot pin down is so, by name: a term no point exercises
+    (its column is zero), one whose column is within COLLINEAR_R2 a combination of the others' (the
+    largest of them named), and, given the fit, one left at its bound of 0. Terms not named are
+    identified."""
+    A = X / y[:, None]
+    norms = np.linalg.norm(A, axis=0)
+    live = [j for j in range(A.shape[1]) if norms[j] > 0]
+    out: Dict[str, str] = {}
+    for j, name in enumerate(names):
+        if norms[j] == 0:
+            out[name] = "never exercised: no calibration point has any of it"
+            continue
+        others = [k for k in live if k != j]
+        if not others:
+            continue
+        B = A[:, others] / norms[others]
+        target = A[:, j] / norms[j]
+        w, *_ = np.linalg.lstsq(B, target, rcond=None)
+        resid = target - B @ w
+        r2 = 1.0 - float(resid @ resid)  # target has unit norm (uncentred: the model has no intercept)
+        if r2 > COLLINEAR_R2:
+            top = [names[others[k]] for k in np.argsort(-np.abs(w))[:3] if abs(w[k]) > 1e-6]
+            out[name] = f"not identifiable: {r2:.5f} of its variation is a combination of {', '.join(top)}"
+    if coefficients is not None:
+        for j, name in enumerate(names):
+            if name not in out and coefficients[j] == 0:
+                out[name] = "at its bound 0: the measurements give it no positive weight"
+    return out
+
+
+@dataclass
+class FitResult:
+    coefficients: Dict[str, float]
+    tile_queries: int
+    blocks_per_sm: int
+    points: int
+    median_abs_error: float
+    p90_abs_error: float
+    max_abs_error: float
+    cv_median_abs_error: float            # 5-fold cross-validated
+    cv_p90_abs_error: float
+    not_identifiable: Dict[str, str] = field(default_factory=dict)
+    errors: List[float] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        return {"points": self.points, "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
+                "max_abs_error": self.max_abs_error, "cross_validated_median_abs_error": self.cv_median_abs_error,
+                "cross_validated_p90_abs_error": self.cv_p90_abs_error, "not_identifiable": self.not_identifiable}
+
+
+def _cross_validated(X: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
+    order = np.random.default_rng(seed).permutation(len(y))
+    errs = np.empty(len(y))
+    for k in range(folds):
+        test = order[k::folds]
+        train = np.setdiff1d(order, test)
+        if len(train) < X.shape[1] or len(test) == 0:
+            continue
+        c = fit_coefficients(X[train], y[train])
+        errs[test] = relative_errors(X[test], y[test], c)
+    return errs
+
+
+def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int) -> Tuple[np.ndarray, List[str]]:
+    from .grid import Point, features
+
+    names = term_names()
+    rows = []
+    for r in records:
+        p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
+        f = features(p, heads, sms, blocks, tile)
+        rows.append([f[n] for n in names])
+    return np.asarray(rows, dtype=np.float64), names
+
+
+def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "eager",
+                geometries: Sequence[Tuple[int, int]] = GEOMETRIES) -> FitResult:
+    """Fits measured records (measure.py's) to their `timing` ("eager" or "graph") ms, trying each
+    geometry and keeping the one with the smallest root-mean-square relative error."""
+    key = f"{timing}_ms"
+    usable = [r for r in records if r.get(key)]
+    if len(usable) < len(term_names()) + 1:
+        raise ValueError(f"{len(usable)} measured points with {key}: the fit needs more than {len(term_names())}")
+    y = np.asarray([r[key] * 1e3 for r in usable])  # microseconds
+    best = None
+    for tile, blocks in geometries:
+        X, names = design(usable, heads, sms, tile, blocks)
+        c = fit_coefficients(X, y)
+        e = relative_errors(X, y, c)
+        rms = float(np.sqrt(np.mean(e**2)))
+        if best is None or rms < best[0]:
+            best = (rms, tile, blocks, X, c, e)
+    _, tile, blocks, X, c, e = best
+    cv = _cross_validated(X, y)
+    names = term_names()
+    return FitResult(
+        coefficients={n: float(v) for n, v in zip(names, c)}, tile_queries=tile, blocks_per_sm=blocks, points=len(usable),
+        median_abs_error=float(np.median(np.abs(e))), p90_abs_error=float(np.quantile(np.abs(e), 0.9)),
+        max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=float(np.median(np.abs(cv))),
+        cv_p90_abs_error=float(np.quantile(np.abs(cv), 0.9)), not_identifiable=identifiability(X, y, names, c),
+        errors=[float(v) for v in e])

@@ -1,0 +1,60 @@
+"""Timing calibration points with the executor: one MLA layer's prefill per point, eager (the loop
+as engines run it) and replayed as a CUDA graph (the kernels alone), the median of `reps` runs.
+SGLang and TensorRT-LLM run their chunked loops (SGLang's chunked path, TensorRT-LLM's SM100 loop),
+since those are what a buffer size changes."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Iterable, List, Optional
+
+import torch
+
+from ..prefill.inputs import host_page_table, random_inputs
+from ..prefill.measure import Run, run_one
+from ..prefill.model import MlaDims
+from ..prefill.schedule import build_schedule
+from .grid import Point
+
+ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "sm100"}
+
+
+def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int) -> dict:
+    """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path;
+    or refused with why (out of memory included)."""
+    rec = p.as_dict()
+    cuda = torch.device(device).type == "cuda"
+    try:
+        x = random_inputs(p.cache, p.offsets, p.page_size, dims, dtype, device, seed)
+        sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device, **ENGINE_PATHS)
+        run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
+                      graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False)
+    except ValueError as e:
+        rec["refused"] = str(e)
+        return rec
+    except torch.cuda.OutOfMemoryError as e:
+        rec["refused"] = "out of memory: " + str(e).splitlines()[0]
+        torch.cuda.empty_cache()
+        return rec
+    rec.update(path=run.path, iterations=run.iterations, eager_ms=run.eager_ms, eager_spread_ms=run.eager_spread_ms,
+               graph_ms=run.graph_ms)
+    del x, sched
+    return rec
+
+
+def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
+                   kernel: str = "flash", seed: int = 1, progress: Optional[str] = None,
+                   max_seconds: Optional[float] = None) -> List[dict]:
+    """The points measured in order; with max_seconds, those measured by then (the grid is random, so
+    a prefix of it is a smaller grid of the same spread)."""
+    points = list(points)
+    out, start = [], time.monotonic()
+    for i, p in enumerate(points):
+        if max_seconds is not None and time.monotonic() - start > max_seconds:
+            print(f"{progress or 'measure'}: --max-seconds {max_seconds:g} reached after {i} of {len(points)} points",
+                  file=sys.stderr, flush=True)
+            break
+        out.append(measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i))
+        if progress and (i + 1) % 25 == 0:
+            print(f"{progress}: {i + 1} of {len(points)} points, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+    return out

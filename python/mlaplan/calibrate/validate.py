@@ -1,0 +1,201 @@
+"""python -m mlaplan.calibrate.validate --cost FILE --scenarios A.json B.json ... --buffer-tokens LIST
+
+Predicts each batch's layer time under each policy and buffer with a cost file, measures it with the
+executor (or reads measurements saved with --save), and reports the error and the ranking: per
+workload (one scenario file each), the median and p90 of |predicted / measured - 1|, and Kendall's
+tau between the settings (buffer, policy) ranked by predicted and by measured mean time.
+
+Exit status: 0 the targets are met (median |error| <= 5%, p90 <= 15%, tau >= 0.8 per workload), 1
+missed, 2 bad usage or input, 3 a device failure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, _positive_list
+from ..prefill.schedule import parse_engines
+
+MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
+MEASURED_FORMAT = "mlaplan-validation-measurements"
+
+
+def parser() -> Parser:
+    p = Parser(prog="python -m mlaplan.calibrate.validate", description=__doc__.split("\n\n")[1].replace("\n", " "),
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cost", metavar="FILE.json", help="the cost file to check (without it: measure and --save only)")
+    p.add_argument("--scenarios", nargs="+", metavar="FILE.json", help="held-out batches, one file per workload (mlaplan gen)")
+    p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]")
+    p.add_argument("--policy", default="all", metavar="LIST", help="all (default) or a comma list of engines")
+    p.add_argument("--model", default="deepseek-v3", metavar="NAME")
+    p.add_argument("--tp", type=_count(1), default=8, metavar="N")
+    p.add_argument("--reps", type=_count(1), default=5, metavar="N")
+    p.add_argument("--warmup", type=_count(0), default=2, metavar="N")
+    p.add_argument("--measured", nargs="+", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
+    p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
+    p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
+    p.add_argument("-o", "--output", metavar="FILE.md", help="write the report (Markdown) to FILE instead of stdout")
+    p.add_argument("--json", metavar="FILE.json", help="also write the report's figures as JSON")
+    p.add_argument("--max-seconds", type=float, metavar="S", help="stop measuring after S seconds (whole batches)")
+    p.add_argument("--device", default="auto", metavar="DEV")
+    return p
+
+
+def measure(args) -> dict:
+    import torch
+
+    from .. import _mlaplan
+    from ..prefill.model import model_dims
+    from .device_info import describe
+    from .grid import Point
+    from .measure import measure_point
+
+    if not args.scenarios:
+        raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
+    engines = parse_engines(args.policy)
+    dims = model_dims(args.model, args.tp)
+    device = _device(torch, args.device)
+    records = []
+    import time
+
+    start = time.monotonic()
+    for path in args.scenarios:
+        workload = os.path.splitext(os.path.basename(path))[0]
+        for i, s in enumerate(_mlaplan.read_scenarios(path)):
+            if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+                print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
+                break
+            offsets = list(s["input_row_offsets"])
+            new = [b - a for a, b in zip(offsets, offsets[1:])]
+            for buffer in args.buffer_tokens:
+                for engine in engines:
+                    p = Point(list(s["cache_lengths"]), new, int(s["page_size"]), buffer, engine)
+                    rec = measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
+                                        args.reps, args.warmup, "flash", 1000 + i)
+                    rec.update(workload=workload, scenario=s["name"])
+                    records.append(rec)
+            print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
+    return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
+            "records": records}
+
+
+def read_cost(path: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise UsageError(f"--cost {path}: cannot read it as JSON ({e}); give a file python -m mlaplan.calibrate wrote")
+
+
+def predict_us(cost: dict, rec: dict) -> float:
+    from .grid import Point, features
+
+    g = cost["geometry"]
+    f = features(Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"]), g["heads"], g["sms"],
+                 g["blocks_per_sm"], g["tile_queries"])
+    return sum(cost["coefficients"][k] * v for k, v in f.items())
+
+
+def kendall_tau(a, b) -> float:
+    from scipy.stats import kendalltau
+
+    return float(kendalltau(a, b).statistic) if len(a) > 1 else float("nan")
+
+
+def report(cost: dict, records: List[dict], timing: str) -> dict:
+    key = f"{timing}_ms"
+    by_workload: Dict[str, List[dict]] = defaultdict(list)
+    for r in records:
+        if r.get(key):
+            r = dict(r, predicted_ms=predict_us(cost, r) / 1e3)
+            r["error"] = r["predicted_ms"] / r[key] - 1
+            by_workload[r["workload"]].append(r)
+    out = {"timing": timing, "workloads": {}, "settings": []}
+    all_errors = []
+    for w, rs in by_workload.items():
+        errs = np.abs([r["error"] for r in rs])
+        all_errors.extend(errs)
+        settings = defaultdict(list)
+        for r in rs:
+            settings[(r["policy"], r["buffer_tokens"])].append(r)
+        keys = sorted(settings)
+        measured = [float(np.mean([r[key] for r in settings[k]])) for k in keys]
+        predicted = [float(np.mean([r["predicted_ms"] for r in settings[k]])) for k in keys]
+        for k, m, p in zip(keys, measured, predicted):
+            out["settings"].append({"workload": w, "policy": k[0], "buffer_tokens": k[1], "batches": len(settings[k]),
+                                    "measured_ms": m, "predicted_ms": p, "error": p / m - 1})
+        out["workloads"][w] = {"runs": len(rs), "batches": len({r["scenario"] for r in rs}), "settings": len(keys),
+                               "median_abs_error": float(np.median(errs)), "p90_abs_error": float(np.quantile(errs, 0.9)),
+                               "max_abs_error": float(np.max(errs)), "kendall_tau": kendall_tau(measured, predicted)}
+    if all_errors:
+        out["overall"] = {"runs": len(all_errors), "median_abs_error": float(np.median(all_errors)),
+                          "p90_abs_error": float(np.quantile(all_errors, 0.9))}
+    return out
+
+
+def markdown(rep: dict, cost_path: str) -> str:
+    lines = [f"Predicted by `{cost_path}` against the executor's {rep['timing']} time (one layer).", "",
+             "| workload | batches | runs | settings | median abs error | p90 abs error | max abs error | Kendall tau |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for w, s in rep["workloads"].items():
+        lines.append(f"| {w} | {s['batches']} | {s['runs']} | {s['settings']} | {100 * s['median_abs_error']:.1f}% | "
+                     f"{100 * s['p90_abs_error']:.1f}% | {100 * s['max_abs_error']:.1f}% | {s['kendall_tau']:.3f} |")
+    if "overall" in rep:
+        o = rep["overall"]
+        lines.append(f"| all | | {o['runs']} | | {100 * o['median_abs_error']:.1f}% | {100 * o['p90_abs_error']:.1f}% | | |")
+    lines += ["", "| workload | policy | buffer | measured ms | predicted ms | error |", "|---|---|---:|---:|---:|---:|"]
+    for s in rep["settings"]:
+        lines.append(f"| {s['workload']} | {s['policy']} | {s['buffer_tokens']} | {s['measured_ms']:.3f} | "
+                     f"{s['predicted_ms']:.3f} | {100 * s['error']:+.1f}% |")
+    return "\n".join(lines) + "\n"
+
+
+def met(rep: dict) -> bool:
+    return all(s["median_abs_error"] <= MEDIAN_TARGET and s["p90_abs_error"] <= P90_TARGET and s["kendall_tau"] >= TAU_TARGET
+               for s in rep["workloads"].values())
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parser().parse_args(argv)
+    for path, option in ((args.output, "--output"), (args.save, "--save"), (args.json, "--json")):
+        _check_output_path(path, option)
+    from .cost_file import write_json
+
+    if args.measured:
+        records = []
+        for path in args.measured:
+            with open(path) as f:
+                doc = json.load(f)
+            if doc.get("format") != MEASURED_FORMAT:
+                raise UsageError(f"{path}: format: not \"{MEASURED_FORMAT}\"; give a file --save wrote")
+            records += doc["records"]
+    else:
+        doc = measure(args)
+        records = doc["records"]
+        if args.save:
+            write_json(args.save, doc)
+    if not args.cost:
+        return 0
+    cost = read_cost(args.cost)
+    rep = report(cost, records, args.timing or cost.get("timing") or "eager")
+    text = markdown(rep, args.cost)
+    if args.json:
+        write_json(args.json, rep)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0 if met(rep) else 1
+
+
+if __name__ == "__main__":
+    from .__main__ import entry
+
+    sys.exit(entry(None, main))
