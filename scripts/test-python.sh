@@ -24,13 +24,13 @@ python3 -m venv "$work/venv"
 if [[ -n ${MLAPLAN_WHEELS:-} && -d $MLAPLAN_WHEELS ]]; then
   while [[ ! -e $MLAPLAN_WHEELS/rc ]]; do sleep 1; done
   if [[ $(cat "$MLAPLAN_WHEELS/rc") == 0 ]]; then
-    "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$MLAPLAN_WHEELS/wheels" torch pytest
+    "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$MLAPLAN_WHEELS/wheels" torch scipy pytest
   else
     echo "test-python.sh: fetching the wheels failed (see below); installing from PyPI" >&2
     cat "$MLAPLAN_WHEELS/log" >&2
   fi
 fi
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch]"
+"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch,calibrate]"
 python=$work/venv/bin/python
 # From outside the source folder, so `import mlaplan` finds the installed package, not python/.
 cd "$work"

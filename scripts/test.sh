@@ -23,14 +23,14 @@ stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
 # Chromium) and the schema test (python3 jsonschema).
 export MLAPLAN_REQUIRE_TOOLS=1
 
-# The Python stage needs torch (about 5 GB of wheels from PyPI): fetch them now, behind the C++ builds,
+# The Python stage needs torch (about 5 GB of wheels from PyPI) and scipy: fetch them now, behind the C++ builds,
 # so the stage only installs them. scripts/test-python.sh waits for this and falls back to PyPI.
 if [[ -z ${SKIP_PYTHON:-} && -z ${MLAPLAN_WHEELS:-} ]]; then
   export MLAPLAN_WHEELS=$(mktemp -d /tmp/mlaplan-wheels.XXXXXX)
   trap 'rm -rf "$MLAPLAN_WHEELS"' EXIT
   ( { python3 -m venv "$MLAPLAN_WHEELS/venv" &&
       "$MLAPLAN_WHEELS/venv/bin/python" -m pip download -q --disable-pip-version-check --only-binary=:all: \
-        -d "$MLAPLAN_WHEELS/wheels" 'torch>=2.11' pytest; } >"$MLAPLAN_WHEELS/log" 2>&1
+        -d "$MLAPLAN_WHEELS/wheels" 'torch>=2.11' 'scipy>=1.10' pytest; } >"$MLAPLAN_WHEELS/log" 2>&1
     echo $? >"$MLAPLAN_WHEELS/rc" ) &
 fi
 

@@ -1,0 +1,202 @@
+// The cost model: its terms counted by hand for small batches, its file read and refused, and the
+// prediction's arithmetic through a sweep (per_iteration_us + d moves a mean by mean iterations x d).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/workload.hpp"
+
+namespace mlaplan::cost {
+namespace {
+
+const std::string kExample = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cost/deepseek-v3-tp8-example.json";
+
+std::string example_text() {
+  std::ifstream f(kExample);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+Batch one_sequence(uint32_t cached, uint32_t fresh, uint32_t buffer) {
+  Batch b;
+  b.page_size = 1;
+  b.buffer_token_size = buffer;
+  b.max_chunks = 16;
+  b.cache_lengths = {cached};
+  b.input_row_offsets = {0, fresh};
+  return b;
+}
+
+// Causal, 300 queries on 300 keys, tiles of 128: the tiles compute 128 x 128, 128 x 256 and 44 x 300
+// pairs up to their diagonals.
+TEST(CostFeatures, CausalTilesStopAtTheirDiagonal) {
+  Geometry g{1, 132, 1, 128};
+  Launch launch(g);
+  launch.add(300, 300, true);
+  Features f;
+  launch.finish(f);
+  EXPECT_DOUBLE_EQ(f[Term::mpair], (128.0 * 128 + 128.0 * 256 + 44.0 * 300) / 1e6);
+  EXPECT_DOUBLE_EQ(f[Term::query], 300);
+  // One head: the launch lasts its longest tile (32,768 pair-times) on 132 slots.
+  EXPECT_DOUBLE_EQ(f[Term::idle_mpair], (132.0 * 32768 - 62352) / 1e6);
+}
+
+// vLLM packed, 1,000 cached and 100 new tokens, a buffer of 400: three chunks (400, 400, 200). By hand:
+// rows 1,000 + 100; queries 100 (new tokens' step) + 3 x 100; merges: the first chunk holds every
+// query and is taken as it is, the other two merge, and the final merge: 300. Pairs 100 x 100 causal
+// (one tile) + 100 x 1,000. Idle with 16 heads on 132 slots: each launch lasts its longest block.
+TEST(CostFeatures, PackedByHand) {
+  const Geometry g{16, 132, 1, 128};
+  explore::Policy packed;
+  packed.kind = explore::PolicyKind::packed;
+  const Features f = explore::policy_features(one_sequence(1000, 100, 400), packed, g);
+  EXPECT_DOUBLE_EQ(f[Term::batch], 1);
+  EXPECT_DOUBLE_EQ(f[Term::fixed_step], 2);
+  EXPECT_DOUBLE_EQ(f[Term::iteration], 3);
+  EXPECT_DOUBLE_EQ(f[Term::row], 1100);
+  EXPECT_DOUBLE_EQ(f[Term::query], 400);
+  EXPECT_DOUBLE_EQ(f[Term::merged_query], 300);
+  EXPECT_NEAR(f[Term::mpair], 0.11, 1e-12);
+  const double idle = (132.0 * 10000 - 16 * 10000.0) + 2 * (132.0 * 40000 - 16 * 40000.0) + (132.0 * 20000 - 16 * 20000.0);
+  EXPECT_NEAR(f[Term::idle_mpair], idle / 16 / 1e6, 1e-12);
+}
+
+// Even split: every query attends every chunk. Contexts 1,000 and 300 with 50 and 10 new tokens and a
+// buffer of 800 (vLLM: a share of 400 per sequence with context): chunks of (400, 300), (400), (200).
+TEST(CostFeatures, EvenSplitCountsEveryQueryInEveryChunk) {
+  const Geometry g{1, 132, 1, 128};
+  Batch b = one_sequence(1000, 50, 800);
+  b.cache_lengths = {1000, 300};
+  b.input_row_offsets = {0, 50, 60};
+  explore::Policy even;
+  even.kind = explore::PolicyKind::even_split;
+  const Features f = explore::policy_features(b, even, g);
+  EXPECT_DOUBLE_EQ(f[Term::iteration], 3);
+  EXPECT_DOUBLE_EQ(f[Term::row], 1300 + 60);
+  EXPECT_DOUBLE_EQ(f[Term::query], 60 + 3 * 60);
+  EXPECT_DOUBLE_EQ(f[Term::merged_query], 3 * 60);  // chunks 1 and 2, and the final merge
+  // New tokens' step: 50 x 50 and 10 x 10 causal, one tile each; chunks: 50 x 1,000 + 10 x 300.
+  EXPECT_NEAR(f[Term::mpair], (2500.0 + 100 + 50000 + 3000) / 1e6, 1e-12);
+}
+
+// Max streams cache and new tokens together: one chunk holding all of a sequence makes one causal
+// launch for its queries (bottom-right over every key), and the unbounded plan is that chunk.
+TEST(CostFeatures, MaxOneChunkIsItsUnboundedPlan) {
+  const Geometry g{16, 132, 1, 128};
+  const Batch b = one_sequence(1000, 100, 2048);
+  const std::vector<uint32_t> rows{0, 1100}, cache{0};
+  const std::vector<int32_t> lengths{1100};
+  const Features f = explore::max_features(b, {rows.data(), cache.data(), lengths.data(), 1}, g);
+  EXPECT_DOUBLE_EQ(f[Term::iteration], 1);
+  EXPECT_DOUBLE_EQ(f[Term::row], 1100);
+  EXPECT_DOUBLE_EQ(f[Term::query], 100);
+  EXPECT_DOUBLE_EQ(f[Term::merged_query], 100);
+  EXPECT_DOUBLE_EQ(f[Term::mpair], 100.0 * 1100 / 1e6);  // one tile: every query row up to key 1,100
+  const Features u = explore::unbounded_features(b, explore::Policy{}, g);
+  EXPECT_EQ(u.values, f.values);
+}
+
+TEST(CostFile, ReadsTheExample) {
+  const CostModel m = read_cost_model(kExample);
+  EXPECT_EQ(m.model, "deepseek-v3");
+  EXPECT_EQ(m.tp, 8u);
+  EXPECT_EQ(m.geometry.heads, 16u);
+  EXPECT_DOUBLE_EQ(m.coefficient(Term::iteration), 100);
+  EXPECT_NE(m.describe().find("NVIDIA H200"), std::string::npos);
+  Features f;
+  f[Term::iteration] = 2;
+  f[Term::row] = 1000;
+  EXPECT_DOUBLE_EQ(m.predict_us(f), 2 * 100 + 1000 * 0.02);
+}
+
+TEST(CostFile, RefusesNamingTheField) {
+  const std::string good = example_text();
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    try {
+      parse_cost_model(text, "c.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refused("\"per_row_us\": 0.02,", "").find("c.json: coefficients.per_row_us: missing"), std::string::npos);
+  EXPECT_NE(refused("\"per_iteration_us\": 100", "\"per_iteration_us\": -1").find("per_iteration_us: -1 is negative"),
+            std::string::npos);
+  EXPECT_NE(refused("\"tile_queries\": 128", "\"tile_queries\": 0").find("geometry.tile_queries"), std::string::npos);
+  EXPECT_NE(refused("mlaplan-cost-model", "other").find("c.json: format"), std::string::npos);
+}
+
+// A sweep's predicted mean per layer moves by exactly mean iterations x d when per_iteration_us does.
+TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
+  auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
+  const std::vector<Batch> batches = explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
+  explore::SweepGrid grid;
+  grid.buffer_tokens = {8192, 65536, 262144};
+  grid.max_chunks = {1024};
+  grid.policies = explore::parse_policies("variants", explore::Policy{});
+  grid.models = {explore::find_model_preset("deepseek-v3")};
+  grid.tps = {8};
+  grid.costs = {read_cost_model(kExample)};
+  const explore::SweepResult a = explore::run_sweep(batches, grid);
+  const double d = 37.5;
+  grid.costs[0].coefficients[static_cast<size_t>(Term::iteration)] += d;
+  const explore::SweepResult b = explore::run_sweep(batches, grid);
+  ASSERT_EQ(a.rows.size(), b.rows.size());
+  size_t checked = 0;
+  for (size_t i = 0; i < a.rows.size(); ++i) {
+    const explore::SweepRow &x = a.rows[i], &y = b.rows[i];
+    ASSERT_TRUE(x.time && y.time);
+    if (x.refused) continue;
+    EXPECT_NEAR(y.time->mean_us - x.time->mean_us, x.mean_iterations * d, 1e-9 * y.time->mean_us) << x.setting();
+    EXPECT_EQ(x.time->layers, 61u);
+    EXPECT_GT(x.time->over_lower_bound, -1e-9) << x.setting();
+    ++checked;
+  }
+  EXPECT_EQ(checked, a.rows.size());  // no batch refused at M = 1024
+}
+
+// Recommendation by time: the chosen buffer is the smallest within P% of the group's best p99, and
+// every smaller one is named with what it costs over the best.
+TEST(CostSweep, RecommendByTimeTakesTheSmallestWithinP) {
+  auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
+  const std::vector<Batch> batches = explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
+  explore::SweepGrid grid;
+  grid.buffer_tokens = {2048, 4096, 8192, 16384, 65536, 262144};
+  grid.max_chunks = {16};
+  grid.policies = explore::parse_policies("packed,even-split", explore::Policy{});
+  grid.models = {explore::find_model_preset("deepseek-v3")};
+  grid.tps = {8};
+  grid.costs = {read_cost_model(kExample)};
+  const explore::SweepResult s = explore::run_sweep(batches, grid);
+  explore::RecommendOptions o;
+  o.objective = explore::Objective::time;
+  o.within = 0.02;
+  const std::vector<explore::Recommendation> recs = explore::recommend(s, o);
+  ASSERT_EQ(recs.size(), 2u);
+  for (const explore::Recommendation& r : recs) {
+    ASSERT_TRUE(r.row && r.best) << r.group;
+    const double best = s.rows[*r.best].time->at(0.99), chosen = s.rows[*r.row].time->at(0.99);
+    EXPECT_LE(chosen, best * 1.02) << r.group;
+    for (const explore::Rejection& x : r.rejected) {
+      EXPECT_LT(x.buffer_tokens, s.rows[*r.row].buffer_tokens);
+      EXPECT_NE(x.why.find("over the best"), std::string::npos) << x.why;
+    }
+    EXPECT_FALSE(r.rejected.empty()) << r.group << ": 2,048 rows should cost more than 2% over the best";
+  }
+}
+
+}  // namespace
+}  // namespace mlaplan::cost

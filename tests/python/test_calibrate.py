@@ -1,0 +1,184 @@
+"""The cost model's Python side: its terms are the executor's own counts, the fit recovers known
+coefficients and names the terms it cannot pin down, the CLIs refuse bad input in one line, the
+validation's figures, and sweep(cost=...)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mlaplan
+
+pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
+
+from mlaplan.calibrate import fit  # noqa: E402
+from mlaplan.calibrate.grid import Point, features, make_grid  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
+TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "per_row_us": 0.02, "per_query_us": 0.01,
+        "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40}
+
+
+def synthetic(points, noise, seed=0, heads=16, timing="eager_ms", **grid):
+    """Measurements made up from TRUE: each point's terms priced, times (1 + noise x N(0, 1))."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in make_grid(points, seed + 1, heads, **grid):
+        f = features(p, heads)
+        d = p.as_dict()
+        d[timing] = sum(TRUE[k] * v for k, v in f.items()) * (1 + noise * rng.standard_normal()) / 1e3
+        out.append(d)
+    return out
+
+
+def test_terms_are_named_in_file_order():
+    names = [n for n, _ in mlaplan.cost_terms()]
+    assert names[:3] == ["per_batch_us", "per_fixed_step_us", "per_iteration_us"]
+    assert len(names) == len(set(names)) == 8 and all(n.endswith("_us") for n in names)
+
+
+def test_features_by_hand():
+    # vLLM packed, 1,000 cached + 100 new, buffer 400: tests/cost_test.cpp works the same case out.
+    f = mlaplan.cost_features([1000], [0, 100], 1, 400, "packed", heads=16)
+    assert f["per_iteration_us"] == 3 and f["per_row_us"] == 1100 and f["per_query_us"] == 400
+    assert f["per_merged_query_us"] == 300 and f["per_fixed_step_us"] == 2
+    assert f["per_mpair_us"] == pytest.approx(0.11)
+    unbounded = mlaplan.cost_features([1000], [0, 100], 1, 400, "packed", heads=16, unbounded=True)
+    assert unbounded["per_iteration_us"] == 1 and unbounded["per_merged_query_us"] == 100
+
+
+def test_features_refuse_what_the_policy_refuses():
+    with pytest.raises(ValueError, match="even-split/vllm"):
+        mlaplan.cost_features([100, 100, 100], [0, 1, 2, 3], 64, 64, "even-split", heads=16)
+    with pytest.raises(mlaplan.InfeasibleBatch):
+        mlaplan.cost_features([1000], [0, 10], 1, 100, "max", heads=16, max_chunks=2)
+
+
+def test_features_are_the_executors_counts():
+    """Over random batches, every engine: the iterations, rows, attention queries and merged queries
+    the C++ terms count are those of the schedule the executor runs (its chunked paths)."""
+    torch = pytest.importorskip("torch", reason="the executor needs torch")
+    from mlaplan.prefill.inputs import lengths_of
+    from mlaplan.prefill.schedule import build_schedule
+
+    for p in make_grid(150, 7, 16):
+        n = lengths_of(p.cache, p.offsets, p.page_size)
+        pages = max((c + k + p.page_size - 1) // p.page_size for c, k in zip(p.cache, p.new))
+        s = build_schedule(p.policy, n, np.zeros((len(p.cache), max(pages, 1)), dtype=np.int64), p.buffer_tokens, None,
+                           torch.device("cpu"), sglang_path="chunked", trtllm_path="sm100")
+        f = features(p, 16)
+        where = f"{p.policy} B={len(p.cache)} buffer {p.buffer_tokens}"
+        assert f["per_iteration_us"] == s.iterations, where
+        assert f["per_row_us"] == sum(st.n_rows for st in s.steps), where
+        assert f["per_query_us"] == sum(a.call.n_q for st in s.steps for a in st.attends), where
+        merged = sum(a.call.n_q for st in s.steps if not st.take for a in st.attends) + (n.new_tokens if s.final_merge else 0)
+        assert f["per_merged_query_us"] == merged, where
+
+
+def test_fit_recovers_known_coefficients():
+    recs = synthetic(160, noise=0.005)
+    r = fit.fit_records(recs, 16, 132, geometries=[(128, 1)])
+    for name, want in TRUE.items():
+        assert r.coefficients[name] == pytest.approx(want, rel=0.05), name
+    assert r.median_abs_error < 0.01 and r.cv_median_abs_error < 0.01
+    assert not r.not_identifiable
+
+
+def test_fit_picks_the_geometry_that_made_the_times():
+    rng = np.random.default_rng(3)
+    recs = []
+    for p in make_grid(120, 4, 16):
+        f = features(p, 16, tile_queries=64, blocks_per_sm=2)
+        d = p.as_dict()
+        d["eager_ms"] = sum(TRUE[k] * v for k, v in f.items()) * (1 + 0.002 * rng.standard_normal()) / 1e3
+        recs.append(d)
+    r = fit.fit_records(recs, 16, 132)
+    assert (r.tile_queries, r.blocks_per_sm) == (64, 2)
+
+
+def test_identifiability_names_what_the_grid_cannot_tell_apart():
+    # Packed alone: every batch with context has 2 fixed steps, so that term is twice the batch term.
+    recs = [r for r in synthetic(200, 0.0, seed=5, policies=("packed",)) if sum(r["cache"]) > 0]
+    X, names = fit.design(recs, 16, 132, 128, 1)
+    y = np.asarray([r["eager_ms"] * 1e3 for r in recs])
+    report = fit.identifiability(X, y, names)
+    assert "not identifiable" in report.get("per_fixed_step_us", "") or "not identifiable" in report.get("per_batch_us", "")
+    # A term no point has is never exercised.
+    X[:, names.index("per_idle_mpair_us")] = 0
+    assert fit.identifiability(X, y, names)["per_idle_mpair_us"].startswith("never exercised")
+
+
+def run_module(*args):
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_refit_writes_a_cost_file(tmp_path):
+    meas = tmp_path / "m.json"
+    doc = {"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16, "dtype": "bf16",
+           "attention": "flash", "merge": "fused (Triton)", "gpu": "Synthetic GPU", "sms": 132, "date": "2026-12-01",
+           "records": synthetic(100, 0.01)}
+    meas.write_text(json.dumps(doc))
+    out = tmp_path / "cost.json"
+    r = run_module("mlaplan.calibrate", "--refit", str(meas), "-o", str(out), "--commit", "abc1234")
+    assert r.returncode == 0, r.stderr
+    cost = json.loads(out.read_text())
+    assert cost["format"] == "mlaplan-cost-model" and cost["model"] == "deepseek-v3" and cost["tp"] == 8
+    assert set(cost["coefficients"]) == set(TRUE) and all(v >= 0 for v in cost["coefficients"].values())
+    assert cost["geometry"]["heads"] == 16 and cost["commit"] == "abc1234" and cost["fit"]["points"] == 100
+    rows = mlaplan.sweep(batches=50, buffer_tokens=(16384, 65536), policies="packed", cost=str(out))
+    assert all(r["layer_ms_mean"] > 0 and r["layers"] == 61 and r["model"] == "deepseek-v3" for r in rows)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--refit", "missing.json", "-o", "x.json"], "--refit missing.json: cannot read it"),
+    (["--refit", "tests/data/cost/deepseek-v3-tp8-example.json", "-o", "x.json"], "format: not \"mlaplan-calibration-measurements\""),
+    (["--model", "deepseek-v3", "--tp", "3", "-o", "x.json"], "--tp 3: DeepSeek-V3 has 128 attention heads"),
+    (["--tp", "8"], "the following arguments are required: -o/--output"),
+    (["--points", "2", "-o", "x.json"], "--points: '2': expected an integer >= 10"),
+])
+def test_calibrate_refuses_in_one_line(args, message):
+    r = run_module("mlaplan.calibrate", *args)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mlaplan: error:") and message in lines[0], r.stderr
+
+
+def test_validate_reports_errors_and_ranking(tmp_path):
+    recs = []
+    for i, w in enumerate(("coding", "trace", "chat")):
+        for r in synthetic(40, 0.01, seed=10 + i):
+            recs.append(dict(r, workload=w, scenario=f"{w}-{len(recs) % 4}"))
+    meas = tmp_path / "v.json"
+    meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": recs}))
+    cost = json.loads(open(EXAMPLE).read())
+    cost["coefficients"] = TRUE
+    cost_path = tmp_path / "c.json"
+    cost_path.write_text(json.dumps(cost))
+    out_json = tmp_path / "report.json"
+    r = run_module("mlaplan.calibrate.validate", "--cost", str(cost_path), "--measured", str(meas), "--json", str(out_json))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(out_json.read_text())
+    assert set(rep["workloads"]) == {"coding", "trace", "chat"}
+    for w in rep["workloads"].values():
+        assert w["median_abs_error"] < 0.02 and w["kendall_tau"] > 0.9
+    assert "| coding |" in r.stdout and "Kendall tau" in r.stdout
+    # A model that is off by a factor misses the targets: exit 1.
+    cost["coefficients"] = {k: 2 * v for k, v in TRUE.items()}
+    cost_path.write_text(json.dumps(cost))
+    assert run_module("mlaplan.calibrate.validate", "--cost", str(cost_path), "--measured", str(meas)).returncode == 1
+
+
+def test_sweep_without_cost_has_no_time_fields():
+    rows = mlaplan.sweep(batches=20, buffer_tokens=(16384,), policies="packed")
+    assert "layer_ms_mean" not in rows[0] and rows[0]["model"] is None
+
+
+def test_sweep_cost_fields():
+    """One batch swept with a cost file: its quantiles are its one time, a step is 61 layers of it."""
+    rows = mlaplan.sweep(workload="short-chat", batches=1, buffer_tokens=(8192,), policies="packed", cost=EXAMPLE)
+    assert rows[0]["layer_ms_mean"] == pytest.approx(rows[0]["layer_ms_p50"])
+    assert rows[0]["step_ms_mean"] == pytest.approx(rows[0]["layer_ms_mean"] * 61)
+    assert 0 < rows[0]["iteration_overhead_share"] < 1
