@@ -5,7 +5,9 @@
 - files mlaplan rejects (unknown key, both new-token arrays, a missing field, a wrong type) are
   rejected by the schema too, so the schema does not promise what the tool refuses;
 - `run --format json` of every bundled scenario under every policy (refusals included), with a
-  model, and of a list file, is valid against run-output.schema.json.
+  model, with a cost model, and of a list file, is valid against run-output.schema.json;
+- `sweep --format json` without and with a cost model, recommending by iterations and by time, is
+  valid against sweep-output.schema.json.
 
 Usage: schema_test.py MLAPLAN_EXE SOURCE_DIR. Exit 77 (skipped) without the jsonschema package,
 unless MLAPLAN_REQUIRE_TOOLS is set.
@@ -35,6 +37,8 @@ def validator(name):
 
 scenario_schema = validator("scenario.schema.json")
 output_schema = validator("run-output.schema.json")
+sweep_schema = validator("sweep-output.schema.json")
+cost = os.path.join(source, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
 failures = []
 
 
@@ -81,7 +85,7 @@ with tempfile.TemporaryDirectory() as tmp:
     # run's JSON output.
     outputs = 0
     for f in bundled:
-        for extra in (["--policy", "variants"], ["--model", "deepseek-v3", "--tp", "8"]):
+        for extra in (["--policy", "variants"], ["--model", "deepseek-v3", "--tp", "8"], ["--policy", "variants", "--cost", cost]):
             r = mlaplan("run", f, "--backend", "cpu", "--format", "json", *extra)
             if r.returncode == 2 and "infeasible" in r.stderr:
                 continue  # max alone refuses an infeasible scenario: no output
@@ -92,7 +96,21 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_valid(output_schema, json.loads(r.stdout), "run of a list file")
     outputs += 1
 
+    # sweep's JSON output.
+    sweeps = 0
+    base = ["sweep", "--workload", "coding-agent", "--batches", "200", "--buffer-tokens", "4096:262144:x4", "--format", "json",
+            "--no-progress", "--max-chunks", "16,64"]
+    for extra in ([], ["--model", "deepseek-v3,kimi-k2", "--tp", "8", "--recommend", "--max-iterations", "4"],
+                  ["--cost", cost], ["--cost", cost, "--policy", "variants", "--recommend", "--objective", "time", "--within", "3%"]):
+        r = mlaplan(*base, *extra)
+        assert r.returncode == 0, f"sweep {extra}: {r.stderr}"
+        doc = json.loads(r.stdout)
+        expect_valid(sweep_schema, doc, f"sweep {' '.join(extra)}")
+        if "--cost" in extra and not all("step_ms" in row for row in doc["rows"]):
+            failures.append(f"sweep {' '.join(extra)}: a row without step_ms")
+        sweeps += 1
+
 if failures:
     print("\n".join(failures))
     sys.exit(1)
-print(f"schemas: {len(bundled) + 1} scenario files valid, {len(bad)} bad ones refused by both, {outputs} run outputs valid")
+print(f"schemas: {len(bundled) + 1} scenario files valid, {len(bad)} bad ones refused by both, {outputs} run outputs and {sweeps} sweep outputs valid")

@@ -60,12 +60,13 @@ void Launch::add_work_many(uint64_t queries_sum, uint64_t queries_max, uint64_t 
 
 void Launch::finish(Features& f, uint64_t times) const {
   if (queries_ == 0 || times == 0) return;
-  const double n = static_cast<double>(times), heads = g_->heads, slots = g_->slots();
-  const double span = std::max(heads * work_ / slots, longest_);  // in one block's pair-times
-  const double idle = (slots * span - heads * work_) / heads;     // per head, as the pairs are counted
+  const double n = static_cast<double>(times);
+  // The launch lasts max(heads x work / slots, longest) block pair-times; per head, the slots' share
+  // of that not spent on work is idle: max(0, longest x slots / heads - work).
+  const double idle = std::max(0.0, longest_ * (g_->slots() / g_->heads) - work_);
   f[Term::query] += n * static_cast<double>(queries_);
-  f[Term::mpair] += n * work_ / 1e6;
-  f[Term::idle_mpair] += n * std::max(0.0, idle) / 1e6;
+  f[Term::mpair] += n * work_ * 1e-6;
+  f[Term::idle_mpair] += n * idle * 1e-6;
 }
 
 }  // namespace mlaplan::cost
