@@ -36,24 +36,24 @@ Batch one_sequence(uint32_t cached, uint32_t fresh, uint32_t buffer) {
   return b;
 }
 
-// Causal, 300 queries on 300 keys, tiles of 128: the tiles compute 128 x 128, 128 x 256 and 44 x 300
-// pairs up to their diagonals.
+// Causal, 300 queries on 300 keys, tiles of 128: the tiles compute 128 x 128, 128 x 256 and, the
+// last one whole, 128 x 300 pairs up to their diagonals.
 TEST(CostFeatures, CausalTilesStopAtTheirDiagonal) {
   Geometry g{1, 132, 1, 128};
   Launch launch(g);
   launch.add(300, 300, true);
   Features f;
   launch.finish(f);
-  EXPECT_DOUBLE_EQ(f[Term::mpair], (128.0 * 128 + 128.0 * 256 + 44.0 * 300) / 1e6);
+  EXPECT_DOUBLE_EQ(f[Term::mpair], (128.0 * 128 + 128.0 * 256 + 128.0 * 300) / 1e6);
   EXPECT_DOUBLE_EQ(f[Term::query], 300);
-  // One head: the launch lasts its longest tile (32,768 pair-times) on 132 slots.
-  EXPECT_DOUBLE_EQ(f[Term::idle_mpair], (132.0 * 32768 - 62352) / 1e6);
+  // One head: the launch lasts its longest tile (38,400 pair-times) on 132 slots.
+  EXPECT_NEAR(f[Term::idle_mpair], (132.0 * 38400 - 87552) / 1e6, 1e-12);
 }
 
 // vLLM packed, 1,000 cached and 100 new tokens, a buffer of 400: three chunks (400, 400, 200). By hand:
 // rows 1,000 + 100; queries 100 (new tokens' step) + 3 x 100; merges: the first chunk holds every
-// query and is taken as it is, the other two merge, and the final merge: 300. Pairs 100 x 100 causal
-// (one tile) + 100 x 1,000. Idle with 16 heads on 132 slots: each launch lasts its longest block.
+// query and is taken as it is, the other two merge, and the final merge: 300. Pairs in whole tiles of
+// 128: 128 x 100 causal + 128 x 1,000. Idle with 16 heads on 132 slots: each launch lasts its one block.
 TEST(CostFeatures, PackedByHand) {
   const Geometry g{16, 132, 1, 128};
   explore::Policy packed;
@@ -65,9 +65,9 @@ TEST(CostFeatures, PackedByHand) {
   EXPECT_DOUBLE_EQ(f[Term::row], 1100);
   EXPECT_DOUBLE_EQ(f[Term::query], 400);
   EXPECT_DOUBLE_EQ(f[Term::merged_query], 300);
-  EXPECT_NEAR(f[Term::mpair], 0.11, 1e-12);
-  const double idle = (132.0 * 10000 - 16 * 10000.0) + 2 * (132.0 * 40000 - 16 * 40000.0) + (132.0 * 20000 - 16 * 20000.0);
-  EXPECT_NEAR(f[Term::idle_mpair], idle / 16 / 1e6, 1e-12);
+  EXPECT_NEAR(f[Term::mpair], 128.0 * 1100 / 1e6, 1e-12);
+  const double idle = (132.0 / 16 - 1) * 128 * (100 + 400 + 400 + 200);
+  EXPECT_NEAR(f[Term::idle_mpair], idle / 1e6, 1e-12);
 }
 
 // Even split: every query attends every chunk. Contexts 1,000 and 300 with 50 and 10 new tokens and a
@@ -84,8 +84,8 @@ TEST(CostFeatures, EvenSplitCountsEveryQueryInEveryChunk) {
   EXPECT_DOUBLE_EQ(f[Term::row], 1300 + 60);
   EXPECT_DOUBLE_EQ(f[Term::query], 60 + 3 * 60);
   EXPECT_DOUBLE_EQ(f[Term::merged_query], 3 * 60);  // chunks 1 and 2, and the final merge
-  // New tokens' step: 50 x 50 and 10 x 10 causal, one tile each; chunks: 50 x 1,000 + 10 x 300.
-  EXPECT_NEAR(f[Term::mpair], (2500.0 + 100 + 50000 + 3000) / 1e6, 1e-12);
+  // New tokens' step: 50 and 10 causal queries, one whole tile each; chunks: a tile over 1,000 + one over 300.
+  EXPECT_NEAR(f[Term::mpair], 128.0 * (50 + 10 + 1000 + 300) / 1e6, 1e-12);
 }
 
 // Max streams cache and new tokens together: one chunk holding all of a sequence makes one causal
@@ -100,7 +100,7 @@ TEST(CostFeatures, MaxOneChunkIsItsUnboundedPlan) {
   EXPECT_DOUBLE_EQ(f[Term::row], 1100);
   EXPECT_DOUBLE_EQ(f[Term::query], 100);
   EXPECT_DOUBLE_EQ(f[Term::merged_query], 100);
-  EXPECT_DOUBLE_EQ(f[Term::mpair], 100.0 * 1100 / 1e6);  // one tile: every query row up to key 1,100
+  EXPECT_DOUBLE_EQ(f[Term::mpair], 128.0 * 1100 / 1e6);  // one whole tile up to key 1,100
   const Features u = explore::unbounded_features(b, explore::Policy{}, g);
   EXPECT_EQ(u.values, f.values);
 }

@@ -26,7 +26,7 @@ const char* term_unit(Term t) {
     case Term::row: return "row gathered and up-projected";
     case Term::query: return "query row read by an attention launch";
     case Term::merged_query: return "query row merged by log-sum-exp";
-    case Term::mpair: return "million query-key pairs computed";
+    case Term::mpair: return "million query-key pairs computed (in whole query tiles)";
     case Term::idle_mpair: return "million pair-times of block slots left idle";
   }
   return "";
@@ -39,23 +39,24 @@ Features& Features::operator+=(const Features& o) {
 
 void Launch::add_work(uint64_t queries, uint64_t keys, bool causal) {
   if (queries == 0 || keys == 0) return;
-  const double q = static_cast<double>(queries), k = static_cast<double>(keys), t = g_->tile_queries;
   if (!causal) {
-    add_work_many(queries, queries, keys);
+    add_work_many(g_->tile_rows(queries), keys);
     return;
   }
-  // Tile i holds queries [i t, e_i) and computes keys up to its last query's diagonal, k - q + e_i.
-  const uint64_t tiles = (queries + g_->tile_queries - 1) / g_->tile_queries;
-  const double full = static_cast<double>(tiles - 1), last_rows = q - full * t, offset = std::max(0.0, k - q);
-  work_ += t * full * offset + t * t * full * (full + 1) / 2 + last_rows * k;
-  longest_ = std::max(longest_, last_rows * k);
-  if (tiles > 1) longest_ = std::max(longest_, t * (offset + full * t));
+  // Tile i holds queries [i t, (i + 1) t) and computes the keys up to its last row's diagonal,
+  // k - q + (i + 1) t; the last tile, whole too, computes all k.
+  const double q = static_cast<double>(queries), k = static_cast<double>(keys), t = g_->tile_queries;
+  const double full = static_cast<double>((queries + g_->tile_queries - 1) / g_->tile_queries - 1);
+  const double offset = std::max(0.0, k - q);
+  work_ += t * full * offset + t * t * full * (full + 1) / 2 + t * k;
+  longest_ = std::max(longest_, t * k);
 }
 
-void Launch::add_work_many(uint64_t queries_sum, uint64_t queries_max, uint64_t keys) {
+void Launch::add_work_many(uint64_t tile_rows_sum, uint64_t keys) {
+  if (tile_rows_sum == 0 || keys == 0) return;
   const double k = static_cast<double>(keys);
-  work_ += static_cast<double>(queries_sum) * k;
-  longest_ = std::max(longest_, static_cast<double>(std::min<uint64_t>(queries_max, g_->tile_queries)) * k);
+  work_ += static_cast<double>(tile_rows_sum) * k;
+  longest_ = std::max(longest_, g_->tile_queries * k);
 }
 
 void Launch::finish(Features& f, uint64_t times) const {

@@ -42,7 +42,7 @@ void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
 // sequence is full-size in its chunks before its last, and its last holds what remains.
 uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& g, Features& f) {
   struct Seq {
-    uint64_t last, rem, q;
+    uint64_t last, rem, rows;  // last chunk, keys in it, queries in whole tiles
   };
   std::vector<Seq> seqs;
   seqs.reserve(b.batch_size());
@@ -50,12 +50,12 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     const uint64_t len = b.cache_lengths[i];
     if (len == 0) continue;
     const uint64_t last = detail::ceil_div(len, share) - 1;
-    seqs.push_back({last, len - last * share, b.input_length(i)});
+    seqs.push_back({last, len - last * share, g.tile_rows(b.input_length(i))});
   }
   if (seqs.empty()) return 0;
   std::sort(seqs.begin(), seqs.end(), [](const Seq& x, const Seq& y) { return x.last > y.last; });
   const uint64_t T = new_tokens(b), chunks = seqs.front().last + 1;
-  uint64_t full_q = 0, full_max = 0;  // the sequences full-size in the chunks being counted
+  uint64_t full_rows = 0;  // tile rows of the sequences full-size in the chunks being counted
   size_t i = 0;
   uint64_t c = chunks;  // chunks c .. chunks - 1 are counted
   while (c > 0) {
@@ -63,20 +63,17 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     if (i < seqs.size() && seqs[i].last == at) {  // chunk `at` ends these sequences
       Launch launch(g);
       launch.add_queries(T);
-      launch.add_work_many(full_q, full_max, share);
-      for (; i < seqs.size() && seqs[i].last == at; ++i) launch.add_work(seqs[i].q, seqs[i].rem, false);
+      launch.add_work_many(full_rows, share);
+      for (; i < seqs.size() && seqs[i].last == at; ++i) launch.add_work_many(seqs[i].rows, seqs[i].rem);
       launch.finish(f);
-      for (size_t j = i; j-- > 0 && seqs[j].last == at;) {
-        full_q += seqs[j].q;
-        full_max = std::max(full_max, seqs[j].q);
-      }
+      for (size_t j = i; j-- > 0 && seqs[j].last == at;) full_rows += seqs[j].rows;
       c = at;
       continue;
     }
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
     launch.add_queries(T);
-    launch.add_work_many(full_q, full_max, share);
+    launch.add_work_many(full_rows, share);
     launch.finish(f, c - next);
     c = next;
   }

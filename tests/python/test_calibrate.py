@@ -45,7 +45,7 @@ def test_features_by_hand():
     f = mlaplan.cost_features([1000], [0, 100], 1, 400, "packed", heads=16)
     assert f["per_iteration_us"] == 3 and f["per_row_us"] == 1100 and f["per_query_us"] == 400
     assert f["per_merged_query_us"] == 300 and f["per_fixed_step_us"] == 2
-    assert f["per_mpair_us"] == pytest.approx(0.11)
+    assert f["per_mpair_us"] == pytest.approx(128 * 1100 / 1e6)  # whole tiles of 128 rows
     unbounded = mlaplan.cost_features([1000], [0, 100], 1, 400, "packed", heads=16, unbounded=True)
     assert unbounded["per_iteration_us"] == 1 and unbounded["per_merged_query_us"] == 100
 

@@ -19,6 +19,9 @@ struct Geometry {
   uint32_t tile_queries = 128; // queries per block (kBlockM)
 
   double slots() const { return static_cast<double>(sms) * blocks_per_sm; }
+  // A sequence's queries rounded up to whole tiles: a block computes every row of its tile, also
+  // the rows past the sequence's last query.
+  uint64_t tile_rows(uint64_t queries) const { return (queries + tile_queries - 1) / tile_queries * tile_queries; }
 };
 
 // The model's terms in the cost file's order; Features holds one value per term.
@@ -29,7 +32,7 @@ enum class Term : uint8_t {
   row,             // rows gathered from the cache and up-projected (new tokens' rows included)
   query,           // query rows read by attention launches (every launch, also where a query sees no key)
   merged_query,    // query rows merged into a running output by LSE
-  mpair,           // millions of query-key pairs the attention computes, tile by tile
+  mpair,           // millions of query-key pairs the attention computes, in whole query tiles
   idle_mpair,      // millions of pair-times the launches leave the GPU's block slots idle
 };
 inline constexpr size_t kTerms = 8;
@@ -49,8 +52,9 @@ struct Features {
 
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
 // causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
-// head) pairs; it takes at least its total work spread over every block slot and at least its longest
-// block, and what the slots do not fill of that is idle.
+// head) pairs, each computing its whole tile against the keys up to its last row's diagonal; the
+// launch takes at least its total work spread over every block slot and at least its longest block,
+// and what the slots do not fill of that is idle.
 class Launch {
  public:
   explicit Launch(const Geometry& g) : g_(&g) {}
@@ -63,9 +67,9 @@ class Launch {
   void add_queries(uint64_t queries) { queries_ += queries; }
   // The work of a sequence whose queries are counted by add_queries.
   void add_work(uint64_t queries, uint64_t keys, bool causal);
-  // The work of sequences that all see `keys` keys without a mask: their queries summed, and the
-  // most any one of them has.
-  void add_work_many(uint64_t queries_sum, uint64_t queries_max, uint64_t keys);
+  // The work of sequences that all see `keys` keys without a mask: their queries in whole tiles
+  // (Geometry::tile_rows), summed.
+  void add_work_many(uint64_t tile_rows_sum, uint64_t keys);
   // Adds the launch, repeated `times` times, to `f`: its queries, pairs and idle pairs (nothing for
   // a launch without queries).
   void finish(Features& f, uint64_t times = 1) const;
