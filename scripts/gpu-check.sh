@@ -8,7 +8,8 @@
 # (scripts/max-reference/build.sh; $MAX_PLANNER, default build-max/max-planner), also MAX's own kernel:
 # `verify --external` on 100,000 random batches, a planted defect caught, the documented
 # differences still there, and `bench` with the max row.
-# Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last.
+# Logs go to $OUT if set, else ./gpu-check-logs; a summary table is printed last. With
+# GPU_CHECK_BUNDLE=1 they end up in one gpu-check-logs.tgz there (for runners that return few files).
 #
 # The prefill executor (python/mlaplan/prefill): its tests, every engine against one-shot attention on
 # 200 random batches with a planted off-by-one caught, and the bundled batches timed at five buffer
@@ -348,4 +349,7 @@ echo
 echo "gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in $log_dir)"
 printf '%-34s %-6s %6s  %s\n' "step" "result" "time" "log"
 printf '%s\n' "${summary[@]}"
+if [[ ${GPU_CHECK_BUNDLE:-} == 1 ]]; then
+  (cd "$log_dir" && tar czf /tmp/gpu-check-logs.tgz --exclude=gpu-check-logs.tgz . && rm -rf ./* && mv /tmp/gpu-check-logs.tgz .)
+fi
 exit $failed

@@ -34,8 +34,9 @@ def parser() -> Parser:
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the cost file to write (atomically)")
     p.add_argument("--points", type=_count(10), default=160, metavar="N", help="calibration points, each a batch, buffer and policy (default 160)")
     p.add_argument("--seed", type=_count(0), default=1, metavar="N", help="seed of the grid and the inputs (default 1)")
-    p.add_argument("--timing", choices=("eager", "graph"), default="eager",
-                   help="fit the eager loop as engines run it (default: host dispatch included) or its CUDA-graph replay (kernels alone)")
+    p.add_argument("--timing", choices=("graph", "eager"), default="graph",
+                   help="fit the loop's CUDA-graph replay (default: the kernels alone, what the GPU must do) or the eager loop "
+                        "(host dispatch included where the GPU waits for it, which a linear model fits worse; docs/cost-model.md)")
     p.add_argument("--attention", choices=("flash", "cudnn"), default="flash", help="the executor's attention kernel (default flash)")
     p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per point, the median kept (default 5)")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
@@ -44,7 +45,8 @@ def parser() -> Parser:
     p.add_argument("--max-seconds", type=float, metavar="S",
                    help="stop measuring after S seconds and fit the points measured by then")
     p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
-    p.add_argument("--refit", metavar="FILE.json", help="fit these saved measurements instead of measuring")
+    p.add_argument("--refit", nargs="+", metavar="FILE.json",
+                   help="fit these saved measurements instead of measuring (several: of one model, TP and GPU, pooled)")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cuda or cuda:N")
     p.add_argument("--commit", metavar="SHA", help="the mlaplan commit to record (default: git's, where there is a checkout)")
     return p
@@ -60,7 +62,23 @@ def _read_measurements(path: str) -> dict:
         raise UsageError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give a file --measurements wrote")
     if not isinstance(doc, dict) or doc.get("format") != MEASUREMENTS_FORMAT or not isinstance(doc.get("records"), list):
         raise UsageError(f"{path}: format: not \"{MEASUREMENTS_FORMAT}\"; give a file --measurements wrote")
+    for key in ("model", "tp", "heads", "gpu", "sms", "attention", "merge", "dtype"):
+        if key not in doc:
+            raise UsageError(f"{path}: {key}: missing; give a file --measurements wrote")
     return doc
+
+
+def _pooled(paths: List[str]) -> dict:
+    """The measurements of several files, which must agree on what was measured (the latest date kept)."""
+    docs = [_read_measurements(p) for p in paths]
+    first = docs[0]
+    for path, doc in zip(paths[1:], docs[1:]):
+        for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype"):
+            if doc[key] != first[key]:
+                raise UsageError(f"{path}: {key}: {doc[key]!r}, but {paths[0]} has {first[key]!r}; pool measurements of one "
+                                 f"model, TP, GPU and kernel")
+    pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(d["date"] for d in docs))
+    return pooled
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -73,10 +91,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .fit import fit_records
 
     if args.refit:
-        doc = _read_measurements(args.refit)
-        for key in ("model", "tp", "heads", "gpu", "sms", "attention", "merge", "dtype"):
-            if key not in doc:
-                raise UsageError(f"{args.refit}: {key}: missing; give a file --measurements wrote")
+        doc = _pooled(args.refit)
     else:
         import torch
 
