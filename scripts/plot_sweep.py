@@ -3,14 +3,17 @@
 
 One line per policy (and per max_chunks for max) on a log2 buffer axis, the chosen quantile solid
 and the mean dashed, max's refusals marked 'x', and the --recommend limit (dotted) and choices (stars)
-drawn in when the JSON holds them.
+drawn in when the JSON holds them. A sweep run with --cost gets a second panel under it: the
+predicted ms per step on the same buffer axis, a step time that refused batches make infinite
+marked 'x' on the panel's top edge.
 
     mlaplan sweep ... --format json > sweep.json
     scripts/plot_sweep.py sweep.json -o docs/sweep.png        # or .svg
     scripts/plot_sweep.py sweep.json -o sweep.png --stat p90 --title "mooncake, 8K step budget"
 
 Several models or TP degrees in one sweep change only the memory columns, not the iterations, so
-each (policy, max_chunks) is drawn once.
+each (policy, max_chunks) is drawn once in the iterations panel; their predicted times differ, so
+the time panel has a line per (policy, max_chunks, model, TP), a marker per model.
 
 Exit status: 0 written, 2 bad input, 77 matplotlib is not installed (the test is skipped then).
 """
@@ -72,12 +75,22 @@ def check(data):
                 raise BadInput(f"{where}: \"iterations.{k}\" is missing or not a non-negative number")
         if "refused_share" in r and not is_num(r["refused_share"]):
             raise BadInput(f"{where}: \"refused_share\" is not a number")
+        if "step_ms" in r:  # a quantile refused batches make infinite is left out
+            t = r["step_ms"]
+            if not isinstance(t, dict):
+                raise BadInput(f"{where}: \"step_ms\" is not an object")
+            for k in STATS:
+                if k in t and (not is_num(t[k]) or t[k] < 0):
+                    raise BadInput(f"{where}: \"step_ms.{k}\" is not a non-negative number")
     rec = data.get("recommendation")
     if rec is not None:
         if not isinstance(rec, dict):
             raise BadInput("\"recommendation\" is not an object")
-        if not is_num(rec.get("max_iterations")):
-            raise BadInput("\"recommendation.max_iterations\" is missing or not a number")
+        if rec.get("objective", "iterations") not in ("iterations", "time"):
+            raise BadInput("\"recommendation.objective\" is neither \"iterations\" nor \"time\"")
+        target = "within" if rec.get("objective") == "time" else "max_iterations"
+        if not is_num(rec.get(target)):
+            raise BadInput(f"\"recommendation.{target}\" is missing or not a number")
         if not isinstance(rec.get("groups", []), list):
             raise BadInput("\"recommendation.groups\" is not a list")
         for i, g in enumerate(rec.get("groups", [])):
@@ -116,6 +129,16 @@ def quantile_name(q):
     if is_num(q):
         return "max" if q >= 1 else f"p{q * 100:g}"
     return "?"
+
+
+def describe_cost(c):
+    """A cost model as CostModel::describe() says it: "NVIDIA H200, flash attention, ..."."""
+    s = f"{c.get('gpu', '?')}, {c.get('attention', '?')} attention"
+    if c.get("merge"):
+        s += f", {c['merge']} merge"
+    if c.get("timing"):
+        s += f", {c['timing']} timing"
+    return s + f", calibrated {c.get('date', '?')}"
 
 
 def series_key(r):
@@ -177,6 +200,67 @@ def group_pair(name, keys, models):
                 if model_text(mk) == rest:
                     return (k, mk)
     return None
+
+
+def plot_times(tax, rows, keys, models, style, stat, rec):
+    """The time panel: predicted ms per step (`stat` solid, mean dashed) per (policy, M, model, TP),
+    refusals' infinite times as 'x' on the top edge, and with --objective time the choices starred."""
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    handles = []
+    values = [r["step_ms"][k] for r in rows if "step_ms" in r for k in (stat, "mean") if k in r["step_ms"]]
+    never = False
+    for i, k in enumerate(keys):
+        color = style[k][0]
+        for j, mk in enumerate(models):
+            pts = sorted((r["buffer_tokens"], r) for r in rows
+                         if "step_ms" in r and series_key(r) == k and model_key(r) == mk)
+            if not pts:
+                continue
+            marker = style[k][1] if j == 0 else MARKERS[(i + j) % len(MARKERS)]
+            x = [n for n, _ in pts]
+            y = [r["step_ms"].get(stat, math.nan) for _, r in pts]  # NaN: a gap where the time is infinite
+            mean = [r["step_ms"].get("mean", math.nan) for _, r in pts]
+            label = series_label(k) + (f" {model_text(mk)}" if len(models) > 1 else "")
+            tax.plot(x, mean, color=color, linestyle="--", linewidth=1.2, alpha=0.55, zorder=2,
+                     marker="_" if len(x) == 1 else None, markersize=14)
+            (h,) = tax.plot(x, y, color=color, marker=marker, markersize=5, linewidth=2, label=label, zorder=3 + i * 0.01)
+            if len(models) > 1:  # else the upper legend names the lines already
+                handles.append(h)
+            rx = [n for n, r in pts if r.get("refused_share", 0) > 0 and stat in r["step_ms"]]
+            tax.scatter(rx, [r["step_ms"][stat] for n, r in pts if n in rx], marker="x", s=110, linewidths=2.2,
+                        color=color, zorder=5)
+            inf = [n for n, r in pts if stat not in r["step_ms"]]
+            if inf:
+                never = True
+                tax.scatter(inf, [0.97] * len(inf), marker="x", s=110, linewidths=2.2, color=color, zorder=5,
+                            transform=tax.get_xaxis_transform(), clip_on=False)
+    if rec is not None and rec.get("objective") == "time":
+        for g in rec.get("groups", []):
+            r = rows[g["row"]] if g.get("row") is not None else None
+            if r is not None and stat in r.get("step_ms", {}):
+                tax.scatter([r["buffer_tokens"]], [r["step_ms"][stat]], marker="*", s=330, color=style[series_key(r)][0],
+                            edgecolors="black", linewidths=0.8, zorder=6)
+
+    positive = [v for v in values if v > 0]
+    log_y = positive and max(positive) / min(positive) > 8  # as the C++ chart: log when the times span past 8x
+    if log_y:
+        tax.set_yscale("log")
+        tax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        tax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        tax.yaxis.set_minor_formatter(NullFormatter())
+        tax.set_ylim(min(positive) / 1.15, max(positive) * (1.6 if never else 1.15))
+    else:
+        tax.set_ylim(0, max(values + [1e-3]) * (1.2 if never else 1.08))
+    tax.set_ylabel(f"predicted ms per step ({stat} solid, mean dashed{'; log scale' if log_y else ''})")
+    if never:
+        handles.append(Line2D([], [], linestyle="none", marker="x", markersize=9, markeredgewidth=2, color="#444444",
+                              label=f"x on the top edge: {stat} never done (refused batches)"))
+    tax.grid(True, which="major", alpha=0.3)
+    if handles:
+        tax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
+                   frameon=False)
 
 
 def main():
@@ -244,7 +328,11 @@ def main():
 
     covered_by = {a: sum(1 for b in keys[i + 1:] if same(a, b)) for i, a in enumerate(keys)}
 
-    fig, ax = plt.subplots(figsize=(10, 6))
+    timed = any("step_ms" in r for r in rows)
+    if timed:
+        fig, (ax, tax) = plt.subplots(2, 1, figsize=(10, 11), sharex=True)
+    else:
+        fig, ax = plt.subplots(figsize=(10, 6))
     handles = []
     peak = 0.0
     refusers = set()
@@ -278,15 +366,21 @@ def main():
     rec = data.get("recommendation")
     none_qualify = []  # (series, model) pairs, or group names not matched to one
     if rec is not None:
-        kmax = rec["max_iterations"]
         qname = quantile_name(rec.get("quantile"))
         budget = rec.get("memory_budget_bytes")
-        klabel = f"recommend: at most {kmax:g} iteration{'' if kmax == 1 else 's'} at {qname}; \u2605 the smallest buffer that meets it"
+        if rec.get("objective") == "time":  # no K: the target is a step time
+            klabel = f"recommend: {qname} step time within {100 * rec['within']:g}% of the best; \u2605 the smallest buffer that meets it"
+        else:
+            kmax = rec["max_iterations"]
+            klabel = f"recommend: at most {kmax:g} iteration{'' if kmax == 1 else 's'} at {qname}; \u2605 the smallest buffer that meets it"
         if is_num(budget):
             klabel += f", memory within {budget / (1 << 30):.3g} GiB"
-        handles.append(ax.axhline(kmax, color="#555555", linestyle=":", linewidth=1.6, zorder=1,
-                                  label="\n".join(textwrap.wrap(klabel, 52))))
-        peak = max(peak, kmax)
+        if rec.get("objective") == "time":
+            handles.append(Line2D([], [], linestyle="none", label="\n".join(textwrap.wrap(klabel, 52))))
+        else:
+            handles.append(ax.axhline(kmax, color="#555555", linestyle=":", linewidth=1.6, zorder=1,
+                                      label="\n".join(textwrap.wrap(klabel, 52))))
+            peak = max(peak, kmax)
         chosen = {}  # buffer -> (series, model) pairs that recommend it
         for g in rec.get("groups", []):
             if g.get("row") is None:
@@ -333,7 +427,12 @@ def main():
         ax.set_xlim(sizes[0] / 2 ** 0.3, sizes[-1] * 2 ** 0.3)
     else:
         ax.set_xlim(sizes[0] / 2, sizes[0] * 2)
-    ax.set_xlabel("buffer size (buffer_token_size, tokens)")
+    if timed:
+        ax.tick_params(labelbottom=True)  # both panels labelled, so neither needs the other to be read
+        plot_times(tax, rows, keys, models, style, args.stat, rec)
+        tax.set_xlabel("buffer size (buffer_token_size, tokens)")
+    else:
+        ax.set_xlabel("buffer size (buffer_token_size, tokens)")
 
     # y: log past 50 iterations, else linear with integer ticks from 0.
     if peak > 50:
@@ -352,7 +451,11 @@ def main():
         head = f"mlaplan sweep: {data.get('source', '?')}, {data.get('batches', '?')} batches"
         if not several_models and models[0][0] is not None:
             head += f"; {models[0][0]} TP{models[0][1]}"
-        title = "\n".join(textwrap.wrap(head, 90) + textwrap.wrap(str(data.get("formation", "")), 90))
+        costs = data.get("costs") if isinstance(data.get("costs"), list) else []
+        cost_text = [f"predicted by cost model {c.get('model', '?')} TP{c.get('tp', '?')}: {describe_cost(c)}"
+                     for c in costs if isinstance(c, dict)] if timed else []
+        title = "\n".join(textwrap.wrap(head, 90) + textwrap.wrap(str(data.get("formation", "")), 90) +
+                          [line for text in cost_text for line in textwrap.wrap(text, 110)])
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,

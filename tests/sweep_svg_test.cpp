@@ -1,5 +1,6 @@
 // The sweep chart (measured in lib/render/sweep_picture.cpp, drawn in sweep_svg.cpp): well-formed SVG for every sweep, empty and hostile
-// ones included; one series per recommend() group, one tooltip per row, the recommendation drawn.
+// ones included; one series per recommend() group, one tooltip per row, the recommendation drawn; with
+// predicted times (--cost), a second panel of them under the iterations one.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -15,12 +16,16 @@
 #include <vector>
 
 #include "mlaplan/batch.hpp"
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/explore/workload.hpp"
 #include "mlaplan/render/sweep_picture.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
+#include "mlaplan/render/svg_writer.hpp"
 #include "svg_checks.hpp"
 
 namespace mlaplan::render {
@@ -426,6 +431,268 @@ TEST(SweepSvg, DrawsARealSweep) {
     for (const std::string& t : tips) found = found || t.rfind(r.setting() + "\n", 0) == 0;
     EXPECT_TRUE(found) << r.setting();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The time panel: predicted ms per step under the iterations panel, when the rows have times.
+
+const std::string kCostFile = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cost/deepseek-v3-tp8-example.json";
+
+// A real sweep with the example cost model: max at M=16 refuses most batches at 4K (its p99 time is
+// then infinite), packed and even-split never refuse.
+SweepResult timed_sweep() {
+  auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
+  const std::vector<Batch> batches =
+      explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
+  explore::SweepGrid grid;
+  grid.buffer_tokens = {4096, 16384, 65536, 262144};
+  grid.max_chunks = {16};
+  grid.policies = explore::parse_policies("max,packed,even-split", explore::Policy{});
+  grid.models = {explore::find_model_preset("deepseek-v3")};
+  grid.tps = {8};
+  grid.costs = {cost::read_cost_model(kCostFile)};
+  explore::SweepOptions options;
+  options.threads = 1;
+  SweepResult s = explore::run_sweep(batches, grid, options);
+  s.source = "coding-agent with a cost model";
+  return s;
+}
+
+// The SVG up to the time panel, and the time panel.
+std::pair<std::string, std::string> panels(const std::string& svg) {
+  const size_t at = svg.find("<g class=\"time-panel\">");
+  if (at == std::string::npos) return {svg, ""};
+  return {svg.substr(0, at), svg.substr(at)};
+}
+
+// The polylines (SvgWriter writes one element per line) whose dash pattern is `dash`.
+size_t polylines(const std::string& svg, std::string_view dash) {
+  const std::string want = "stroke-dasharray=\"" + std::string(dash) + "\"";
+  size_t n = 0;
+  for (size_t at = svg.find("<polyline "); at != std::string::npos; at = svg.find("<polyline ", at + 1)) {
+    const std::string element = svg.substr(at, svg.find('>', at) - at);
+    n += element.find(want) != std::string::npos ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
+  const SweepResult s = timed_sweep();
+  ASSERT_TRUE(explore::sweep_has_time(s));
+  SweepReport report;
+  report.sweep = &s;
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_NE(svg.find(">predicted ms per step"), std::string::npos);
+  EXPECT_NE(svg.find("(p99 solid, mean dashed"), std::string::npos);
+  // Under the title: what the times were calibrated on.
+  EXPECT_NE(svg.find(s.costs.at(0).describe()), std::string::npos);
+
+  const size_t groups = explore::recommend(s, RecommendOptions{}).size();
+  ASSERT_EQ(groups, 3u);
+  const auto [iterations, time] = panels(svg);
+  ASSERT_FALSE(time.empty());
+  EXPECT_EQ(count(iterations, "class=\"series\""), groups);
+  EXPECT_EQ(count(time, "class=\"time-series\""), groups);
+  EXPECT_EQ(count(time, "class=\"series\""), 0u);
+  // In each panel, a solid p99 line and a dashed mean line per series.
+  for (const std::string* panel : {&iterations, &time}) {
+    EXPECT_EQ(polylines(*panel, "none"), groups);
+    EXPECT_EQ(polylines(*panel, "5 3"), groups);
+  }
+  EXPECT_EQ(count(iterations, "class=\"point"), s.rows.size());
+  EXPECT_EQ(count(time, "class=\"time-point"), s.rows.size());
+  EXPECT_EQ(count(iterations, "class=\"time-point"), 0u);
+  // The same x ticks under both panels.
+  for (const char* label : {">4K<", ">16K<", ">64K<", ">256K<"}) {
+    EXPECT_EQ(count(iterations, label), 1u) << label;
+    EXPECT_EQ(count(time, label), 1u) << label;
+  }
+
+  // Each time point's tooltip: the setting, its step times and how much the iterations cost.
+  const std::vector<std::string> tips = titles(time);
+  for (const SweepRow& r : s.rows) {
+    bool found = false;
+    for (const std::string& t : tips) {
+      if (t.rfind(r.setting() + "\n", 0) != 0) continue;
+      found = true;
+      EXPECT_NE(t.find("predicted ms per step (61 layers): p50 "), std::string::npos) << t;
+      EXPECT_NE(t.find(", p99 "), std::string::npos) << t;
+      EXPECT_NE(t.find(", max "), std::string::npos) << t;
+      EXPECT_NE(t.find("(mean " + explore::format_ms(r.time->mean_us * 61 / 1e3) + ")"), std::string::npos) << t;
+      EXPECT_NE(t.find("per-iteration share "), std::string::npos) << t;
+      EXPECT_NE(t.find("over bound "), std::string::npos) << t;
+    }
+    EXPECT_TRUE(found) << "no time tooltip for " << r.setting();
+  }
+
+  // A cost file's own words reach the picture escaped and clipped to one line.
+  SweepResult hostile = s;
+  hostile.costs[0].gpu = "<script>alert('x')</script> & " + std::string(5000, 'G');
+  const std::string escaped = sweep_svg(SweepReport{&hostile, {}, {}});
+  expect_valid_svg(escaped);
+  EXPECT_EQ(escaped.find("<script"), std::string::npos);
+  EXPECT_NE(escaped.find("&lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(escaped.find(std::string(400, 'G')), std::string::npos);
+}
+
+// Measured: the time panel lies under the iterations panel with the same x, and every point of either
+// stays inside its own plot area; a p99 refusals make infinite sits on the band above the scale, drawn
+// hollow as the iterations panel draws refused points.
+TEST(SweepSvgTime, PointsStayInsideTheirPanelsAndRefusedTimesGoOnTheNeverBand) {
+  const SweepResult s = timed_sweep();
+  SweepReport report;
+  report.sweep = &s;
+  const SweepPicture p = measure_sweep(report);
+  ASSERT_TRUE(p.time);
+  const TimePanel& t = *p.time;
+  EXPECT_GT(t.top, p.bottom + 20);  // room for the upper panel's tick labels
+  EXPECT_EQ(t.bottom - t.top, p.bottom - p.top);
+  ASSERT_TRUE(t.never);
+  EXPECT_GT(t.never->pos, t.top);
+  EXPECT_LT(t.never->pos, t.y.p1);  // above the scale's top
+  size_t never = 0;
+  for (const SweepSeries& series : p.series) {
+    for (const SweepPoint& pt : series.points) {
+      ASSERT_TRUE(pt.time);
+      EXPECT_GE(pt.x, p.left);
+      EXPECT_LE(pt.x, p.right);
+      EXPECT_GE(pt.y, p.top);
+      EXPECT_LE(pt.y, p.bottom);
+      for (double y : {pt.time->y, pt.time->y_mean}) {
+        EXPECT_GE(y, t.top);
+        EXPECT_LE(y, t.bottom);
+      }
+      const SweepRow& r = s.rows[pt.row];
+      if (std::isinf(r.time->p99_us)) {
+        ++never;
+        EXPECT_TRUE(pt.refused) << r.setting();
+        EXPECT_EQ(pt.time->y, t.never->pos) << r.setting();
+        EXPECT_NE(pt.time->tip.find("p99 never"), std::string::npos) << pt.time->tip;
+      } else {
+        EXPECT_GE(pt.time->y, t.y.p1) << r.setting();
+      }
+    }
+  }
+  EXPECT_GT(never, 0u);  // max at 4K
+
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);  // no infinite coordinate
+  const std::string time = panels(svg).second;
+  EXPECT_NE(time.find(">never</text>"), std::string::npos);
+  size_t refused = 0;
+  for (const SweepRow& r : s.rows) refused += r.refused > 0 ? 1 : 0;
+  EXPECT_EQ(count(time, "class=\"time-point refused\""), refused);
+}
+
+TEST(SweepSvgTime, RecommendationByTimeRingsItsChoiceInBothPanels) {
+  const SweepResult s = timed_sweep();
+  RecommendOptions o;
+  o.objective = explore::Objective::time;
+  o.within = 0.05;
+  SweepReport report;
+  report.sweep = &s;
+  report.recommend_options = o;
+  report.recommendations = explore::recommend(s, o);
+  size_t chosen = 0;
+  for (const explore::Recommendation& r : report.recommendations) chosen += r.row ? 1 : 0;
+  ASSERT_GT(chosen, 0u);
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  const auto [iterations, time] = panels(svg);
+  EXPECT_EQ(count(iterations, "class=\"recommended\""), chosen);
+  EXPECT_EQ(count(time, "class=\"recommended\""), chosen);
+  // K is no target here: no limit line, and the legend says what the ring means.
+  EXPECT_EQ(svg.find("class=\"limit\""), std::string::npos);
+  EXPECT_EQ(svg.find("K = "), std::string::npos);
+  EXPECT_NE(svg.find(">recommend: p99 step time within 5% of the best<"), std::string::npos);
+  EXPECT_NE(svg.find(">ring: the smallest buffer within 5%<"), std::string::npos);
+  size_t marked = 0;
+  for (const std::string& t : titles(time))
+    marked += t.find("recommended: the smallest buffer of its group whose p99 step time is within 5%") != std::string::npos;
+  EXPECT_EQ(marked, chosen);
+
+  // By iterations: the rings stay in the iterations panel, with K.
+  o.objective = explore::Objective::iterations;
+  o.max_iterations = 8;
+  report.recommend_options = o;
+  report.recommendations = explore::recommend(s, o);
+  const std::string by_k = sweep_svg(report);
+  expect_valid_svg(by_k);
+  EXPECT_GT(count(panels(by_k).first, "class=\"recommended\""), 0u);
+  EXPECT_EQ(count(panels(by_k).second, "class=\"recommended\""), 0u);
+  EXPECT_NE(by_k.find(">K = 8<"), std::string::npos);
+}
+
+// Hand-made times: a log axis when they span more than a factor of 8, linear from 0 otherwise.
+TEST(SweepSvgTime, LogAxisOnlyForTimesSpanningMoreThanEight) {
+  SweepResult s = two_policies();
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    explore::TimeStats t;
+    t.layers = 10;
+    t.mean_us = 100 + 10.0 * static_cast<double>(i);
+    t.p50_us = t.mean_us;
+    t.p90_us = t.p99_us = t.max_us = 1.5 * t.mean_us;
+    s.rows[i].time = t;
+  }
+  SweepReport report;
+  report.sweep = &s;
+  const SweepPicture linear = measure_sweep(report);
+  ASSERT_TRUE(linear.time);
+  EXPECT_EQ(linear.time->y.kind, Scale::Kind::linear);
+  EXPECT_EQ(linear.time->y.t0, 0);
+  EXPECT_FALSE(linear.time->never);
+  EXPECT_NE(sweep_svg(report).find(">predicted ms per step (p99 solid, mean dashed)<"), std::string::npos);
+
+  s.rows[0].time->p99_us = 20 * s.rows[7].time->mean_us;
+  const SweepPicture log = measure_sweep(report);
+  EXPECT_EQ(log.time->y.kind, Scale::Kind::log10);
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_NE(svg.find("log scale)<"), std::string::npos);
+  for (const SweepSeries& series : log.series)
+    for (const SweepPoint& pt : series.points) {
+      EXPECT_GE(pt.time->y, log.time->top);
+      EXPECT_LE(pt.time->y, log.time->bottom);
+    }
+  // The rotated title's lines and the tick labels keep clear of each other: the left margin grows.
+  // (The last line's baseline, plus a descent of a quarter of its size; labels end 9 px left of the frame.)
+  using namespace sweep_style;
+  const double lines = static_cast<double>(log.time->y_title.size());
+  const double title_right = kMarginOuter + kAxisTitleSize + (lines - 1) * kAxisTitleLine + kAxisTitleSize / 4;
+  double widest = 0;
+  for (const Tick& t : log.time->y_ticks) widest = std::max(widest, text_width(t.label, kTickSize));
+  EXPECT_LT(title_right + 4, log.left - 9 - widest);
+}
+
+// Without times the chart is the one it always was: no second panel, nothing said of a cost model
+// (even where the sweep still lists one), the same picture as the rows' own.
+TEST(SweepSvgTime, WithoutTimesTheChartIsUnchanged) {
+  const SweepResult timed = timed_sweep();
+  SweepResult stripped = timed;
+  for (SweepRow& r : stripped.rows) r.time.reset();
+  ASSERT_FALSE(explore::sweep_has_time(stripped));
+  SweepResult bare = stripped;
+  bare.costs.clear();
+  SweepReport a, b;
+  a.sweep = &stripped;
+  b.sweep = &bare;
+  const std::string svg = sweep_svg(a);
+  expect_valid_svg(svg);
+  EXPECT_EQ(svg, sweep_svg(b));
+  EXPECT_EQ(svg.find("time-"), std::string::npos);
+  EXPECT_EQ(svg.find("predicted"), std::string::npos);
+  EXPECT_EQ(svg.find("never"), std::string::npos);
+  const SweepPicture p = measure_sweep(a);
+  EXPECT_FALSE(p.time);
+  EXPECT_EQ(p.x_title_y, p.bottom + 42);
+  EXPECT_EQ(p.height, std::max(p.bottom + 56, p.legend_y + 19.0 * static_cast<double>(p.legend.size()) + 16));
+  EXPECT_NE(svg.find(">solid: p99 iterations per batch<"), std::string::npos);
+
+  // The timed chart's iterations panel keeps its points, one per row, and its y title.
+  const std::string with_time = sweep_svg(SweepReport{&timed, {}, {}});
+  EXPECT_EQ(count(panels(with_time).first, "class=\"point"), count(svg, "class=\"point"));
+  EXPECT_NE(panels(with_time).first.find("iterations per batch (p99"), std::string::npos);
 }
 
 }  // namespace

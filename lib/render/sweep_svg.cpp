@@ -102,31 +102,57 @@ void polyline(SvgWriter& w, const std::vector<std::pair<double, double>>& pts, s
                          {"stroke-opacity", std::string(opacity)}});
 }
 
-void draw_series(SvgWriter& w, const SweepSeries& s) {
+// One point of a series as one panel draws it: the iterations panel or the time panel.
+struct Mark {
+  double x, y, y_mean;
+  bool refused;
+  const std::string* tip;
+};
+
+// How one panel draws its series: the classes of the group and of the points, and the line's weight.
+struct SeriesStyle {
+  std::string_view group, point, refused_point;
+  double width, radius;
+};
+
+void draw_series(SvgWriter& w, const SweepSeries& s, const std::vector<Mark>& marks, const SeriesStyle& style) {
   const std::string colour(s.swatch.fill);
-  w.open("g", {{"class", "series"}});
+  w.open("g", {{"class", std::string(style.group)}});
   w.element("title", {}, s.label);
   // The mean first, under the line: plot_sweep.py draws it thin, dashed and faded.
   std::vector<std::pair<double, double>> mean, stat;
-  for (const SweepPoint& p : s.points) {
+  for (const Mark& p : marks) {
     mean.emplace_back(p.x, p.y_mean);
     stat.emplace_back(p.x, p.y);
   }
-  if (s.points.size() == 1) {  // no line through one point: a short dash shows the mean
-    const SweepPoint& p = s.points.front();
+  if (marks.size() == 1) {  // no line through one point: a short dash shows the mean
+    const Mark& p = marks.front();
     w.line(p.x - 8, p.y_mean, p.x + 8, p.y_mean, colour, 1.6, {{"stroke-opacity", std::string(kMeanOpacity)}});
-  } else {
+  } else if (marks.size() > 1) {
     polyline(w, mean, colour, 1.2, kMeanDash, kMeanOpacity);
-    polyline(w, stat, colour, s.width, {}, "1");
+    polyline(w, stat, colour, style.width, {}, "1");
   }
-  for (const SweepPoint& p : s.points) {
+  for (const Mark& p : marks) {
     // A refused point is hollow: white inside, the series' colour around.
     if (p.refused)
-      marker(w, s.shape, p.x, p.y, s.radius + 0.5, kBackground, colour, 1.8, "point refused", p.tip);
+      marker(w, s.shape, p.x, p.y, style.radius + 0.5, kBackground, colour, 1.8, style.refused_point, *p.tip);
     else
-      marker(w, s.shape, p.x, p.y, s.radius, colour, colour, 0.8, "point", p.tip);
+      marker(w, s.shape, p.x, p.y, style.radius, colour, colour, 0.8, style.point, *p.tip);
   }
   w.close();
+}
+
+void draw_iterations(SvgWriter& w, const SweepSeries& s) {
+  std::vector<Mark> marks;
+  for (const SweepPoint& p : s.points) marks.push_back({p.x, p.y, p.y_mean, p.refused, &p.tip});
+  draw_series(w, s, marks, {"series", "point", "point refused", s.width, s.radius});
+}
+
+void draw_times(SvgWriter& w, const SweepSeries& s) {
+  std::vector<Mark> marks;
+  for (const SweepPoint& p : s.points)
+    if (p.time) marks.push_back({p.x, p.time->y, p.time->y_mean, p.refused, &p.time->tip});
+  draw_series(w, s, marks, {"time-series", "time-point", "time-point refused", s.time_width, s.time_radius});
 }
 
 void draw_legend(SvgWriter& w, const SweepPicture& L) {
@@ -167,6 +193,46 @@ void draw_legend(SvgWriter& w, const SweepPicture& L) {
   w.close();
 }
 
+// The time panel under the iterations one: its own y axis, the same x ticks (labelled again, so
+// neither panel needs the other to be read), and the rings when the recommendation is by time.
+void draw_time_panel(SvgWriter& w, const SweepPicture& L, const TimePanel& T) {
+  w.open("g", {{"class", "time-panel"}});
+  w.open("g", {{"class", "grid"}});
+  for (const Tick& t : L.x_ticks) w.line(t.pos, T.top, t.pos, T.bottom, kGridStroke, 1);
+  for (const Tick& t : T.y_ticks) w.line(L.left, t.pos, L.right, t.pos, kGridStroke, 1);
+  if (T.never) w.line(L.left, T.never->pos, L.right, T.never->pos, kGridStroke, 1, {{"stroke-dasharray", "2 3"}});
+  w.close();
+
+  for (const SweepSeries& s : L.series) draw_times(w, s);
+  if (T.rings)
+    for (const SweepSeries& s : L.series)
+      for (const SweepPoint& p : s.points)
+        if (p.recommended && p.time) ring(w, p.x, p.time->y, s.time_radius + 5);
+
+  w.open("g", {{"class", "axes"}, {"fill", std::string(kInk)}});
+  w.rect(L.left, T.top, L.right - L.left, T.bottom - T.top, "none", {},
+         {{"stroke", std::string(kFrameStroke)}, {"stroke-width", "1"}});
+  for (const Tick& t : L.x_ticks) {
+    w.line(t.pos, T.bottom, t.pos, T.bottom + 5, kFrameStroke, 1);
+    if (!t.label.empty()) w.text(t.pos, T.bottom + 20, t.label, kTickSize, {{"text-anchor", "middle"}});
+  }
+  for (const Tick& t : T.y_ticks) {
+    w.line(L.left - 5, t.pos, L.left, t.pos, kFrameStroke, 1);
+    if (!t.label.empty()) w.text(L.left - 9, t.pos + 4, t.label, kTickSize, {{"text-anchor", "end"}});
+  }
+  if (T.never)
+    w.text(L.left - 9, T.never->pos + 4, T.never->label, kTickSize, {{"text-anchor", "end"}, {"fill", std::string(kMutedInk)}});
+  // The title's lines side by side, rotated, the first outermost.
+  const double yc = (T.top + T.bottom) / 2;
+  for (size_t i = 0; i < T.y_title.size(); ++i) {
+    const double ty = kMarginOuter + kAxisTitleSize + static_cast<double>(i) * kAxisTitleLine;
+    w.text(ty, yc, T.y_title[i], kAxisTitleSize,
+           {{"text-anchor", "middle"}, {"transform", fmt::format("rotate(-90 {} {})", svg_number(ty), svg_number(yc))}});
+  }
+  w.close();
+  w.close();
+}
+
 std::string draw(const SweepPicture& L, bool standalone) {
   SvgWriter w(L.width, L.height);
   w.rect(0, 0, L.width, L.height, kBackground);
@@ -190,7 +256,7 @@ std::string draw(const SweepPicture& L, bool standalone) {
     w.close();
   }
 
-  for (const SweepSeries& s : L.series) draw_series(w, s);
+  for (const SweepSeries& s : L.series) draw_iterations(w, s);
   for (const SweepSeries& s : L.series)
     for (const SweepPoint& p : s.points)
       if (p.recommended) ring(w, p.x, p.y, s.radius + 5);
@@ -208,7 +274,7 @@ std::string draw(const SweepPicture& L, bool standalone) {
     w.text(L.left - 9, t.pos + 4, t.label, kTickSize, {{"text-anchor", "end"}});
   }
   const double xc = (L.left + L.right) / 2, yc = (L.top + L.bottom) / 2;
-  w.text(xc, L.bottom + 42, L.x_title, kAxisTitleSize, {{"text-anchor", "middle"}});
+  w.text(xc, L.x_title_y, L.x_title, kAxisTitleSize, {{"text-anchor", "middle"}});
   const double ty = kMarginOuter + kAxisTitleSize;
   w.text(ty, yc, L.y_title, kAxisTitleSize,
          {{"text-anchor", "middle"}, {"transform", fmt::format("rotate(-90 {} {})", svg_number(ty), svg_number(yc))}});
@@ -220,6 +286,7 @@ std::string draw(const SweepPicture& L, bool standalone) {
     else
       w.text(L.left + 10, L.top + 20, L.note, kNoteSize, {{"class", "note"}, {"fill", std::string(kMutedInk)}});
   }
+  if (L.time) draw_time_panel(w, L, *L.time);
   draw_legend(w, L);
   return w.finish(standalone);
 }

@@ -1,6 +1,6 @@
 // What the chart of a sweep shows, measured from the report before anything is drawn (sweep_svg.hpp
 // draws it): the frame, the scales and their ticks, one series of points per recommend() group, the
-// limit K and the legend, every position in px.
+// limit K and the legend, and with predicted times a second panel of them, every position in px.
 #pragma once
 
 #include <algorithm>
@@ -23,6 +23,7 @@ inline constexpr double kLegendRow = 19;
 inline constexpr double kLegendSample = 30;  // the line or marker drawn before each legend label
 inline constexpr double kTitleSize = 15, kSubtitleSize = 12, kTickSize = 12, kAxisTitleSize = 13, kLegendSize = 12;
 inline constexpr double kNoteSize = 13;
+inline constexpr double kAxisTitleLine = kAxisTitleSize + 3;  // between the lines of a y title broken in two
 inline constexpr std::string_view kMutedInk = "#555555";  // subtitles and notes
 }  // namespace sweep_style
 
@@ -53,6 +54,13 @@ struct Scale {
   }
 };
 
+// A point's place in the time panel, for a row with a predicted time.
+struct TimePoint {
+  double y = 0;       // px of the p99 step time; on the panel's never band when refusals make it infinite
+  double y_mean = 0;  // px of the mean step time
+  std::string tip;
+};
+
 struct SweepPoint {
   size_t row = 0;      // index into SweepResult::rows
   double x = 0;        // px
@@ -61,6 +69,7 @@ struct SweepPoint {
   bool refused = false;
   bool recommended = false;
   std::string tip;
+  std::optional<TimePoint> time;
 };
 
 struct SweepSeries {
@@ -70,6 +79,7 @@ struct SweepSeries {
   Shape shape = Shape::circle;
   double width = 2;   // line width: wider when later lines cover this one, so it still shows
   double radius = 3.5;
+  double time_width = 2, time_radius = 3.5;  // the same in the time panel, where other lines may cover it
   std::vector<SweepPoint> points;  // by buffer size
 };
 
@@ -90,6 +100,17 @@ struct LegendEntry {
   size_t series = 0;  // Kind::series: index into SweepPicture::series
 };
 
+// The predicted step times, in a plot area under the iterations one with the same left, right and x
+// scale (so a buffer size sits at the same x in both).
+struct TimePanel {
+  double top = 0, bottom = 0;
+  Scale y;
+  std::vector<Tick> y_ticks;
+  std::vector<std::string> y_title;  // one line, or two where one does not fit the panel's height
+  std::optional<Tick> never;         // the band above the scale for p99s that refusals make infinite
+  bool rings = false;                // the recommendation is by time: its choices are ringed here too
+};
+
 struct SweepPicture {
   double width = 0, height = 0;
   double left = 0, top = 0, right = 0, bottom = 0;  // the plot area
@@ -97,6 +118,8 @@ struct SweepPicture {
   Scale x, y;
   std::vector<Tick> x_ticks, y_ticks;
   std::string x_title, y_title;
+  double x_title_y = 0;           // under the lowest panel
+  std::optional<TimePanel> time;  // when the sweep's rows have predicted times (--cost)
   std::vector<SweepSeries> series;
   std::optional<double> limit_y;  // px of K
   std::string limit_label;
