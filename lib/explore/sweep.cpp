@@ -23,6 +23,8 @@ namespace mlaplan::explore {
 namespace {
 
 constexpr uint32_t kRefused = std::numeric_limits<uint32_t>::max();
+// A batch max refuses is planned again at the chunks it needs for the mean time, up to these sizes.
+constexpr uint64_t kMaxRefusedChunks = 1u << 16, kMaxRefusedCells = 1u << 22;
 
 struct Setting {
   Policy policy;
@@ -153,6 +155,19 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       row.iterations.push_back(kRefused);
       if (max) shown.push_back(chunks);
       for (TimeStats& t : e.times) t.layer_us.push_back(std::numeric_limits<float>::infinity());
+      // The mean times a batch max refuses at the chunks it needs, as the iterations count it (its
+      // quantiles count it as never done), where those tables stay small.
+      if (max && costs && o.chunks <= kMaxRefusedChunks && o.chunks * (uint64_t{b.batch_size()} + 1) <= kMaxRefusedCells) {
+        b.max_chunks = static_cast<uint32_t>(o.chunks);
+        if (!plan_max(b, tables).refused)
+          for (size_t k = 0; k < costs; ++k) {
+            const cost::Features f = max_features(b, tables, grid.costs[k].geometry);
+            sums[k].total += grid.costs[k].predict_us(f);
+            sums[k].iteration += grid.costs[k].coefficient(cost::Term::iteration) * f[cost::Term::iteration];
+            sums[k].lower += lower[s.policy_index][k][i];
+            ++sums[k].planned;
+          }
+      }
       continue;
     }
     row.iterations.push_back(chunks);

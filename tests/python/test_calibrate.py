@@ -22,7 +22,7 @@ TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "p
         "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40}
 
 
-def synthetic(points, noise, seed=0, heads=16, timing="eager_ms", **grid):
+def synthetic(points, noise, seed=0, heads=16, timing="graph_ms", **grid):
     """Measurements made up from TRUE: each point's terms priced, times (1 + noise x N(0, 1))."""
     rng = np.random.default_rng(seed)
     out = []
@@ -79,7 +79,7 @@ def test_features_are_the_executors_counts():
 
 
 def test_fit_recovers_known_coefficients():
-    recs = synthetic(160, noise=0.005)
+    recs = synthetic(160, noise=0.001)
     r = fit.fit_records(recs, 16, 132, geometries=[(128, 1)])
     for name, want in TRUE.items():
         assert r.coefficients[name] == pytest.approx(want, rel=0.05), name
@@ -93,7 +93,7 @@ def test_fit_picks_the_geometry_that_made_the_times():
     for p in make_grid(120, 4, 16):
         f = features(p, 16, tile_queries=64, blocks_per_sm=2)
         d = p.as_dict()
-        d["eager_ms"] = sum(TRUE[k] * v for k, v in f.items()) * (1 + 0.002 * rng.standard_normal()) / 1e3
+        d["graph_ms"] = sum(TRUE[k] * v for k, v in f.items()) * (1 + 0.002 * rng.standard_normal()) / 1e3
         recs.append(d)
     r = fit.fit_records(recs, 16, 132)
     assert (r.tile_queries, r.blocks_per_sm) == (64, 2)
@@ -103,7 +103,7 @@ def test_identifiability_names_what_the_grid_cannot_tell_apart():
     # Packed alone: every batch with context has 2 fixed steps, so that term is twice the batch term.
     recs = [r for r in synthetic(200, 0.0, seed=5, policies=("packed",)) if sum(r["cache"]) > 0]
     X, names = fit.design(recs, 16, 132, 128, 1)
-    y = np.asarray([r["eager_ms"] * 1e3 for r in recs])
+    y = np.asarray([r["graph_ms"] * 1e3 for r in recs])
     report = fit.identifiability(X, y, names)
     assert "not identifiable" in report.get("per_fixed_step_us", "") or "not identifiable" in report.get("per_batch_us", "")
     # A term no point has is never exercised.

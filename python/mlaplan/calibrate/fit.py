@@ -120,7 +120,7 @@ def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int
     return np.asarray(rows, dtype=np.float64), names
 
 
-def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "eager",
+def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "graph",
                 geometries: Sequence[Tuple[int, int]] = GEOMETRIES) -> FitResult:
     """Fits measured records (measure.py's) to their `timing` ("eager" or "graph") ms, trying each
     geometry and keeping the one with the smallest root-mean-square relative error."""

@@ -1,6 +1,6 @@
 """The calibration's shapes: random batches under random policies and buffers, spread so that every
 term of the cost model varies on its own (few and many sequences, short and long contexts, few and
-many iterations, every engine's query pattern)."""
+many iterations, every engine's query pattern, a few queries per sequence and thousands)."""
 from __future__ import annotations
 
 import math
@@ -39,17 +39,37 @@ def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_
                          p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries)
 
 
+def step_batch(rng: np.random.Generator, max_total_context: int, page_sizes) -> "object":
+    """A scheduler's step: 1 to 8 sequences sharing a budget of 1K to 16K new tokens (so one
+    sequence may hold thousands of queries, as token-budget batches do), contexts log-uniform up to
+    512K, one in six empty, scaled down to max_total_context in all."""
+    from ..prefill.check import Batch
+
+    b = int(rng.integers(1, 9))
+    budget = int(rng.choice([1024, 2048, 4096, 8192, 16384]))
+    new = np.maximum(1, np.floor(rng.dirichlet(np.ones(b)) * budget)).astype(np.int64)
+    cache = np.array([0 if rng.random() < 1 / 6 else int(math.exp(rng.uniform(0, math.log(512 * 1024)))) for _ in range(b)],
+                     dtype=np.int64)
+    if cache.sum() > max_total_context:
+        cache = cache * max_total_context // cache.sum()
+    return Batch(cache.tolist(), new.tolist(), int(rng.choice(page_sizes)), 0)
+
+
 def make_grid(points: int, seed: int, heads: int, max_total_context: int = 1 << 20, max_buffer: int = 1 << 19,
-              policies: Sequence[str] = ENGINES, page_sizes=(16, 64, 128)) -> List[Point]:
-    """`points` shapes: B up to 64, contexts log-uniform up to 256K (scaled to max_total_context),
-    new tokens up to 4K each and 16K in all, a buffer log-uniform from 1K (or 1/256 of the batch) up
-    to twice the batch, and a policy; shapes a policy refuses or that need more than MAX_ITERATIONS
-    are drawn again."""
+              policies: Sequence[str] = ENGINES, page_sizes=(16, 64, 128), step_share: float = 0.5) -> List[Point]:
+    """`points` shapes, a policy and a buffer each. A share `step_share` are scheduler steps
+    (step_batch: few sequences, many queries each); the others B up to 64 with contexts log-uniform up
+    to 256K (scaled to max_total_context) and new tokens up to 4K each and 16K in all. The buffer is
+    log-uniform from 1K (or 1/256 of the batch) up to twice the batch; shapes a policy refuses or that
+    need more than MAX_ITERATIONS are drawn again."""
     rng = np.random.default_rng(seed)
     out: List[Point] = []
     while len(out) < points:
-        b = random_batch(rng, max_total_context=max_total_context, max_new=4096, max_total_new=16384,
-                         page_sizes=page_sizes)
+        if rng.random() < step_share:
+            b = step_batch(rng, max_total_context, page_sizes)
+        else:
+            b = random_batch(rng, max_total_context=max_total_context, max_new=4096, max_total_new=16384,
+                             page_sizes=page_sizes)
         total = sum(b.cache) + sum(b.new)
         low = max(1024, total // 256)
         high = max(low + 1, min(max_buffer, 2 * total))
