@@ -495,11 +495,24 @@ TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
   EXPECT_EQ(count(iterations, "class=\"series\""), groups);
   EXPECT_EQ(count(time, "class=\"time-series\""), groups);
   EXPECT_EQ(count(time, "class=\"series\""), 0u);
-  // In each panel, a solid p99 line and a dashed mean line per series.
-  for (const std::string* panel : {&iterations, &time}) {
-    EXPECT_EQ(polylines(*panel, "none"), groups);
-    EXPECT_EQ(polylines(*panel, "5 3"), groups);
+  // In each panel, a solid p99 line per series and a dashed mean line; the time panel's mean breaks
+  // at settings that refuse batches (they have no mean), so it has one line per run of two or more.
+  EXPECT_EQ(polylines(iterations, "none"), groups);
+  EXPECT_EQ(polylines(iterations, "5 3"), groups);
+  EXPECT_EQ(polylines(time, "none"), groups);
+  size_t runs = 0, run = 0;
+  std::string group;
+  for (const explore::SweepRow& r : s.rows) {  // policy-major, buffer sizes ascending: a series' rows in a row
+    const std::string g = r.policy.name() + (r.max_chunks ? " M=" + std::to_string(*r.max_chunks) : "");
+    if (g != group || std::isinf(r.time->mean_us)) {
+      runs += run >= 2;
+      run = 0;
+    }
+    group = g;
+    if (!std::isinf(r.time->mean_us)) ++run;
   }
+  runs += run >= 2;
+  EXPECT_EQ(polylines(time, "5 3"), runs);
   EXPECT_EQ(count(iterations, "class=\"point"), s.rows.size());
   EXPECT_EQ(count(time, "class=\"time-point"), s.rows.size());
   EXPECT_EQ(count(iterations, "class=\"time-point"), 0u);
@@ -559,11 +572,14 @@ TEST(SweepSvgTime, PointsStayInsideTheirPanelsAndRefusedTimesGoOnTheNeverBand) {
       EXPECT_LE(pt.x, p.right);
       EXPECT_GE(pt.y, p.top);
       EXPECT_LE(pt.y, p.bottom);
+      const SweepRow& r = s.rows[pt.row];
+      // No mean where the setting refuses batches: NaN, which the line skips.
+      EXPECT_EQ(std::isnan(pt.time->y_mean), std::isinf(r.time->mean_us)) << r.setting();
       for (double y : {pt.time->y, pt.time->y_mean}) {
+        if (std::isnan(y)) continue;
         EXPECT_GE(y, t.top);
         EXPECT_LE(y, t.bottom);
       }
-      const SweepRow& r = s.rows[pt.row];
       if (std::isinf(r.time->p99_us)) {
         ++never;
         EXPECT_TRUE(pt.refused) << r.setting();

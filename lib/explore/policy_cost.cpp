@@ -44,8 +44,8 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   struct Seq {
     uint64_t last, rem, rows;  // last chunk, keys in it, queries in whole tiles
   };
-  std::vector<Seq> seqs;
-  seqs.reserve(b.batch_size());
+  thread_local std::vector<Seq> seqs;  // a sweep calls this a million times: no allocation each time
+  seqs.clear();
   for (uint32_t i = 0; i < b.batch_size(); ++i) {
     const uint64_t len = b.cache_lengths[i];
     if (len == 0) continue;
@@ -84,12 +84,15 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
 // packed), else every prefill's (TensorRT-LLM). Returns the chunk count and, through first_queries,
 // how many queries the first chunk's launch read.
 template <typename Walk>
-uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries, Walk&& walk) {
+uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries,
+                       uint64_t& largest_chunk, Walk&& walk) {
   const uint64_t T = new_tokens(b);
   Launch launch(g);
-  uint64_t current = std::numeric_limits<uint64_t>::max(), done = 0;
+  uint64_t current = std::numeric_limits<uint64_t>::max(), done = 0, rows = 0;
   auto close = [&] {
     if (current == std::numeric_limits<uint64_t>::max()) return;
+    largest_chunk = std::max(largest_chunk, rows);
+    rows = 0;
     if (!own) launch.add_queries(T);
     if (done++ == 0) first_queries = launch.queries();
     f[Term::merged_query] += static_cast<double>(launch.queries());
@@ -102,6 +105,7 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
       current = c;
     }
     f[Term::row] += static_cast<double>(len);
+    rows += len;
     if (own) launch.add(b.input_length(seq), len, false);
     else launch.add_work(b.input_length(seq), len, false);
   });
@@ -138,16 +142,20 @@ class MaxChunk {
 
 }  // namespace
 
-Features policy_features(const Batch& b, const Policy& policy, const Geometry& g) {
+Features policy_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome) {
   Features f;
   f[Term::batch] = 1;
   const double T = static_cast<double>(new_tokens(b));
   new_tokens_step(b, g, f);
   uint64_t context = 0;
   for (uint32_t len : b.cache_lengths) context += len;
-  if (context == 0) return f;  // no loop: the new tokens' step is the whole layer
+  if (outcome && policy.kind == PolicyKind::even_split) *outcome = policy_outcome(b, policy);  // closed form, O(B)
+  if (context == 0) {  // no loop: the new tokens' step is the whole layer
+    if (outcome) *outcome = PolicyOutcome{};
+    return f;
+  }
 
-  uint64_t chunks = 0, first_queries = 0;
+  uint64_t chunks = 0, first_queries = 0, largest = 0;
   if (policy.kind == PolicyKind::even_split) {
     std::string why;
     const uint64_t share = detail::even_split_share(b, policy.even_split, why);
@@ -158,17 +166,43 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     f[Term::merged_query] += static_cast<double>(chunks) * T;
     if (policy.even_split == EvenSplitVariant::vllm) f[Term::fixed_step] += 1;  // the final merge
   } else if (policy.packed == PackedVariant::trtllm) {
-    chunks = walked_chunks(b, false, g, f, first_queries, [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
+    chunks = walked_chunks(b, false, g, f, first_queries, largest,
+                           [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
     f[Term::merged_query] += T;  // the new tokens' step merges into the context's state
   } else {
     const uint64_t align = detail::packed_align(b, policy);
-    chunks = walked_chunks(b, true, g, f, first_queries, [&](auto&& emit) { return detail::walk_packed_vllm(b, align, emit); });
+    chunks = walked_chunks(b, true, g, f, first_queries, largest,
+                           [&](auto&& emit) { return detail::walk_packed_vllm(b, align, emit); });
     if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;  // a first chunk with every query is taken as it is
     f[Term::merged_query] += T;  // the final merge
     f[Term::fixed_step] += 1;
   }
   f[Term::iteration] = static_cast<double>(chunks);
+  if (outcome && policy.kind == PolicyKind::packed) {  // the walk's own count: what policy_outcome walks for
+    *outcome = PolicyOutcome{};
+    outcome->chunks = chunks;
+    outcome->payload_tokens = outcome->streamed_rows = context;
+    outcome->largest_chunk = largest;
+  }
   return f;
+}
+
+PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f) {
+  if (policy.kind == PolicyKind::packed) {
+    uint64_t context = 0;
+    for (uint32_t len : b.cache_lengths) context += len;
+    // Where the policy refuses, policy_outcome says why; otherwise one walk gives both.
+    const bool refused = context / b.buffer_token_size > detail::kMaxWalkChunks ||
+                         (policy.packed == PackedVariant::vllm && b.buffer_token_size < detail::packed_align(b, policy));
+    if (!refused) {
+      PolicyOutcome o;
+      f = policy_features(b, policy, g, &o);
+      return o;
+    }
+  }
+  PolicyOutcome o = policy_outcome(b, policy);
+  if (!o.refused) f = policy_features(b, policy, g);
+  return o;
 }
 
 Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g) {
@@ -214,7 +248,11 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
     rows = policy.even_split == EvenSplitVariant::sglang
                ? longest * b.batch_size()
                : with_context * detail::ceil_div(longest, b.page_size) * b.page_size;
-  Batch wide = b;
+  thread_local Batch wide;  // reused: a sweep asks this for every batch and policy
+  wide.page_size = b.page_size;
+  wide.max_chunks = b.max_chunks;
+  wide.cache_lengths.assign(b.cache_lengths.begin(), b.cache_lengths.end());
+  wide.input_row_offsets.assign(b.input_row_offsets.begin(), b.input_row_offsets.end());
   const uint64_t limit = std::numeric_limits<int32_t>::max() / b.page_size * b.page_size;
   wide.buffer_token_size = static_cast<uint32_t>(std::clamp<uint64_t>(rows, std::max<uint64_t>(b.page_size, 1), limit));
   return policy_features(wide, policy, g);

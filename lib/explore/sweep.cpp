@@ -23,8 +23,6 @@ namespace mlaplan::explore {
 namespace {
 
 constexpr uint32_t kRefused = std::numeric_limits<uint32_t>::max();
-// A batch max refuses is planned again at the chunks it needs for the mean time, up to these sizes.
-constexpr uint64_t kMaxRefusedChunks = 1u << 16, kMaxRefusedCells = 1u << 22;
 
 struct Setting {
   Policy policy;
@@ -105,7 +103,10 @@ void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
     TimeStats& t = e.times[k];
     const TimeSums& s = sums[k];
     t.cost = k;
-    t.mean_us = s.planned ? s.total / static_cast<double>(s.planned) : 0;
+    // A mean over only the batches a setting plans would compare unlike with unlike: with any batch
+    // refused there is none (+inf, shown as refused).
+    t.mean_us = e.row.refused ? std::numeric_limits<double>::infinity()
+                              : s.planned ? s.total / static_cast<double>(s.planned) : 0;
     t.iteration_share = s.total > 0 ? s.iteration / s.total : 0;
     t.over_lower_bound = s.lower > 0 ? s.total / s.lower - 1 : 0;
     std::vector<float> v = t.layer_us;
@@ -148,26 +149,16 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     b.buffer_token_size = s.n;
     b.max_chunks = s.m.value_or(from.max_chunks);
     const bool max = s.policy.kind == PolicyKind::max;
-    const PolicyOutcome o = max ? plan_max(b, tables) : policy_outcome(b, s.policy);
+    cost::Features first;  // the first cost model's terms, from the policy's one walk
+    const PolicyOutcome o = max ? plan_max(b, tables)
+                            : costs ? outcome_with_features(b, s.policy, grid.costs[0].geometry, first)
+                                    : policy_outcome(b, s.policy);
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
       if (row.refused++ == 0) row.first_refusal = o.why;
       row.iterations.push_back(kRefused);
       if (max) shown.push_back(chunks);
       for (TimeStats& t : e.times) t.layer_us.push_back(std::numeric_limits<float>::infinity());
-      // The mean times a batch max refuses at the chunks it needs, as the iterations count it (its
-      // quantiles count it as never done), where those tables stay small.
-      if (max && costs && o.chunks <= kMaxRefusedChunks && o.chunks * (uint64_t{b.batch_size()} + 1) <= kMaxRefusedCells) {
-        b.max_chunks = static_cast<uint32_t>(o.chunks);
-        if (!plan_max(b, tables).refused)
-          for (size_t k = 0; k < costs; ++k) {
-            const cost::Features f = max_features(b, tables, grid.costs[k].geometry);
-            sums[k].total += grid.costs[k].predict_us(f);
-            sums[k].iteration += grid.costs[k].coefficient(cost::Term::iteration) * f[cost::Term::iteration];
-            sums[k].lower += lower[s.policy_index][k][i];
-            ++sums[k].planned;
-          }
-      }
       continue;
     }
     row.iterations.push_back(chunks);
@@ -180,7 +171,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     }
     for (size_t k = 0; k < costs; ++k) {
       const cost::CostModel& c = grid.costs[k];
-      const cost::Features f = max ? max_features(b, tables, c.geometry) : policy_features(b, s.policy, c.geometry);
+      const cost::Features f = max ? max_features(b, tables, c.geometry) : k == 0 ? first : policy_features(b, s.policy, c.geometry);
       const double us = c.predict_us(f);
       e.times[k].layer_us.push_back(static_cast<float>(us));
       sums[k].total += us;

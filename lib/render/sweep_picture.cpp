@@ -108,7 +108,7 @@ std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, cons
   std::string s = clip_text(r.setting(), kTipChars);
   s += fmt::format("\npredicted ms per step ({} layers): p50 {}, p99 {}, max {} (mean {})", t.layers,
                    format_ms(step_ms(t, t.p50_us)), format_ms(step_ms(t, t.p99_us)), format_ms(step_ms(t, t.max_us)),
-                   format_ms(step_ms(t, finite_or_zero(t.mean_us))));
+                   format_ms(step_ms(t, t.mean_us)));
   s += fmt::format("\nper-iteration share {:.1f}%, over bound {:.1f}% (against a buffer holding each batch whole)",
                    100.0 * finite_or_zero(t.iteration_share), 100.0 * finite_or_zero(t.over_lower_bound));
   if (r.refused > 0)
@@ -535,7 +535,9 @@ SweepPicture measure_sweep(const SweepReport& report) {
         const double p99 = step_ms(*r.time, r.time->p99_us);
         TimePoint t;
         t.y = std::isinf(p99) && L.time->never ? L.time->never->pos : L.time->y(p99);
-        t.y_mean = L.time->y(step_ms(*r.time, finite_or_zero(r.time->mean_us)));
+        // No mean where batches are refused (TimeStats::mean_us): the dashed line breaks there.
+        t.y_mean = std::isinf(r.time->mean_us) ? std::numeric_limits<double>::quiet_NaN()
+                                               : L.time->y(step_ms(*r.time, r.time->mean_us));
         t.tip = time_tip(r, choice[i], rec);
         p.time = std::move(t);
       }

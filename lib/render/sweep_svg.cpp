@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -119,19 +121,24 @@ void draw_series(SvgWriter& w, const SweepSeries& s, const std::vector<Mark>& ma
   const std::string colour(s.swatch.fill);
   w.open("g", {{"class", std::string(style.group)}});
   w.element("title", {}, s.label);
-  // The mean first, under the line: plot_sweep.py draws it thin, dashed and faded.
-  std::vector<std::pair<double, double>> mean, stat;
+  // The mean first, under the line: plot_sweep.py draws it thin, dashed and faded. It breaks where a
+  // point has none (NaN), and a lone point's mean is a short dash.
+  std::vector<std::pair<double, double>> run, stat;
+  auto flush = [&] {
+    if (run.size() == 1)
+      w.line(run[0].first - 8, run[0].second, run[0].first + 8, run[0].second, colour, 1.6,
+             {{"stroke-opacity", std::string(kMeanOpacity)}});
+    else if (run.size() > 1)
+      polyline(w, run, colour, 1.2, kMeanDash, kMeanOpacity);
+    run.clear();
+  };
   for (const Mark& p : marks) {
-    mean.emplace_back(p.x, p.y_mean);
+    if (std::isnan(p.y_mean)) flush();
+    else run.emplace_back(p.x, p.y_mean);
     stat.emplace_back(p.x, p.y);
   }
-  if (marks.size() == 1) {  // no line through one point: a short dash shows the mean
-    const Mark& p = marks.front();
-    w.line(p.x - 8, p.y_mean, p.x + 8, p.y_mean, colour, 1.6, {{"stroke-opacity", std::string(kMeanOpacity)}});
-  } else if (marks.size() > 1) {
-    polyline(w, mean, colour, 1.2, kMeanDash, kMeanOpacity);
-    polyline(w, stat, colour, style.width, {}, "1");
-  }
+  flush();
+  if (marks.size() > 1) polyline(w, stat, colour, style.width, {}, "1");
   for (const Mark& p : marks) {
     // A refused point is hollow: white inside, the series' colour around.
     if (p.refused)

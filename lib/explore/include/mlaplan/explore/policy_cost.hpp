@@ -21,8 +21,14 @@ struct MaxTablesView {
 };
 
 // The terms of a policy that streams the cached context only (packed, even-split and their
-// variants), for a batch it does not refuse (policy_outcome).
-cost::Features policy_features(const Batch& batch, const Policy& policy, const cost::Geometry& g);
+// variants), for a batch it does not refuse (policy_outcome). With `outcome`, also the policy's
+// outcome, from the same walk.
+cost::Features policy_features(const Batch& batch, const Policy& policy, const cost::Geometry& g,
+                               PolicyOutcome* outcome = nullptr);
+
+// policy_outcome and, where the policy plans the batch, its terms in `f`: one walk of packed's
+// chunks for both (a sweep with a cost model would otherwise walk them twice).
+PolicyOutcome outcome_with_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, cost::Features& f);
 
 // Max's terms, from the tables a planner wrote for the batch.
 cost::Features max_features(const Batch& batch, const MaxTablesView& tables, const cost::Geometry& g);

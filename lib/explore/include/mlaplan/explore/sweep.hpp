@@ -41,8 +41,8 @@ void check_costs(const SweepGrid& grid);
 struct TimeStats {
   size_t cost = 0;                 // index into SweepGrid::costs (and SweepResult::costs)
   uint32_t layers = 0;             // the model's layers: a step's time is a layer's times this
-  double mean_us = 0;              // per layer, over the planned batches (and those max refuses, at the
-                                   // chunks they need, as mean_iterations counts them)
+  double mean_us = 0;              // per layer, over the batches; +inf where any is refused
+  // The shares below are over the batches the setting plans.
   double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;  // nearest rank, refused batches counted as never done
   double iteration_share = 0;      // per_iteration_us x iterations over the time, summed over planned batches
   double over_lower_bound = 0;     // time / the time with a buffer holding each batch whole - 1 (summed)

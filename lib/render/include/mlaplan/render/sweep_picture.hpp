@@ -57,7 +57,7 @@ struct Scale {
 // A point's place in the time panel, for a row with a predicted time.
 struct TimePoint {
   double y = 0;       // px of the p99 step time; on the panel's never band when refusals make it infinite
-  double y_mean = 0;  // px of the mean step time
+  double y_mean = 0;  // px of the mean step time; NaN where there is none (refused batches)
   std::string tip;
 };
 
