@@ -13,7 +13,7 @@ What the comparison allows, and nothing more:
   added or dropped fails), the launch and bandwidth figures above a bench table, sweep's
   `evaluated in S s` and verify's `N ms` and `N cases/s`;
 - a command whose README block shows no output is not compared (the README shows it as a step).
-Commands run in a scratch folder holding a link to scenarios/, so their output files stay out of
+Commands run in a scratch folder holding links to scenarios/ and costs/, so their output files stay out of
 the tree; an argument under /tmp/ is moved into that folder too. A command that needs a GPU, or a
 line that is not an mlaplan command (rsvg-convert, the plot scripts), is skipped with the reason.
 Exit status: 0 when every compared command matched, 1 with a diff per mismatch.
@@ -180,7 +180,8 @@ def main():
         return 1
     compared, failures = 0, []
     with tempfile.TemporaryDirectory(prefix="mlaplan-readme-") as scratch:
-        os.symlink(os.path.join(source, "scenarios"), os.path.join(scratch, "scenarios"))
+        for shared in ("scenarios", "costs"):  # what the examples read, by the paths the README gives
+            os.symlink(os.path.join(source, shared), os.path.join(scratch, shared))
         for start, block in found:
             for text, shown in commands(block):
                 where = f"README.md:{start}"
