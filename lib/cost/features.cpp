@@ -46,7 +46,7 @@ void Launch::add_work(uint64_t queries, uint64_t keys, bool causal) {
   // Tile i holds queries [i t, (i + 1) t) and computes the keys up to its last row's diagonal,
   // k - q + (i + 1) t; the last tile, whole too, computes all k.
   const double q = static_cast<double>(queries), k = static_cast<double>(keys), t = g_->tile_queries;
-  const double full = static_cast<double>((queries + g_->tile_queries - 1) / g_->tile_queries - 1);
+  const double full = static_cast<double>(g_->tile_rows(queries) / g_->tile_queries - 1);
   const double offset = std::max(0.0, k - q);
   work_ += t * full * offset + t * t * full * (full + 1) / 2 + t * k;
   longest_ = std::max(longest_, t * k);

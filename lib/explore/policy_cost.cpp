@@ -142,11 +142,19 @@ class MaxChunk {
 
 }  // namespace
 
-Features policy_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome) {
+Features new_tokens_features(const Batch& b, const Geometry& g) {
   Features f;
+  new_tokens_step(b, g, f);
+  return f;
+}
+
+Features policy_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome,
+                         const Features* new_step) {
+  Features f;
+  if (new_step) f = *new_step;
+  else new_tokens_step(b, g, f);
   f[Term::batch] = 1;
   const double T = static_cast<double>(new_tokens(b));
-  new_tokens_step(b, g, f);
   uint64_t context = 0;
   for (uint32_t len : b.cache_lengths) context += len;
   if (outcome && policy.kind == PolicyKind::even_split) *outcome = policy_outcome(b, policy);  // closed form, O(B)
@@ -187,7 +195,8 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
   return f;
 }
 
-PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f) {
+PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f,
+                                    const Features* new_step) {
   if (policy.kind == PolicyKind::packed) {
     uint64_t context = 0;
     for (uint32_t len : b.cache_lengths) context += len;
@@ -196,12 +205,12 @@ PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const 
                          (policy.packed == PackedVariant::vllm && b.buffer_token_size < detail::packed_align(b, policy));
     if (!refused) {
       PolicyOutcome o;
-      f = policy_features(b, policy, g, &o);
+      f = policy_features(b, policy, g, &o, new_step);
       return o;
     }
   }
   PolicyOutcome o = policy_outcome(b, policy);
-  if (!o.refused) f = policy_features(b, policy, g);
+  if (!o.refused) f = policy_features(b, policy, g, nullptr, new_step);
   return o;
 }
 
@@ -223,7 +232,7 @@ Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g)
   return f;
 }
 
-Features unbounded_features(const Batch& b, const Policy& policy, const Geometry& g) {
+Features unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, const Features* new_step) {
   if (policy.kind == PolicyKind::max) {  // one chunk: every sequence's padded stream, from position 0
     Features f;
     f[Term::batch] = 1;
@@ -255,7 +264,7 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
   wide.input_row_offsets.assign(b.input_row_offsets.begin(), b.input_row_offsets.end());
   const uint64_t limit = std::numeric_limits<int32_t>::max() / b.page_size * b.page_size;
   wide.buffer_token_size = static_cast<uint32_t>(std::clamp<uint64_t>(rows, std::max<uint64_t>(b.page_size, 1), limit));
-  return policy_features(wide, policy, g);
+  return policy_features(wide, policy, g, nullptr, new_step);
 }
 
 }  // namespace mlaplan::explore

@@ -34,6 +34,14 @@ struct Setting {
 // Per policy and cost model, each batch's predicted time with a buffer holding it whole: the same
 // for every buffer size, so worked out once.
 using LowerBounds = std::vector<std::vector<std::vector<double>>>;  // [policy][cost][batch]
+// Per cost model, each batch's new tokens' step (new_tokens_features): the same at every buffer size.
+using NewSteps = std::vector<std::vector<cost::Features>>;  // [cost][batch]
+
+// What the settings share per batch, worked out once before them.
+struct Shared {
+  LowerBounds lower;
+  NewSteps new_steps;
+};
 
 // Nearest-rank quantile of sorted values.
 template <typename T>
@@ -119,8 +127,9 @@ void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
 
 // `b` is scratch, one per thread: each batch is copied into it with the setting's N and M, so the
 // threads share one copy of the batches (a copy per thread multiplied their memory by the cores).
-Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const SweepGrid& grid, const LowerBounds& lower,
+Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const SweepGrid& grid, const Shared& shared,
                    const MaxPlan& plan_max, Batch& b) {
+  const LowerBounds& lower = shared.lower;
   Evaluated e;
   SweepRow& row = e.row;
   row.policy = s.policy;
@@ -151,7 +160,8 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     const bool max = s.policy.kind == PolicyKind::max;
     cost::Features first;  // the first cost model's terms, from the policy's one walk
     const PolicyOutcome o = max ? plan_max(b, tables)
-                            : costs ? outcome_with_features(b, s.policy, grid.costs[0].geometry, first)
+                            : costs ? outcome_with_features(b, s.policy, grid.costs[0].geometry, first,
+                                                            &shared.new_steps[0][i])
                                     : policy_outcome(b, s.policy);
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
@@ -171,7 +181,9 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     }
     for (size_t k = 0; k < costs; ++k) {
       const cost::CostModel& c = grid.costs[k];
-      const cost::Features f = max ? max_features(b, tables, c.geometry) : k == 0 ? first : policy_features(b, s.policy, c.geometry);
+      const cost::Features f = max      ? max_features(b, tables, c.geometry)
+                               : k == 0 ? first
+                                        : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i]);
       const double us = c.predict_us(f);
       e.times[k].layer_us.push_back(static_cast<float>(us));
       sums[k].total += us;
@@ -196,25 +208,33 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   return e;
 }
 
-LowerBounds lower_bounds(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads) {
-  LowerBounds out(grid.policies.size(), std::vector<std::vector<double>>(grid.costs.size()));
-  if (grid.costs.empty()) return out;
+Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads) {
+  Shared shared;
+  LowerBounds& out = shared.lower;
+  out.assign(grid.policies.size(), std::vector<std::vector<double>>(grid.costs.size()));
+  shared.new_steps.assign(grid.costs.size(), {});
+  if (grid.costs.empty()) return shared;
   for (auto& per_policy : out)
     for (auto& v : per_policy) v.resize(batches.size());
+  for (auto& v : shared.new_steps) v.resize(batches.size());
   std::atomic<size_t> next{0};
   constexpr size_t kBlock = 4096;
   auto worker = [&] {
     for (size_t from = next.fetch_add(kBlock); from < batches.size() && !profile::stop_requested(); from = next.fetch_add(kBlock))
-      for (size_t i = from; i < std::min(batches.size(), from + kBlock); ++i)
+      for (size_t i = from; i < std::min(batches.size(), from + kBlock); ++i) {
+        for (size_t k = 0; k < grid.costs.size(); ++k)
+          shared.new_steps[k][i] = new_tokens_features(batches[i], grid.costs[k].geometry);
         for (size_t p = 0; p < grid.policies.size(); ++p)
           for (size_t k = 0; k < grid.costs.size(); ++k)
-            out[p][k][i] = grid.costs[k].predict_us(unbounded_features(batches[i], grid.policies[p], grid.costs[k].geometry));
+            out[p][k][i] = grid.costs[k].predict_us(
+                unbounded_features(batches[i], grid.policies[p], grid.costs[k].geometry, &shared.new_steps[k][i]));
+      }
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
-  return out;
+  return shared;
 }
 
 bool same_name(const std::string& a, const std::string& b) {
@@ -299,7 +319,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
 
   check_costs(grid);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const LowerBounds lower = lower_bounds(batches, grid, options.threads ? options.threads : cores);
+  const Shared shared = shared_terms(batches, grid, options.threads ? options.threads : cores);
   std::vector<Evaluated> evaluated(settings.size());
   std::atomic<size_t> next{0}, done{0};
   std::mutex progress_mutex;
@@ -324,7 +344,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       return outcome_from_tables(b, planned);
     };
     for (size_t i = 0; i < settings.size() && !profile::stop_requested(); ++i) {
-      evaluated[i] = evaluate(batches, settings[i], grid, lower, plan_max, scratch);
+      evaluated[i] = evaluate(batches, settings[i], grid, shared, plan_max, scratch);
       report();
     }
   } else {
@@ -338,7 +358,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         CpuMaxPlanner cpu;
         MaxPlan plan_max = [&cpu](const Batch& b, MaxTablesView& view) { return cpu(b, view); };
         for (size_t i = next++; i < settings.size() && !profile::stop_requested(); i = next++) {
-          evaluated[i] = evaluate(batches, settings[i], grid, lower, plan_max, scratch);
+          evaluated[i] = evaluate(batches, settings[i], grid, shared, plan_max, scratch);
           report();
         }
       } catch (const Interrupted&) {  // inside a large batch: its setting is left unfinished, as on any stop

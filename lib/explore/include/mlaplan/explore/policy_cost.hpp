@@ -23,12 +23,19 @@ struct MaxTablesView {
 // The terms of a policy that streams the cached context only (packed, even-split and their
 // variants), for a batch it does not refuse (policy_outcome). With `outcome`, also the policy's
 // outcome, from the same walk.
+// `new_step`: new_tokens_features of the batch, where the caller has it (a sweep works it out once per
+// batch: it does not depend on the buffer).
 cost::Features policy_features(const Batch& batch, const Policy& policy, const cost::Geometry& g,
-                               PolicyOutcome* outcome = nullptr);
+                               PolicyOutcome* outcome = nullptr, const cost::Features* new_step = nullptr);
+
+// The new tokens' own step, which every policy but max runs whatever the buffer: their rows
+// up-projected and one causal launch over each sequence's queries.
+cost::Features new_tokens_features(const Batch& batch, const cost::Geometry& g);
 
 // policy_outcome and, where the policy plans the batch, its terms in `f`: one walk of packed's
 // chunks for both (a sweep with a cost model would otherwise walk them twice).
-PolicyOutcome outcome_with_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, cost::Features& f);
+PolicyOutcome outcome_with_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, cost::Features& f,
+                                    const cost::Features* new_step = nullptr);
 
 // Max's terms, from the tables a planner wrote for the batch.
 cost::Features max_features(const Batch& batch, const MaxTablesView& tables, const cost::Geometry& g);
@@ -36,6 +43,7 @@ cost::Features max_features(const Batch& batch, const MaxTablesView& tables, con
 // The terms of the batch under the same policy with a buffer that holds all of it at once (max: one
 // chunk and no cap on chunks): the floor that "time over the lower bound" is measured from. vLLM's
 // packed policy still ends a chunk at a request without context, as it does at any buffer.
-cost::Features unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g);
+cost::Features unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g,
+                                  const cost::Features* new_step = nullptr);
 
 }  // namespace mlaplan::explore
