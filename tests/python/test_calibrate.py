@@ -14,7 +14,7 @@ import mlaplan
 pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
 
 from mlaplan.calibrate import fit  # noqa: E402
-from mlaplan.calibrate.grid import Point, features, make_grid  # noqa: E402
+from mlaplan.calibrate.grid import features, make_grid  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.json")

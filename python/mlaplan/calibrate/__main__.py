@@ -17,6 +17,7 @@ import sys
 from typing import List, Optional
 
 from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device
+from ..prefill.__main__ import entry as _entry
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 
@@ -141,23 +142,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def entry(argv: Optional[List[str]] = None, command=None) -> int:
-    """Runs `command` (default this module's main) with the package's exit statuses and one-line errors."""
-    try:
-        return (command or main)(argv)
-    except UsageError as e:
-        print(f"mlaplan: error: {e}", file=sys.stderr)
-        return 2
-    except ValueError as e:
-        print(f"mlaplan: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("mlaplan: interrupted", file=sys.stderr)
-        return 130
-    except RuntimeError as e:
-        if "CUDA" in str(e) or "cuda" in str(e):
-            print(f"mlaplan: error: device failure: {str(e).splitlines()[0]}", file=sys.stderr)
-            return 3
-        raise
+    return _entry(argv, command or main)
 
 
 if __name__ == "__main__":

@@ -249,9 +249,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 3 if device_failed else 1 if failed else 0
 
 
-def entry(argv: Optional[List[str]] = None) -> int:
+def entry(argv: Optional[List[str]] = None, command=None) -> int:
+    """Runs `command` (default this module's main) with the package's exit statuses and one-line
+    errors; mlaplan.calibrate's commands share it."""
     try:
-        return main(argv)
+        return (command or main)(argv)
     except UsageError as e:
         print(f"mlaplan: error: {e}", file=sys.stderr)
         return 2
