@@ -286,8 +286,9 @@ int sweep(const SweepOptions& opt) {
 void add_sweep_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<SweepOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "sweep", "Iterations, refusals, padding, fill and memory of a workload's batches over grids of buffer sizes, chunk "
-               "counts, policies, models and TP; --recommend picks the smallest buffer that meets a target");
+      "sweep", "Iterations, refusals, padding, fill, memory and (--cost) predicted time of a workload's batches over grids "
+               "of buffer sizes, chunk counts, policies, models and TP; --recommend picks the smallest buffer that meets a "
+               "target");
   cmd->add_option("scenarios", opt->paths, "Scenario files or folders to sweep instead of a workload (their batches as given)")
       ->type_name("PATH");
   add_workload_options(*cmd, opt->workload);
@@ -342,7 +343,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE (atomically) instead of stdout")->type_name("FILE");
   cmd->add_option("--json", opt->json, "Also write the JSON report to FILE, whatever --format is")->type_name("FILE");
   cmd->add_option("--svg", opt->svg, "Also draw the plot to FILE (SVG): iterations per batch against the buffer size, a "
-                  "line per policy, M, model and TP, the recommendation marked")
+                  "line per policy, M, model and TP, the recommendation marked; with --cost a second panel of the "
+                  "predicted ms per step")
       ->type_name("FILE");
   cmd->add_option("--html", opt->html, "Also write one self-contained page (opens from disk, fetches nothing) with the "
                   "plot, the recommendation and the table")

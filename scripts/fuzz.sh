@@ -6,7 +6,7 @@
 #   --seconds S   fuzz each target for S seconds (default 20)
 #   --runs N      instead, stop each target after N executions
 #   --target NAME only this target (repeatable): fuzz_scenario, fuzz_planners, fuzz_plan_tables,
-#                 fuzz_lengths_csv, fuzz_model_config
+#                 fuzz_lengths_csv, fuzz_model_config, fuzz_cost_file
 #   --jobs J      fuzz J targets at a time (default 1), one process each
 #   --no-build    use the targets already built in BUILD_DIR
 #
@@ -25,7 +25,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-sanitize}
 case "$build" in /*) ;; *) build=$PWD/$build ;; esac
 
-all_targets=(fuzz_scenario fuzz_planners fuzz_plan_tables fuzz_lengths_csv fuzz_model_config)
+all_targets=(fuzz_scenario fuzz_planners fuzz_plan_tables fuzz_lengths_csv fuzz_model_config fuzz_cost_file)
 seconds=20
 runs=""
 jobs=1
@@ -90,7 +90,7 @@ fuzz_one() {
   mkdir -p "$corpus" "$artifacts"
   cp -n "$root/tests/fuzz/corpus/$t/"* "$corpus/" 2>/dev/null || true
   local extra=()
-  case "$t" in fuzz_scenario|fuzz_plan_tables|fuzz_model_config) extra+=(-dict="$root/tests/fuzz/json.dict") ;; esac
+  case "$t" in fuzz_scenario|fuzz_plan_tables|fuzz_model_config|fuzz_cost_file) extra+=(-dict="$root/tests/fuzz/json.dict") ;; esac
   local began=$SECONDS rc=0
   : >"$logs/$t.log"
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}

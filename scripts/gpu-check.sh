@@ -324,8 +324,8 @@ fi
 if [[ $part == calibrate ]]; then
   step "python package (no CUDA planner)" python-build.log python_cpu_build
   step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 220 150
-  step "validate deepseek-v3 TP 8" validate.log validate_cost 170
-  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 160 75
+  step "validate deepseek-v3 TP 8" validate.log validate_cost 110
+  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 160 110
   step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 160 75
   step "prefill, cuDNN, batches 4-6 of seed 2" prefill-check-cudnn.log \
     bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site timeout 60 python3 -m mlaplan.prefill.check --batches 7 --skip 4 --seed 2 --attention cudnn"

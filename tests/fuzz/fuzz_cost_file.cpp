@@ -1,0 +1,58 @@
+// libFuzzer target: the cost file reader of `run --cost` and `sweep --cost`, and the prediction made
+// with what it accepts. An accepted file has every coefficient finite and at least 0 and every
+// geometry value at least 1, so every term of a batch under every policy is finite and at least 0,
+// and so is its predicted time (a huge coefficient may make it +inf, never NaN or negative). Every
+// rejection is an InputError naming the file.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_check.hpp"
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
+
+using namespace mlaplan;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::string path = "fuzz/cost.json";
+  cost::CostModel m;
+  try {
+    m = cost::parse_cost_model(text, path);
+  } catch (const InputError& e) {
+    FUZZ_CHECK(mlaplan_fuzz::names_file(e.what(), path), std::string("error message: ") + e.what());
+    return 0;
+  }
+  FUZZ_UNEXPECTED("parse_cost_model")
+
+  for (double c : m.coefficients) FUZZ_CHECK(std::isfinite(c) && c >= 0, "a coefficient below 0 or not finite");
+  const cost::Geometry& g = m.geometry;
+  FUZZ_CHECK(g.heads >= 1 && g.sms >= 1 && g.blocks_per_sm >= 1 && g.tile_queries >= 1, "a geometry value of 0");
+  FUZZ_CHECK(m.tp >= 1 && !m.model.empty() && (m.dtype == "bf16" || m.dtype == "fp8"), "model, tp or dtype");
+
+  // A small batch with an empty context, a long one and a page straddling two chunks.
+  Batch b;
+  b.page_size = 16;
+  b.buffer_token_size = 100;
+  b.max_chunks = 64;
+  b.cache_lengths = {0, 300, 17};
+  b.input_row_offsets = {0, 5, 205, 206};
+  for (const explore::Policy& p : explore::parse_policies("variants", explore::Policy{})) {
+    cost::Features f;
+    if (p.kind == explore::PolicyKind::max) {
+      const PlanTables t = explore::plan_policy(b, p).tables;
+      f = explore::max_features(b, {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data(), t.max_chunks},
+                                g);
+    } else {
+      f = explore::policy_features(b, p, g);
+    }
+    for (double v : f.values) FUZZ_CHECK(std::isfinite(v) && v >= 0, "a term below 0 or not finite");
+    const double us = m.predict_us(f), lower = m.predict_us(explore::unbounded_features(b, p, g));
+    FUZZ_CHECK(!std::isnan(us) && !std::isnan(lower), "a prediction that is NaN");
+    FUZZ_CHECK(us >= 0 && lower >= 0, "a negative prediction");
+  }
+  return 0;
+}
