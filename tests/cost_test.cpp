@@ -105,6 +105,49 @@ TEST(CostFeatures, MaxOneChunkIsItsUnboundedPlan) {
   EXPECT_EQ(u.values, f.values);
 }
 
+// The even split's terms are counted in groups of identical chunks; counted chunk by chunk from the
+// plan's own tables they must be the same, on random batches under both variants.
+TEST(CostFeatures, EvenSplitGroupsEqualChunkByChunk) {
+  const Geometry g{16, 132, 1, 128};
+  uint64_t state = 12345;
+  auto draw = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    Batch b;
+    b.page_size = 1 + static_cast<uint32_t>(draw(64));
+    b.max_chunks = 1;
+    const uint32_t B = 1 + static_cast<uint32_t>(draw(12));
+    b.input_row_offsets = {0};
+    for (uint32_t i = 0; i < B; ++i) {
+      b.cache_lengths.push_back(draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(5000)));
+      b.input_row_offsets.push_back(b.input_row_offsets.back() + static_cast<uint32_t>(draw(700)));
+    }
+    b.buffer_token_size = 256 + static_cast<uint32_t>(draw(8000));
+    for (const char* name : {"even-split/vllm", "even-split/sglang"}) {
+      const explore::Policy p = explore::parse_policies(name, explore::Policy{}).front();
+      if (explore::policy_outcome(b, p).refused) continue;
+      const Features f = explore::policy_features(b, p, g);
+      Features want = explore::new_tokens_features(b, g);
+      const explore::PolicyPlan plan = explore::plan_policy(b, p);
+      const uint64_t T = b.input_row_offsets.back();
+      for (uint64_t c = 0; c < plan.outcome.chunks; ++c) {
+        Launch launch(g);
+        launch.add_queries(T);
+        for (uint32_t s = 0; s < B; ++s) {
+          const uint32_t rows = plan.tables.row_offset(static_cast<uint32_t>(c), s + 1) - plan.tables.row_offset(static_cast<uint32_t>(c), s);
+          launch.add_work(b.input_length(s), rows, false);
+        }
+        launch.finish(want);
+      }
+      for (Term t : {Term::query, Term::mpair, Term::idle_mpair})
+        EXPECT_NEAR(f[t], want[t], 1e-9 * (1 + std::abs(want[t]))) << name << " trial " << trial << " term " << coefficient_name(t);
+      EXPECT_EQ(f[Term::iteration], static_cast<double>(plan.outcome.chunks)) << name << " trial " << trial;
+    }
+  }
+}
+
 TEST(CostFile, ReadsTheExample) {
   const CostModel m = read_cost_model(kExample);
   EXPECT_EQ(m.model, "deepseek-v3");

@@ -1,7 +1,7 @@
 // Each engine's chunked loop counted in cost terms. The patterns follow python/mlaplan/prefill/
 // schedule.py, which runs them (and docs/prefill.md, which cites the engines' code):
 //   vLLM packed      new tokens' causal step; per chunk only its own requests' queries, merged unless
-//                    the one chunk holds every query; a final merge of context into output.
+//                    it is the first chunk and holds every query; a final merge of context into output.
 //   vLLM even split  new tokens' step; every prefill's queries attend every chunk, the first chunk's
 //                    output taken as it is, the others merged; the final merge.
 //   SGLang           new tokens' step; every query attends and merges in every chunk.
