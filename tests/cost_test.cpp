@@ -182,17 +182,27 @@ TEST(CostFile, RefusesNamingTheField) {
   EXPECT_NE(refused("mlaplan-cost-model", "other").find("c.json: format"), std::string::npos);
 }
 
-// A sweep's predicted mean per layer moves by exactly mean iterations x d when per_iteration_us does.
-TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
+// 300 coding-agent batches and a grid over them with the example cost model, DeepSeek-V3 at TP 8.
+std::vector<Batch> coding_agent_batches() {
   auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
-  const std::vector<Batch> batches = explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
+  return explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
+}
+
+explore::SweepGrid timed_grid(std::vector<uint32_t> buffers, uint32_t max_chunks, const char* policies) {
   explore::SweepGrid grid;
-  grid.buffer_tokens = {8192, 65536, 262144};
-  grid.max_chunks = {1024};
-  grid.policies = explore::parse_policies("variants", explore::Policy{});
+  grid.buffer_tokens = std::move(buffers);
+  grid.max_chunks = {max_chunks};
+  grid.policies = explore::parse_policies(policies, explore::Policy{});
   grid.models = {explore::find_model_preset("deepseek-v3")};
   grid.tps = {8};
   grid.costs = {read_cost_model(kExample)};
+  return grid;
+}
+
+// A sweep's predicted mean per layer moves by exactly mean iterations x d when per_iteration_us does.
+TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
+  const std::vector<Batch> batches = coding_agent_batches();
+  explore::SweepGrid grid = timed_grid({8192, 65536, 262144}, 1024, "variants");
   const explore::SweepResult a = explore::run_sweep(batches, grid);
   const double d = 37.5;
   grid.costs[0].coefficients[static_cast<size_t>(Term::iteration)] += d;
@@ -214,16 +224,8 @@ TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
 // Recommendation by time: the chosen buffer is the smallest within P% of the group's best p99, and
 // every smaller one is named with what it costs over the best.
 TEST(CostSweep, RecommendByTimeTakesTheSmallestWithinP) {
-  auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
-  const std::vector<Batch> batches = explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
-  explore::SweepGrid grid;
-  grid.buffer_tokens = {2048, 4096, 8192, 16384, 65536, 262144};
-  grid.max_chunks = {16};
-  grid.policies = explore::parse_policies("packed,even-split", explore::Policy{});
-  grid.models = {explore::find_model_preset("deepseek-v3")};
-  grid.tps = {8};
-  grid.costs = {read_cost_model(kExample)};
-  const explore::SweepResult s = explore::run_sweep(batches, grid);
+  const explore::SweepResult s =
+      explore::run_sweep(coding_agent_batches(), timed_grid({2048, 4096, 8192, 16384, 65536, 262144}, 16, "packed,even-split"));
   explore::RecommendOptions o;
   o.objective = explore::Objective::time;
   o.within = 0.02;
