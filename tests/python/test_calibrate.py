@@ -182,3 +182,21 @@ def test_sweep_cost_fields():
     assert rows[0]["layer_ms_mean"] == pytest.approx(rows[0]["layer_ms_p50"])
     assert rows[0]["step_ms_mean"] == pytest.approx(rows[0]["layer_ms_mean"] * 61)
     assert 0 < rows[0]["iteration_overhead_share"] < 1
+
+
+def test_measure_point_runs_the_executor_on_the_cpu():
+    """One calibration point measured on the CPU (float32, 2 heads): the executor's iterations are the
+    terms' own, and a policy's refusal is recorded, not raised."""
+    torch = pytest.importorskip("torch", reason="the executor needs torch")
+    from mlaplan.calibrate.grid import Point
+    from mlaplan.calibrate.measure import measure_point
+    from mlaplan.prefill.model import model_dims
+
+    dims = model_dims("deepseek-v2-lite", heads=2)
+    p = Point([300, 0, 90], [20, 25, 15], 16, 128, "packed")
+    rec = measure_point(p, dims, torch.float32, torch.device("cpu"), reps=1, warmup=0, kernel="flash", seed=3)
+    assert rec["eager_ms"] > 0 and rec["graph_ms"] is None and "refused" not in rec
+    assert rec["iterations"] == features(p, 2)["per_iteration_us"] == 4  # 128 + 128 + 44 rows, then 90
+    refused = measure_point(Point([300, 300, 300], [1, 1, 1], 64, 64, "even-split"), dims, torch.float32,
+                            torch.device("cpu"), reps=1, warmup=0, kernel="flash", seed=3)
+    assert "even-split/vllm" in refused["refused"] and "eager_ms" not in refused
