@@ -152,30 +152,14 @@ std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& o, bool tp_given,
                          std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps) {
   if (costs.empty()) return;
-  if (models.empty()) {
-    for (const cost::CostModel& c : costs) {
-      const explore::ModelDims* preset = nullptr;
-      try {
-        preset = &explore::find_model_preset(c.model);
-      } catch (const InputError&) {
-        throw InputError(fmt::format("{}: model: \"{}\" is no model preset; give its config with --model-config", c.path,
-                                     c.model));
-      }
-      if (std::none_of(models.begin(), models.end(), [&](const explore::ModelDims& m) { return m.name == preset->name; }))
-        models.push_back(*preset);
-    }
-    if (!tp_given) {
-      tps.clear();
-      for (const cost::CostModel& c : costs)
-        if (std::find(tps.begin(), tps.end(), c.tp) == tps.end()) tps.push_back(c.tp);
-    }
-  }
   explore::SweepGrid grid;
   grid.models = models;
   grid.tps = tps;
   grid.dtype = explore::parse_dtype(o.dtype);
   grid.costs = costs;
-  explore::check_costs(grid);
+  explore::take_cost_models(grid, tp_given);
+  models = grid.models;
+  tps = grid.tps;
 }
 
 void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {

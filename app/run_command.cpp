@@ -128,9 +128,7 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   const cost::Geometry& g = c.model.geometry;
   cost::Features f;
   if (policy.kind == explore::PolicyKind::max) {
-    const explore::MaxTablesView view{r.tables.buffer_row_offsets.data(), r.tables.cache_offsets.data(),
-                                      r.tables.buffer_lengths.data(), r.tables.max_chunks};
-    f = explore::max_features(b, view, g);
+    f = explore::max_features(b, explore::max_tables_view(r.tables), g);
   } else {
     f = explore::policy_features(b, policy, g);
   }
@@ -205,7 +203,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     std::string time;
     if (r.time) {
       const io::TimeFigures& t = *r.time;
-      time = fmt::format(" {:>10.3f} {:>8.1f}%", t.layer_us * t.layers / 1e3, t.layer_us > 0 ? 100.0 * t.iteration_us / t.layer_us : 0.0);
+      time = fmt::format(" {:>10.3f} {:>8.1f}%", t.step_ms(t.layer_us), 100.0 * t.iteration_share());
     }
     out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13}{}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens, time);
   }

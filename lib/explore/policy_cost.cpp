@@ -201,9 +201,7 @@ PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const 
     uint64_t context = 0;
     for (uint32_t len : b.cache_lengths) context += len;
     // Where the policy refuses, policy_outcome says why; otherwise one walk gives both.
-    const bool refused = context / b.buffer_token_size > detail::kMaxWalkChunks ||
-                         (policy.packed == PackedVariant::vllm && b.buffer_token_size < detail::packed_align(b, policy));
-    if (!refused) {
+    if (!detail::too_many_chunks(context, b) && !detail::below_split_align(b, policy)) {
       PolicyOutcome o;
       f = policy_features(b, policy, g, &o, new_step);
       return o;

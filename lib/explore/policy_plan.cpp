@@ -56,7 +56,7 @@ PolicyOutcome policy_outcome(const Batch& batch, const Policy& policy) {
     o.streamed_rows = o.payload_tokens;
     return o;
   }
-  if (o.payload_tokens / batch.buffer_token_size > kMaxWalkChunks) {
+  if (too_many_chunks(o.payload_tokens, batch)) {
     o.refused = true;
     o.why = fmt::format("{}: {} context tokens in a buffer of {} rows need more than {} chunks; raise buffer_token_size",
                         policy.name(), o.payload_tokens, batch.buffer_token_size, kMaxWalkChunks);

@@ -125,6 +125,16 @@ inline uint64_t packed_align(const Batch& batch, const Policy& policy) {
   return policy.split_align ? policy.split_align : batch.page_size;
 }
 
+// The two refusals of a packed plan, one definition each (policy_outcome words them): more chunks
+// than are worth walking, and vLLM's split with a buffer below one alignment.
+inline bool too_many_chunks(uint64_t context_tokens, const Batch& batch) {
+  return context_tokens / batch.buffer_token_size > kMaxWalkChunks;
+}
+inline bool below_split_align(const Batch& batch, const Policy& policy) {
+  return policy.kind == PolicyKind::packed && policy.packed == PackedVariant::vllm &&
+         batch.buffer_token_size < packed_align(batch, policy);
+}
+
 // Runs the policy's walk; returns false with `why` set for a batch the engine would refuse.
 template <typename Emit>
 bool walk(const Batch& batch, const Policy& policy, uint64_t& chunks, std::string& why, Emit&& emit) {
@@ -135,7 +145,7 @@ bool walk(const Batch& batch, const Policy& policy, uint64_t& chunks, std::strin
         return true;
       } else {
         const uint64_t align = packed_align(batch, policy);
-        if (batch.buffer_token_size < align) {
+        if (below_split_align(batch, policy)) {
           why = fmt::format("packed: buffer_token_size {} is below the split alignment {} (vLLM asserts "
                             "max_context_chunk > 0); raise buffer_token_size or lower --split-align",
                             batch.buffer_token_size, align);

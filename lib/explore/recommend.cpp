@@ -54,7 +54,7 @@ std::string iteration_failure(const SweepRow& r, const RecommendOptions& o) {
 }
 
 // A step's time at the quantile in ms (+inf where more batches are refused than the quantile allows).
-double step_ms(const SweepRow& r, double q) { return r.time->at(q) * r.time->layers / 1e3; }
+double step_ms(const SweepRow& r, double q) { return r.time->step_ms(r.time->at(q)); }
 
 // Why `r` is slower than the target, or "" when it qualifies; `best` is the group's fastest time.
 std::string time_failure(const SweepRow& r, const RecommendOptions& o, double best) {

@@ -285,6 +285,28 @@ void check_costs(const SweepGrid& grid) {
                                      m.name, tp));
 }
 
+void take_cost_models(SweepGrid& grid, bool keep_tps) {
+  if (!grid.costs.empty() && grid.models.empty()) {
+    for (const cost::CostModel& c : grid.costs) {
+      const ModelDims* preset = nullptr;
+      try {
+        preset = &find_model_preset(c.model);
+      } catch (const InputError&) {
+        throw InputError(fmt::format("{}: model: \"{}\" is no model preset; give its config with --model-config", c.path,
+                                     c.model));
+      }
+      if (std::none_of(grid.models.begin(), grid.models.end(), [&](const ModelDims& m) { return m.name == preset->name; }))
+        grid.models.push_back(*preset);
+    }
+    if (!keep_tps) {
+      grid.tps.clear();
+      for (const cost::CostModel& c : grid.costs)
+        if (std::find(grid.tps.begin(), grid.tps.end(), c.tp) == grid.tps.end()) grid.tps.push_back(c.tp);
+    }
+  }
+  check_costs(grid);
+}
+
 double TimeStats::at(double q) const {
   std::vector<float> v = layer_us;
   return select_rank(v, q);
@@ -339,8 +361,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       const PlanShape shape = plan_shape(b);
       if (!shape.feasible) return policy_outcome(b, Policy{});
       planned = options.max_planner->plan(b, timer);
-      view = {planned.buffer_row_offsets.data(), planned.cache_offsets.data(), planned.buffer_lengths.data(),
-              planned.max_chunks};
+      view = max_tables_view(planned);
       return outcome_from_tables(b, planned);
     };
     for (size_t i = 0; i < settings.size() && !profile::stop_requested(); ++i) {

@@ -36,13 +36,12 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_tim
   }
   if (with_time) {
     const TimeStats& t = *r.time;
-    const double step = t.layers / 1e3;  // us per layer -> ms per step
     auto ms = [](double v) { return std::isinf(v) ? std::string("refused") : fmt::format("{:.3f}", v); };
     c.push_back(ms(t.mean_us / 1e3));
-    c.push_back(ms(t.mean_us * step));
-    c.push_back(ms(t.p50_us * step));
-    c.push_back(ms(t.p99_us * step));
-    c.push_back(ms(t.max_us * step));
+    c.push_back(ms(t.step_ms(t.mean_us)));
+    c.push_back(ms(t.step_ms(t.p50_us)));
+    c.push_back(ms(t.step_ms(t.p99_us)));
+    c.push_back(ms(t.step_ms(t.max_us)));
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.iteration_share));
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.over_lower_bound));
   }
@@ -106,10 +105,10 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
         mem = fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
                           io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
       if (by_time) {
-        const double ms = row.time->at(o.quantile) * row.time->layers / 1e3;
+        const double ms = row.time->step_ms(row.time->at(o.quantile));
         out += fmt::format("{}{}: buffer_token_size {} ({} {}/step, mean {}/step, {} {} iterations{})\n", bullet,
                            io::printable(r.group), row.buffer_tokens, quantile_name(o.quantile), format_ms(ms),
-                           format_ms(row.time->mean_us * row.time->layers / 1e3), quantile_name(o.quantile),
+                           format_ms(row.time->step_ms(row.time->mean_us)), quantile_name(o.quantile),
                            row.iterations_at(o.quantile), mem);
         if (r.best && *r.best != *r.row)
           out += fmt::format("{}best on the grid: {}\n", indent, rep.sweep->rows[*r.best].buffer_tokens);
@@ -163,7 +162,7 @@ SweepValue layer_ms_value(const SweepRow& r, double us) {
 }
 SweepValue step_ms_value(const SweepRow& r, double us) {
   if (!r.time || std::isinf(us)) return {};
-  return us * r.time->layers / 1e3;
+  return r.time->step_ms(us);
 }
 }  // namespace
 

@@ -66,8 +66,7 @@ std::string format_plan_json(const PlanReport& r) {
         "\"iterations\": {}, \"layer_ms\": {:.6f}, \"step_ms\": {:.4f}, \"iteration_overhead_share\": {:.6f}, "
         "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}}},\n",
         quoted(t.cost_file), quoted(t.holds_for), quoted(t.model), t.tp, t.layers, t.iterations, t.layer_us / 1e3,
-        t.layer_us * t.layers / 1e3, t.layer_us > 0 ? t.iteration_us / t.layer_us : 0.0, t.lower_bound_us * t.layers / 1e3,
-        t.lower_bound_us > 0 ? t.layer_us / t.lower_bound_us - 1 : 0.0);
+        t.step_ms(t.layer_us), t.iteration_share(), t.step_ms(t.lower_bound_us), t.over_lower_bound());
   }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
   put("  \"buffer_row_offsets\": ");
@@ -126,9 +125,8 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
     const TimeFigures& t = *r.time;
     put("time      {:.3f} ms/step predicted ({:.4f} ms/layer x {} layers, {} TP {}): per-iteration overhead {:.1f}%, "
         "{:.1f}% over a buffer holding the batch whole\n          by {}: {}\n",
-        t.layer_us * t.layers / 1e3, t.layer_us / 1e3, t.layers, printable(t.model), t.tp,
-        t.layer_us > 0 ? 100.0 * t.iteration_us / t.layer_us : 0.0,
-        t.lower_bound_us > 0 ? 100.0 * (t.layer_us / t.lower_bound_us - 1) : 0.0, printable(t.cost_file), printable(t.holds_for));
+        t.step_ms(t.layer_us), t.layer_us / 1e3, t.layers, printable(t.model), t.tp, 100.0 * t.iteration_share(),
+        100.0 * t.over_lower_bound(), printable(t.cost_file), printable(t.holds_for));
   }
   put("\n");
   if (!r.refused.empty()) {

@@ -99,16 +99,14 @@ std::string point_tip(const SweepRow& r, bool recommended, const std::optional<R
   return t;
 }
 
-double step_ms(const explore::TimeStats& t, double us) { return us * t.layers / 1e3; }
-
 // A time point's tooltip: the setting, its step times and how much of them the iterations are.
 std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, const std::optional<RecommendOptions>& options) {
   const explore::TimeStats& t = *r.time;
   using explore::format_ms;
   std::string s = clip_text(r.setting(), kTipChars);
   s += fmt::format("\npredicted ms per step ({} layers): p50 {}, p99 {}, max {} (mean {})", t.layers,
-                   format_ms(step_ms(t, t.p50_us)), format_ms(step_ms(t, t.p99_us)), format_ms(step_ms(t, t.max_us)),
-                   format_ms(step_ms(t, t.mean_us)));
+                   format_ms(t.step_ms(t.p50_us)), format_ms(t.step_ms(t.p99_us)), format_ms(t.step_ms(t.max_us)),
+                   format_ms(t.step_ms(t.mean_us)));
   s += fmt::format("\nper-iteration share {:.1f}%, over bound {:.1f}% (against a buffer holding each batch whole)",
                    100.0 * finite_or_zero(t.iteration_share), 100.0 * finite_or_zero(t.over_lower_bound));
   if (r.refused > 0)
@@ -204,7 +202,7 @@ void widen_covered_lines(const std::vector<SweepRow>& rows, const std::vector<st
   // A row without a time never matches (NaN), so its line is not widened for lines it is not under.
   const std::vector<double> time_widths = covered_widths(
       rows, members,
-      [](const SweepRow& r) { return r.time ? step_ms(*r.time, r.time->p99_us) : std::numeric_limits<double>::quiet_NaN(); },
+      [](const SweepRow& r) { return r.time ? r.time->step_ms(r.time->p99_us) : std::numeric_limits<double>::quiet_NaN(); },
       0.0);
   for (size_t a = 0; a < series.size(); ++a) {
     series[a].width = widths[a];
@@ -264,10 +262,10 @@ TimeAxis time_axis(const std::vector<SweepRow>& rows) {
   };
   for (const SweepRow& r : rows) {
     if (!r.time) continue;
-    const double p99 = step_ms(*r.time, r.time->p99_us);
+    const double p99 = r.time->step_ms(r.time->p99_us);
     a.never = a.never || std::isinf(p99);
     see(p99);
-    see(step_ms(*r.time, r.time->mean_us));
+    see(r.time->step_ms(r.time->mean_us));
   }
   const bool log_y = std::isfinite(min_positive) && peak / min_positive > kLogSpan;
   if (log_y) {
@@ -532,12 +530,12 @@ SweepPicture measure_sweep(const SweepReport& report) {
       p.recommended = recommended[i];
       p.tip = point_tip(r, p.recommended, rec);
       if (L.time && r.time) {
-        const double p99 = step_ms(*r.time, r.time->p99_us);
+        const double p99 = r.time->step_ms(r.time->p99_us);
         TimePoint t;
         t.y = std::isinf(p99) && L.time->never ? L.time->never->pos : L.time->y(p99);
         // No mean where batches are refused (TimeStats::mean_us): the dashed line breaks there.
         t.y_mean = std::isinf(r.time->mean_us) ? std::numeric_limits<double>::quiet_NaN()
-                                               : L.time->y(step_ms(*r.time, r.time->mean_us));
+                                               : L.time->y(r.time->step_ms(r.time->mean_us));
         t.tip = time_tip(r, choice[i], rec);
         p.time = std::move(t);
       }

@@ -355,14 +355,8 @@ NB_MODULE(_mlaplan, m) {
         // Cost models: the sweep takes each file's model (a preset) and TP, as `sweep --cost` without --model.
         for (const std::string& path : costs) grid.costs.push_back(mlaplan::cost::read_cost_model(path));
         if (!grid.costs.empty()) {
-          grid.tps.clear();
-          for (const auto& c : grid.costs) {
-            const ModelDims& m = find_model_preset(c.model);
-            if (std::none_of(grid.models.begin(), grid.models.end(), [&](const ModelDims& x) { return x.name == m.name; }))
-              grid.models.push_back(m);
-            if (std::find(grid.tps.begin(), grid.tps.end(), c.tp) == grid.tps.end()) grid.tps.push_back(c.tp);
-          }
           grid.dtype = parse_dtype(grid.costs.front().dtype);
+          take_cost_models(grid, false);
         }
         SweepResult result;
         {
@@ -417,7 +411,7 @@ NB_MODULE(_mlaplan, m) {
         } else if (p.kind == PolicyKind::max) {
           if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, mlaplan::plan_shape(b).min_max_chunks);
           const mlaplan::PlanTables t = mlaplan::plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
-          f = max_features(b, {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data(), t.max_chunks}, g);
+          f = max_features(b, max_tables_view(t), g);
         } else {
           const PolicyOutcome o = policy_outcome(b, p);
           if (o.refused) throw mlaplan::InputError(o.why);

@@ -44,8 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cost::Features f;
     if (p.kind == explore::PolicyKind::max) {
       const PlanTables t = explore::plan_policy(b, p).tables;
-      f = explore::max_features(b, {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data(), t.max_chunks},
-                                g);
+      f = explore::max_features(b, explore::max_tables_view(t), g);
     } else {
       f = explore::policy_features(b, p, g);
     }

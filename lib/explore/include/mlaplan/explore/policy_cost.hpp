@@ -9,6 +9,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/features.hpp"
 #include "mlaplan/explore/policy.hpp"
+#include "mlaplan/plan_tables.hpp"
 
 namespace mlaplan::explore {
 
@@ -19,6 +20,11 @@ struct MaxTablesView {
   const int32_t* lengths = nullptr;         // chunks
   uint32_t chunks = 0;
 };
+
+// A planner's tables, viewed.
+inline MaxTablesView max_tables_view(const PlanTables& t) {
+  return {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data(), t.max_chunks};
+}
 
 // The terms of a policy that streams the cached context only (packed, even-split and their
 // variants), for a batch it does not refuse (policy_outcome). With `outcome`, also the policy's

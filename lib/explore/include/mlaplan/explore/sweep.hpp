@@ -33,9 +33,11 @@ struct SweepGrid {
 // The index in grid.costs of the cost model for (model, TP), or none.
 std::optional<size_t> cost_for(const SweepGrid& grid, const ModelDims& model, uint32_t tp);
 // InputError naming the cost file and the field when a cost model is for a model, TP or dtype the
-// grid does not sweep, or when a (model, TP) of the grid has none. Without models in the grid, the
-// cost files' own models are taken (see with_cost_models).
+// grid does not sweep, or when a (model, TP) of the grid has none.
 void check_costs(const SweepGrid& grid);
+// A grid without models sweeps its cost files' own: their models (presets; InputError naming the file
+// for a name that is none) and, unless keep_tps, their TPs. Then check_costs.
+void take_cost_models(SweepGrid& grid, bool keep_tps);
 
 // A setting's predicted time per layer under one cost model (cost/cost_model.hpp), over its batches.
 struct TimeStats {
@@ -49,6 +51,8 @@ struct TimeStats {
   std::vector<float> layer_us;     // per batch, in batch order (refused: +inf); for recommend
   // The time per layer at quantile q in (0, 1], refused batches counted as never done (+inf).
   double at(double q) const;
+  // A step's milliseconds for a layer's microseconds: every output shows steps this one way.
+  double step_ms(double layer_us) const { return layer_us * layers / 1e3; }
 };
 
 // One (policy, N, M) setting over every batch, and its memory under one (model, TP).

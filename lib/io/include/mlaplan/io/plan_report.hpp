@@ -37,6 +37,10 @@ struct TimeFigures {
   double layer_us = 0;       // predicted context-phase attention time of one layer
   double iteration_us = 0;   // of which per-iteration overhead (per_iteration_us x iterations)
   double lower_bound_us = 0; // the same batch with a buffer that holds it whole
+
+  double step_ms(double us) const { return us * layers / 1e3; }  // a layer's us as a step's ms
+  double iteration_share() const { return layer_us > 0 ? iteration_us / layer_us : 0.0; }
+  double over_lower_bound() const { return lower_bound_us > 0 ? layer_us / lower_bound_us - 1 : 0.0; }
 };
 
 struct PlanReport {
