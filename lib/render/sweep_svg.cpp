@@ -162,6 +162,22 @@ void draw_times(SvgWriter& w, const SweepSeries& s) {
   draw_series(w, s, marks, {"time-series", "time-point", "time-point refused", s.time_width, s.time_radius});
 }
 
+// Opens a panel's "axes" group (the caller closes it) with its frame and its ticks and their labels;
+// a tick without a label is a bare grid mark.
+void open_axes(SvgWriter& w, double left, double top, double right, double bottom, const std::vector<Tick>& x_ticks,
+               const std::vector<Tick>& y_ticks) {
+  w.open("g", {{"class", "axes"}, {"fill", std::string(kInk)}});
+  w.rect(left, top, right - left, bottom - top, "none", {}, {{"stroke", std::string(kFrameStroke)}, {"stroke-width", "1"}});
+  for (const Tick& t : x_ticks) {
+    w.line(t.pos, bottom, t.pos, bottom + 5, kFrameStroke, 1);
+    if (!t.label.empty()) w.text(t.pos, bottom + 20, t.label, kTickSize, {{"text-anchor", "middle"}});
+  }
+  for (const Tick& t : y_ticks) {
+    w.line(left - 5, t.pos, left, t.pos, kFrameStroke, 1);
+    if (!t.label.empty()) w.text(left - 9, t.pos + 4, t.label, kTickSize, {{"text-anchor", "end"}});
+  }
+}
+
 void draw_legend(SvgWriter& w, const SweepPicture& L) {
   if (L.legend.empty()) return;
   w.open("g", {{"class", "legend"}});
@@ -216,17 +232,7 @@ void draw_time_panel(SvgWriter& w, const SweepPicture& L, const TimePanel& T) {
       for (const SweepPoint& p : s.points)
         if (p.recommended && p.time) ring(w, p.x, p.time->y, s.time_radius + 5);
 
-  w.open("g", {{"class", "axes"}, {"fill", std::string(kInk)}});
-  w.rect(L.left, T.top, L.right - L.left, T.bottom - T.top, "none", {},
-         {{"stroke", std::string(kFrameStroke)}, {"stroke-width", "1"}});
-  for (const Tick& t : L.x_ticks) {
-    w.line(t.pos, T.bottom, t.pos, T.bottom + 5, kFrameStroke, 1);
-    if (!t.label.empty()) w.text(t.pos, T.bottom + 20, t.label, kTickSize, {{"text-anchor", "middle"}});
-  }
-  for (const Tick& t : T.y_ticks) {
-    w.line(L.left - 5, t.pos, L.left, t.pos, kFrameStroke, 1);
-    if (!t.label.empty()) w.text(L.left - 9, t.pos + 4, t.label, kTickSize, {{"text-anchor", "end"}});
-  }
+  open_axes(w, L.left, T.top, L.right, T.bottom, L.x_ticks, T.y_ticks);
   if (T.never)
     w.text(L.left - 9, T.never->pos + 4, T.never->label, kTickSize, {{"text-anchor", "end"}, {"fill", std::string(kMutedInk)}});
   // The title's lines side by side, rotated, the first outermost.
@@ -269,17 +275,7 @@ std::string draw(const SweepPicture& L, bool standalone) {
       if (p.recommended) ring(w, p.x, p.y, s.radius + 5);
 
   // Frame, ticks and their labels on top of the data, as matplotlib's spines are.
-  w.open("g", {{"class", "axes"}, {"fill", std::string(kInk)}});
-  w.rect(L.left, L.top, L.right - L.left, L.bottom - L.top, "none", {},
-         {{"stroke", std::string(kFrameStroke)}, {"stroke-width", "1"}});
-  for (const Tick& t : L.x_ticks) {
-    w.line(t.pos, L.bottom, t.pos, L.bottom + 5, kFrameStroke, 1);
-    if (!t.label.empty()) w.text(t.pos, L.bottom + 20, t.label, kTickSize, {{"text-anchor", "middle"}});
-  }
-  for (const Tick& t : L.y_ticks) {
-    w.line(L.left - 5, t.pos, L.left, t.pos, kFrameStroke, 1);
-    w.text(L.left - 9, t.pos + 4, t.label, kTickSize, {{"text-anchor", "end"}});
-  }
+  open_axes(w, L.left, L.top, L.right, L.bottom, L.x_ticks, L.y_ticks);
   const double xc = (L.left + L.right) / 2, yc = (L.top + L.bottom) / 2;
   w.text(xc, L.x_title_y, L.x_title, kAxisTitleSize, {{"text-anchor", "middle"}});
   const double ty = kMarginOuter + kAxisTitleSize;
