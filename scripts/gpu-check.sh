@@ -16,14 +16,14 @@
 # sizes (JSON beside the logs: prefill-*.json); then cuDNN SDPA checked on 40 batches and timed on the
 # coding-agent batch, and the up-projection's parts timed.
 #
-# The cost model (python/mlaplan/calibrate), part calibrate: the package built without the CUDA planner
-# (the executor needs none), the calibration of DeepSeek-V3 at TP 8 and TP 1 and Kimi-K2 at TP 8 (cost
-# files and raw measurements beside the logs: cost-*.json, measurements-*.json), the validation of the
-# TP 8 file on the held-out batches of docs/data/cost-validation (validation.md, validation-*.json),
-# and cuDNN checked on the batches where it once failed. Each step has a time budget, so the part fits
-# one 10-minute slot.
+# The cost model (python/mlaplan/calibrate), parts calibrate and calibrate-more, each within one
+# 10-minute slot: the package built without the CUDA planner (the executor needs none) and then, in
+# calibrate, the executor's and the calibration's tests on the GPU, DeepSeek-V3 at TP 8 calibrated
+# and its file validated on the held-out batches of docs/data/cost-validation/seed-21 (validation.md,
+# validation-*.json); in calibrate-more, DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost
+# files and raw measurements come beside the logs (cost-*.json, measurements-*.json).
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -34,14 +34,15 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-[[ $part == all || $part == base || $part == max || $part == perf || $part == prefill || $part == calibrate ]] ||
-  { echo "gpu-check: part '$part' is not all, base, max, perf, prefill or calibrate" >&2; exit 2; }
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate or calibrate-more" >&2; exit 2 ;;
+esac
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
 gpu_tests="$build_dir/tests/mlaplan_gpu_tests"
 exe="$build_dir/mlaplan"
-if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate ]]; then
+if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate* ]]; then
   echo "gpu-check: $gpu_tests not found; build with CUDA first: cmake -S . -B $build_dir && cmake --build $build_dir" >&2
   exit 2
 fi
@@ -321,17 +322,21 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
   step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
 fi
 
-if [[ $part == calibrate ]]; then
+if [[ $part == calibrate* ]]; then
   step "python package (no CUDA planner)" python-build.log python_cpu_build
-  step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 220 150
-  step "validate deepseek-v3 TP 8" validate.log validate_cost 110
-  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 160 110
-  step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 160 75
-  step "prefill, cuDNN, batches 4-6 of seed 2" prefill-check-cudnn.log \
-    bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site timeout 60 python3 -m mlaplan.prefill.check --batches 7 --skip 4 --seed 2 --attention cudnn"
+fi
+if [[ $part == calibrate ]]; then
+  step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 240 170
+  step "validate deepseek-v3 TP 8" validate.log validate_cost 160
+  step "executor and calibration tests" calibrate-tests.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
+    timeout 120 python3 -m pytest -q -rs $source_dir/tests/python/test_calibrate.py $source_dir/tests/python/test_prefill_cuda.py"
+fi
+if [[ $part == calibrate-more ]]; then
+  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 200 170
+  step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 150
 fi
 
-if [[ $part == base || $part == perf || $part == prefill || $part == calibrate ]]; then
+if [[ $part == base || $part == perf || $part == prefill || $part == calibrate* ]]; then
   :
 elif ((have_exe)) && [[ -x $max_planner ]]; then
   step "MAX kernel, verify fuzz 100k" verify-max.log "$exe" verify --external "$max_planner" "${max_only[@]}" \

@@ -50,6 +50,22 @@ TEST(CostFeatures, CausalTilesStopAtTheirDiagonal) {
   EXPECT_NEAR(f[Term::idle_mpair], (132.0 * 38400 - 87552) / 1e6, 1e-12);
 }
 
+// Blocks run in waves. 1,280 queries on 16,384 keys, unmasked, 16 heads: 160 equal blocks on 132
+// slots take two blocks' time (the last 28 run alone), not 160 / 132 of one; 128 blocks take one.
+TEST(CostFeatures, EqualBlocksPastTheSlotsTakeAWholeSecondWave) {
+  const Geometry g{16, 132, 1, 128};
+  const double block = 128.0 * 16384;
+  for (const auto& [queries, waves] : {std::pair{1280u, 2.0}, std::pair{1024u, 1.0}}) {
+    Launch launch(g);
+    launch.add(queries, 16384, false);
+    Features f;
+    launch.finish(f);
+    const double work = queries / 128 * block;  // per head
+    EXPECT_DOUBLE_EQ(f[Term::mpair], work / 1e6);
+    EXPECT_NEAR(f[Term::idle_mpair], (waves * block * 132 / 16 - work) / 1e6, 1e-9) << queries;
+  }
+}
+
 // vLLM packed, 1,000 cached and 100 new tokens, a buffer of 400: three chunks (400, 400, 200). By hand:
 // rows 1,000 + 100; queries 100 (new tokens' step) + 3 x 100; merges: the first chunk holds every
 // query and is taken as it is, the other two merge, and the final merge: 300. Pairs in whole tiles of

@@ -105,3 +105,19 @@ def test_cudnn_attention_matches_one_shot():
         x = mp.random_inputs(b.cache, b.offsets, b.page_size, DIMS, torch.bfloat16, "cuda", 40 + i)
         for engine, path, err, lse_err, ok in check.check_batch(x, b.buffer_tokens, 1e-2, kernel="cudnn"):
             assert ok, (engine, path, err, b)
+
+
+def test_calibration_point_is_timed_eager_and_replayed():
+    """A calibration point measured as `python -m mlaplan.calibrate` measures it: bf16, graph replay,
+    the fused merge; every engine's iterations are its terms' own, and the replayed loop is no slower
+    than the eager one (it drops the host's dispatch) by more than noise."""
+    pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
+    from mlaplan.calibrate.grid import Point, features
+    from mlaplan.calibrate.measure import measure_point
+
+    for engine in schedule.ENGINES:
+        p = Point([40000, 0, 9000], [1500, 700, 300], 64, 8192, engine)
+        rec = measure_point(p, DIMS, torch.bfloat16, torch.device("cuda"), reps=3, warmup=1, kernel="flash", seed=5)
+        assert "refused" not in rec, rec
+        assert rec["iterations"] == features(p, DIMS.heads)["per_iteration_us"], engine
+        assert rec["graph_ms"] > 0 and rec["graph_ms"] <= 1.2 * rec["eager_ms"], rec

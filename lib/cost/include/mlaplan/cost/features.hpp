@@ -58,8 +58,8 @@ struct Features {
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
 // causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
 // head) pairs, each computing its whole tile against the keys up to its last row's diagonal; the
-// launch takes at least its total work spread over every block slot and at least its longest block,
-// and what the slots do not fill of that is idle.
+// launch takes at least its longest block and at least its waves of blocks over the block slots,
+// each wave as long as the mean block, and what the slots do not fill of that is idle.
 class Launch {
  public:
   explicit Launch(const Geometry& g) : g_(&g) {}
@@ -85,6 +85,7 @@ class Launch {
   uint64_t queries_ = 0;
   double work_ = 0;      // pairs summed over the blocks of one head
   double longest_ = 0;   // the largest block's pairs
+  double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
 };
 
 }  // namespace mlaplan::cost
