@@ -18,10 +18,11 @@
 #
 # The cost model (python/mlaplan/calibrate), parts calibrate and calibrate-more, each within one
 # 10-minute slot: the package built without the CUDA planner (the executor needs none) and then, in
-# calibrate, the executor's and the calibration's tests on the GPU, DeepSeek-V3 at TP 8 calibrated
-# and its file validated on the held-out batches of docs/data/cost-validation/seed-21 (validation.md,
-# validation-*.json); in calibrate-more, DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost
-# files and raw measurements come beside the logs (cost-*.json, measurements-*.json).
+# calibrate, DeepSeek-V3 at TP 8 calibrated and its file validated on the held-out batches of
+# docs/data/cost-validation/seed-21 (validation.md, validation-*.json), and the executor's and the
+# calibration's tests on the GPU; in calibrate-more, the shipped TP 8 file (costs/h200) validated on
+# the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and raw
+# measurements come beside the logs (cost-*.json, measurements-*.json).
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
@@ -177,11 +178,12 @@ calibrate() {
      -o "$log_dir/cost-$1.json")
 }
 
-# The TP 8 cost file against the executor on held-out batches: three workloads, five buffers, every policy.
+# validate_cost SECONDS COST: a DeepSeek-V3 TP 8 file predicted, then measured with the executor, on the
+# held-out batches of docs/data/cost-validation/seed-21: three workloads, five buffers, every policy.
 validate_cost() {
-  local d=$source_dir/docs/data/cost-validation
+  local d=$source_dir/docs/data/cost-validation/seed-21
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 \
-     --cost "$log_dir/cost-deepseek-v3-tp8.json" --scenarios "$d/coding-agent.json" "$d/mooncake-replay.json" \
+     --cost "$2" --scenarios "$d/coding-agent.json" "$d/mooncake-replay.json" \
      "$d/short-chat.json" --reps 3 --warmup 1 --max-seconds "$1" --save "$log_dir/validation-measured.json" \
      --json "$log_dir/validation-report.json" -o "$log_dir/validation.md"; local rc=$?; cat "$log_dir/validation.md"; return $rc)
 }
@@ -327,13 +329,14 @@ if [[ $part == calibrate* ]]; then
 fi
 if [[ $part == calibrate ]]; then
   step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 240 170
-  step "validate deepseek-v3 TP 8" validate.log validate_cost 160
+  step "validate deepseek-v3 TP 8" validate.log validate_cost 160 "$log_dir/cost-deepseek-v3-tp8.json"
   step "executor and calibration tests" calibrate-tests.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
     timeout 120 python3 -m pytest -q -rs $source_dir/tests/python/test_calibrate.py $source_dir/tests/python/test_prefill_cuda.py"
 fi
 if [[ $part == calibrate-more ]]; then
-  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 200 170
-  step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 150
+  step "validate the shipped TP 8 file" validate.log validate_cost 140 "$source_dir/costs/h200/deepseek-v3-tp8-bf16.json"
+  step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 200 140
+  step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 120
 fi
 
 if [[ $part == base || $part == perf || $part == prefill || $part == calibrate* ]]; then
