@@ -66,6 +66,30 @@ TEST(CostFeatures, EqualBlocksPastTheSlotsTakeAWholeSecondWave) {
   }
 }
 
+// The grid is FlashAttention-2's varlen grid: the most queries' tiles for every sequence. 300 and 10
+// queries (3 tiles and 1) and a sequence of keys without queries, 2 heads: blocks that compute are 2 x
+// (3 + 1); the grid is 2 x 3 sequences x 3 tiles, so 18 - 8 = 10 exit at once.
+TEST(CostFeatures, BlocksAndTheGridsEmptyBlocks) {
+  const Geometry g{2, 132, 1, 128};
+  Launch launch(g);
+  launch.add(300, 500, false);
+  launch.add(10, 40, true);
+  launch.add_gap();
+  Features f;
+  launch.finish(f);
+  EXPECT_DOUBLE_EQ(f[Term::block], 2 * 4);
+  EXPECT_DOUBLE_EQ(f[Term::empty_block], 2 * (3 * 3 - 4));
+  // A launch of every sequence's queries, whatever its keys: its grid is the batch's.
+  Launch all(g);
+  all.add_queries(310);
+  all.set_grid(2, 300, 4);
+  all.add_work(300, 500, false);  // the sequence of 10 queries has no keys in this chunk
+  Features h;
+  all.finish(h);
+  EXPECT_DOUBLE_EQ(h[Term::block], 2 * 3);
+  EXPECT_DOUBLE_EQ(h[Term::empty_block], 2 * (2 * 3 - 4));
+}
+
 // vLLM packed, 1,000 cached and 100 new tokens, a buffer of 400: three chunks (400, 400, 200). By hand:
 // rows 1,000 + 100; queries 100 (new tokens' step) + 3 x 100; merges: the first chunk holds every
 // query and is taken as it is, the other two merge, and the final merge: 300. Pairs in whole tiles of
@@ -196,6 +220,23 @@ TEST(CostFile, RefusesNamingTheField) {
             std::string::npos);
   EXPECT_NE(refused("\"tile_queries\": 128", "\"tile_queries\": 0").find("geometry.tile_queries"), std::string::npos);
   EXPECT_NE(refused("mlaplan-cost-model", "other").find("c.json: format"), std::string::npos);
+  EXPECT_NE(refused("\"per_iteration_us\": 100", "\"per_iteration_us\": 100, \"per_block_us\": -1")
+                .find("c.json: coefficients.per_block_us: -1 is negative"),
+            std::string::npos);
+}
+
+// The block terms came after the first files: a file without them reads, with them at 0; with them,
+// they are read.
+TEST(CostFile, BlockTermsMayBeLeftOut) {
+  const std::string text = example_text();
+  ASSERT_EQ(text.find("per_block_us"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_cost_model(text, "c.json").coefficient(Term::block), 0);
+  std::string with = text;
+  const std::string from = "\"per_iteration_us\": 100";
+  with.replace(with.find(from), from.size(), from + ", \"per_block_us\": 0.05, \"per_empty_block_us\": 0.003");
+  const CostModel m = parse_cost_model(with, "c.json");
+  EXPECT_DOUBLE_EQ(m.coefficient(Term::block), 0.05);
+  EXPECT_DOUBLE_EQ(m.coefficient(Term::empty_block), 0.003);
 }
 
 // 300 coding-agent batches and a grid over them with the example cost model, DeepSeek-V3 at TP 8.

@@ -138,7 +138,11 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
     for (size_t i = 0; i < kTerms; ++i) known = known || it.key() == coefficient_name(static_cast<Term>(i));
     if (!known) r.fail("coefficients." + it.key(), "unknown term; the terms are " + term_list());
   }
-  for (size_t i = 0; i < kTerms; ++i) m.coefficients[i] = r.coefficient(terms, coefficient_name(static_cast<Term>(i)));
+  for (size_t i = 0; i < kTerms; ++i) {
+    const Term t = static_cast<Term>(i);
+    if (optional_term(t) && !terms.contains(coefficient_name(t))) continue;  // 0: a file written before the term
+    m.coefficients[i] = r.coefficient(terms, coefficient_name(t));
+  }
   return m;
 }
 

@@ -15,6 +15,8 @@ const char* coefficient_name(Term t) {
     case Term::merged_query: return "per_merged_query_us";
     case Term::mpair: return "per_mpair_us";
     case Term::idle_mpair: return "per_idle_mpair_us";
+    case Term::block: return "per_block_us";
+    case Term::empty_block: return "per_empty_block_us";
   }
   return "";
 }
@@ -29,6 +31,8 @@ const char* term_unit(Term t) {
     case Term::merged_query: return "query row merged by log-sum-exp";
     case Term::mpair: return "million query-key pairs computed (in whole query tiles)";
     case Term::idle_mpair: return "million pair-times of block slots left idle";
+    case Term::block: return "(query tile, head) block that computes";
+    case Term::empty_block: return "block of a launch's grid with no queries";
   }
   return "";
 }
@@ -78,6 +82,9 @@ void Launch::finish(Features& f, uint64_t times) const {
   f[Term::query] += n * static_cast<double>(queries_);
   f[Term::mpair] += n * work_ * 1e-6;
   f[Term::idle_mpair] += n * idle * 1e-6;
+  const double heads = g_->heads;
+  f[Term::block] += n * tiles_ * heads;
+  f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
 }
 
 }  // namespace mlaplan::cost

@@ -28,6 +28,17 @@ namespace {
 
 uint64_t new_tokens(const Batch& b) { return uint64_t{b.input_row_offsets.back()} - b.input_row_offsets.front(); }
 
+// The grid of a launch that holds every sequence's queries (the even split's and TensorRT-LLM's
+// chunks): every sequence is in it, also one without keys in the chunk or without queries.
+void set_all_queries_grid(const Batch& b, const Geometry& g, Launch& launch) {
+  uint64_t most = 0, tiles = 0;
+  for (uint32_t i = 0; i < b.batch_size(); ++i) {
+    most = std::max<uint64_t>(most, b.input_length(i));
+    tiles += g.tile_rows(b.input_length(i)) / g.tile_queries;
+  }
+  launch.set_grid(b.batch_size(), most, tiles);
+}
+
 // The new tokens' own step: their latent rows up-projected and one causal launch over each sequence.
 void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
   Launch launch(g);
@@ -63,6 +74,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     if (i < seqs.size() && seqs[i].last == at) {  // chunk `at` ends these sequences
       Launch launch(g);
       launch.add_queries(T);
+      set_all_queries_grid(b, g, launch);
       launch.add_work_many(full_rows, share);
       for (; i < seqs.size() && seqs[i].last == at; ++i) launch.add_work_many(seqs[i].rows, seqs[i].rem);
       launch.finish(f);
@@ -73,6 +85,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
     launch.add_queries(T);
+    set_all_queries_grid(b, g, launch);
     launch.add_work_many(full_rows, share);
     launch.finish(f, c - next);
     c = next;
@@ -93,7 +106,10 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     if (current == std::numeric_limits<uint64_t>::max()) return;
     largest_chunk = std::max(largest_chunk, rows);
     rows = 0;
-    if (!own) launch.add_queries(T);
+    if (!own) {
+      launch.add_queries(T);
+      set_all_queries_grid(b, g, launch);
+    }
     if (done++ == 0) first_queries = launch.queries();
     f[Term::merged_query] += static_cast<double>(launch.queries());
     launch.finish(f);
@@ -113,31 +129,45 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   return chunks;
 }
 
-// Max's chunk: segments (sequence, first position streamed, rows) in buffer order.
+// Max's chunk: segments (sequence, first position streamed, rows, first buffer row) in buffer order.
+// Each launch's sequences are its segments in buffer order, with a sequence of keys and no queries
+// wherever the buffer's rows skip ahead (past a segment's padding rows, or a segment the launch
+// does not hold), as the executor lays them out.
 class MaxChunk {
  public:
-  MaxChunk(const Batch& b, const Geometry& g) : b_(b), full_(g), causal_(g) {}
-  void add(uint32_t seq, uint64_t start, uint64_t rows) {
+  MaxChunk(const Batch& b, const Geometry& g) : b_(b), full_{Launch(g)}, causal_{Launch(g)} {}
+  void add(uint32_t seq, uint64_t start, uint64_t rows, uint64_t at) {
     const uint64_t cached = b_.cache_lengths[seq], fresh = b_.input_length(seq), total = cached + fresh;
     const uint64_t end = std::min(start + rows, total);  // positions start .. end - 1 are real tokens
     if (end <= start || fresh == 0) return;
     if (end <= cached) {
-      full_.add(fresh, end - start, false);
+      full_.add(fresh, end - start, false, at);
       return;
     }
     const uint64_t first = std::max(cached, start);  // queries before `start` see none of these keys
-    causal_.add(end - first, end - start, true);
-    if (end < total) full_.add(total - end, end - start, false);
+    causal_.add(end - first, end - start, true, at);
+    if (end < total) full_.add(total - end, end - start, false, at);
   }
   void finish(Features& f) const {
-    f[Term::merged_query] += static_cast<double>(full_.queries() + causal_.queries());
-    full_.finish(f);
-    causal_.finish(f);
+    f[Term::merged_query] += static_cast<double>(full_.launch.queries() + causal_.launch.queries());
+    full_.launch.finish(f);
+    causal_.launch.finish(f);
   }
 
  private:
+  struct Part {
+    Launch launch;
+    bool any = false;
+    uint64_t end = 0;  // the buffer row after the last segment's keys
+    void add(uint64_t queries, uint64_t keys, bool causal, uint64_t at) {
+      if (any && at > end) launch.add_gap();
+      launch.add(queries, keys, causal);
+      end = at + keys;
+      any = true;
+    }
+  };
   const Batch& b_;
-  Launch full_, causal_;
+  Part full_, causal_;
 };
 
 }  // namespace
@@ -224,7 +254,7 @@ Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g)
     const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
     const uint32_t* cache = t.cache_offsets + size_t{c} * B;
     for (uint32_t s = 0; s < B; ++s)
-      if (rows[s + 1] > rows[s]) chunk.add(s, cache[s], rows[s + 1] - rows[s]);
+      if (rows[s + 1] > rows[s]) chunk.add(s, cache[s], rows[s + 1] - rows[s], rows[s]);
     chunk.finish(f);
   }
   return f;
@@ -235,10 +265,12 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
     Features f;
     f[Term::batch] = 1;
     MaxChunk chunk(b, g);
+    uint64_t at = 0;
     for (uint32_t s = 0; s < b.batch_size(); ++s) {
       const uint64_t len = b.padded_length(s);
       f[Term::row] += static_cast<double>(len);
-      if (len) chunk.add(s, 0, len);
+      if (len) chunk.add(s, 0, len, at);
+      at += len;
     }
     f[Term::iteration] = f[Term::row] > 0 ? 1 : 0;
     chunk.finish(f);

@@ -4,6 +4,7 @@
 // docs/cost-model.md defines each term; explore/policy_cost.hpp counts them for every policy.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -39,8 +40,12 @@ enum class Term : uint8_t {
   merged_query,    // query rows merged into a running output by LSE
   mpair,           // millions of query-key pairs the attention computes, in whole query tiles
   idle_mpair,      // millions of pair-times the launches leave the GPU's block slots idle
+  block,           // (query tile, head) blocks that compute: each loads its tile and writes its output
+  empty_block,     // blocks of a launch's grid past a sequence's queries, which exit at once
 };
-inline constexpr size_t kTerms = 8;
+inline constexpr size_t kTerms = 10;
+// Terms a cost file may leave out (taken as 0): those added after files without them were written.
+inline constexpr bool optional_term(Term t) { return t == Term::block || t == Term::empty_block; }
 
 // The name of a term's coefficient in a cost file: "per_iteration_us", ...
 const char* coefficient_name(Term t);
@@ -56,17 +61,28 @@ struct Features {
 };
 
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
-// causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
+// causal (bottom-right aligned: the last query sees every key). Its grid is FlashAttention-2's varlen
+// grid: as many tiles as the most queries any sequence has, for every sequence and head. The launch's blocks are (query tile,
 // head) pairs, each computing its whole tile against the keys up to its last row's diagonal; the
 // launch takes at least its longest block and at least its waves of blocks over the block slots,
 // each wave as long as the mean block, and what the slots do not fill of that is idle.
 class Launch {
  public:
   explicit Launch(const Geometry& g) : g_(&g) {}
-  // A sequence's queries attending its keys.
+  // A sequence's queries attending its keys: the launch's own sequence.
   void add(uint64_t queries, uint64_t keys, bool causal) {
     add_queries(queries);
     add_work(queries, keys, causal);
+    add_to_grid(1, queries);
+  }
+  // A sequence of the launch with keys and no queries (a gap in the buffer's keys, MAX).
+  void add_gap() { add_to_grid(1, 0); }
+  // The grid of a launch whose sequences are every sequence of the batch, whatever its keys:
+  // `sequences`, the most queries one has, and their tiles (Geometry::tile_rows / tile_queries), summed.
+  void set_grid(uint64_t sequences, uint64_t most_queries, uint64_t tiles) {
+    sequences_ = sequences;
+    most_tiles_ = g_->tile_rows(most_queries) / g_->tile_queries;
+    grid_tiles_ = tiles;
   }
   // Queries the launch reads (every sequence's, also one with no keys in it).
   void add_queries(uint64_t queries) { queries_ += queries; }
@@ -81,11 +97,19 @@ class Launch {
   uint64_t queries() const { return queries_; }
 
  private:
+  void add_to_grid(uint64_t sequences, uint64_t queries) {
+    const uint64_t tiles = g_->tile_rows(queries) / g_->tile_queries;
+    sequences_ += sequences;
+    most_tiles_ = std::max(most_tiles_, tiles);
+    grid_tiles_ += tiles;
+  }
+
   const Geometry* g_;
   uint64_t queries_ = 0;
   double work_ = 0;      // pairs summed over the blocks of one head
   double longest_ = 0;   // the largest block's pairs
   double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
+  uint64_t sequences_ = 0, most_tiles_ = 0, grid_tiles_ = 0;  // the grid: sequences, tiles per sequence, tiles with queries
 };
 
 }  // namespace mlaplan::cost
