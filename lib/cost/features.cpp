@@ -51,7 +51,7 @@ void Launch::add_work(uint64_t queries, uint64_t keys, bool causal) {
   // Tile i holds queries [i t, (i + 1) t) and computes the keys up to its last row's diagonal,
   // k - q + (i + 1) t; the last tile, whole too, computes all k.
   const double q = static_cast<double>(queries), k = static_cast<double>(keys), t = g_->tile_queries;
-  const double full = static_cast<double>(g_->tile_rows(queries) / g_->tile_queries - 1);
+  const double full = static_cast<double>(g_->tiles(queries) - 1);
   const double offset = std::max(0.0, k - q);
   work_ += t * full * offset + t * t * full * (full + 1) / 2 + t * k;
   tiles_ += full + 1;
@@ -62,7 +62,7 @@ void Launch::add_work_many(uint64_t tile_rows_sum, uint64_t keys) {
   if (tile_rows_sum == 0 || keys == 0) return;
   const double k = static_cast<double>(keys);
   work_ += static_cast<double>(tile_rows_sum) * k;
-  tiles_ += static_cast<double>(tile_rows_sum / g_->tile_queries);
+  tiles_ += static_cast<double>(g_->tiles(tile_rows_sum));  // a sum of whole tiles' rows
   longest_ = std::max(longest_, g_->tile_queries * k);
 }
 
@@ -74,9 +74,9 @@ void Launch::finish(Features& f, uint64_t times) const {
   // slots take two blocks' time, not 1.2). Per head, the slots' share of that not spent on work is idle.
   double idle = 0;
   if (tiles_ > 0) {
-    const double slots = g_->slots(), heads = g_->heads;
-    const double waves = std::ceil(tiles_ * heads / slots);
-    const double span = std::max(longest_, waves * work_ / tiles_);
+    const double slots = g_->slots(), heads = g_->heads, blocks = tiles_ * heads;
+    // One wave (most of a sweep's launches): the longest block is at least the mean one.
+    const double span = blocks <= slots ? longest_ : std::max(longest_, std::ceil(blocks / slots) * work_ / tiles_);
     idle = std::max(0.0, span * (slots / heads) - work_);
   }
   f[Term::query] += n * static_cast<double>(queries_);

@@ -29,15 +29,21 @@ namespace {
 uint64_t new_tokens(const Batch& b) { return uint64_t{b.input_row_offsets.back()} - b.input_row_offsets.front(); }
 
 // The grid of a launch that holds every sequence's queries (the even split's and TensorRT-LLM's
-// chunks): every sequence is in it, also one without keys in the chunk or without queries.
-void set_all_queries_grid(const Batch& b, const Geometry& g, Launch& launch) {
-  uint64_t most = 0, tiles = 0;
-  for (uint32_t i = 0; i < b.batch_size(); ++i) {
-    most = std::max<uint64_t>(most, b.input_length(i));
-    tiles += g.tile_rows(b.input_length(i)) / g.tile_queries;
+// chunks): every sequence is in it, also one without keys in the chunk or without queries. Worked
+// out once per batch, not per chunk.
+struct AllQueriesGrid {
+  uint64_t sequences = 0, most = 0, tiles = 0;
+  static AllQueriesGrid of(const Batch& b, const Geometry& g) {
+    AllQueriesGrid q;
+    q.sequences = b.batch_size();
+    for (uint32_t i = 0; i < b.batch_size(); ++i) {
+      q.most = std::max<uint64_t>(q.most, b.input_length(i));
+      q.tiles += g.tiles(b.input_length(i));
+    }
+    return q;
   }
-  launch.set_grid(b.batch_size(), most, tiles);
-}
+  void set(Launch& launch) const { launch.set_grid(sequences, most, tiles); }
+};
 
 // The new tokens' own step: their latent rows up-projected and one causal launch over each sequence.
 void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
@@ -66,6 +72,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   if (seqs.empty()) return 0;
   std::sort(seqs.begin(), seqs.end(), [](const Seq& x, const Seq& y) { return x.last > y.last; });
   const uint64_t T = new_tokens(b), chunks = seqs.front().last + 1;
+  const AllQueriesGrid grid = AllQueriesGrid::of(b, g);
   uint64_t full_rows = 0;  // tile rows of the sequences full-size in the chunks being counted
   size_t i = 0;
   uint64_t c = chunks;  // chunks c .. chunks - 1 are counted
@@ -74,7 +81,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     if (i < seqs.size() && seqs[i].last == at) {  // chunk `at` ends these sequences
       Launch launch(g);
       launch.add_queries(T);
-      set_all_queries_grid(b, g, launch);
+      grid.set(launch);
       launch.add_work_many(full_rows, share);
       for (; i < seqs.size() && seqs[i].last == at; ++i) launch.add_work_many(seqs[i].rows, seqs[i].rem);
       launch.finish(f);
@@ -85,7 +92,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
     launch.add_queries(T);
-    set_all_queries_grid(b, g, launch);
+    grid.set(launch);
     launch.add_work_many(full_rows, share);
     launch.finish(f, c - next);
     c = next;
@@ -100,6 +107,7 @@ template <typename Walk>
 uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries,
                        uint64_t& largest_chunk, Walk&& walk) {
   const uint64_t T = new_tokens(b);
+  const AllQueriesGrid grid = own ? AllQueriesGrid{} : AllQueriesGrid::of(b, g);  // own: each launch counts its requests
   Launch launch(g);
   uint64_t current = std::numeric_limits<uint64_t>::max(), done = 0, rows = 0;
   auto close = [&] {
@@ -108,7 +116,7 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     rows = 0;
     if (!own) {
       launch.add_queries(T);
-      set_all_queries_grid(b, g, launch);
+      grid.set(launch);
     }
     if (done++ == 0) first_queries = launch.queries();
     f[Term::merged_query] += static_cast<double>(launch.queries());

@@ -126,7 +126,9 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
             settings[(r["policy"], r["buffer_tokens"])].append(r)
         keys = sorted(settings)
         measured = [float(np.mean([r[key] for r in settings[k]])) for k in keys]
-        predicted = [float(np.mean([r["predicted_ms"] for r in settings[k]])) for k in keys]
+        # Rounded to a nanosecond: settings whose plans cost the same are tied, whatever the float
+        # sums' last bits (which differ between builds), before Kendall's tau-b counts ties.
+        predicted = [round(float(np.mean([r["predicted_ms"] for r in settings[k]])), 6) for k in keys]
         for k, m, p in zip(keys, measured, predicted):
             out["settings"].append({"workload": w, "policy": k[0], "buffer_tokens": k[1], "batches": len(settings[k]),
                                     "measured_ms": m, "predicted_ms": p, "error": p / m - 1})

@@ -28,6 +28,11 @@ struct Geometry {
     // sweep with a cost model does a billion times.
     return (t & (t - 1)) == 0 ? (queries + t - 1) & ~(t - 1) : (queries + t - 1) / t * t;
   }
+  // The tiles themselves: tile_rows / tile_queries, a shift where the tile is a power of two.
+  uint64_t tiles(uint64_t queries) const {
+    const uint64_t t = tile_queries;
+    return (t & (t - 1)) == 0 ? (queries + t - 1) >> __builtin_ctzll(t) : (queries + t - 1) / t;
+  }
 };
 
 // The model's terms in the cost file's order; Features holds one value per term.
@@ -81,7 +86,7 @@ class Launch {
   // `sequences`, the most queries one has, and their tiles (Geometry::tile_rows / tile_queries), summed.
   void set_grid(uint64_t sequences, uint64_t most_queries, uint64_t tiles) {
     sequences_ = sequences;
-    most_tiles_ = g_->tile_rows(most_queries) / g_->tile_queries;
+    most_tiles_ = g_->tiles(most_queries);
     grid_tiles_ = tiles;
   }
   // Queries the launch reads (every sequence's, also one with no keys in it).
@@ -98,7 +103,7 @@ class Launch {
 
  private:
   void add_to_grid(uint64_t sequences, uint64_t queries) {
-    const uint64_t tiles = g_->tile_rows(queries) / g_->tile_queries;
+    const uint64_t tiles = g_->tiles(queries);
     sequences_ += sequences;
     most_tiles_ = std::max(most_tiles_, tiles);
     grid_tiles_ += tiles;
