@@ -52,6 +52,14 @@ std::vector<std::string> titles(const std::string& svg) {
   return out;
 }
 
+// The tooltips among `tips` that start with the row's setting (a point's first line).
+std::vector<std::string> tips_for(const std::vector<std::string>& tips, const SweepRow& r) {
+  std::vector<std::string> out;
+  for (const std::string& t : tips)
+    if (t.rfind(r.setting() + "\n", 0) == 0) out.push_back(t);
+  return out;
+}
+
 // Well-formed XML, checked without a parser library: every tag closes in order, attribute values are
 // quoted, and '<' and '&' appear in text only as markup or entities. Returns "" or what is wrong.
 std::string xml_problem(const std::string& s) {
@@ -178,16 +186,14 @@ TEST(SweepSvg, OnePointWithItsSettingPerRowAndOneSeriesPerGroup) {
   // Every row's tooltip starts with its setting and carries its numbers.
   const std::vector<std::string> tips = titles(svg);
   for (const SweepRow& r : s.rows) {
-    bool found = false;
-    for (const std::string& t : tips) {
-      if (t.rfind(r.setting() + "\n", 0) != 0) continue;
-      found = true;
+    const std::vector<std::string> mine = tips_for(tips, r);
+    EXPECT_FALSE(mine.empty()) << "no point tooltip for " << r.setting();
+    for (const std::string& t : mine) {
       EXPECT_NE(t.find("p99 " + std::to_string(r.p99)), std::string::npos) << t;
       EXPECT_NE(t.find("p50 " + std::to_string(r.p50)), std::string::npos) << t;
       EXPECT_NE(t.find("mean fill 80.0%"), std::string::npos) << t;
       EXPECT_NE(t.find(r.refused ? "refused 25.00% (100 of 400 batches)" : "refused 0.00%"), std::string::npos) << t;
     }
-    EXPECT_TRUE(found) << "no point tooltip for " << r.setting();
   }
   // The refused points are marked: max at 4K and 16K.
   EXPECT_EQ(count(svg, "class=\"point refused\""), 2u);
@@ -525,10 +531,9 @@ TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
   // Each time point's tooltip: the setting, its step times and how much the iterations cost.
   const std::vector<std::string> tips = titles(time);
   for (const SweepRow& r : s.rows) {
-    bool found = false;
-    for (const std::string& t : tips) {
-      if (t.rfind(r.setting() + "\n", 0) != 0) continue;
-      found = true;
+    const std::vector<std::string> mine = tips_for(tips, r);
+    EXPECT_FALSE(mine.empty()) << "no time tooltip for " << r.setting();
+    for (const std::string& t : mine) {
       EXPECT_NE(t.find("predicted ms per step (61 layers): p50 "), std::string::npos) << t;
       EXPECT_NE(t.find(", p99 "), std::string::npos) << t;
       EXPECT_NE(t.find(", max "), std::string::npos) << t;
@@ -536,7 +541,6 @@ TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
       EXPECT_NE(t.find("per-iteration share "), std::string::npos) << t;
       EXPECT_NE(t.find("over bound "), std::string::npos) << t;
     }
-    EXPECT_TRUE(found) << "no time tooltip for " << r.setting();
   }
 
   // A cost file's own words reach the picture escaped and clipped to one line.
