@@ -66,11 +66,11 @@ struct Features {
 };
 
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
-// causal (bottom-right aligned: the last query sees every key). Its grid is FlashAttention-2's varlen
-// grid: as many tiles as the most queries any sequence has, for every sequence and head. The launch's blocks are (query tile,
+// causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
 // head) pairs, each computing its whole tile against the keys up to its last row's diagonal; the
 // launch takes at least its longest block and at least its waves of blocks over the block slots,
-// each wave as long as the mean block, and what the slots do not fill of that is idle.
+// each wave as long as the mean block, and what the slots do not fill of that is idle. Its grid is
+// FlashAttention-2's varlen grid: the most queries' tiles for every sequence and head.
 class Launch {
  public:
   explicit Launch(const Geometry& g) : g_(&g) {}
@@ -83,7 +83,7 @@ class Launch {
   // A sequence of the launch with keys and no queries (a gap in the buffer's keys, MAX).
   void add_gap() { add_to_grid(1, 0); }
   // The grid of a launch whose sequences are every sequence of the batch, whatever its keys:
-  // `sequences`, the most queries one has, and their tiles (Geometry::tile_rows / tile_queries), summed.
+  // `sequences`, the most queries one has, and their tiles (Geometry::tiles), summed.
   void set_grid(uint64_t sequences, uint64_t most_queries, uint64_t tiles) {
     sequences_ = sequences;
     most_tiles_ = g_->tiles(most_queries);
