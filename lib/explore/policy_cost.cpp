@@ -107,7 +107,8 @@ template <typename Walk>
 uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries,
                        uint64_t& largest_chunk, Walk&& walk) {
   const uint64_t T = new_tokens(b);
-  const AllQueriesGrid grid = own ? AllQueriesGrid{} : AllQueriesGrid::of(b, g);  // own: each launch counts its requests
+  // Own queries: each launch counts its requests' grid as they are added.
+  const AllQueriesGrid grid = own ? AllQueriesGrid{} : AllQueriesGrid::of(b, g);
   Launch launch(g);
   uint64_t current = std::numeric_limits<uint64_t>::max(), done = 0, rows = 0;
   auto close = [&] {

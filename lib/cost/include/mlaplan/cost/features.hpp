@@ -114,7 +114,8 @@ class Launch {
   double work_ = 0;      // pairs summed over the blocks of one head
   double longest_ = 0;   // the largest block's pairs
   double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
-  uint64_t sequences_ = 0, most_tiles_ = 0, grid_tiles_ = 0;  // the grid: sequences, tiles per sequence, tiles with queries
+  // The grid: its sequences, the tiles each has (the most queries'), and the tiles holding queries.
+  uint64_t sequences_ = 0, most_tiles_ = 0, grid_tiles_ = 0;
 };
 
 }  // namespace mlaplan::cost
