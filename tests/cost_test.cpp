@@ -188,6 +188,49 @@ TEST(CostFeatures, EvenSplitGroupsEqualChunkByChunk) {
   }
 }
 
+// A sweep takes the lower bound's terms for a setting that streams the batch whole: they must be the
+// terms the setting's own plan counts (max's from its planner's tables), on random batches under
+// every policy and buffers from a page to past the batch.
+TEST(CostFeatures, StreamingWholeIsTheUnboundedPlan) {
+  const Geometry g{16, 132, 1, 128};
+  uint64_t state = 777;
+  auto draw = [&](uint64_t n) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % n;
+  };
+  size_t whole = 0, split = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    Batch b;
+    b.page_size = uint32_t{1} << draw(7);
+    b.max_chunks = 1 + static_cast<uint32_t>(draw(8));
+    const uint32_t B = 1 + static_cast<uint32_t>(draw(10));
+    b.input_row_offsets = {0};
+    for (uint32_t i = 0; i < B; ++i) {
+      b.cache_lengths.push_back(draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(3000)));
+      b.input_row_offsets.push_back(b.input_row_offsets.back() + static_cast<uint32_t>(draw(400)));
+    }
+    b.buffer_token_size = std::max<uint32_t>(b.page_size, static_cast<uint32_t>(draw(40000)) / b.page_size * b.page_size);
+    for (const explore::Policy& p : explore::parse_policies("variants", explore::Policy{})) {
+      const bool max = p.kind == explore::PolicyKind::max;
+      const bool refused = explore::policy_outcome(b, p).refused;
+      if (!explore::streams_whole(b, p)) {
+        split += !refused;
+        continue;
+      }
+      ++whole;
+      ASSERT_FALSE(refused) << p.name() << " trial " << trial;
+      const explore::PolicyPlan plan = explore::plan_policy(b, p);
+      const Features f = max ? explore::max_features(b, explore::max_tables_view(plan.tables), g)
+                             : explore::policy_features(b, p, g);
+      const Features u = explore::unbounded_features(b, p, g);
+      EXPECT_EQ(f.values, u.values) << p.name() << " trial " << trial;
+      EXPECT_EQ(static_cast<double>(plan.outcome.chunks), u[Term::iteration]) << p.name() << " trial " << trial;
+    }
+  }
+  EXPECT_GT(whole, 300u);  // both kinds of setting are drawn often
+  EXPECT_GT(split, 300u);
+}
+
 TEST(CostFile, ReadsTheExample) {
   const CostModel m = read_cost_model(kExample);
   EXPECT_EQ(m.model, "deepseek-v3");

@@ -306,4 +306,25 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
   return policy_features(wide, policy, g, nullptr, new_step);
 }
 
+bool streams_whole(const Batch& b, const Policy& policy) {
+  const uint64_t n = b.buffer_token_size;
+  uint64_t total = 0;
+  switch (policy.kind) {
+    case PolicyKind::max:  // the padded streams of cache and new tokens, one after another from row 0
+      if (b.max_chunks == 0) return false;
+      for (uint32_t s = 0; s < b.batch_size(); ++s) total += b.padded_length(s);
+      return total <= n;
+    case PolicyKind::packed:  // no context is split: the walk never reads the buffer's size
+      for (uint32_t len : b.cache_lengths) total += len;
+      return total <= n && !detail::below_split_align(b, policy);
+    case PolicyKind::even_split: {  // one chunk: a share that holds the longest context
+      std::string why;
+      const uint64_t share = detail::even_split_share(b, policy.even_split, why);
+      for (uint32_t len : b.cache_lengths) total = std::max<uint64_t>(total, len);
+      return share > 0 && share >= total;
+    }
+  }
+  return false;
+}
+
 }  // namespace mlaplan::explore

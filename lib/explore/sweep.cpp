@@ -40,6 +40,7 @@ using NewSteps = std::vector<std::vector<cost::Features>>;  // [cost][batch]
 // What the settings share per batch, worked out once before them.
 struct Shared {
   LowerBounds lower;
+  std::vector<std::vector<uint32_t>> lower_iterations;  // [policy][batch]: the lower bound's iterations
   NewSteps new_steps;
 };
 
@@ -158,11 +159,13 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     b.buffer_token_size = s.n;
     b.max_chunks = s.m.value_or(from.max_chunks);
     const bool max = s.policy.kind == PolicyKind::max;
+    // A setting that streams the batch whole has the lower bound's terms, worked out already.
+    const bool whole = costs && streams_whole(b, s.policy);
     cost::Features first;  // the first cost model's terms, from the policy's one walk
     const PolicyOutcome o = max ? plan_max(b, tables)
-                            : costs ? outcome_with_features(b, s.policy, grid.costs[0].geometry, first,
-                                                            &shared.new_steps[0][i])
-                                    : policy_outcome(b, s.policy);
+                            : costs && !whole ? outcome_with_features(b, s.policy, grid.costs[0].geometry, first,
+                                                                      &shared.new_steps[0][i])
+                                              : policy_outcome(b, s.policy);
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
       if (row.refused++ == 0) row.first_refusal = o.why;
@@ -181,14 +184,19 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     }
     for (size_t k = 0; k < costs; ++k) {
       const cost::CostModel& c = grid.costs[k];
-      const cost::Features f = max      ? max_features(b, tables, c.geometry)
-                               : k == 0 ? first
-                                        : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i]);
-      const double us = c.predict_us(f);
+      const double floor = lower[s.policy_index][k][i];
+      double us = floor, iterations = shared.lower_iterations[s.policy_index][i];
+      if (!whole) {
+        const cost::Features f = max      ? max_features(b, tables, c.geometry)
+                                 : k == 0 ? first
+                                          : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i]);
+        us = c.predict_us(f);
+        iterations = f[cost::Term::iteration];
+      }
       e.times[k].layer_us.push_back(static_cast<float>(us));
       sums[k].total += us;
-      sums[k].iteration += c.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
-      sums[k].lower += lower[s.policy_index][k][i];
+      sums[k].iteration += c.coefficient(cost::Term::iteration) * iterations;
+      sums[k].lower += floor;
       ++sums[k].planned;
     }
   }
@@ -217,6 +225,7 @@ Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, un
   for (auto& per_policy : out)
     for (auto& v : per_policy) v.resize(batches.size());
   for (auto& v : shared.new_steps) v.resize(batches.size());
+  shared.lower_iterations.assign(grid.policies.size(), std::vector<uint32_t>(batches.size()));
   std::atomic<size_t> next{0};
   constexpr size_t kBlock = 4096;
   auto worker = [&] {
@@ -225,9 +234,12 @@ Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, un
         for (size_t k = 0; k < grid.costs.size(); ++k)
           shared.new_steps[k][i] = new_tokens_features(batches[i], grid.costs[k].geometry);
         for (size_t p = 0; p < grid.policies.size(); ++p)
-          for (size_t k = 0; k < grid.costs.size(); ++k)
-            out[p][k][i] = grid.costs[k].predict_us(
-                unbounded_features(batches[i], grid.policies[p], grid.costs[k].geometry, &shared.new_steps[k][i]));
+          for (size_t k = 0; k < grid.costs.size(); ++k) {
+            const cost::Features f =
+                unbounded_features(batches[i], grid.policies[p], grid.costs[k].geometry, &shared.new_steps[k][i]);
+            out[p][k][i] = grid.costs[k].predict_us(f);
+            shared.lower_iterations[p][i] = static_cast<uint32_t>(f[cost::Term::iteration]);  // the same for every k
+          }
       }
   };
   std::vector<std::thread> pool;

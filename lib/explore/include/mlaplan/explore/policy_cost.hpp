@@ -52,4 +52,10 @@ cost::Features max_features(const Batch& batch, const MaxTablesView& tables, con
 cost::Features unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g,
                                   const cost::Features* new_step = nullptr);
 
+// Whether the policy, at the batch's buffer, streams every context in one piece and so plans it as a
+// buffer holding all of it would: its terms are then unbounded_features' (max: its planner's one
+// chunk; packed: no context split; the even split: one chunk). A sweep reuses the lower bound's
+// terms for such settings, most of a grid's larger buffers. False for a batch the policy refuses.
+bool streams_whole(const Batch& batch, const Policy& policy);
+
 }  // namespace mlaplan::explore
