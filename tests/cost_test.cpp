@@ -66,6 +66,48 @@ TEST(CostFeatures, EqualBlocksPastTheSlotsTakeAWholeSecondWave) {
   }
 }
 
+// Blocks of unequal length run in grid order: a long sequence's blocks behind 200 short ones start
+// once the work ahead of them drains (16 heads, 132 slots), so they end later than ahead of them.
+// Per head: 200 blocks of 128 x 1,000 pairs and one of 128 x 20,000; W = 28.16M pairs, the
+// length-biased mean block sum d^2 / W = 0.349M. Behind: the last head's long block has
+// 15 W + 200 x 128,000 ahead and ends at that / 132 + 2.56M - 0.349M / 2 = 5.779M; ahead of them
+// it ends at 15 W / 132 + 2.56M - 0.349M / 2 = 5.585M. Both pass the work spread evenly (3.41M).
+TEST(CostFeatures, LongBlocksDispatchedLastEndLater) {
+  const Geometry g{16, 132, 1, 128};
+  auto span_of = [&](bool long_last) {
+    Launch launch(g);
+    if (!long_last) launch.add(128, 20000, false);
+    for (int i = 0; i < 200; ++i) launch.add(128, 1000, false);
+    if (long_last) launch.add(128, 20000, false);
+    return launch.span();
+  };
+  const double W = 200 * 128000.0 + 2.56e6, residual = (200 * 128000.0 * 128000.0 + 2.56e6 * 2.56e6) / W / 2;
+  EXPECT_NEAR(span_of(true), (15 * W + 200 * 128000.0) / 132 + 2.56e6 - residual, 1e-3);
+  EXPECT_NEAR(span_of(false), 15 * W / 132 + 2.56e6 - residual, 1e-3);
+  EXPECT_GT(span_of(true), span_of(false) * 1.03);
+  EXPECT_GT(span_of(false), 16 * W / 132);
+}
+
+// A causal sequence's tiles grow along the grid (each sees the keys up to its diagonal), so the last
+// head's last tile, the longest, ends last: 8,192 queries on 8,192 + 7,513 keys (the Mooncake step
+// with 7,513 cached tokens) take longer than whole waves of the mean block would.
+TEST(CostFeatures, CausalTilesEndWithTheLongest) {
+  const Geometry g{16, 132, 1, 128};
+  Launch launch(g);
+  launch.add(8192, 8192 + 7513, true);
+  const double t = 128, n = 64, first = t * (7513 + t), step = t * t, last = t * (8192 + 7513);
+  double W = 0, squares = 0;
+  for (int i = 0; i < 63; ++i) {
+    W += first + i * step;
+    squares += (first + i * step) * (first + i * step);
+  }
+  const double ahead = 15 * (W + last) + W;  // 15 heads and the last one's 63 shorter tiles
+  squares += last * last;
+  W += last;
+  EXPECT_NEAR(launch.span(), (ahead) / 132 + last - squares / W / 2, 1e-3 * last);
+  EXPECT_GT(launch.span(), std::ceil(16 * n / 132) * W / n);  // past 8 waves of the mean block
+}
+
 // The grid is FlashAttention-2's varlen grid: the most queries' tiles for every sequence. 300 and 10
 // queries (3 tiles and 1) and a sequence of keys without queries, 2 heads: blocks that compute are 2 x
 // (3 + 1); the grid is 2 x 3 sequences x 3 tiles, so 18 - 8 = 10 exit at once.

@@ -42,49 +42,15 @@ Features& Features::operator+=(const Features& o) {
   return *this;
 }
 
-void Launch::add_work(uint64_t queries, uint64_t keys, bool causal) {
-  if (queries == 0 || keys == 0) return;
-  if (!causal) {
-    add_work_many(g_->tile_rows(queries), keys);
-    return;
-  }
+
+void Launch::add_causal(uint64_t queries, uint64_t keys) {
+  const double k = static_cast<double>(keys), t = g_->tile_queries;
+  const uint64_t tiles = g_->tiles(queries);
   // Tile i holds queries [i t, (i + 1) t) and computes the keys up to its last row's diagonal,
   // k - q + (i + 1) t; the last tile, whole too, computes all k.
-  const double q = static_cast<double>(queries), k = static_cast<double>(keys), t = g_->tile_queries;
-  const double full = static_cast<double>(g_->tiles(queries) - 1);
-  const double offset = std::max(0.0, k - q);
-  work_ += t * full * offset + t * t * full * (full + 1) / 2 + t * k;
-  tiles_ += full + 1;
-  longest_ = std::max(longest_, t * k);
-}
-
-void Launch::add_work_many(uint64_t tile_rows_sum, uint64_t keys) {
-  if (tile_rows_sum == 0 || keys == 0) return;
-  const double k = static_cast<double>(keys);
-  work_ += static_cast<double>(tile_rows_sum) * k;
-  tiles_ += static_cast<double>(g_->tiles(tile_rows_sum));  // a sum of whole tiles' rows
-  longest_ = std::max(longest_, g_->tile_queries * k);
-}
-
-void Launch::finish(Features& f, uint64_t times) const {
-  if (queries_ == 0 || times == 0) return;
-  const double n = static_cast<double>(times);
-  // The blocks run in waves of `slots`: the launch lasts at least its longest block and at least its
-  // waves, each as long as the mean block (exact where the blocks are alike: 160 equal blocks on 132
-  // slots take two blocks' time, not 1.2). Per head, the slots' share of that not spent on work is idle.
-  double idle = 0;
-  if (tiles_ > 0) {
-    const double slots = g_->slots(), heads = g_->heads, blocks = tiles_ * heads;
-    // One wave (most of a sweep's launches): the longest block is at least the mean one.
-    const double span = blocks <= slots ? longest_ : std::max(longest_, std::ceil(blocks / slots) * work_ / tiles_);
-    idle = std::max(0.0, span * (slots / heads) - work_);
-  }
-  f[Term::query] += n * static_cast<double>(queries_);
-  f[Term::mpair] += n * work_ * 1e-6;
-  f[Term::idle_mpair] += n * idle * 1e-6;
-  const double heads = g_->heads;
-  f[Term::block] += n * tiles_ * heads;
-  f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
+  const double offset = std::max(0.0, k - static_cast<double>(queries));
+  add_run(t * (offset + t), t * t, tiles - 1);
+  add_run(t * k, 0, 1);
 }
 
 }  // namespace mlaplan::cost

@@ -12,6 +12,7 @@
 #include "mlaplan/explore/policy_cost.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -55,45 +56,77 @@ void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
 }
 
 // Every prefill's queries attend every chunk of the even split (share rows of each context per
-// chunk). Chunks with the same sequences in them cost the same, so they are counted in groups: a
-// sequence is full-size in its chunks before its last, and its last holds what remains.
+// chunk). Chunks with the same sequences in them cost the same, so they are counted in groups, from
+// the last chunk down: a sequence is full-size in its chunks before its last, and its last holds
+// what remains. A chunk's grid holds the sequences in batch order; where a block ends depends on the
+// work ahead of it, kept per sequence in a Fenwick tree over batch order (O(B log B) in all).
 uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& g, Features& f) {
   struct Seq {
-    uint64_t last, rem, rows;  // last chunk, keys in it, queries in whole tiles
+    uint32_t pos;       // among the sequences with context, in batch order
+    uint64_t last;      // its last chunk
+    uint64_t tiles;     // its query tiles (blocks of one head)
+    double rem;         // pairs of one block in its last chunk
   };
-  thread_local std::vector<Seq> seqs;  // a sweep calls this a million times: no allocation each time
+  // A sweep calls this a million times: no allocation each time.
+  thread_local std::vector<Seq> seqs;   // the sequences with context, by last chunk, last first
+  thread_local std::vector<double> tree;  // Fenwick tree: each sequence's pairs in the chunk counted
   seqs.clear();
+  const double t = g.tile_queries, full = t * static_cast<double>(share);  // a full-size sequence's block
   for (uint32_t i = 0; i < b.batch_size(); ++i) {
     const uint64_t len = b.cache_lengths[i];
     if (len == 0) continue;
     const uint64_t last = detail::ceil_div(len, share) - 1;
-    seqs.push_back({last, len - last * share, g.tile_rows(b.input_length(i))});
+    seqs.push_back({static_cast<uint32_t>(seqs.size()), last, g.tiles(b.input_length(i)),
+                    t * static_cast<double>(len - last * share)});
   }
   if (seqs.empty()) return 0;
-  std::sort(seqs.begin(), seqs.end(), [](const Seq& x, const Seq& y) { return x.last > y.last; });
+  std::sort(seqs.begin(), seqs.end(), [](const Seq& x, const Seq& y) { return x.last > y.last || (x.last == y.last && x.pos < y.pos); });
+  tree.assign(seqs.size() + 1, 0.0);
+  auto add = [&](uint32_t pos, double v) {
+    for (size_t i = pos + size_t{1}; i < tree.size(); i += i & (~i + 1)) tree[i] += v;
+  };
+  auto ahead_through = [&](uint32_t pos) {  // pairs of the sequences up to and with `pos`
+    double sum = 0;
+    for (size_t i = pos + size_t{1}; i > 0; i -= i & (~i + 1)) sum += tree[i];
+    return sum;
+  };
   const uint64_t T = new_tokens(b), chunks = seqs.front().last + 1;
   const AllQueriesGrid grid = AllQueriesGrid::of(b, g);
-  uint64_t full_rows = 0;  // tile rows of the sequences full-size in the chunks being counted
+  uint64_t full_tiles = 0;  // tiles of the sequences full-size in the chunks being counted
+  int64_t last_full = -1;   // the last of them in batch order
+  auto start = [&](Launch& launch) {
+    launch.add_queries(T);
+    grid.set(launch);
+    if (full_tiles) launch.add_blocks(full, full_tiles, ahead_through(static_cast<uint32_t>(last_full)) - full);
+  };
   size_t i = 0;
   uint64_t c = chunks;  // chunks c .. chunks - 1 are counted
   while (c > 0) {
     const uint64_t at = c - 1;
     if (i < seqs.size() && seqs[i].last == at) {  // chunk `at` ends these sequences
+      const size_t from = i;
+      for (; i < seqs.size() && seqs[i].last == at; ++i) add(seqs[i].pos, static_cast<double>(seqs[i].tiles) * seqs[i].rem);
       Launch launch(g);
-      launch.add_queries(T);
-      grid.set(launch);
-      launch.add_work_many(full_rows, share);
-      for (; i < seqs.size() && seqs[i].last == at; ++i) launch.add_work_many(seqs[i].rows, seqs[i].rem);
+      start(launch);
+      for (size_t j = from; j < i; ++j) {
+        const Seq& s = seqs[j];
+        // One before the last full-size sequence ends before that one's last block does (it is no
+        // longer), whatever ahead it is given: 0.
+        const double ahead = static_cast<int64_t>(s.pos) > last_full ? ahead_through(s.pos) - s.rem : 0;
+        launch.add_blocks(s.rem, s.tiles, ahead);
+      }
       launch.finish(f);
-      for (size_t j = i; j-- > 0 && seqs[j].last == at;) full_rows += seqs[j].rows;
+      for (size_t j = from; j < i; ++j) {  // full-size in the chunks before
+        add(seqs[j].pos, static_cast<double>(seqs[j].tiles) * (full - seqs[j].rem));
+        full_tiles += seqs[j].tiles;
+        last_full = std::max<int64_t>(last_full, seqs[j].pos);
+      }
       c = at;
       continue;
     }
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
-    launch.add_queries(T);
-    grid.set(launch);
-    launch.add_work_many(full_rows, share);
+    start(launch);
     launch.finish(f, c - next);
     c = next;
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -67,10 +68,12 @@ struct Features {
 
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
 // causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
-// head) pairs, each computing its whole tile against the keys up to its last row's diagonal; the
-// launch takes at least its longest block and at least its waves of blocks over the block slots,
-// each wave as long as the mean block, and what the slots do not fill of that is idle. Its grid is
-// FlashAttention-2's varlen grid: the most queries' tiles for every sequence and head.
+// head) pairs, each computing its whole tile against the keys up to its last row's diagonal. Its grid
+// is FlashAttention-2's varlen grid, (tile, sequence, head) with the tile fastest: the most queries'
+// tiles for every sequence and head, those past a sequence's queries exiting at once. The GPU hands
+// the blocks out in that order, each to the first slot that frees; the launch lasts until its last
+// block ends (span()), and what the slots do not fill of that is idle. Sequences are added in the
+// grid's order.
 class Launch {
  public:
   explicit Launch(const Geometry& g) : g_(&g) {}
@@ -92,14 +95,23 @@ class Launch {
   // Queries the launch reads (every sequence's, also one with no keys in it).
   void add_queries(uint64_t queries) { queries_ += queries; }
   // The work of a sequence whose queries are counted by add_queries.
-  void add_work(uint64_t queries, uint64_t keys, bool causal);
-  // The work of sequences that all see `keys` keys without a mask: their queries in whole tiles
-  // (Geometry::tile_rows), summed.
-  void add_work_many(uint64_t tile_rows_sum, uint64_t keys);
+  void add_work(uint64_t queries, uint64_t keys, bool causal) {
+    if (queries == 0 || keys == 0) return;
+    if (causal) add_causal(queries, keys);
+    else add_run(static_cast<double>(g_->tile_queries) * static_cast<double>(keys), 0, g_->tiles(queries));
+  }
+  // `count` blocks of one head with `pairs` each, added in bulk where the launch's sequences are too
+  // many to add one at a time (the even split's chunks): `ahead`, the pairs of the head's blocks
+  // dispatched before the last of them. Their queries and grid are added apart.
+  void add_blocks(double pairs, uint64_t count, double ahead) { add_run(pairs, 0, count, ahead); }
   // Adds the launch, repeated `times` times, to `f`: its queries, pairs and idle pairs (nothing for
   // a launch without queries).
   void finish(Features& f, uint64_t times = 1) const;
   uint64_t queries() const { return queries_; }
+  // How long the launch lasts, in pairs of one block slot. One wave: its longest block; equal
+  // blocks: whole waves of them; otherwise when the last head's latest-ending block ends, each
+  // block starting as the work handed out before it drains through the slots (docs/cost-model.md).
+  double span() const;
 
  private:
   void add_to_grid(uint64_t sequences, uint64_t queries) {
@@ -109,13 +121,66 @@ class Launch {
     grid_tiles_ += tiles;
   }
 
+  void add_causal(uint64_t queries, uint64_t keys);
+  // Inline: a sweep adds a billion. A run of `count` blocks of one head, first, first + step, ...,
+  // the last not shorter than the others: where its last block ends is kept (as work ahead of it
+  // in the head, plus its length times the slots), the only one of the run span() needs.
+  void add_run(double first, double step, uint64_t count) {
+    const double c = static_cast<double>(count);
+    add_run(first, step, count, work_ + (step == 0 ? first * (c - 1) : (first + first + step * (c - 2)) / 2 * (c - 1)));
+  }
+  // The same, with `ahead` the pairs of the head's blocks dispatched before the run's last.
+  void add_run(double first, double step, uint64_t count, double ahead) {
+    if (count == 0) return;
+    const double c = static_cast<double>(count), last = first + step * (c - 1);
+    if ((step != 0 && count > 1) || (tiles_ > 0 && first != longest_)) alike_ = false;
+    peak_ = std::max(peak_, ahead + last * g_->slots());
+    squares_ += c * first * first;
+    if (step != 0) squares_ += first * step * c * (c - 1) + step * step * (c - 1) * c * (2 * c - 1) / 6;
+    work_ += (first + last) / 2 * c;
+    tiles_ += c;
+    longest_ = std::max(longest_, last);
+  }
+
   const Geometry* g_;
   uint64_t queries_ = 0;
   double work_ = 0;      // pairs summed over the blocks of one head
   double longest_ = 0;   // the largest block's pairs
   double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
+  double squares_ = 0;   // the blocks' pairs squared, summed (one head)
+  double peak_ = 0;      // the latest-ending block of a head: work ahead of it + its pairs x slots
+  bool alike_ = true;    // every block has the same pairs
   // The grid: its sequences, the tiles each has (the most queries'), and the tiles holding queries.
   uint64_t sequences_ = 0, most_tiles_ = 0, grid_tiles_ = 0;
 };
+
+// Inline: a sweep finishes a launch per chunk, for every batch and setting.
+inline double Launch::span() const {
+  if (tiles_ == 0) return 0;
+  const double slots = g_->slots(), heads = g_->heads, blocks = tiles_ * heads;
+  if (blocks <= slots) return longest_;                     // one wave: the longest block
+  if (alike_) return std::ceil(blocks / slots) * longest_;  // whole waves of equal blocks
+  // Unequal blocks handed out in grid order as slots free. The last head's block j starts once the
+  // work before it (every earlier head's, and the head's own ahead of j) has drained through the
+  // slots, less what the blocks then running still have to do: on average half a block of the
+  // length-biased mean, sum d^2 / sum d (renewal theory's mean residual). A run's last block ends
+  // last of its run, so add_run keeps that one. The launch lasts at least its longest block and the
+  // work spread evenly.
+  const double residual = squares_ / work_ / 2;
+  const double end = ((heads - 1) * work_ + peak_) / slots - residual;
+  return std::max({longest_, work_ * heads / slots, end});
+}
+
+inline void Launch::finish(Features& f, uint64_t times) const {
+  if (queries_ == 0 || times == 0) return;
+  const double n = static_cast<double>(times), heads = g_->heads;
+  // Per head, the slots' share of the span not spent on work is idle.
+  const double idle = tiles_ > 0 ? std::max(0.0, span() * (g_->slots() / heads) - work_) : 0;
+  f[Term::query] += n * static_cast<double>(queries_);
+  f[Term::mpair] += n * work_ * 1e-6;
+  f[Term::idle_mpair] += n * idle * 1e-6;
+  f[Term::block] += n * tiles_ * heads;
+  f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
+}
 
 }  // namespace mlaplan::cost
