@@ -19,7 +19,7 @@
 # The cost model (python/mlaplan/calibrate), parts calibrate and calibrate-more, each within one
 # 10-minute slot: the package built without the CUDA planner (the executor needs none) and then, in
 # calibrate, DeepSeek-V3 at TP 8 calibrated and its file validated on the held-out batches of
-# docs/data/cost-validation/seed-31 (validation.md, validation-*.json), and the executor's and the
+# docs/data/cost-validation/seed-41 (validation.md, validation-*.json), and the executor's and the
 # calibration's tests on the GPU; in calibrate-more, the shipped TP 8 file (costs/h200) validated on
 # the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and raw
 # measurements come beside the logs (cost-*.json, measurements-*.json).
@@ -179,9 +179,9 @@ calibrate() {
 }
 
 # validate_cost SECONDS COST: a DeepSeek-V3 TP 8 file predicted, then measured with the executor, on the
-# held-out batches of docs/data/cost-validation/seed-31: three workloads, five buffers, every policy.
+# held-out batches of docs/data/cost-validation/seed-41: three workloads, five buffers, every policy.
 validate_cost() {
-  local d=$source_dir/docs/data/cost-validation/seed-31
+  local d=$source_dir/docs/data/cost-validation/seed-41
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 \
      --cost "$2" --scenarios "$d/coding-agent.json" "$d/mooncake-replay.json" \
      "$d/short-chat.json" --reps 3 --warmup 1 --max-seconds "$1" --save "$log_dir/validation-measured.json" \
