@@ -93,7 +93,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   const uint64_t T = new_tokens(b), chunks = seqs.front().last + 1;
   const AllQueriesGrid grid = AllQueriesGrid::of(b, g);
   uint64_t full_tiles = 0;  // tiles of the sequences full-size in the chunks being counted
-  int64_t last_full = -1;   // the last of them in batch order
+  int64_t last_full = -1;   // the last of them in batch order with queries
   auto start = [&](Launch& launch) {
     launch.add_queries(T);
     grid.set(launch);
@@ -119,7 +119,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
       for (size_t j = from; j < i; ++j) {  // full-size in the chunks before
         add(seqs[j].pos, static_cast<double>(seqs[j].tiles) * (full - seqs[j].rem));
         full_tiles += seqs[j].tiles;
-        last_full = std::max<int64_t>(last_full, seqs[j].pos);
+        if (seqs[j].tiles) last_full = std::max<int64_t>(last_full, seqs[j].pos);  // one without queries has no blocks
       }
       c = at;
       continue;

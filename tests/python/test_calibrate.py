@@ -2,6 +2,7 @@
 coefficients and names the terms it cannot pin down, the CLIs refuse bad input in one line, the
 validation's figures, and sweep(cost=...)."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -87,6 +88,33 @@ def test_features_are_the_executors_counts():
             empty += 16 * (len(q) * int(tiles.max(initial=0)) - int(tiles.sum()))
         assert f["per_block_us"] == blocks, where
         assert f["per_empty_block_us"] == empty, where
+        idle = sum(_dispatch_idle(a.call, 16, 132) for st in s.steps for a in st.attends)
+        assert f["per_idle_mpair_us"] == pytest.approx(idle, rel=1e-9, abs=1e-9), where
+
+
+def _dispatch_idle(call, heads, slots, tile=128):
+    """The idle pair-times (millions) of one launch, restated from docs/cost-model.md on the
+    executor's own grid: one head's computing blocks in grid order (sequence by sequence, tile by
+    tile), each walking the keys up to its last row's diagonal (all of them unmasked)."""
+    q, k = np.diff(call.cu_q_host), np.diff(call.cu_k_host)
+    d = []
+    for qi, ki in zip(q, k):
+        if qi == 0 or ki == 0:
+            continue
+        for i in range((qi + tile - 1) // tile):
+            d.append(tile * (min(ki, ki - qi + (i + 1) * tile) if call.causal else ki))
+    if not d:
+        return 0.0
+    d = np.asarray(d, dtype=np.float64)
+    work, n = d.sum(), len(d) * heads
+    if n <= slots:
+        span = d.max()
+    elif np.all(d == d[0]):
+        span = math.ceil(n / slots) * d[0]
+    else:  # the last head's block j starts as the work before it drains, less the mean residual
+        ahead = (heads - 1) * work + np.concatenate([[0.0], np.cumsum(d)[:-1]])
+        span = max(d.max(), heads * work / slots, float(np.max(ahead / slots + d)) - (d * d).sum() / work / 2)
+    return max(0.0, span * slots / heads - work) * 1e-6
 
 
 def test_fit_recovers_known_coefficients():
