@@ -256,7 +256,10 @@ TEST(CostFeatures, StreamingWholeIsTheUnboundedPlan) {
     b.buffer_token_size = std::max<uint32_t>(b.page_size, static_cast<uint32_t>(draw(40000)) / b.page_size * b.page_size);
     for (const explore::Policy& p : explore::parse_policies("variants", explore::Policy{})) {
       const bool max = p.kind == explore::PolicyKind::max;
-      const bool refused = explore::policy_outcome(b, p).refused;
+      const explore::PolicyOutcome o = explore::policy_outcome(b, p);
+      const bool refused = o.refused;
+      if (p.kind == explore::PolicyKind::even_split)  // the sweep reads it off the closed-form outcome
+        EXPECT_EQ(explore::streams_whole(b, p), !refused && o.chunks <= 1) << p.name() << " trial " << trial;
       if (!explore::streams_whole(b, p)) {
         split += !refused;
         continue;

@@ -43,14 +43,4 @@ Features& Features::operator+=(const Features& o) {
 }
 
 
-void Launch::add_causal(uint64_t queries, uint64_t keys) {
-  const double k = static_cast<double>(keys), t = g_->tile_queries;
-  const uint64_t tiles = g_->tiles(queries);
-  // Tile i holds queries [i t, (i + 1) t) and computes the keys up to its last row's diagonal,
-  // k - q + (i + 1) t; the last tile, whole too, computes all k.
-  const double offset = std::max(0.0, k - static_cast<double>(queries));
-  add_run(t * (offset + t), t * t, tiles - 1);
-  add_run(t * k, 0, 1);
-}
-
 }  // namespace mlaplan::cost

@@ -144,17 +144,45 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   const AllQueriesGrid grid = own ? AllQueriesGrid{} : AllQueriesGrid::of(b, g);
   Launch launch(g);
   uint64_t current = std::numeric_limits<uint64_t>::max(), done = 0, rows = 0;
+  // A long context streamed through many chunks makes the same one-piece launch again and again: it
+  // is counted once and its terms added again. A chunk's first piece waits until a second comes.
+  struct Piece {
+    uint32_t seq = std::numeric_limits<uint32_t>::max();
+    uint64_t len = 0;
+    bool operator==(const Piece& o) const { return seq == o.seq && len == o.len; }
+  };
+  Piece first, repeated;  // the chunk's first piece; the last one-piece chunk counted
+  Features repeated_terms;
+  uint32_t pieces = 0;
+  auto add = [&](const Piece& p) {
+    if (own) launch.add(b.input_length(p.seq), p.len, false);
+    else launch.add_work(b.input_length(p.seq), p.len, false);
+  };
   auto close = [&] {
     if (current == std::numeric_limits<uint64_t>::max()) return;
     largest_chunk = std::max(largest_chunk, rows);
     rows = 0;
+    const bool one = pieces == 1;
+    pieces = 0;
+    if (one && done > 0 && first == repeated) {
+      ++done;
+      f += repeated_terms;
+      return;
+    }
+    if (one) add(first);
     if (!own) {
       launch.add_queries(T);
       grid.set(launch);
     }
     if (done++ == 0) first_queries = launch.queries();
-    f[Term::merged_query] += static_cast<double>(launch.queries());
-    launch.finish(f);
+    Features terms;
+    terms[Term::merged_query] = static_cast<double>(launch.queries());
+    launch.finish(terms);
+    f += terms;
+    if (one) {
+      repeated = first;
+      repeated_terms = terms;
+    }
     launch = Launch(g);
   };
   const uint64_t chunks = walk([&](uint64_t c, uint32_t seq, uint64_t, uint64_t len) {
@@ -164,8 +192,13 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     }
     f[Term::row] += static_cast<double>(len);
     rows += len;
-    if (own) launch.add(b.input_length(seq), len, false);
-    else launch.add_work(b.input_length(seq), len, false);
+    const Piece p{seq, len};
+    if (pieces++ == 0) {
+      first = p;
+      return;
+    }
+    if (pieces == 2) add(first);
+    add(p);
   });
   close();
   return chunks;

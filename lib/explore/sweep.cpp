@@ -160,12 +160,23 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     b.max_chunks = s.m.value_or(from.max_chunks);
     const bool max = s.policy.kind == PolicyKind::max;
     // A setting that streams the batch whole has the lower bound's terms, worked out already.
-    const bool whole = costs && streams_whole(b, s.policy);
+    bool whole = false;
     cost::Features first;  // the first cost model's terms, from the policy's one walk
-    const PolicyOutcome o = max ? plan_max(b, tables)
-                            : costs && !whole ? outcome_with_features(b, s.policy, grid.costs[0].geometry, first,
-                                                                      &shared.new_steps[0][i])
-                                              : policy_outcome(b, s.policy);
+    PolicyOutcome o;
+    if (max) {
+      o = plan_max(b, tables);
+      whole = costs && streams_whole(b, s.policy);
+    } else if (!costs) {
+      o = policy_outcome(b, s.policy);
+    } else if (s.policy.kind == PolicyKind::even_split) {  // its outcome is closed-form: one chunk is streams_whole
+      o = policy_outcome(b, s.policy);
+      whole = !o.refused && o.chunks <= 1;
+      if (!whole && !o.refused) first = policy_features(b, s.policy, grid.costs[0].geometry, nullptr, &shared.new_steps[0][i]);
+    } else {
+      whole = streams_whole(b, s.policy);
+      o = whole ? policy_outcome(b, s.policy)
+                : outcome_with_features(b, s.policy, grid.costs[0].geometry, first, &shared.new_steps[0][i]);
+    }
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
       if (row.refused++ == 0) row.first_refusal = o.why;

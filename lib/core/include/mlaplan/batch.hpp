@@ -17,8 +17,10 @@ struct Batch {
   uint32_t input_length(uint32_t b) const { return input_row_offsets[b + 1] - input_row_offsets[b]; }
   // L[b] = align_up(cache_lengths[b] + input_len[b], P), in 64 bits so nothing wraps.
   uint64_t padded_length(uint32_t b) const {
-    const uint64_t raw = uint64_t{cache_lengths[b]} + input_length(b);
-    return (raw + page_size - 1) / page_size * page_size;
+    const uint64_t raw = uint64_t{cache_lengths[b]} + input_length(b), p = page_size;
+    // Pages are powers of two in practice: a mask instead of a division (a sweep pads every
+    // sequence of every batch at every buffer size).
+    return (p & (p - 1)) == 0 ? (raw + p - 1) & ~(p - 1) : (raw + p - 1) / p * p;
   }
 };
 

@@ -121,7 +121,14 @@ class Launch {
     grid_tiles_ += tiles;
   }
 
-  void add_causal(uint64_t queries, uint64_t keys);
+  // Tile i holds queries [i t, (i + 1) t) and computes the keys up to its last row's diagonal,
+  // k - q + (i + 1) t; the last tile, whole too, computes all k.
+  void add_causal(uint64_t queries, uint64_t keys) {
+    const double k = static_cast<double>(keys), t = g_->tile_queries;
+    const double offset = std::max(0.0, k - static_cast<double>(queries));
+    add_run(t * (offset + t), t * t, g_->tiles(queries) - 1);
+    add_run(t * k, 0, 1);
+  }
   // Inline: a sweep adds a billion. A run of `count` blocks of one head, first, first + step, ...,
   // the last not shorter than the others: where its last block ends is kept (as work ahead of it
   // in the head, plus its length times the slots), the only one of the run span() needs.
@@ -136,7 +143,7 @@ class Launch {
     if ((step != 0 && count > 1) || (tiles_ > 0 && first != longest_)) alike_ = false;
     peak_ = std::max(peak_, ahead + last * g_->slots());
     squares_ += c * first * first;
-    if (step != 0) squares_ += first * step * c * (c - 1) + step * step * (c - 1) * c * (2 * c - 1) / 6;
+    if (step != 0) squares_ += first * step * c * (c - 1) + step * step * (c - 1) * c * (2 * c - 1) * (1.0 / 6);
     work_ += (first + last) / 2 * c;
     tiles_ += c;
     longest_ = std::max(longest_, last);
