@@ -257,15 +257,15 @@ TEST(CostFeatures, StreamingWholeIsTheUnboundedPlan) {
     for (const explore::Policy& p : explore::parse_policies("variants", explore::Policy{})) {
       const bool max = p.kind == explore::PolicyKind::max;
       const explore::PolicyOutcome o = explore::policy_outcome(b, p);
-      const bool refused = o.refused;
+      const bool streams = explore::streams_whole(b, p);
       if (p.kind == explore::PolicyKind::even_split)  // the sweep reads it off the closed-form outcome
-        EXPECT_EQ(explore::streams_whole(b, p), !refused && o.chunks <= 1) << p.name() << " trial " << trial;
-      if (!explore::streams_whole(b, p)) {
-        split += !refused;
+        EXPECT_EQ(streams, !o.refused && o.chunks <= 1) << p.name() << " trial " << trial;
+      if (!streams) {
+        split += !o.refused;
         continue;
       }
       ++whole;
-      ASSERT_FALSE(refused) << p.name() << " trial " << trial;
+      ASSERT_FALSE(o.refused) << p.name() << " trial " << trial;
       const explore::PolicyPlan plan = explore::plan_policy(b, p);
       const Features f = max ? explore::max_features(b, explore::max_tables_view(plan.tables), g)
                              : explore::policy_features(b, p, g);

@@ -42,5 +42,4 @@ Features& Features::operator+=(const Features& o) {
   return *this;
 }
 
-
 }  // namespace mlaplan::cost

@@ -21,15 +21,9 @@ struct Geometry {
   uint32_t tile_queries = 128; // queries per block (kBlockM)
 
   double slots() const { return static_cast<double>(sms) * blocks_per_sm; }
-  // A sequence's queries rounded up to whole tiles: a block computes every row of its tile, also
-  // the rows past the sequence's last query.
-  uint64_t tile_rows(uint64_t queries) const {
-    const uint64_t t = tile_queries;
-    // Tiles are powers of two in every kernel calibrated: a mask instead of a division, which a
-    // sweep with a cost model does a billion times.
-    return (t & (t - 1)) == 0 ? (queries + t - 1) & ~(t - 1) : (queries + t - 1) / t * t;
-  }
-  // The tiles themselves: tile_rows / tile_queries, a shift where the tile is a power of two.
+  // A sequence's query tiles: a block computes every row of its tile, also the rows past the
+  // sequence's last query. Tiles are powers of two in every kernel calibrated: a shift instead of a
+  // division, which a sweep with a cost model does a billion times.
   uint64_t tiles(uint64_t queries) const {
     const uint64_t t = tile_queries;
     return (t & (t - 1)) == 0 ? (queries + t - 1) >> __builtin_ctzll(t) : (queries + t - 1) / t;
