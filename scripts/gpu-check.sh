@@ -12,17 +12,22 @@
 # GPU_CHECK_BUNDLE=1 they end up in one gpu-check-logs.tgz there (for runners that return few files).
 #
 # The prefill executor (python/mlaplan/prefill): its tests, every engine against one-shot attention on
-# 200 random batches with a planted off-by-one caught, and the bundled batches timed at five buffer
-# sizes (JSON beside the logs: prefill-*.json); then cuDNN SDPA checked on 40 batches and timed on the
-# coding-agent batch, and the up-projection's parts timed.
+# 200 random batches with a planted off-by-one caught and the bundled batches timed at five buffer
+# sizes (JSON beside the logs: prefill-*.json), each with FlashAttention-2 (V padded) and with
+# FlashAttention-3 (V as it is, what vLLM and SGLang run on SM90; prefill-fa3-*.json); then cuDNN SDPA
+# checked on 40 batches and timed on the coding-agent batch, and the up-projection's parts timed.
+# FlashAttention-3 is taken where a build imports; else from a wheel in $FA3_WHEELS (default
+# .whl/ in the checkout: `pip download fa3-fwd==0.0.3` there, for a machine without network); else
+# its steps are skipped, saying why.
 #
 # The cost model (python/mlaplan/calibrate), parts calibrate and calibrate-more, each within one
-# 10-minute slot: the package built without the CUDA planner (the executor needs none) and then, in
-# calibrate, DeepSeek-V3 at TP 8 calibrated and its file validated on the held-out batches of
-# docs/data/cost-validation/seed-41 (validation.md, validation-*.json), and the executor's and the
-# calibration's tests on the GPU; in calibrate-more, the shipped TP 8 file (costs/h200) validated on
-# the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and raw
-# measurements come beside the logs (cost-*.json, measurements-*.json).
+# 10-minute slot, with the kernel $ATTENTION (default auto: FlashAttention-3 on SM90 where it imports;
+# flash for FlashAttention-2): the package built without the CUDA planner (the executor needs none)
+# and then, in calibrate, DeepSeek-V3 at TP 8 calibrated and its file validated on the held-out batches
+# of docs/data/cost-validation/seed-51 (validation.md, validation-*.json), and the executor's and the
+# calibration's tests on the GPU; in calibrate-more, the shipped TP 8 file of that kernel (costs/h200)
+# validated on the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and
+# raw measurements come beside the logs (cost-*.json, measurements-*.json).
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
@@ -133,10 +138,20 @@ python_gpu() {
   PYTHONPATH=$site python3 "$source_dir/scripts/bench_python.py"
 }
 
+# FlashAttention-3 into the site where no build imports yet: from a wheel in $FA3_WHEELS.
+fa3_wheels=${FA3_WHEELS:-$source_dir/.whl}
+have_fa3() { (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -c 'from mlaplan.prefill import fa3; b, why = fa3.find(); print(b.title if b else why); exit(b is None)'); }
+fa3_install() {
+  have_fa3 && return 0
+  local wheels=("$fa3_wheels"/fa3_fwd-*.whl)
+  [[ -e ${wheels[0]} ]] || { echo "no FlashAttention-3 build imports and no fa3_fwd wheel in $fa3_wheels"; return 1; }
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/mlaplan-gpu-site "${wheels[@]}" && have_fa3
+}
+
 # Every engine's prefill against one-shot attention on 200 random batches (B up to 64, contexts up to
-# 256K, page sizes 1 to 256), and a planted off-by-one in the tables caught.
+# 256K, page sizes 1 to 256), and a planted off-by-one in the tables caught; ATTN: flash or fa3.
 prefill_check() {
-  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 200 --seed 1)
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 200 --seed 1 --attention "$1")
 }
 
 # cuDNN SDPA (--attention cudnn) against one-shot attention on 40 random batches of another seed.
@@ -153,13 +168,15 @@ prefill_cudnn_and_up_projection() {
    PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/experiments/up_projection.py")
 }
 
-# The bundled batches (docs/data/prefill-batches), DeepSeek-V3 at TP 8, every policy at five buffer sizes.
+# The bundled batches (docs/data/prefill-batches), DeepSeek-V3 at TP 8, every policy at five buffer
+# sizes, with the kernel $1 (flash: prefill-NAME.json; fa3: prefill-fa3-NAME.json).
 prefill_bundled() {
-  local f name
+  local f name tag
+  tag=$([[ $1 == fa3 ]] && echo fa3- || true)
   for f in "$source_dir"/docs/data/prefill-batches/*.json; do
     name=$(basename "$f" .json)
     (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$f" --model deepseek-v3 --tp 8 \
-      --policy all --buffer-tokens 8192,16384,65536,131072,262144 --json "$log_dir/prefill-$name.json") || return 1
+      --policy all --attention "$1" --buffer-tokens 8192,16384,65536,131072,262144 --json "$log_dir/prefill-$tag$name.json") || return 1
   done
 }
 
@@ -172,17 +189,18 @@ python_cpu_build() {
 }
 
 # calibrate NAME MODEL TP POINTS SECONDS: a cost file fitted on this GPU, with its raw measurements.
+attention=${ATTENTION:-auto}
 calibrate() {
-  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$2" --tp "$3" --points "$4" \
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$2" --tp "$3" --points "$4" --attention "$attention" \
      --max-seconds "$5" --commit "${MLAPLAN_COMMIT:-unknown}" --measurements "$log_dir/measurements-$1.json" \
      -o "$log_dir/cost-$1.json")
 }
 
 # validate_cost SECONDS COST: a DeepSeek-V3 TP 8 file predicted, then measured with the executor, on the
-# held-out batches of docs/data/cost-validation/seed-41: three workloads, five buffers, every policy.
+# held-out batches of docs/data/cost-validation/seed-51: three workloads, five buffers, every policy.
 validate_cost() {
-  local d=$source_dir/docs/data/cost-validation/seed-41
-  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 \
+  local d=$source_dir/docs/data/cost-validation/seed-51
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 --attention "$attention" \
      --cost "$2" --scenarios "$d/coding-agent.json" "$d/mooncake-replay.json" \
      "$d/short-chat.json" --reps 3 --warmup 1 --max-seconds "$1" --save "$log_dir/validation-measured.json" \
      --json "$log_dir/validation-report.json" -o "$log_dir/validation.md"; local rc=$?; cat "$log_dir/validation.md"; return $rc)
@@ -317,24 +335,34 @@ if [[ $part == prefill ]]; then
   step "python package on torch and CuPy" python.log python_gpu
 fi
 if [[ $part == all || $part == base || $part == prefill ]]; then
-  step "prefill, 200 random batches" prefill-check.log prefill_check
-  step "prefill, bundled batches timed" prefill-bundled.log prefill_bundled
+  step "prefill, 200 random batches" prefill-check.log prefill_check flash
+  step "prefill, bundled batches timed" prefill-bundled.log prefill_bundled flash
   grep -E '^(coding|mooncake|short)|fastest|best at' "$log_dir/prefill-bundled.log" || true
+  if ! fa3_install >"$log_dir/fa3.log" 2>&1; then
+    skip "prefill FA3 steps" "($(tail -n 1 "$log_dir/fa3.log"))"
+  else
+    step "prefill FA3, 200 random batches" prefill-check-fa3.log prefill_check fa3
+    step "prefill FA3, bundled batches timed" prefill-bundled-fa3.log prefill_bundled fa3
+    grep -E '^(coding|mooncake|short)|fastest|best at' "$log_dir/prefill-bundled-fa3.log" || true
+  fi
   step "prefill, cuDNN, 40 random batches" prefill-check-cudnn.log prefill_check_cudnn
   step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
 fi
 
 if [[ $part == calibrate* ]]; then
   step "python package (no CUDA planner)" python-build.log python_cpu_build
+  [[ $attention == flash || $attention == cudnn ]] || step "FlashAttention-3 importable" fa3.log fa3_install
 fi
 if [[ $part == calibrate ]]; then
   step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 240 170
   step "validate deepseek-v3 TP 8" validate.log validate_cost 160 "$log_dir/cost-deepseek-v3-tp8.json"
   step "executor and calibration tests" calibrate-tests.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
-    timeout 120 python3 -m pytest -q -rs $source_dir/tests/python/test_calibrate.py $source_dir/tests/python/test_prefill_cuda.py"
+    timeout 120 python3 -m pytest -q -rs $source_dir/tests/python/test_calibrate.py $source_dir/tests/python/test_prefill_cuda.py \
+    $source_dir/tests/python/test_prefill_fa3.py"
 fi
 if [[ $part == calibrate-more ]]; then
-  step "validate the shipped TP 8 file" validate.log validate_cost 140 "$source_dir/costs/h200/deepseek-v3-tp8-bf16.json"
+  shipped=$source_dir/costs/h200/deepseek-v3-tp8-bf16$([[ $attention == flash ]] || echo -fa3).json
+  step "validate the shipped TP 8 file" validate.log validate_cost 140 "$shipped"
   step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 200 140
   step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 120
 fi

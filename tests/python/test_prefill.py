@@ -237,6 +237,7 @@ def test_command_text_names_the_fastest():
     (["{s}", "-o", "/nonexistent/folder/out.json"], "--output /nonexistent/folder/out.json: the folder"),
     (["{s}", "--trace", "t.json"], "--trace: trace one run"),
     (["{s}", "--bogus"], "unrecognized arguments: --bogus"),
+    (["{s}", "--attention", "fa3"], "--attention fa3: FlashAttention-3 runs on SM90 GPUs"),
     ([], "the following arguments are required"),
 ])
 def test_command_bad_input_is_one_line_exit_2(tmp_path, monkeypatch, capsys, args, message):

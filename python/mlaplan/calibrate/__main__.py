@@ -17,6 +17,7 @@ import sys
 from typing import List, Optional
 
 from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device
+from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill.__main__ import entry as _entry
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
@@ -38,7 +39,9 @@ def parser() -> Parser:
     p.add_argument("--timing", choices=("graph", "eager"), default="graph",
                    help="fit the loop's CUDA-graph replay (default: the kernels alone, what the GPU must do) or the eager loop "
                         "(host dispatch included where the GPU waits for it, which a linear model fits worse; docs/cost-model.md)")
-    p.add_argument("--attention", choices=("flash", "cudnn"), default="flash", help="the executor's attention kernel (default flash)")
+    p.add_argument("--attention", choices=KERNELS, default="auto",
+                   help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports, "
+                        "what vLLM and SGLang run there; else flash, FlashAttention-2 with V padded)")
     p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per point, the median kept (default 5)")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
@@ -112,22 +115,30 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         if merge.triton is None:
             raise UsageError("the executor's fused merge needs Triton on CUDA (pip install triton)")
+        from ..prefill.attention import kernel_title, resolve_kernel
+
+        try:
+            kernel, note = resolve_kernel(args.attention, device)
+        except ValueError as e:
+            raise UsageError(str(e))
+        if note:
+            print(f"mlaplan: note: {note}", file=sys.stderr)
         info = device_info.describe(torch, device)
         limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
         grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
-        records = measure_points(grid, dims, torch.bfloat16, device, args.reps, args.warmup, args.attention, args.seed,
+        records = measure_points(grid, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
                                  progress="calibrate", max_seconds=args.max_seconds)
         doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
-               "dtype": args.dtype, "attention": args.attention, "merge": "fused (Triton)", **info,
+               "dtype": args.dtype, "attention": kernel, "attention_title": kernel_title(kernel), "merge": "fused (Triton)", **info,
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup, "records": records}
         if args.measurements:
             write_json(args.measurements, doc)
     fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing)
-    attention = {"flash": "flash (FlashAttention-2 through torch varlen_attn, V padded)",
-                 "cudnn": "cudnn (cuDNN SDPA, V unpadded)"}[doc["attention"]]
+    attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
         attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
+        compute_capability=doc.get("compute_capability"),
         torch_version=doc.get("torch"), triton_version=doc.get("triton"),
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))

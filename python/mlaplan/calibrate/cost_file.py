@@ -13,14 +13,16 @@ VERSION = 1
 
 def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms: int, attention: str, merge: str,
                   timing: str, date: str, fit, driver: Optional[str] = None, torch_version: Optional[str] = None,
-                  triton_version: Optional[str] = None, commit: Optional[str] = None, command: Optional[str] = None) -> dict:
-    return {
+                  triton_version: Optional[str] = None, commit: Optional[str] = None, command: Optional[str] = None,
+                  compute_capability: Optional[str] = None) -> dict:
+    doc = {
         "format": FORMAT,
         "version": VERSION,
         "model": model,
         "tp": tp,
         "dtype": dtype,
         "gpu": gpu,
+        "compute_capability": compute_capability,
         "driver": driver,
         "kernels": {"attention": attention, "merge": merge, "torch": torch_version, "triton": triton_version},
         "timing": timing,
@@ -31,6 +33,9 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
         "coefficients": fit.coefficients,
         "fit": fit.summary(),
     }
+    if compute_capability is None:  # measurements saved before it was recorded: mlaplan derives it from gpu
+        del doc["compute_capability"]
+    return doc
 
 
 def write_json(path: str, doc: dict) -> None:

@@ -45,6 +45,7 @@ def describe(torch, device) -> dict:
     return {
         "gpu": torch.cuda.get_device_name(device) if cuda else "CPU",
         "sms": props.multi_processor_count if cuda else 1,
+        "compute_capability": f"{props.major}.{props.minor}" if cuda else None,
         "driver": driver_version() if cuda else None,
         "torch": torch.__version__,
         "triton": triton_version,

@@ -109,13 +109,13 @@ def _cross_validated(X: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0
 
 
 def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int) -> Tuple[np.ndarray, List[str]]:
-    from .grid import Point, features
+    from .grid import Point, features, record_sm
 
     names = term_names()
     rows = []
     for r in records:
         p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
-        f = features(p, heads, sms, blocks, tile)
+        f = features(p, heads, sms, blocks, tile, record_sm(r))
         rows.append([f[n] for n in names])
     return np.asarray(rows, dtype=np.float64), names
 

@@ -15,6 +15,9 @@ from ..prefill.schedule import ENGINES
 
 # Past this many iterations a point costs more device time than it teaches the fit.
 MAX_ITERATIONS = 256
+# The executor's paths that take the batch whole (TensorRT-LLM on SM90, SGLang's one-shot and
+# absorbed paths), which the cost model prices as the cost file's GPU dispatches them.
+WHOLE_PATHS = ("sm90", "one-shot", "absorbed")
 
 
 @dataclass
@@ -33,10 +36,19 @@ class Point:
         return asdict(self)
 
 
-def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128) -> dict:
-    """The cost terms of the point as `sweep --cost` counts them (max: as many chunks as it needs)."""
-    return cost_features(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
-                         p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries)
+def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, sm: int = 0) -> dict:
+    """The cost terms of the point as `sweep --cost` counts them (max: as many chunks as it needs), on
+    the path its engine takes on a GPU of compute capability sm (90: SM90; 0: every policy's loop)."""
+    extra = {"sm": sm} if sm else {}
+    f = cost_features(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
+                      p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, **extra)
+    return {k: v for k, v in f.items() if k != "path"}
+
+
+def record_sm(rec: dict) -> int:
+    """The compute capability whose dispatch a measured record ran: 90 where it ran a path that takes
+    the batch whole (TensorRT-LLM on SM90, SGLang's one-shot), else 0 (the policy's own loop)."""
+    return 90 if rec.get("path") in WHOLE_PATHS else 0
 
 
 def step_batch(rng: np.random.Generator, max_total_context: int, page_sizes) -> "object":

@@ -1,7 +1,8 @@
 """Timing calibration points with the executor: one MLA layer's prefill per point, eager (the loop
 as engines run it) and replayed as a CUDA graph (the kernels alone), the median of `reps` runs.
-SGLang and TensorRT-LLM run their chunked loops (SGLang's chunked path, TensorRT-LLM's SM100 loop),
-since those are what a buffer size changes."""
+SGLang runs its chunked loop (what a buffer size changes; its one-shot path is the whole-context step
+TensorRT-LLM runs too, and its absorbed path is a float32 reference here, not a kernel to time), and
+TensorRT-LLM what it runs on this GPU (the whole context at once on SM90, its loop on SM100)."""
 from __future__ import annotations
 
 import sys
@@ -15,18 +16,28 @@ from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
 from ..prefill.schedule import build_schedule
 from .grid import Point
+# What the engines run on this GPU, as their dispatch picks it (validation).
+AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
-ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "sm100"}
+ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "auto"}
 
 
-def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int) -> dict:
+
+def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
+                  paths: Optional[dict] = None) -> dict:
     """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path;
-    or refused with why (out of memory included)."""
+    or refused with why (out of memory included). paths: build_schedule's sglang_path and trtllm_path
+    (default ENGINE_PATHS)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
+    paths = ENGINE_PATHS if paths is None else paths
     try:
         x = random_inputs(p.cache, p.offsets, p.page_size, dims, dtype, device, seed)
-        sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device, **ENGINE_PATHS)
+        sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device,
+                               **paths)
+        if sched.path == "absorbed":  # a float32 reference here (attention.latent_attention), not a kernel
+            rec.update(path="absorbed", refused="absorbed MLA: the executor's absorbed path is a float32 reference, not timed")
+            return rec
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
                       graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False)
     except ValueError as e:
@@ -43,7 +54,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
 
 
 def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
-                   kernel: str = "flash", seed: int = 1, progress: Optional[str] = None,
+                   kernel: str = "auto", seed: int = 1, progress: Optional[str] = None,
                    max_seconds: Optional[float] = None) -> List[dict]:
     """The points measured in order; with max_seconds, those measured by then (the grid is random, so
     a prefix of it is a smaller grid of the same spread)."""

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, _positive_list
+from ..prefill.attention import KERNELS
 from ..prefill.schedule import parse_engines
 
 MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
@@ -44,6 +45,8 @@ def parser() -> Parser:
     p.add_argument("--json", metavar="FILE.json", help="also write the report's figures as JSON")
     p.add_argument("--max-seconds", type=float, metavar="S", help="stop measuring after S seconds (whole batches)")
     p.add_argument("--device", default="auto", metavar="DEV")
+    p.add_argument("--attention", choices=KERNELS, default="auto",
+                   help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports)")
     return p
 
 
@@ -54,13 +57,20 @@ def measure(args) -> dict:
     from ..prefill.model import model_dims
     from .device_info import describe
     from .grid import Point
-    from .measure import measure_point
+    from ..prefill.attention import kernel_title, resolve_kernel
+    from .measure import AUTO_PATHS, measure_point
 
     if not args.scenarios:
         raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
     engines = parse_engines(args.policy)
     dims = model_dims(args.model, args.tp)
     device = _device(torch, args.device)
+    try:
+        kernel, note = resolve_kernel(args.attention, device)
+    except ValueError as e:
+        raise UsageError(str(e))
+    if note:
+        print(f"mlaplan: note: {note}", file=sys.stderr)
     records = []
     import time
 
@@ -77,11 +87,12 @@ def measure(args) -> dict:
                 for engine in engines:
                     p = Point(list(s["cache_lengths"]), new, int(s["page_size"]), buffer, engine)
                     rec = measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
-                                        args.reps, args.warmup, "flash", 1000 + i)
+                                        args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS)
                     rec.update(workload=workload, scenario=s["name"])
                     records.append(rec)
             print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
+            "attention": kernel, "attention_title": kernel_title(kernel),
             "records": records}
 
 
@@ -94,11 +105,11 @@ def read_cost(path: str) -> dict:
 
 
 def predict_us(cost: dict, rec: dict) -> float:
-    from .grid import Point, features
+    from .grid import Point, features, record_sm
 
     g = cost["geometry"]
     f = features(Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"]), g["heads"], g["sms"],
-                 g["blocks_per_sm"], g["tile_queries"])
+                 g["blocks_per_sm"], g["tile_queries"], record_sm(rec))
     return sum(cost["coefficients"][k] * v for k, v in f.items())
 
 

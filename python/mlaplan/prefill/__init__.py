@@ -64,10 +64,11 @@ def schedule_for(x: PrefillInputs, policy: str, buffer_tokens: int, max_chunks: 
 
 def prefill_attention(x: PrefillInputs, policy: str = "packed", buffer_tokens: int = 65536,
                       max_chunks: Optional[int] = None, sglang_path: str = "auto", trtllm_path: str = "auto",
-                      fused_merge: Optional[bool] = None, attention: str = "flash") -> Tuple[Any, Any]:
+                      fused_merge: Optional[bool] = None, attention: str = "auto") -> Tuple[Any, Any]:
     """(out [T, heads, v_head] in q's dtype, lse [T, heads] float32) of the layer's prefill attention
     as `policy`'s engine computes it with a buffer of `buffer_tokens` rows (ENGINES lists the names).
-    attention: the kernel on CUDA, flash (FlashAttention-2, V padded) or cudnn (cuDNN SDPA)."""
+    attention: the kernel on CUDA: auto (FlashAttention-3 on SM90 where a build imports, else flash), fa3,
+    flash (FlashAttention-2, V padded) or cudnn (cuDNN SDPA); ValueError where it cannot run here."""
     check_inputs(x)
     s = schedule_for(x, policy, buffer_tokens, max_chunks, sglang_path, trtllm_path)
     out, lse = execute(prepare(x, s, fused_merge, attention))

@@ -97,9 +97,12 @@ def parser() -> Parser:
     p.add_argument("--reps", type=_count(0), default=10, metavar="N", help="timed runs; the median is reported (default 10; 0: check only)")
     p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3)")
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
-    p.add_argument("--attention", choices=KERNELS, default="flash",
-                   help="the attention kernel on CUDA: flash (FlashAttention-2 through varlen_attn, V padded to the QK "
-                        "dimension as vLLM pads it; the default) or cudnn (cuDNN SDPA, V as it is)")
+    p.add_argument("--attention", choices=KERNELS, default="auto",
+                   help="the attention kernel on CUDA: auto (the default: what the engines run on this GPU, "
+                        "FlashAttention-3 on SM90 where a build imports, else flash with a note), fa3 (FlashAttention-3, "
+                        "V as it is: flash_attn_interface, fa3-fwd, vLLM's or SGLang's build), flash (FlashAttention-2 "
+                        "through varlen_attn, V padded to the QK dimension as vLLM pads it there) or cudnn (cuDNN SDPA, "
+                        "V as it is; it plans per shape, docs/prefill.md)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
@@ -193,6 +196,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     buffers_for = lambda s: args.buffer_tokens or [int(s["buffer_token_size"])]  # noqa: E731
     if args.trace and (len(scenarios) != 1 or len(engines) != 1 or len(buffers_for(scenarios[0])) != 1):
         raise UsageError("--trace: trace one run: give one policy and one buffer size, for a file of one scenario")
+    from .attention import kernel_title, resolve_kernel
+
+    try:
+        kernel, note = resolve_kernel(args.attention, device)
+    except ValueError as e:
+        raise UsageError(str(e))
+    if note:
+        print(f"mlaplan: note: {note}", file=sys.stderr)
     if args.merge == "fused" and device.type == "cuda" and merge.triton is None:
         raise UsageError("--merge fused: needs Triton on CUDA (pip install triton), or use --merge eager")
 
@@ -202,7 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "torch": torch.__version__,
         "model": f"{dims.name}, {dims.heads} local heads (TP {args.tp})" if args.heads is None else f"{dims.name}, {dims.heads} local heads",
         "dtype": str(dtype).replace("torch.", ""),
-        "attention": (args.attention if device.type == "cuda" else "ATen's CPU flash kernel"),
+        "attention": (kernel_title(kernel) if device.type == "cuda" else "ATen's CPU flash kernel"),
         "merge": args.merge if device.type == "cuda" else "eager",
         "timing": f"median of {args.reps} after {args.warmup} warm-up runs" if args.reps else "none (--reps 0)",
     }
@@ -229,7 +240,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 try:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
-                                        args.nvtx, args.attention)
+                                        args.nvtx, kernel)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

@@ -1,8 +1,9 @@
-"""Varlen attention with its log-sum-exp, from the kernels torch ships: FlashAttention-2 through
-`torch.nn.attention.varlen.varlen_attn` on CUDA, and ATen's CPU flash kernel on the CPU.
+"""Varlen attention with its log-sum-exp: on CUDA FlashAttention-3 (fa3.py: V as it is, what vLLM and
+SGLang run on SM90), FlashAttention-2 through `torch.nn.attention.varlen.varlen_attn` or cuDNN SDPA;
+ATen's CPU flash kernel on the CPU.
 
-Both take Q and K of the same head dimension and V padded to it, as vLLM pads V on FA2-class kernels
-(`_flash_attn_varlen_diff_headdims`). Causal attention is aligned bottom-right: the last query of a
+FlashAttention-2 and the CPU kernel take Q and K of the same head dimension and V padded to it, as vLLM
+pads V on FA2-class kernels (`_flash_attn_varlen_diff_headdims`). Causal attention is aligned bottom-right: the last query of a
 sequence sees its last key, as in FlashAttention and the engines' new-token attention. The LSE is
 natural-log, float32, laid out [heads, tokens]. A sequence with no keys gets what the kernel gives
 (FlashAttention: LSE +inf); the merge reads +inf as "no keys" (merge.py).
@@ -11,7 +12,11 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from typing import Optional, Tuple
+
 import torch
+
+from . import fa3
 
 
 @dataclass
@@ -109,7 +114,49 @@ def _cpu_attention(q, k, v, c: VarlenCall, scale: float):
     return out, lse
 
 
-KERNELS = ("flash", "cudnn")
+# auto: what the engines run on this GPU (resolve_kernel); flash: FlashAttention-2, V padded.
+KERNELS = ("auto", "fa3", "flash", "cudnn")
+KERNEL_TITLES = {
+    "flash": "flash (FlashAttention-2 through torch varlen_attn, V padded)",
+    "cudnn": "cudnn (cuDNN SDPA, V unpadded)",
+}
+
+
+def kernel_title(kernel: str) -> str:
+    """What reports and cost files name the kernel: for fa3, the build that runs."""
+    if kernel == "fa3":
+        build, _ = fa3.find()
+        return f"fa3 (FlashAttention-3, {build.title if build else 'no build'}, V unpadded)"
+    return KERNEL_TITLES[kernel]
+
+
+def resolve_kernel(kernel: str, device) -> Tuple[str, Optional[str]]:
+    """(the kernel that runs, a note line or None) for --attention on `device`. auto: FlashAttention-3
+    on SM90 where a build imports (vLLM's and SGLang's choice there), else FlashAttention-2 with a note.
+    ValueError where fa3 is asked for and cannot run."""
+    if kernel not in KERNELS:
+        raise ValueError(f"--attention {kernel}: unknown kernel; choose {', '.join(KERNELS)}")
+    device = torch.device(device)
+    if device.type != "cuda":  # ATen's CPU kernel runs whatever was asked, but not in FA3's name
+        if kernel == "fa3":
+            raise ValueError("--attention fa3: FlashAttention-3 runs on SM90 GPUs (H100, H200); on the CPU ATen's "
+                             "flash kernel runs: use --attention auto")
+        return ("flash" if kernel == "auto" else kernel), None
+    major = torch.cuda.get_device_capability(device)[0]
+    build, why = fa3.find()
+    if kernel == "fa3":
+        if major != 9:
+            raise ValueError(f"--attention fa3: FlashAttention-3 runs on SM90 (H100, H200); this GPU is SM{major}0: "
+                             "use --attention auto or flash")
+        if build is None:
+            raise ValueError(f"--attention fa3: {why}")
+        return "fa3", None
+    if kernel != "auto":
+        return kernel, None
+    if major == 9 and build is not None:
+        return "fa3", None
+    reason = why if major == 9 else f"the engines run other kernels on SM{major}0 (docs/prefill.md)"
+    return "flash", f"--attention auto: FlashAttention-2 (flash) runs: {reason}"
 
 
 def _cudnn_attention(q, k, v, c: VarlenCall, scale: float):
@@ -141,7 +188,8 @@ def _cudnn_attention(q, k, v, c: VarlenCall, scale: float):
 def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: VarlenCall, scale: float,
                      kernel: str = "flash"):
     """(out [n_q, heads, D], lse [heads, n_q] float32) for q [n_q, heads, D], k and v [n_k, heads, D]
-    (D_v = D for flash, V padded; any D_v for cudnn). kernel: flash or cudnn, on CUDA."""
+    (D_v = D for flash, V padded; any D_v for fa3 and cudnn). kernel: fa3, flash or cudnn (resolved:
+    resolve_kernel), on CUDA."""
     global _VARLEN
     if q.is_cuda:
         if _VARLEN is None:
@@ -150,6 +198,11 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: Varle
                 raise RuntimeError("this torch has no torch.nn.attention.varlen.varlen_attn (torch 2.11 or later is needed on CUDA)")
         if c.n_q == 0:
             return q.new_zeros((0, q.shape[1], v.shape[2])), torch.zeros((q.shape[1], 0), device=q.device)
+        if kernel == "fa3":
+            build, why = fa3.find()
+            if build is None:
+                raise RuntimeError(f"--attention fa3: {why}")
+            return fa3.attention(build, q, k, v, c.cu_q, c.cu_k, c.max_q, c.max_k, scale, c.causal)
         return _cudnn_attention(q, k, v, c, scale) if kernel == "cudnn" else _VARLEN(q, k, v, c, scale)
     return _cpu_attention(q, k, v, c, scale)
 

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from . import schedule as schedule_mod
+from .attention import KERNELS, kernel_title, resolve_kernel
 from .executor import execute, prepare
 from .inputs import PrefillInputs, host_page_table, random_inputs
 from .measure import errors
@@ -104,7 +105,7 @@ def planted_off_by_one() -> Iterator[None]:
 
 
 def check_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None,
-                kernel: str = "flash") -> list:
+                kernel: str = "auto") -> list:
     """[(engine, path, max |error|, max |LSE error|, ok)] for each variant; refusals as (engine, 'refused: ...')."""
     ref = one_shot(x)
     table = host_page_table(x)
@@ -136,13 +137,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--model", default="deepseek-v3")
     p.add_argument("--tp", type=int, default=8)
     p.add_argument("--small", action="store_true", help="CPU-sized batches: B <= 8, contexts <= 2,000, 64 new tokens")
-    p.add_argument("--attention", choices=("flash", "cudnn"), default="flash", help="the attention kernel on CUDA")
+    p.add_argument("--attention", choices=KERNELS, default="auto",
+                   help="the attention kernel on CUDA (default auto: FlashAttention-3 on SM90 where a build imports)")
     p.add_argument("--skip", type=int, default=0, help="draw but do not run the first SKIP batches (to resume)")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     tolerance = 1e-2 if dtype == torch.bfloat16 else 1e-4
     dims = model_dims(args.model, args.tp)
+    kernel, note = resolve_kernel(args.attention, device)
+    if note:
+        print(f"note: {note}")
     rng = np.random.default_rng(args.seed)
     worst = {}
     failures = 0
@@ -156,7 +161,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if i and i % 25 == 0:
             print(f"... {i} batches, {runs} runs, {failures} failing", flush=True)
         x = random_inputs(batch.cache, batch.offsets, batch.page_size, dims, dtype, device, args.seed + i)
-        for engine, path, err, lse_err, ok in check_batch(x, batch.buffer_tokens, tolerance, kernel=args.attention):
+        for engine, path, err, lse_err, ok in check_batch(x, batch.buffer_tokens, tolerance, kernel=kernel):
             if err is None:
                 continue
             runs += 1
@@ -169,14 +174,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                       f"page {batch.page_size} buffer {batch.buffer_tokens} cache {batch.cache} new {batch.new}")
         del x
     print(f"{args.batches - args.skip} random batches (of seed {args.seed}, from {args.skip}), {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}"
-          f"{', ' + args.attention if device.type == 'cuda' else ''}:")
+          f"{', ' + kernel_title(kernel) if device.type == 'cuda' else ''}:")
     for key, err in sorted(worst.items()):
         print(f"  {key:34} worst max |error| {err:.3e}")
     print(f"runs failing |out - ref| <= {tolerance:g} (1 + |ref|): {failures}; "
           f"runs with max |error| above {tolerance:g} (at |ref| > 0): {above}")
     with planted_off_by_one():
         planted = check_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, TABLE_VARIANTS,
-                              kernel=args.attention)
+                              kernel=kernel)
     missed = [f"{e} ({p})" for e, p, err, _, ok in planted if err is not None and ok]
     caught = sum(1 for _, _, err, _, ok in planted if err is not None and not ok)
     print(f"planted off-by-one in the tables: caught in {caught} of {caught + len(missed)} runs"

@@ -15,7 +15,7 @@ from typing import Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from .attention import KERNELS, latent_attention, pad_v, varlen_attention
+from .attention import latent_attention, pad_v, resolve_kernel, varlen_attention
 from .inputs import PrefillInputs, flat_rows, host_page_table
 from .merge import merge_into
 from .schedule import Schedule, Step
@@ -59,14 +59,17 @@ class Prepared:
     new_latent: torch.Tensor
     buffer: torch.Tensor
     fused_merge: Optional[bool]
-    kernel: str  # the attention kernel on CUDA: flash (V padded, as vLLM on FA2) or cudnn (V as it is)
+    kernel: str  # the attention kernel on CUDA: fa3 or cudnn (V as it is), flash (FA2, V padded as vLLM pads it)
 
     @property
     def pad_v(self) -> bool:
         return self.kernel == "flash" or not self.x.q.is_cuda
 
 
-def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "flash") -> Prepared:
+def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "auto") -> Prepared:
+    """What the step needs ready; kernel: an --attention name, auto resolved for the device
+    (attention.resolve_kernel; ValueError where it cannot run)."""
+    kernel, _ = resolve_kernel(kernel, x.device)
     n, d = x.lengths, x.dims
     cache_flat = x.kv_cache.view(-1, d.latent)
     table = host_page_table(x)
@@ -74,8 +77,6 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
     rows = torch.as_tensor(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64), device=x.device)
     new_latent = cache_flat.index_select(0, rows)
     buffer = torch.empty((max(schedule.buffer_rows, 1), d.latent), dtype=x.q.dtype, device=x.device)
-    if kernel not in KERNELS:
-        raise ValueError(f"--attention {kernel}: unknown kernel; choose {' or '.join(KERNELS)}")
     return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel)
 
 

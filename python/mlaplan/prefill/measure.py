@@ -71,7 +71,7 @@ def errors(out: torch.Tensor, lse: torch.Tensor, ref_out: torch.Tensor, ref_lse:
 
 def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: float = 1e-2, reps: int = 10,
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
-            trace: Optional[str] = None, ranges: bool = False, kernel: str = "flash", parts: bool = True) -> Run:
+            trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True) -> Run:
     p = prepare(x, s, fused_merge, kernel)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     cuda = x.device.type == "cuda"
