@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <cctype>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,24 @@ using json = nlohmann::json;
 namespace {
 
 constexpr uint64_t kMaxGeometry = 1u << 20;  // no GPU has a million SMs; a larger value is a broken file
+constexpr uint32_t kMaxMajor = 30;            // compute capabilities reach 12.x in 2026; 90 is SM90 miswritten
+
+// "9.0" -> 90; 0 for text that is not MAJOR.MINOR (one or two digits, a point, one digit).
+uint32_t parse_capability_text(const std::string& t) {
+  const size_t dot = t.find('.');
+  if (dot == std::string::npos || dot == 0 || dot > 2 || dot + 2 != t.size()) return 0;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (i != dot && !std::isdigit(static_cast<unsigned char>(t[i]))) return 0;
+  const uint32_t major = static_cast<uint32_t>(std::stoul(t.substr(0, dot)));
+  return major >= 1 && major <= kMaxMajor ? major * 10 + static_cast<uint32_t>(t[dot + 1] - '0') : 0;
+}
+
+// 9.0 (or 9) -> 90; 0 for a number that is not a capability with one digit after the point.
+uint32_t parse_capability_number(double v) {
+  const double tenths = std::round(v * 10);
+  if (!(v >= 1) || v >= kMaxMajor + 1 || std::fabs(v * 10 - tenths) > 1e-6) return 0;
+  return static_cast<uint32_t>(tenths);
+}
 
 std::string term_list() {
   std::string s;
@@ -57,6 +77,27 @@ class Reader {
     return static_cast<uint32_t>(v.get<uint64_t>());
   }
 
+  // The file's compute_capability ("9.0" or 9.0), or where it has none the one its gpu names.
+  uint32_t compute_capability(const json& doc, const std::string& gpu) const {
+    const std::string fix = "give the GPU's as \"9.0\" (major.minor, as torch.cuda.get_device_capability says)";
+    if (!doc.contains("compute_capability") || doc["compute_capability"].is_null()) {
+      const uint32_t sm = known_gpu_sm(gpu);
+      if (sm == 0)
+        fail("compute_capability",
+             fmt::format("missing, and {} is not a GPU mlaplan knows; add \"compute_capability\": \"9.0\" (the GPU's)",
+                         io::json_preview(json(gpu))));
+      return sm;
+    }
+    const json& v = doc["compute_capability"];
+    uint32_t sm = 0;
+    if (v.is_string()) sm = parse_capability_text(v.get<std::string>());
+    else if (v.is_number()) sm = parse_capability_number(v.get<double>());
+    if (sm == 0)
+      fail("compute_capability", fmt::format("{} is not a compute capability from 1.0 to {}.9; {}", io::json_preview(v),
+                                             kMaxMajor, fix));
+    return sm;
+  }
+
   double coefficient(const json& terms, const std::string& key) const {
     const std::string field = "coefficients." + key;
     if (!terms.contains(key))
@@ -95,6 +136,28 @@ double CostModel::predict_us(const Features& f) const {
   return us;
 }
 
+std::string compute_capability_text(uint32_t sm) { return fmt::format("{}.{}", sm / 10, sm % 10); }
+
+uint32_t known_gpu_sm(const std::string& gpu) {
+  static const std::pair<const char*, uint32_t> known[] = {
+      {"H100", 90},  {"H200", 90},  {"H800", 90}, {"H20", 90},  {"GH200", 90}, {"B100", 100}, {"B200", 100},
+      {"GB200", 100}, {"B300", 103}, {"GB300", 103}, {"A100", 80}, {"A800", 80}, {"A30", 80},  {"A10", 86},
+      {"A10G", 86},  {"L4", 89},    {"L40", 89},  {"L40S", 89}};
+  // The name's words (runs of letters and digits), each compared whole: "A100-SXM4-80GB" has A100, not A10.
+  std::string word;
+  for (size_t i = 0; i <= gpu.size(); ++i) {
+    const unsigned char c = i < gpu.size() ? static_cast<unsigned char>(gpu[i]) : ' ';
+    if (std::isalnum(c)) {
+      word += static_cast<char>(std::toupper(c));
+      continue;
+    }
+    for (const auto& [name, sm] : known)
+      if (word == name) return sm;
+    word.clear();
+  }
+  return 0;
+}
+
 std::string CostModel::describe() const {
   std::string s = gpu + ", " + attention + " attention";
   if (!merge.empty()) s += ", " + merge + " merge";
@@ -122,6 +185,7 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
   m.dtype = r.text(doc, "dtype", "dtype", true);
   if (m.dtype != "bf16" && m.dtype != "fp8") r.fail("dtype", fmt::format("\"{}\" is not bf16 or fp8", m.dtype));
   m.gpu = r.text(doc, "gpu", "gpu", true);
+  m.sm = r.compute_capability(doc, m.gpu);
   const json& kernels = r.object(doc, "kernels", "kernels");
   m.attention = r.text(kernels, "attention", "kernels.attention", true);
   m.merge = r.text(kernels, "merge", "kernels.merge", false);

@@ -9,6 +9,8 @@
 //                    tokens' step merges too.
 //   MAX              cache and new tokens streamed together: per chunk one unmasked launch and one
 //                    bottom-right causal launch for the queries inside the chunk's keys, all merged.
+//   whole context    (TensorRT-LLM below SM100, SGLang's one-shot and absorbed paths) one gather of every
+//                    cached and new row and one causal launch over each sequence's new tokens.
 #include "mlaplan/explore/policy_cost.hpp"
 
 #include <algorithm>
@@ -370,6 +372,35 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
   const uint64_t limit = std::numeric_limits<int32_t>::max() / b.page_size * b.page_size;
   wide.buffer_token_size = static_cast<uint32_t>(std::clamp<uint64_t>(rows, std::max<uint64_t>(b.page_size, 1), limit));
   return policy_features(wide, policy, g, nullptr, new_step);
+}
+
+Features whole_context_features(const Batch& b, const Geometry& g) {
+  Features f;
+  f[Term::batch] = 1;
+  f[Term::fixed_step] = 1;  // one step, not an iteration through a buffer
+  Launch launch(g);
+  uint64_t rows = 0;
+  for (uint32_t i = 0; i < b.batch_size(); ++i) {
+    const uint64_t fresh = b.input_length(i), keys = uint64_t{b.cache_lengths[i]} + fresh;
+    launch.add(fresh, keys, true);  // bottom-right causal: the last new token sees every key
+    rows += keys;
+  }
+  launch.finish(f);  // its output is the layer's: nothing merged
+  f[Term::row] = static_cast<double>(rows);
+  return f;
+}
+
+Features dispatched_features(const Batch& b, const Policy& policy, const Geometry& g, uint32_t sm, EnginePath* path,
+                             const Features* new_step) {
+  const EnginePath p = engine_path(b, policy, sm);
+  if (path) *path = p;
+  return p == EnginePath::chunked ? policy_features(b, policy, g, nullptr, new_step) : whole_context_features(b, g);
+}
+
+Features dispatched_unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, uint32_t sm,
+                                       const Features* new_step) {
+  if (unbounded_path(b, policy, sm) != EnginePath::chunked) return whole_context_features(b, g);
+  return unbounded_features(b, policy, g, new_step);
 }
 
 bool streams_whole(const Batch& b, const Policy& policy) {

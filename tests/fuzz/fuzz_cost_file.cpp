@@ -1,6 +1,7 @@
 // libFuzzer target: the cost file reader of `run --cost` and `sweep --cost`, and the prediction made
-// with what it accepts. An accepted file has every coefficient finite and at least 0 and every
-// geometry value at least 1, so every term of a batch under every policy is finite and at least 0,
+// with what it accepts. An accepted file has every coefficient finite and at least 0, every geometry
+// value at least 1 and a compute capability (given or from its GPU's name), so every term of a batch
+// under every policy, on the path its engine dispatches it to on that GPU, is finite and at least 0,
 // and so is its predicted time (a huge coefficient may make it +inf, never NaN or negative). Every
 // rejection is an InputError naming the file.
 #include <cmath>
@@ -32,6 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const cost::Geometry& g = m.geometry;
   FUZZ_CHECK(g.heads >= 1 && g.sms >= 1 && g.blocks_per_sm >= 1 && g.tile_queries >= 1, "a geometry value of 0");
   FUZZ_CHECK(m.tp >= 1 && !m.model.empty() && (m.dtype == "bf16" || m.dtype == "fp8"), "model, tp or dtype");
+  FUZZ_CHECK(m.sm >= 10 && m.sm <= 309, "a compute capability outside 1.0 .. 30.9");
 
   // A small batch with an empty context, a long one and a page straddling two chunks.
   Batch b;
@@ -46,10 +48,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const PlanTables t = explore::plan_policy(b, p).tables;
       f = explore::max_features(b, explore::max_tables_view(t), g);
     } else {
-      f = explore::policy_features(b, p, g);
+      f = explore::dispatched_features(b, p, g, m.sm);
     }
     for (double v : f.values) FUZZ_CHECK(std::isfinite(v) && v >= 0, "a term below 0 or not finite");
-    const double us = m.predict_us(f), lower = m.predict_us(explore::unbounded_features(b, p, g));
+    const double us = m.predict_us(f), lower = m.predict_us(explore::dispatched_unbounded_features(b, p, g, m.sm));
     FUZZ_CHECK(!std::isnan(us) && !std::isnan(lower), "a prediction that is NaN");
     FUZZ_CHECK(us >= 0 && lower >= 0, "a negative prediction");
   }

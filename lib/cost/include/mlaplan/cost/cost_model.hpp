@@ -24,6 +24,10 @@ struct CostModel {
   std::array<double, kTerms> coefficients{};  // microseconds per unit of each term, >= 0
   // What a prediction holds for, as the file states it.
   std::string gpu;                       // "NVIDIA H200"
+  // The GPU's compute capability x10 (90 for 9.0, 100 for 10.0): the file's compute_capability, or
+  // where it has none, known_gpu_sm(gpu). Which path TensorRT-LLM runs depends on it
+  // (explore/dispatch.hpp). 0 (never from a file) names no GPU: every policy's own loop.
+  uint32_t sm = 0;
   std::string attention;                 // the attention kernel: "flash (torch varlen_attn, FlashAttention-2)"
   std::string merge;                     // "fused (Triton)"
   std::string timing;                    // what was fitted: "eager" (host dispatch included) or "graph"
@@ -37,9 +41,18 @@ struct CostModel {
   std::string describe() const;
 };
 
+// "9.0" for 90, "10.0" for 100: a compute capability as a cost file and torch write it.
+std::string compute_capability_text(uint32_t sm);
+
+// The compute capability x10 of a GPU named as CUDA names it ("NVIDIA H200", "NVIDIA A100-SXM4-80GB"):
+// H100, H200, H800, H20, GH200: 90; B100, B200, GB200: 100; B300, GB300: 103; A100, A800, A30: 80;
+// A10, A10G: 86; L4, L40, L40S: 89 (a whole word of the name, any case). 0 for any other name.
+uint32_t known_gpu_sm(const std::string& gpu);
+
 // Parses a cost file. Every problem is one InputError "PATH: FIELD: problem; fix": not JSON, another
 // format or version, a missing or unknown term, a coefficient that is negative or not a number, a
-// geometry value of 0.
+// geometry value of 0, a compute_capability that is not one ("9.0" or 9.0), or none where the gpu is
+// not one known_gpu_sm knows.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
 // Reads the file (io's input-file refusals) and parses it.

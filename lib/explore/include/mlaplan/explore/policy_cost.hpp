@@ -1,13 +1,16 @@
 // A cost model's terms (cost/features.hpp) for one layer's prefill of a batch under each policy,
 // counted as the executor (python/mlaplan/prefill) runs each engine's chunked loop: which queries
-// attend each chunk, how many launches and merges there are, and the new tokens' own step.
-// docs/cost-model.md gives each engine's pattern with the code it follows.
+// attend each chunk, how many launches and merges there are, and the new tokens' own step; and of
+// the path that takes the whole context at once, where the engine dispatches the batch there on the
+// cost file's GPU (dispatch.hpp). docs/cost-model.md gives each engine's pattern with the code it
+// follows.
 #pragma once
 
 #include <cstdint>
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/features.hpp"
+#include "mlaplan/explore/dispatch.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/plan_tables.hpp"
 
@@ -57,5 +60,26 @@ cost::Features unbounded_features(const Batch& batch, const Policy& policy, cons
 // chunk; packed: no context split; the even split: one chunk). A sweep reuses the lower bound's
 // terms for such settings, most of a grid's larger buffers. False for a batch the policy refuses.
 bool streams_whole(const Batch& batch, const Policy& policy);
+
+// The terms of the path that takes the whole context at once (TensorRT-LLM's
+// forward_context_with_cached_kv below SM100, SGLang's one-shot MHA, and its absorbed MLA priced as
+// the one-shot MHA it replaces), as the executor's _whole_context_step runs it: every sequence's cached
+// and new rows gathered and up-projected in one step (no iteration, nothing merged), and one causal
+// launch in which each sequence's new tokens attend all its keys (a sequence without new tokens still
+// has its place in the grid). O(B). Without context it is the new tokens' step.
+cost::Features whole_context_features(const Batch& batch, const cost::Geometry& g);
+
+// The terms of a policy other than max on the path its engine dispatches the batch to on a GPU of
+// compute capability `sm` (engine_path; 0: the policy's own loop, policy_features): the whole
+// context's terms, or the loop's for a batch the policy does not refuse. `path`, when given, gets the
+// path.
+cost::Features dispatched_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, uint32_t sm,
+                                   EnginePath* path = nullptr, const cost::Features* new_step = nullptr);
+
+// The lower bound under dispatch: the terms with a buffer that holds the batch whole on the path that
+// buffer gives (unbounded_path): the whole context's for SGLang and for TensorRT-LLM below SM100,
+// unbounded_features' otherwise.
+cost::Features dispatched_unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, uint32_t sm,
+                                             const cost::Features* new_step = nullptr);
 
 }  // namespace mlaplan::explore
