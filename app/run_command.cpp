@@ -126,11 +126,13 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   if (!r.refused.empty()) return;
   const Batch& b = r.scenario->batch;
   const cost::Geometry& g = c.model.geometry;
+  const uint32_t sm = c.model.sm;  // the cost file's GPU: the path each engine runs there
+  explore::EnginePath path = explore::EnginePath::chunked;
   cost::Features f;
   if (policy.kind == explore::PolicyKind::max) {
     f = explore::max_features(b, explore::max_tables_view(r.tables), g);
   } else {
-    f = explore::policy_features(b, policy, g);
+    f = explore::dispatched_features(b, policy, g, sm, &path);
   }
   io::TimeFigures t;
   t.cost_file = c.model.path;
@@ -141,7 +143,9 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   t.iterations = static_cast<uint64_t>(f[cost::Term::iteration]);
   t.layer_us = c.model.predict_us(f);
   t.iteration_us = c.model.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
-  t.lower_bound_us = c.model.predict_us(explore::unbounded_features(b, policy, g));
+  t.lower_bound_us = c.model.predict_us(explore::dispatched_unbounded_features(b, policy, g, sm));
+  t.path = explore::path_name(path);
+  t.path_reason = explore::path_reason(b, policy, sm);
   r.time = t;
 }
 
@@ -191,7 +195,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
                      std::any_of(reports.begin() + first, reports.begin() + first + count, [](const io::PlanReport& r) { return r.time.has_value(); });
   std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}{}\n",
                                 io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed",
-                                "page padding", timed ? fmt::format(" {:>10} {:>9}", "ms/step", "per-iter") : "");
+                                "page padding", timed ? fmt::format(" {:>10} {:>9}  {}", "ms/step", "per-iter", "path") : "");
   for (size_t i = first; i < first + count; ++i) {
     const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
@@ -203,7 +207,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     std::string time;
     if (r.time) {
       const io::TimeFigures& t = *r.time;
-      time = fmt::format(" {:>10.3f} {:>8.1f}%", t.step_ms(t.layer_us), 100.0 * t.iteration_share());
+      time = fmt::format(" {:>10.3f} {:>8.1f}%  {}", t.step_ms(t.layer_us), 100.0 * t.iteration_share(), io::printable(t.path));
     }
     out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13}{}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens, time);
   }

@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
@@ -13,18 +11,14 @@
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
 #include "mlaplan/explore/workload.hpp"
+#include "cost_examples.hpp"
 
 namespace mlaplan::cost {
 namespace {
 
-const std::string kExample = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cost/deepseek-v3-tp8-example.json";
-
-std::string example_text() {
-  std::ifstream f(kExample);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+const std::string& kExample = test::kExampleCost;
+using test::example_cost_text;
+std::string example_text() { return example_cost_text(); }
 
 // The random-batch tests' draws: a small linear congruential generator, the same on every platform.
 struct Draw {
@@ -346,7 +340,9 @@ explore::SweepGrid timed_grid(std::vector<uint32_t> buffers, uint32_t max_chunks
   return grid;
 }
 
-// A sweep's predicted mean per layer moves by exactly mean iterations x d when per_iteration_us does.
+// A sweep's predicted mean per layer moves by exactly mean iterations x d when per_iteration_us does:
+// the iterations as dispatched on the file's GPU (an H200: TensorRT-LLM's whole-context path has
+// none, SGLang's one-shot and absorbed paths none).
 TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
   const std::vector<Batch> batches = coding_agent_batches();
   explore::SweepGrid grid = timed_grid({8192, 65536, 262144}, 1024, "variants");
@@ -360,9 +356,13 @@ TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
     const explore::SweepRow &x = a.rows[i], &y = b.rows[i];
     ASSERT_TRUE(x.time && y.time);
     if (x.refused) continue;
-    EXPECT_NEAR(y.time->mean_us - x.time->mean_us, x.mean_iterations * d, 1e-9 * y.time->mean_us) << x.setting();
+    EXPECT_NEAR(y.time->mean_us - x.time->mean_us, x.time->mean_iterations * d, 1e-9 * y.time->mean_us) << x.setting();
+    if (x.policy.kind == explore::PolicyKind::max || x.policy.name() == "packed" || x.policy.name() == "even-split/vllm")
+      EXPECT_DOUBLE_EQ(x.time->mean_iterations, x.mean_iterations) << x.setting();  // they loop on every GPU
     EXPECT_EQ(x.time->layers, 61u);
-    EXPECT_GT(x.time->over_lower_bound, -1e-9) << x.setting();
+    // SGLang's bound is its one-shot path, one launch that a loop's chunks can beat (they fill slots
+    // it leaves idle); every other policy's bound is its own loop's best.
+    if (x.policy.name() != "even-split/sglang") EXPECT_GT(x.time->over_lower_bound, -1e-9) << x.setting();
     ++checked;
   }
   EXPECT_EQ(checked, a.rows.size());  // no batch refused at M = 1024

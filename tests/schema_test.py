@@ -7,7 +7,8 @@
 - `run --format json` of every bundled scenario under every policy (refusals included), with a
   model, with a cost model, and of a list file, is valid against run-output.schema.json;
 - `sweep --format json` without and with a cost model, recommending by iterations and by time, is
-  valid against sweep-output.schema.json.
+  valid against sweep-output.schema.json (with the example H200 file, TensorRT-LLM's rows and
+  recommendation on its whole-context path).
 
 Usage: schema_test.py MLAPLAN_EXE SOURCE_DIR. Exit 77 (skipped) without the jsonschema package,
 unless MLAPLAN_REQUIRE_TOOLS is set.
@@ -112,6 +113,14 @@ with tempfile.TemporaryDirectory() as tmp:
             failures.append(f"sweep {' '.join(extra)}: a row without its predicted time")
         if "--cost" in extra and not any("step_ms" in row and "mean" in row["step_ms"] for row in doc["rows"]):
             failures.append(f"sweep {' '.join(extra)}: no row with a mean step time")
+        # The example file is an H200's: TensorRT-LLM runs every batch whole there, and the
+        # recommendation says it has no buffer to size.
+        if "variants" in extra:
+            if not all(row["path"] == "one-shot" for row in doc["rows"] if row["policy"] == "packed/trtllm"):
+                failures.append(f"sweep {' '.join(extra)}: a packed/trtllm row not one-shot on an H200")
+            groups = [g for g in doc["recommendation"]["groups"] if g["group"].startswith("packed/trtllm")]
+            if not groups or not all(g.get("path") == "one-shot" and g["buffer_tokens"] is None for g in groups):
+                failures.append(f"sweep {' '.join(extra)}: the packed/trtllm groups do not say there is no buffer to size")
         sweeps += 1
 
 if failures:

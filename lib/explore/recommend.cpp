@@ -10,6 +10,7 @@
 #include <map>
 
 #include "mlaplan/errors.hpp"
+#include "mlaplan/explore/dispatch.hpp"
 
 namespace mlaplan::explore {
 
@@ -22,12 +23,16 @@ std::string group_of(const SweepRow& r) {
   return g;
 }
 
+// The rows of K/V the row holds at once: its buffer, or with a cost model what the dispatched path holds.
+uint64_t memory_rows(const SweepRow& r) { return r.time ? r.time->memory_rows : r.buffer_tokens; }
+
 std::string memory_failure(const SweepRow& r, const RecommendOptions& o) {
   if (!o.memory_budget || !r.memory) return "";
-  const uint64_t bytes = r.memory->total_bytes(r.buffer_tokens);
+  const uint64_t rows = memory_rows(r), bytes = r.memory->total_bytes(rows);
   if (bytes <= *o.memory_budget) return "";
-  return fmt::format("memory {} (buffer {} + K concat {}) > budget {}", io::format_bytes(bytes),
-                     io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)), io::format_bytes(r.memory->k_bytes(r.buffer_tokens)),
+  return fmt::format("memory {} ({} {} + K concat {}) > budget {}", io::format_bytes(bytes),
+                     r.time && r.time->buffer_free ? "the largest batch's whole context: K/V" : "buffer",
+                     io::format_bytes(r.memory->kv_bytes(rows)), io::format_bytes(r.memory->k_bytes(rows)),
                      io::format_bytes(*o.memory_budget));
 }
 
@@ -38,9 +43,12 @@ std::string join(const std::vector<std::string>& parts) {
   return joined;
 }
 
-std::string refusal(const SweepRow& r, const std::string& q) {
-  return fmt::format("{} of {} batches refused ({:.2f}%), more than {} allows; the first: {}", r.refused, r.batches,
-                     100.0 * r.refused_share(), q, r.first_refusal);
+// `refused`: the batches refused, by the policy's loop (objective iterations) or on their dispatched
+// paths (objective time).
+std::string refusal(const SweepRow& r, const std::string& q, uint64_t refused) {
+  return fmt::format("{} of {} batches refused ({:.2f}%), more than {} allows; the first: {}", refused, r.batches,
+                     r.batches ? 100.0 * static_cast<double>(refused) / static_cast<double>(r.batches) : 0.0, q,
+                     r.first_refusal);
 }
 
 // Why `r` fails the iteration target, or "" when it qualifies.
@@ -48,7 +56,7 @@ std::string iteration_failure(const SweepRow& r, const RecommendOptions& o) {
   const uint32_t at_q = r.iterations_at(o.quantile);
   const std::string q = quantile_name(o.quantile);
   std::string why;
-  if (at_q == std::numeric_limits<uint32_t>::max()) why = refusal(r, q);
+  if (at_q == std::numeric_limits<uint32_t>::max()) why = refusal(r, q, r.refused);
   else if (at_q > o.max_iterations) why = fmt::format("{} needs {} iterations > {}", q, at_q, o.max_iterations);
   return join({why, memory_failure(r, o)});
 }
@@ -61,7 +69,7 @@ std::string time_failure(const SweepRow& r, const RecommendOptions& o, double be
   const std::string q = quantile_name(o.quantile);
   const double ms = step_ms(r, o.quantile);
   std::string why;
-  if (std::isinf(ms)) why = refusal(r, q);
+  if (std::isinf(ms)) why = refusal(r, q, r.time->refused);
   else if (ms > best * (1 + o.within))
     why = fmt::format("{} {}/step, {} ({:.1f}%) over the best {}", q, format_ms(ms), format_ms(ms - best),
                       100.0 * (ms / best - 1), format_ms(best));
@@ -70,7 +78,7 @@ std::string time_failure(const SweepRow& r, const RecommendOptions& o, double be
 
 std::string memory_delta(const SweepRow& from, const SweepRow& to) {
   if (!from.memory || !to.memory) return "";
-  const uint64_t a = from.memory->total_bytes(from.buffer_tokens), b = to.memory->total_bytes(to.buffer_tokens);
+  const uint64_t a = from.memory->total_bytes(memory_rows(from)), b = to.memory->total_bytes(memory_rows(to));
   return fmt::format(" for {} more memory", io::format_bytes(b > a ? b - a : 0));
 }
 
@@ -89,7 +97,7 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
     const std::string g = group_of(sweep.rows[i]);
     auto [it, fresh] = index.emplace(g, out.size());
     if (fresh) {
-      out.push_back({g, std::nullopt, {}, std::nullopt, ""});
+      out.push_back({g, std::nullopt, {}, std::nullopt, "", "", std::nullopt});
       members.emplace_back();
     }
     members[it->second].push_back(i);
@@ -98,6 +106,19 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
     std::vector<size_t>& rows = members[g];
     std::stable_sort(rows.begin(), rows.end(),
                      [&](size_t a, size_t b) { return sweep.rows[a].buffer_tokens < sweep.rows[b].buffer_tokens; });
+    // An engine that takes every batch whole without a buffer on the cost file's GPU: no buffer to
+    // choose, the same time and memory at every one.
+    const bool whole = !rows.empty() && std::all_of(rows.begin(), rows.end(), [&](size_t i) {
+      return sweep.rows[i].time && sweep.rows[i].time->buffer_free;
+    });
+    if (whole) {
+      const SweepRow& first = sweep.rows[rows.front()];
+      const size_t k = first.time->cost;
+      out[g].whole_context = k < sweep.costs.size() ? whole_context_reason(first.policy, sweep.costs[k].sm) : "";
+      if (out[g].whole_context.empty()) out[g].whole_context = "the engine runs the whole context at once on this GPU";
+      out[g].whole_row = rows.front();
+      continue;
+    }
     double best = std::numeric_limits<double>::infinity();
     if (by_time)
       for (size_t i : rows) {

@@ -31,8 +31,10 @@ struct Setting {
   size_t policy_index = 0;  // in SweepGrid::policies
 };
 
-// Per policy and cost model, each batch's predicted time with a buffer holding it whole: the same
-// for every buffer size, so worked out once.
+// Per policy and cost model, each batch's predicted time with a buffer holding it whole, on the path
+// that buffer gives on the cost model's GPU (dispatched_unbounded_features): the same for every buffer
+// size, so worked out once. Where that path takes the context whole it is also the time of every
+// setting that dispatches the batch there.
 using LowerBounds = std::vector<std::vector<std::vector<double>>>;  // [policy][cost][batch]
 // Per cost model, each batch's new tokens' step (new_tokens_features): the same at every buffer size.
 using NewSteps = std::vector<std::vector<cost::Features>>;  // [cost][batch]
@@ -40,9 +42,15 @@ using NewSteps = std::vector<std::vector<cost::Features>>;  // [cost][batch]
 // What the settings share per batch, worked out once before them.
 struct Shared {
   LowerBounds lower;
-  std::vector<std::vector<uint32_t>> lower_iterations;  // [policy][batch]: the lower bound's iterations
+  // [policy][batch]: the iterations of the policy's own loop with a buffer holding the batch whole
+  // (the same under every cost model whose lower bound is that loop, loop_floor).
+  std::vector<std::vector<uint32_t>> lower_iterations;
   NewSteps new_steps;
+  std::vector<uint64_t> prefix, total;  // [batch]: cached tokens, cached + new tokens (for engine_path)
 };
+
+// Whether the lower bound of the policy under cost model `sm` is its own loop (not the whole context).
+bool loop_floor(const Policy& policy, uint32_t sm) { return !dispatches(policy, sm); }
 
 // Nearest-rank quantile of sorted values.
 template <typename T>
@@ -103,8 +111,9 @@ struct Evaluated {
 
 // Per cost model, the sums a TimeStats is made of.
 struct TimeSums {
-  double total = 0, iteration = 0, lower = 0;
-  uint64_t planned = 0;
+  double total = 0, iteration = 0, lower = 0, iterations = 0;
+  uint64_t planned = 0, unbuffered = 0;  // unbuffered: batches on a path without a buffer
+  uint64_t unbuffered_rows = 0;          // the most rows of those
 };
 
 void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
@@ -114,10 +123,13 @@ void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
     t.cost = k;
     // A mean over only the batches a setting plans would compare unlike with unlike: with any batch
     // refused there is none (+inf, shown as refused).
-    t.mean_us = e.row.refused ? std::numeric_limits<double>::infinity()
+    t.mean_us = t.refused ? std::numeric_limits<double>::infinity()
                               : s.planned ? s.total / static_cast<double>(s.planned) : 0;
     t.iteration_share = s.total > 0 ? s.iteration / s.total : 0;
     t.over_lower_bound = s.lower > 0 ? s.total / s.lower - 1 : 0;
+    t.mean_iterations = s.planned ? s.iterations / static_cast<double>(s.planned) : 0;
+    t.buffer_free = s.planned > 0 && s.unbuffered == s.planned && t.refused == 0;
+    t.memory_rows = t.buffer_free ? s.unbuffered_rows : std::max<uint64_t>(e.row.buffer_tokens, s.unbuffered_rows);
     std::vector<float> v = t.layer_us;
     t.p50_us = select_rank(v, 0.50);  // each selection leaves the ones above it above it
     t.p90_us = select_rank(v, 0.90);
@@ -147,6 +159,14 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   uint64_t payload = 0, streamed = 0, filled_batches = 0;
   double fill_sum = 0;
   MaxTablesView tables;
+  // Per cost model: whether the engine dispatches on its GPU, whether its lower bound is the policy's
+  // loop, and (per batch) the path it takes.
+  std::vector<bool> dispatching(costs), floors(costs);
+  for (size_t k = 0; k < costs; ++k) {
+    dispatching[k] = dispatches(s.policy, grid.costs[k].sm);
+    floors[k] = loop_floor(s.policy, grid.costs[k].sm);
+  }
+  std::vector<EnginePath> paths(costs, EnginePath::chunked);
   for (size_t i = 0; i < batches.size(); ++i) {
     if (i % 1024 == 0 && profile::stop_requested()) {
       row.batches = 0;  // unfinished: run_sweep drops it
@@ -159,54 +179,92 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     b.buffer_token_size = s.n;
     b.max_chunks = s.m.value_or(from.max_chunks);
     const bool max = s.policy.kind == PolicyKind::max;
-    // A setting that streams the batch whole has the lower bound's terms, worked out already.
+    // The path the engine takes under each cost model: O(1) from the batch's sums, and only for the
+    // engines that dispatch (vLLM and MAX always run their loops).
+    bool any_loop = !costs;  // some cost model prices the policy's loop
+    for (size_t k = 0; k < costs; ++k) {
+      paths[k] = dispatching[k] ? engine_path(s.policy, shared.prefix[i], shared.total[i], s.n, grid.costs[k].sm)
+                                : EnginePath::chunked;
+      any_loop = any_loop || paths[k] == EnginePath::chunked;
+    }
+    // A setting that streams the batch whole has the lower bound's terms, worked out already, where
+    // that bound is the policy's own loop.
     bool whole = false;
     cost::Features first;  // the first cost model's terms, from the policy's one walk
+    bool have_first = false;
+    const bool want_first = costs && paths[0] == EnginePath::chunked;  // the first cost model prices the loop
     PolicyOutcome o;
     if (max) {
       o = plan_max(b, tables);
       whole = costs && streams_whole(b, s.policy);
-    } else if (!costs) {
+    } else if (!costs || !any_loop) {
       o = policy_outcome(b, s.policy);
     } else if (s.policy.kind == PolicyKind::even_split) {  // its outcome is closed-form: one chunk is streams_whole
       o = policy_outcome(b, s.policy);
       whole = !o.refused && o.chunks <= 1;
-      if (!whole && !o.refused) first = policy_features(b, s.policy, grid.costs[0].geometry, nullptr, &shared.new_steps[0][i]);
+      if (want_first && !o.refused && !(whole && floors[0])) {
+        first = policy_features(b, s.policy, grid.costs[0].geometry, nullptr, &shared.new_steps[0][i]);
+        have_first = true;
+      }
     } else {
       whole = streams_whole(b, s.policy);
-      o = whole ? policy_outcome(b, s.policy)
-                : outcome_with_features(b, s.policy, grid.costs[0].geometry, first, &shared.new_steps[0][i]);
+      if (!want_first || (whole && floors[0])) {
+        o = policy_outcome(b, s.policy);
+      } else {
+        o = outcome_with_features(b, s.policy, grid.costs[0].geometry, first, &shared.new_steps[0][i]);
+        have_first = !o.refused;
+      }
     }
     const uint32_t chunks = static_cast<uint32_t>(std::min<uint64_t>(o.chunks, kRefused - 1));
     if (o.refused) {
       if (row.refused++ == 0) row.first_refusal = o.why;
       row.iterations.push_back(kRefused);
       if (max) shown.push_back(chunks);
-      for (TimeStats& t : e.times) t.layer_us.push_back(std::numeric_limits<float>::infinity());
-      continue;
-    }
-    row.iterations.push_back(chunks);
-    shown.push_back(chunks);
-    payload += o.payload_tokens;
-    streamed += o.streamed_rows;
-    if (o.chunks > 0) {
-      fill_sum += static_cast<double>(o.streamed_rows) / (static_cast<double>(o.chunks) * s.n);
-      ++filled_batches;
+    } else {
+      row.iterations.push_back(chunks);
+      shown.push_back(chunks);
+      payload += o.payload_tokens;
+      streamed += o.streamed_rows;
+      if (o.chunks > 0) {
+        fill_sum += static_cast<double>(o.streamed_rows) / (static_cast<double>(o.chunks) * s.n);
+        ++filled_batches;
+      }
     }
     for (size_t k = 0; k < costs; ++k) {
       const cost::CostModel& c = grid.costs[k];
+      TimeStats& t = e.times[k];
       const double floor = lower[s.policy_index][k][i];
-      double us = floor, iterations = shared.lower_iterations[s.policy_index][i];
-      if (!whole) {
-        const cost::Features f = max      ? max_features(b, tables, c.geometry)
-                                 : k == 0 ? first
-                                          : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i]);
-        us = c.predict_us(f);
-        iterations = f[cost::Term::iteration];
+      const EnginePath path = paths[k];
+      double us = floor, iterations = 0;
+      uint64_t rows = shared.total[i];  // the most rows a step gathers: the whole context's, on its path
+      if (path == EnginePath::chunked) {
+        if (o.refused) {  // the engine runs the loop, which refuses the batch
+          ++t.refused;
+          t.layer_us.push_back(std::numeric_limits<float>::infinity());
+          continue;
+        }
+        // The loop's steps gather a chunk at most; the engines that attend the new tokens apart
+        // up-project those in a step of their own.
+        rows = max ? o.largest_chunk : std::max<uint64_t>(o.largest_chunk, shared.total[i] - shared.prefix[i]);
+        if (whole && floors[k]) {
+          iterations = shared.lower_iterations[s.policy_index][i];
+        } else {
+          const cost::Features f = max                 ? max_features(b, tables, c.geometry)
+                                   : k == 0 && have_first ? first
+                                                          : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i]);
+          us = c.predict_us(f);
+          iterations = f[cost::Term::iteration];
+        }
+      } else if (whole_without_buffer(s.policy, c.sm)) {
+        ++sums[k].unbuffered;
+        sums[k].unbuffered_rows = std::max(sums[k].unbuffered_rows, rows);
       }
-      e.times[k].layer_us.push_back(static_cast<float>(us));
+      ++t.paths[static_cast<size_t>(path)];
+      t.most_rows = std::max(t.most_rows, rows);
+      t.layer_us.push_back(static_cast<float>(us));
       sums[k].total += us;
       sums[k].iteration += c.coefficient(cost::Term::iteration) * iterations;
+      sums[k].iterations += iterations;
       sums[k].lower += floor;
       ++sums[k].planned;
     }
@@ -237,19 +295,29 @@ Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, un
     for (auto& v : per_policy) v.resize(batches.size());
   for (auto& v : shared.new_steps) v.resize(batches.size());
   shared.lower_iterations.assign(grid.policies.size(), std::vector<uint32_t>(batches.size()));
+  shared.prefix.resize(batches.size());
+  shared.total.resize(batches.size());
   std::atomic<size_t> next{0};
   constexpr size_t kBlock = 4096;
   auto worker = [&] {
     for (size_t from = next.fetch_add(kBlock); from < batches.size() && !profile::stop_requested(); from = next.fetch_add(kBlock))
       for (size_t i = from; i < std::min(batches.size(), from + kBlock); ++i) {
+        const Batch& b = batches[i];
+        uint64_t prefix = 0;
+        for (uint32_t len : b.cache_lengths) prefix += len;
+        shared.prefix[i] = prefix;
+        shared.total[i] = prefix + (uint64_t{b.input_row_offsets.back()} - b.input_row_offsets.front());
         for (size_t k = 0; k < grid.costs.size(); ++k)
-          shared.new_steps[k][i] = new_tokens_features(batches[i], grid.costs[k].geometry);
+          shared.new_steps[k][i] = new_tokens_features(b, grid.costs[k].geometry);
         for (size_t p = 0; p < grid.policies.size(); ++p)
           for (size_t k = 0; k < grid.costs.size(); ++k) {
+            const Policy& policy = grid.policies[p];
+            const uint32_t sm = grid.costs[k].sm;
             const cost::Features f =
-                unbounded_features(batches[i], grid.policies[p], grid.costs[k].geometry, &shared.new_steps[k][i]);
+                dispatched_unbounded_features(b, policy, grid.costs[k].geometry, sm, &shared.new_steps[k][i]);
             out[p][k][i] = grid.costs[k].predict_us(f);
-            shared.lower_iterations[p][i] = static_cast<uint32_t>(f[cost::Term::iteration]);  // the same for every k
+            // The loop's iterations: the same under every cost model whose lower bound is that loop.
+            if (loop_floor(policy, sm)) shared.lower_iterations[p][i] = static_cast<uint32_t>(f[cost::Term::iteration]);
           }
       }
   };
@@ -328,6 +396,14 @@ void take_cost_models(SweepGrid& grid, bool keep_tps) {
     }
   }
   check_costs(grid);
+}
+
+std::string TimeStats::path() const {
+  const uint64_t priced = on(EnginePath::chunked) + on(EnginePath::one_shot) + on(EnginePath::absorbed);
+  if (priced == 0) return path_name(EnginePath::chunked);
+  for (size_t p = 0; p < kEnginePaths; ++p)
+    if (paths[p] == priced) return path_name(static_cast<EnginePath>(p));
+  return "mixed";
 }
 
 double TimeStats::at(double q) const {

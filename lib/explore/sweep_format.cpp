@@ -44,6 +44,8 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_tim
     c.push_back(ms(t.step_ms(t.max_us)));
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.iteration_share));
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.over_lower_bound));
+    c.push_back(t.path());
+    if (with_model) c.push_back(io::format_bytes(r.memory->total_bytes(t.memory_rows)));
   }
   return c;
 }
@@ -65,9 +67,12 @@ io::TableBuilder table_of(const SweepResult& s) {
     c.push_back({"K concat", Align::right});
   }
   const bool with_time = sweep_has_time(s);
-  if (with_time)
+  if (with_time) {
     for (const char* title : {"layer ms", "step ms", "step p50", "step p99", "step max", "per-iter", "over bound"})
       c.push_back({title, Align::right});
+    c.push_back({"path", Align::left});
+    if (with_model) c.push_back({"mem", Align::right});
+  }
   io::TableBuilder t(std::move(c));
   for (const SweepRow& r : s.rows) t.add_row(cells(r, with_model, with_time));
   return t;
@@ -80,7 +85,10 @@ std::string header(const SweepResult& s) {
                                 s.max_planner, s.seconds);
   if (!sweep_has_time(s)) return out;
   out += "predicted context-phase attention time (ms; a step is a layer times the model's layers; per-iter: the share "
-         "that is per-iteration overhead; over bound: above the same batches with a buffer that holds each whole)\n";
+         "that is per-iteration overhead; over bound: above the same batches with a buffer that holds each whole; path: "
+         "what the engine runs on the cost file's GPU, chunked, one-shot, absorbed or mixed";
+  out += has_model(s) ? "; mem: the K/V it holds, buffer + K concat or, without a buffer, the largest batch's whole context)\n"
+                      : ")\n";
   for (const cost::CostModel& c : s.costs)
     out += fmt::format("  {} TP{}: {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe()), io::printable(c.path));
   return out;
@@ -98,6 +106,24 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
               : fmt::format("\nrecommendation: the smallest buffer with at most {} iteration{} at {}{}\n", o.max_iterations,
                             o.max_iterations == 1 ? "" : "s", quantile_name(o.quantile), budget);
   for (const Recommendation& r : rep.recommendations) {
+    if (r.whole_row) {  // no buffer to size: the same time and memory at every one
+      const SweepRow& row = rep.sweep->rows[*r.whole_row];
+      const TimeStats& t = *row.time;
+      std::string mem;
+      if (row.memory) {
+        const uint64_t bytes = row.memory->total_bytes(t.memory_rows);
+        mem = fmt::format(", holding the largest batch's whole context: K/V {} + K concat {}",
+                          io::format_bytes(row.memory->kv_bytes(t.memory_rows)), io::format_bytes(row.memory->k_bytes(t.memory_rows)));
+        if (o.memory_budget && bytes > *o.memory_budget)
+          mem += fmt::format("; memory {} > budget {}, which no buffer changes (raise --memory-budget or --tp)",
+                             io::format_bytes(bytes), io::format_bytes(*o.memory_budget));
+      }
+      out += fmt::format("{}{}: no buffer to size: {}; every buffer_token_size gives {} {}/step (mean {}/step), 0 "
+                         "iterations{}\n",
+                         bullet, io::printable(r.group), r.whole_context, quantile_name(o.quantile),
+                         format_ms(t.step_ms(t.at(o.quantile))), format_ms(t.step_ms(t.mean_us)), mem);
+      continue;
+    }
     if (r.row) {
       const SweepRow& row = rep.sweep->rows[*r.row];
       std::string mem;
@@ -105,11 +131,16 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
         mem = fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
                           io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
       if (by_time) {
-        const double ms = row.time->step_ms(row.time->at(o.quantile));
-        out += fmt::format("{}{}: buffer_token_size {} ({} {}/step, mean {}/step, {} {} iterations{})\n", bullet,
-                           io::printable(r.group), row.buffer_tokens, quantile_name(o.quantile), format_ms(ms),
-                           format_ms(row.time->step_ms(row.time->mean_us)), quantile_name(o.quantile),
-                           row.iterations_at(o.quantile), mem);
+        const TimeStats& t = *row.time;
+        const double ms = t.step_ms(t.at(o.quantile));
+        // Where some batches run whole, the loop's count is not what runs: the mean as dispatched.
+        const std::string iterations =
+            t.path() == "chunked"
+                ? fmt::format("{} {} iterations", quantile_name(o.quantile), row.iterations_at(o.quantile))
+                : fmt::format("{:.2f} iterations a batch as dispatched, {}", t.mean_iterations, t.path());
+        out += fmt::format("{}{}: buffer_token_size {} ({} {}/step, mean {}/step, {}{})\n", bullet, io::printable(r.group),
+                           row.buffer_tokens, quantile_name(o.quantile), format_ms(ms), format_ms(t.step_ms(t.mean_us)),
+                           iterations, mem);
         if (r.best && *r.best != *r.row)
           out += fmt::format("{}best on the grid: {}\n", indent, rep.sweep->rows[*r.best].buffer_tokens);
         if (!r.next_larger.empty()) out += fmt::format("{}next larger: {}\n", indent, r.next_larger);
@@ -211,6 +242,22 @@ const std::vector<SweepField>& sweep_fields() {
        true},
       {"layers", files | kSweepPython, [](R r) -> V { return r.time ? V(uint64_t{r.time->layers}) : V(); }, 0, nullptr, nullptr,
        true, true},
+      // As dispatched on the cost file's GPU (dispatch.hpp): the path, the batches on each path, the
+      // mean iterations, the most rows a step gathers and the K/V the path holds.
+      {"path", all, [](R r) -> V { return r.time ? V(r.time->path()) : V(); }, 0, nullptr, nullptr, true, true},
+      {"paths_chunked", all, [](R r) -> V { return r.time ? V(r.time->on(EnginePath::chunked)) : V(); }, 0, "paths",
+       "chunked", true, true},
+      {"paths_one_shot", all, [](R r) -> V { return r.time ? V(r.time->on(EnginePath::one_shot)) : V(); }, 0, "paths",
+       "one_shot", true, true},
+      {"paths_absorbed", all, [](R r) -> V { return r.time ? V(r.time->on(EnginePath::absorbed)) : V(); }, 0, "paths",
+       "absorbed", true, true},
+      {"paths_refused", all, [](R r) -> V { return r.time ? V(r.time->refused) : V(); }, 0, "paths", "refused", true, true},
+      {"dispatched_mean_iterations", all, [](R r) -> V { return r.time ? V(r.time->mean_iterations) : V(); }, 4, nullptr,
+       nullptr, true, true},
+      {"most_rows", all, [](R r) -> V { return r.time ? V(r.time->most_rows) : V(); }, 0, nullptr, nullptr, true, true},
+      {"memory_rows", all, [](R r) -> V { return r.time ? V(r.time->memory_rows) : V(); }, 0, nullptr, nullptr, true, true},
+      {"memory_bytes", all, [](R r) -> V { return r.time && r.memory ? V(r.memory->total_bytes(r.time->memory_rows)) : V(); },
+       0, nullptr, nullptr, true, true},
   };
   return fields;
 }
@@ -256,6 +303,7 @@ std::string format_sweep_json(const SweepReport& rep) {
     j["costs"] = json::array();
     for (const cost::CostModel& c : s.costs)
       j["costs"].push_back({{"file", c.path}, {"model", c.model}, {"tp", c.tp}, {"dtype", c.dtype}, {"gpu", c.gpu},
+                            {"compute_capability", cost::compute_capability_text(c.sm)},
                             {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date}});
   }
   j["rows"] = json::array();
@@ -294,6 +342,10 @@ std::string format_sweep_json(const SweepReport& rep) {
       if (o.objective == Objective::time) {
         g["best_buffer_tokens"] = r.best ? json(s.rows[*r.best].buffer_tokens) : json(nullptr);
         g["next_larger"] = r.next_larger.empty() ? json(nullptr) : json(r.next_larger);
+      }
+      if (r.whole_row) {  // no buffer to size (TensorRT-LLM below SM100)
+        g["path"] = s.rows[*r.whole_row].time->path();
+        g["whole_context"] = r.whole_context;
       }
       rec["groups"].push_back(g);
     }

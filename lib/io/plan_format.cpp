@@ -64,9 +64,10 @@ std::string format_plan_json(const PlanReport& r) {
     const TimeFigures& t = *r.time;
     put("  \"predicted_time\": {{\"cost_file\": {}, \"holds_for\": {}, \"model\": {}, \"tp\": {}, \"layers\": {}, "
         "\"iterations\": {}, \"layer_ms\": {:.6f}, \"step_ms\": {:.4f}, \"iteration_overhead_share\": {:.6f}, "
-        "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}}},\n",
+        "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}, \"path\": {}, \"path_reason\": {}}},\n",
         quoted(t.cost_file), quoted(t.holds_for), quoted(t.model), t.tp, t.layers, t.iterations, t.layer_us / 1e3,
-        t.step_ms(t.layer_us), t.iteration_share(), t.step_ms(t.lower_bound_us), t.over_lower_bound());
+        t.step_ms(t.layer_us), t.iteration_share(), t.step_ms(t.lower_bound_us), t.over_lower_bound(), quoted(t.path),
+        quoted(t.path_reason));
   }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
   put("  \"buffer_row_offsets\": ");
@@ -127,6 +128,8 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
         "{:.1f}% over a buffer holding the batch whole\n          by {}: {}\n",
         t.step_ms(t.layer_us), t.layer_us / 1e3, t.layers, printable(t.model), t.tp, 100.0 * t.iteration_share(),
         100.0 * t.over_lower_bound(), printable(t.cost_file), printable(t.holds_for));
+    put("path      {}: {}{}\n", printable(t.path), printable(t.path_reason),
+        t.path == "chunked" ? "" : "; the chunk table below is the policy's plan, which it does not run");
   }
   put("\n");
   if (!r.refused.empty()) {

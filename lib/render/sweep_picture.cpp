@@ -109,6 +109,9 @@ std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, cons
                    format_ms(t.step_ms(t.mean_us)));
   s += fmt::format("\nper-iteration share {:.1f}%, over bound {:.1f}% (against a buffer holding each batch whole)",
                    100.0 * finite_or_zero(t.iteration_share), 100.0 * finite_or_zero(t.over_lower_bound));
+  s += fmt::format("\npath: {} (chunked {}, one-shot {}, absorbed {}){}", t.path(), t.on(explore::EnginePath::chunked),
+                   t.on(explore::EnginePath::one_shot), t.on(explore::EnginePath::absorbed),
+                   t.buffer_free ? ": the whole context at once, no buffer" : "");
   if (r.refused > 0)
     s += fmt::format("\nrefused {:.2f}% ({} of {} batches), counted as never done", 100.0 * r.refused_share(), r.refused,
                      r.batches);
@@ -140,6 +143,14 @@ size_t chars_fitting(double px, double size) { return static_cast<size_t>(std::m
 // qualifies in says so.
 std::vector<std::vector<size_t>> group_rows(const std::vector<SweepRow>& rows, const std::set<std::string>& unmet,
                                             bool one_model, std::vector<SweepSeries>& series) {
+  // Groups whose every row runs every batch one-shot on the cost file's GPU (TensorRT-LLM below
+  // SM100): their time does not depend on the buffer, and the legend says so.
+  std::map<std::string, bool> one_shot;
+  for (const SweepRow& r : rows) {
+    const bool all = r.time && r.time->on(explore::EnginePath::one_shot) == r.batches && r.batches > 0;
+    auto [it, fresh] = one_shot.emplace(group_of(r, true), all);
+    if (!fresh) it->second = it->second && all;
+  }
   std::map<std::string, size_t> index;
   std::vector<std::vector<size_t>> members;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -148,7 +159,9 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<SweepRow>& rows, c
       SweepSeries s;
       s.key = it->first;
       // The note is kept whole; a long (model) name is clipped before it.
-      const std::string_view note = unmet.count(s.key) ? " (no buffer qualifies)" : "";
+      const std::string_view note = unmet.count(s.key)  ? " (no buffer qualifies)"
+                                    : one_shot[s.key] ? " (one-shot at every buffer)"
+                                                      : "";
       s.label = clip_text(group_of(rows[i], !one_model), kLegendChars - note.size()) + std::string(note);
       const size_t n = series.size();
       s.swatch = sequence_swatch(n);
@@ -497,7 +510,7 @@ SweepPicture measure_sweep(const SweepReport& report) {
         recommended[*r.row] = true;
         choice[*r.row] = &r;
       }
-      if (!r.row) unmet.insert(r.group);
+      if (!r.row && !r.whole_row) unmet.insert(r.group);
     }
   }
   // Any row with a time gives the panel; a row without one (none in a sweep check_costs passed) has no point in it.

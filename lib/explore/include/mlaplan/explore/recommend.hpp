@@ -1,7 +1,9 @@
 // Choosing a buffer from a sweep: per policy, chunk count, model and TP, the smallest buffer whose
 // memory fits a budget and whose batches need at most K iterations at a quantile (objective
 // iterations) or take a step time at the quantile within P% of the group's best on the grid (objective
-// time, from a cost model), with the reason each smaller buffer fails.
+// time, from a cost model), with the reason each smaller buffer fails. With a cost model, the memory
+// is what each batch's dispatched path holds (TimeStats::memory_rows), and a group whose engine takes
+// every batch whole without a buffer on the cost file's GPU has no buffer to choose: it says so.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,10 @@ struct Recommendation {
   // the chosen one would save and cost ("" when there is none).
   std::optional<size_t> best;
   std::string next_larger;
+  // Where the engine runs every batch of every row without a buffer (TensorRT-LLM below SM100): why,
+  // and `row` is none; the same time and memory at every buffer, in the group's first row.
+  std::string whole_context;
+  std::optional<size_t> whole_row;
 };
 
 // One recommendation per group of rows sharing policy, M, model and TP. Throws InputError when a

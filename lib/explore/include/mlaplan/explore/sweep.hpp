@@ -3,6 +3,7 @@
 // printing (sweep_format.hpp) and from choosing (recommend.hpp).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,6 +13,7 @@
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/explore/dispatch.hpp"
 #include "mlaplan/explore/model.hpp"
 #include "mlaplan/explore/policy.hpp"
 #include "mlaplan/profile/planner.hpp"
@@ -39,7 +41,9 @@ void check_costs(const SweepGrid& grid);
 // for a name that is none) and, unless keep_tps, their TPs. Then check_costs.
 void take_cost_models(SweepGrid& grid, bool keep_tps);
 
-// A setting's predicted time per layer under one cost model (cost/cost_model.hpp), over its batches.
+// A setting's predicted time per layer under one cost model (cost/cost_model.hpp), over its batches,
+// each priced on the path its engine dispatches it to on the cost model's GPU (dispatch.hpp): a batch
+// the policy's loop refuses is refused only where the engine runs that loop.
 struct TimeStats {
   size_t cost = 0;                 // index into SweepGrid::costs (and SweepResult::costs)
   uint32_t layers = 0;             // the model's layers: a step's time is a layer's times this
@@ -49,6 +53,23 @@ struct TimeStats {
   double iteration_share = 0;      // per_iteration_us x iterations over the time, summed over planned batches
   double over_lower_bound = 0;     // time / the time with a buffer holding each batch whole - 1 (summed)
   std::vector<float> layer_us;     // per batch, in batch order (refused: +inf); for recommend
+  // As dispatched: the batches priced on each path (indexed by EnginePath) and those refused (their
+  // engine runs the loop, which refuses them); the mean iterations over the batches priced (0 on a
+  // path that takes the context whole); the most rows one step gathers and up-projects (the whole
+  // context's on such a path); and the rows of K/V the setting holds at once, what its memory is:
+  // the buffer, or where no batch used one (TensorRT-LLM below SM100), the largest batch's cached +
+  // new rows.
+  std::array<uint64_t, kEnginePaths> paths{};
+  uint64_t refused = 0;
+  double mean_iterations = 0;
+  uint64_t most_rows = 0;
+  uint64_t memory_rows = 0;
+  bool buffer_free = false;        // every batch priced, none through the buffer: the time is the same at any buffer
+
+  uint64_t on(EnginePath p) const { return paths[static_cast<size_t>(p)]; }
+  // "chunked", "one-shot" or "absorbed" where every batch priced took that path, else "mixed"; a
+  // setting that prices no batch is "chunked" (its loop refuses them all).
+  std::string path() const;
   // The time per layer at quantile q in (0, 1], refused batches counted as never done (+inf).
   double at(double q) const;
   // A step's milliseconds for a layer's microseconds: every output shows steps this one way.

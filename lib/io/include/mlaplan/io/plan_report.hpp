@@ -33,7 +33,11 @@ struct TimeFigures {
   std::string model;         // "deepseek-v3"
   uint32_t tp = 1;
   uint32_t layers = 0;       // the model's layers: a step's time is a layer's times this
-  uint64_t iterations = 0;   // the plan's iterations through the buffer
+  uint64_t iterations = 0;   // iterations through the buffer on the path that ran (0 on a one-shot path)
+  // The path the engine runs the batch on, on the cost file's GPU: "chunked" (the plan's loop),
+  // "one-shot" or "absorbed" (the whole context at once), and why, in a sentence.
+  std::string path = "chunked";
+  std::string path_reason;
   double layer_us = 0;       // predicted context-phase attention time of one layer
   double iteration_us = 0;   // of which per-iteration overhead (per_iteration_us x iterations)
   double lower_bound_us = 0; // the same batch with a buffer that holds it whole
