@@ -398,15 +398,20 @@ NB_MODULE(_mlaplan, m) {
   m.def(
       "cost_features",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
-         uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded) {
+         uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
+         uint32_t sm) {
         using namespace mlaplan::explore;
         mlaplan::Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
         const Policy p = policy_named(policy);
         const mlaplan::cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
         if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
           throw mlaplan::InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
+        // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
+        const EnginePath path = unbounded ? unbounded_path(b, p, sm) : engine_path(b, p, sm);
         mlaplan::cost::Features f;
-        if (unbounded) {
+        if (path != EnginePath::chunked) {
+          f = whole_context_features(b, g);  // no refusal: the loop does not run
+        } else if (unbounded) {
           f = unbounded_features(b, p, g);
         } else if (p.kind == PolicyKind::max) {
           if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, mlaplan::plan_shape(b).min_max_chunks);
@@ -420,12 +425,26 @@ NB_MODULE(_mlaplan, m) {
         nb::dict d;
         for (size_t i = 0; i < mlaplan::cost::kTerms; ++i)
           d[mlaplan::cost::coefficient_name(static_cast<mlaplan::cost::Term>(i))] = f.values[i];
+        if (sm != 0) d["path"] = path_name(path);  // without a GPU every policy runs its loop
         return d;
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
-      "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false,
+      "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
       "A cost model's terms for one layer of the batch under the policy, keyed by coefficient name (max_chunks 0: as "
-      "many as max needs; unbounded: a buffer holding the batch whole).");
+      "many as max needs; unbounded: a buffer holding the batch whole), on the path the engine dispatches it to on a GPU "
+      "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop).");
+  m.def(
+      "engine_path",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         uint32_t sm) {
+        using namespace mlaplan::explore;
+        const mlaplan::Batch b = host_batch(cache, offsets, page_size, buffer_token_size, 1);
+        const Policy p = policy_named(policy);
+        return nb::make_tuple(path_name(engine_path(b, p, sm)), path_reason(b, p, sm));
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "sm"_a,
+      "The path the policy's engine runs the batch on, on a GPU of compute capability sm (x10): (\"chunked\", "
+      "\"one-shot\" or \"absorbed\", why).");
 
   m.def(
       "replay",

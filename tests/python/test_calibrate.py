@@ -59,37 +59,119 @@ def test_features_refuse_what_the_policy_refuses():
         mlaplan.cost_features([1000], [0, 10], 1, 100, "max", heads=16, max_chunks=2)
 
 
+def _expect_schedule_counts(f, s, n, where):
+    """The C++ terms `f` are the counts of the executor's schedule `s`: iterations, rows, attention
+    queries, merged queries, the attention grids' blocks and the idle pair-times of their dispatch."""
+    assert f["per_iteration_us"] == s.iterations, where
+    assert f["per_row_us"] == sum(st.n_rows for st in s.steps), where
+    assert f["per_query_us"] == sum(a.call.n_q for st in s.steps for a in st.attends), where
+    merged = sum(a.call.n_q for st in s.steps if not st.take for a in st.attends) + (n.new_tokens if s.final_merge else 0)
+    assert f["per_merged_query_us"] == merged, where
+    # FlashAttention-2's varlen grid: ceil(most queries / 128) tiles for every sequence of the call.
+    blocks = empty = 0
+    for a in (a for st in s.steps for a in st.attends):
+        q, k = np.diff(a.call.cu_q), np.diff(a.call.cu_k)
+        tiles = (q + 127) // 128
+        blocks += 16 * int(np.sum(tiles * (k > 0)))
+        empty += 16 * (len(q) * int(tiles.max(initial=0)) - int(tiles.sum()))
+    assert f["per_block_us"] == blocks, where
+    assert f["per_empty_block_us"] == empty, where
+    idle = sum(_dispatch_idle(a.call, 16, 132) for st in s.steps for a in st.attends)
+    assert f["per_idle_mpair_us"] == pytest.approx(idle, rel=1e-9, abs=1e-9), where
+
+
+def _schedule(p, n, **paths):
+    from mlaplan.prefill.schedule import build_schedule
+    import torch
+
+    pages = max((c + k + p.page_size - 1) // p.page_size for c, k in zip(p.cache, p.new))
+    return build_schedule(p.policy, n, np.zeros((len(p.cache), max(pages, 1)), dtype=np.int64), p.buffer_tokens, None,
+                          torch.device("cpu"), **paths)
+
+
+def _terms(p, sm=0):
+    return mlaplan.cost_features(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
+                                 p.buffer_tokens, p.policy, 16, sm=sm)
+
+
 def test_features_are_the_executors_counts():
     """Over random batches, every engine: the iterations, rows, attention queries, merged queries and
     the attention grids' blocks the C++ terms count are those of the schedule the executor runs (its
     chunked paths)."""
-    torch = pytest.importorskip("torch", reason="the executor needs torch")
+    pytest.importorskip("torch", reason="the executor needs torch")
     from mlaplan.prefill.inputs import lengths_of
-    from mlaplan.prefill.schedule import build_schedule
 
     for p in make_grid(150, 7, 16):
         n = lengths_of(p.cache, p.offsets, p.page_size)
-        pages = max((c + k + p.page_size - 1) // p.page_size for c, k in zip(p.cache, p.new))
-        s = build_schedule(p.policy, n, np.zeros((len(p.cache), max(pages, 1)), dtype=np.int64), p.buffer_tokens, None,
-                           torch.device("cpu"), sglang_path="chunked", trtllm_path="sm100")
-        f = features(p, 16)
-        where = f"{p.policy} B={len(p.cache)} buffer {p.buffer_tokens}"
-        assert f["per_iteration_us"] == s.iterations, where
-        assert f["per_row_us"] == sum(st.n_rows for st in s.steps), where
-        assert f["per_query_us"] == sum(a.call.n_q for st in s.steps for a in st.attends), where
-        merged = sum(a.call.n_q for st in s.steps if not st.take for a in st.attends) + (n.new_tokens if s.final_merge else 0)
-        assert f["per_merged_query_us"] == merged, where
-        # FlashAttention-2's varlen grid: ceil(most queries / 128) tiles for every sequence of the call.
-        blocks = empty = 0
-        for a in (a for st in s.steps for a in st.attends):
-            q, k = np.diff(a.call.cu_q), np.diff(a.call.cu_k)
-            tiles = (q + 127) // 128
-            blocks += 16 * int(np.sum(tiles * (k > 0)))
-            empty += 16 * (len(q) * int(tiles.max(initial=0)) - int(tiles.sum()))
-        assert f["per_block_us"] == blocks, where
-        assert f["per_empty_block_us"] == empty, where
-        idle = sum(_dispatch_idle(a.call, 16, 132) for st in s.steps for a in st.attends)
-        assert f["per_idle_mpair_us"] == pytest.approx(idle, rel=1e-9, abs=1e-9), where
+        s = _schedule(p, n, sglang_path="chunked", trtllm_path="sm100")
+        _expect_schedule_counts(_terms(p), s, n, f"{p.policy} B={len(p.cache)} buffer {p.buffer_tokens}")
+
+
+# The executor's paths, by the name the C++ dispatch gives them ("no context" runs the new tokens'
+# step, whatever path the engine's rule names: every path's terms are then the same).
+SCHEDULE_PATHS = {"chunked": "chunked", "sm100": "chunked", "sm90": "one-shot", "one-shot": "one-shot",
+                  "absorbed": "absorbed"}
+
+
+def test_dispatched_features_are_the_executors_counts():
+    """On the paths each engine dispatches to, as the executor picks them (build_schedule with
+    sglang_path="auto", its one-shot limit the buffer, and trtllm_path "sm90" or "sm100"):
+    cost_features(..., sm=90 / 100) counts the schedule's own iterations, rows, queries, merges,
+    blocks and idle pair-times, under every engine, on random batches and on batches drawn to reach
+    SGLang's absorbed and one-shot paths and its threshold's edge; its "path" is the schedule's."""
+    pytest.importorskip("torch", reason="the executor needs torch")
+    from mlaplan.calibrate.grid import Point
+    from mlaplan.prefill.inputs import lengths_of
+    from mlaplan.prefill.schedule import ENGINES
+
+    rng = np.random.default_rng(11)
+    points = list(make_grid(120, 17, 16))
+    for _ in range(40):  # small prefixes (absorbed), prefixes at the threshold, buffers around the batch
+        b = int(rng.integers(1, 6))
+        cache = [int(v) for v in rng.integers(0, 3000, b)]
+        if rng.random() < 0.4:
+            cache[0] = max(0, 8192 - sum(cache[1:]) - int(rng.integers(0, 2)))  # a prefix of 8191 or 8192
+        new = [int(v) for v in rng.integers(0, 600, b)]
+        total = sum(cache) + sum(new)
+        buffer = max(64, total + int(rng.integers(-1, 2)) if rng.random() < 0.5 else int(rng.integers(64, 20000)))
+        points.append(Point(cache, new, int(rng.choice([1, 16, 64])), buffer, str(rng.choice(ENGINES))))
+    seen = set()
+    for p in points:
+        n = lengths_of(p.cache, p.offsets, p.page_size)
+        for trtllm_path, sm in (("sm90", 90), ("sm100", 100)):
+            where = f"{p.policy} sm {sm} B={len(p.cache)} cache {sum(p.cache)} new {sum(p.new)} buffer {p.buffer_tokens}"
+            try:
+                s = _schedule(p, n, sglang_path="auto", trtllm_path=trtllm_path)
+            except ValueError:  # the engine's loop refuses the batch: so do the terms
+                with pytest.raises(ValueError):
+                    _terms(p, sm)
+                continue
+            f = _terms(p, sm)
+            path = f.pop("path")
+            if s.path != "no context":
+                assert path == SCHEDULE_PATHS[s.path], where
+                assert mlaplan.engine_path(p.cache, p.offsets, p.page_size, p.buffer_tokens, p.policy, sm)[0] == path, where
+            seen.add((p.policy, path))
+            _expect_schedule_counts(f, s, n, where)
+    for want in (("even-split/sglang", "absorbed"), ("even-split/sglang", "one-shot"), ("even-split/sglang", "chunked"),
+                 ("packed/trtllm", "one-shot"), ("packed/trtllm", "chunked")):
+        assert want in seen, want
+
+
+def test_features_without_a_gpu_are_the_loops():
+    """sm 0 (the default) names no GPU: every policy's loop, and no "path" key, as before dispatch."""
+    f = mlaplan.cost_features([9000], [0, 100], 1, 400, "packed/trtllm", heads=16)
+    assert "path" not in f and f["per_iteration_us"] == 23
+    one_shot = mlaplan.cost_features([9000], [0, 100], 1, 400, "packed/trtllm", heads=16, sm=90)
+    assert one_shot["path"] == "one-shot" and one_shot["per_iteration_us"] == 0 and one_shot["per_row_us"] == 9100
+    assert mlaplan.cost_features([9000], [0, 100], 1, 400, "packed/trtllm", heads=16, sm=100)["path"] == "chunked"
+    path, why = mlaplan.engine_path([100], [0, 10], 1, 400, "even-split/sglang", 90)
+    assert path == "absorbed" and "SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD (8192)" in why
+    # A batch SGLang's loop refuses (400 rows for 500 sequences) runs absorbed MLA: no refusal.
+    cache, offsets = [10] * 500, list(range(501))
+    with pytest.raises(ValueError, match="even-split/sglang"):
+        mlaplan.cost_features(cache, offsets, 1, 400, "even-split/sglang", heads=16)
+    assert mlaplan.cost_features(cache, offsets, 1, 400, "even-split/sglang", heads=16, sm=90)["path"] == "absorbed"
 
 
 def _dispatch_idle(call, heads, slots, tile=128):
@@ -157,7 +239,8 @@ def run_module(*args):
 def test_refit_writes_a_cost_file(tmp_path):
     meas = tmp_path / "m.json"
     doc = {"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16, "dtype": "bf16",
-           "attention": "flash", "merge": "fused (Triton)", "gpu": "Synthetic GPU", "sms": 132, "date": "2026-12-01",
+           "attention": "flash", "merge": "fused (Triton)", "gpu": "Synthetic GPU", "compute_capability": "9.0", "sms": 132,
+           "date": "2026-12-01",
            "records": synthetic(100, 0.01)}
     meas.write_text(json.dumps(doc))
     out = tmp_path / "cost.json"
@@ -167,6 +250,8 @@ def test_refit_writes_a_cost_file(tmp_path):
     assert cost["format"] == "mlaplan-cost-model" and cost["model"] == "deepseek-v3" and cost["tp"] == 8
     assert set(cost["coefficients"]) == set(TRUE) and all(v >= 0 for v in cost["coefficients"].values())
     assert cost["geometry"]["heads"] == 16 and cost["commit"] == "abc1234" and cost["fit"]["points"] == 100
+    # A GPU mlaplan does not know by name: the file carries its compute capability, which the sweep reads.
+    assert cost["gpu"] == "Synthetic GPU" and cost["compute_capability"] == "9.0"
     rows = mlaplan.sweep(batches=50, buffer_tokens=(16384, 65536), policies="packed", cost=str(out))
     assert all(r["layer_ms_mean"] > 0 and r["layers"] == 61 and r["model"] == "deepseek-v3" for r in rows)
 
