@@ -91,6 +91,35 @@ TEST(CostFeatures, LongBlocksDispatchedLastEndLater) {
   EXPECT_GT(span_of(false), 16 * W / 132);
 }
 
+// FlashAttention-3's scheduler hands the sequences out longest first, each block to the slot that
+// frees first: 16 heads x 2 tiles of 28,000-key blocks take 32 slots; the second sequence's 16 x 7 =
+// 112 blocks of 18,900 keys fill the other 100 slots and then wait, 12 of them, for those to free. So
+// the launch ends at 2 x 18,900 keys' blocks, past the longest block and past the work spread evenly,
+// whichever order the sequences are added in (the short one last fills a slot freed early); and no
+// grid tile is empty.
+TEST(CostFeatures, SortedSchedulerHandsOutTheLongestFirst) {
+  Geometry g{16, 132, 1, 128};
+  g.scheduler = mlaplan::cost::Scheduler::sorted;
+  for (bool longest_first : {true, false}) {
+    Launch launch(g);
+    if (longest_first) launch.add(256, 28000, false);
+    launch.add(896, 18900, false);
+    launch.add(1, 10, false);
+    if (!longest_first) launch.add(256, 28000, false);
+    const double t = 128, d = t * 18900;
+    EXPECT_NEAR(launch.span(), 2 * d, 1e-6) << longest_first;
+    Features f;
+    launch.finish(f);
+    EXPECT_EQ(f[Term::empty_block], 0);
+    EXPECT_NEAR(f[Term::block], 16 * (2 + 7 + 1), 1e-9);
+  }
+  // Grid order (FlashAttention-2) on the same launch: the drain formula, not this schedule.
+  Launch grid(Geometry{16, 132, 1, 128});
+  grid.add(256, 28000, false);
+  grid.add(896, 18900, false);
+  EXPECT_NE(grid.span(), 2 * 128 * 18900.0);
+}
+
 // A causal sequence's tiles grow along the grid (each sees the keys up to its diagonal), so the last
 // head's last tile, the longest, ends last: 8,192 queries on 8,192 + 7,513 keys (the Mooncake step
 // with 7,513 cached tokens) take longer than whole waves of the mean block would.
@@ -304,6 +333,9 @@ TEST(CostFile, RefusesNamingTheField) {
             std::string::npos);
   EXPECT_NE(refused("\"tile_queries\": 128", "\"tile_queries\": 0").find("geometry.tile_queries"), std::string::npos);
   EXPECT_NE(refused("mlaplan-cost-model", "other").find("c.json: format"), std::string::npos);
+  EXPECT_NE(refused("\"tile_queries\": 128", "\"tile_queries\": 128, \"scheduler\": \"lpt\"")
+                .find("c.json: geometry.scheduler: \"lpt\" is not grid"),
+            std::string::npos);
   EXPECT_NE(refused("\"per_iteration_us\": 100", "\"per_iteration_us\": 100, \"per_block_us\": -1")
                 .find("c.json: coefficients.per_block_us: -1 is negative"),
             std::string::npos);

@@ -136,6 +136,15 @@ double CostModel::predict_us(const Features& f) const {
   return us;
 }
 
+const char* scheduler_name(Scheduler s) { return s == Scheduler::sorted ? "sorted" : "grid"; }
+
+bool scheduler_named(const std::string& name, Scheduler& out) {
+  if (name.empty() || name == "grid") out = Scheduler::grid;
+  else if (name == "sorted") out = Scheduler::sorted;
+  else return false;
+  return true;
+}
+
 std::string compute_capability_text(uint32_t sm) { return fmt::format("{}.{}", sm / 10, sm % 10); }
 
 uint32_t known_gpu_sm(const std::string& gpu) {
@@ -196,6 +205,10 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
   m.geometry.sms = r.count(g, "sms", "geometry.sms");
   m.geometry.blocks_per_sm = r.count(g, "blocks_per_sm", "geometry.blocks_per_sm");
   m.geometry.tile_queries = r.count(g, "tile_queries", "geometry.tile_queries");
+  const std::string scheduler = r.text(g, "scheduler", "geometry.scheduler", false);
+  if (!scheduler_named(scheduler, m.geometry.scheduler))
+    r.fail("geometry.scheduler", fmt::format("\"{}\" is not grid (FlashAttention-2's) or sorted (FlashAttention-3's); "
+                                             "leave it out for grid", scheduler));
   const json& terms = r.object(doc, "coefficients", "coefficients");
   for (auto it = terms.begin(); it != terms.end(); ++it) {
     bool known = false;

@@ -328,7 +328,7 @@ def cost_terms() -> list:
 
 def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
                   sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, max_chunks: int = 0,
-                  unbounded: bool = False, sm: int = 0) -> dict:
+                  unbounded: bool = False, sm: int = 0, scheduler: str = "grid") -> dict:
     """What one layer's prefill of the batch does under the policy, counted in the cost model's terms
     ({coefficient name: count}), by the code `sweep --cost` runs: a layer's predicted time is the sum
     of coefficient x count. heads: the local heads (num_heads / TP); sms, blocks_per_sm, tile_queries:
@@ -336,9 +336,11 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
     the batch whole (the lower bound). sm: the GPU's compute capability x10 (90 for an H200, 100 for a
     B200): the terms are then those of the path the engine dispatches the batch to there (TensorRT-LLM
     below SM100 and SGLang's one-shot and absorbed paths take the whole context at once; see
-    `engine_path`), and the dict's "path" key names it; 0 (the default): every policy's own loop."""
+    `engine_path`), and the dict's "path" key names it; 0 (the default): every policy's own loop.
+    scheduler: how the attention kernel hands its blocks out, "grid" (FlashAttention-2) or "sorted"
+    (FlashAttention-3; docs/cost-model.md)."""
     return _mlaplan.cost_features(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
-                                  heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm)
+                                  heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm, scheduler)
 
 
 def engine_path(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, sm: int) -> tuple:

@@ -399,11 +399,13 @@ NB_MODULE(_mlaplan, m) {
       "cost_features",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
-         uint32_t sm) {
+         uint32_t sm, const std::string& scheduler) {
         using namespace mlaplan::explore;
         mlaplan::Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
         const Policy p = policy_named(policy);
-        const mlaplan::cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
+        mlaplan::cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
+        if (!mlaplan::cost::scheduler_named(scheduler, g.scheduler))
+          throw mlaplan::InputError("scheduler: grid (FlashAttention-2's) or sorted (FlashAttention-3's), not " + scheduler);
         if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
           throw mlaplan::InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
         // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
@@ -430,9 +432,11 @@ NB_MODULE(_mlaplan, m) {
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
       "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
+      "scheduler"_a = "grid",
       "A cost model's terms for one layer of the batch under the policy, keyed by coefficient name (max_chunks 0: as "
       "many as max needs; unbounded: a buffer holding the batch whole), on the path the engine dispatches it to on a GPU "
-      "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop).");
+      "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop); scheduler: how "
+      "the attention kernel hands out its blocks (grid: FlashAttention-2, sorted: FlashAttention-3).");
   m.def(
       "engine_path",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,

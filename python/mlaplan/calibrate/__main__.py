@@ -92,7 +92,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from ..prefill.model import model_dims
     from .cost_file import cost_document, write_json
     from .device_info import git_commit
-    from .fit import fit_records
+    from .fit import fit_records, scheduler_for
 
     if args.refit:
         doc = _pooled(args.refit)
@@ -133,7 +133,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup, "records": records}
         if args.measurements:
             write_json(args.measurements, doc)
-    fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing)
+    fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing, scheduler=scheduler_for(doc["attention"]))
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
@@ -144,7 +144,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     write_json(args.output, cost)
     print(f"{doc['model']} TP {doc['tp']} on {doc['gpu']}: {fit.points} points, {args.timing} timing, geometry tile "
-          f"{fit.tile_queries} x {fit.blocks_per_sm} per SM; |error| median {100 * fit.median_abs_error:.1f}%, p90 "
+          f"{fit.tile_queries} x {fit.blocks_per_sm} per SM, {fit.scheduler} scheduler; |error| median {100 * fit.median_abs_error:.1f}%, p90 "
           f"{100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {100 * fit.cv_median_abs_error:.1f}%, "
           f"{100 * fit.cv_p90_abs_error:.1f}%)")
     for name, value in fit.coefficients.items():

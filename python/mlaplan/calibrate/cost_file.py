@@ -29,7 +29,8 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
         "date": date,
         "commit": commit,
         "command": command,
-        "geometry": {"heads": heads, "sms": sms, "blocks_per_sm": fit.blocks_per_sm, "tile_queries": fit.tile_queries},
+        "geometry": {"heads": heads, "sms": sms, "blocks_per_sm": fit.blocks_per_sm, "tile_queries": fit.tile_queries,
+                     "scheduler": fit.scheduler},
         "coefficients": fit.coefficients,
         "fit": fit.summary(),
     }

@@ -16,6 +16,13 @@ COLLINEAR_R2 = 0.999
 # Geometries tried: FlashAttention-2's query tiles for head dimension 192 are 64 or 128 rows, one or
 # two blocks resident per SM.
 GEOMETRIES = [(tile, blocks) for tile in (128, 64) for blocks in (1, 2)]
+# How each kernel hands its blocks out (features.hpp, Scheduler): FlashAttention-3's persistent varlen
+# scheduler takes the sequences longest first, the others their grid in order.
+SCHEDULERS = {"fa3": "sorted"}
+
+
+def scheduler_for(kernel: str) -> str:
+    return SCHEDULERS.get(kernel, "grid")
 
 
 def term_names() -> List[str]:
@@ -88,6 +95,7 @@ class FitResult:
     cv_p90_abs_error: float
     not_identifiable: Dict[str, str] = field(default_factory=dict)
     errors: List[float] = field(default_factory=list)
+    scheduler: str = "grid"
 
     def summary(self) -> dict:
         return {"points": self.points, "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
@@ -108,22 +116,24 @@ def _cross_validated(X: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0
     return errs
 
 
-def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int) -> Tuple[np.ndarray, List[str]]:
+def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int,
+           scheduler: str = "grid") -> Tuple[np.ndarray, List[str]]:
     from .grid import Point, features, record_sm
 
     names = term_names()
     rows = []
     for r in records:
         p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
-        f = features(p, heads, sms, blocks, tile, record_sm(r))
+        f = features(p, heads, sms, blocks, tile, record_sm(r), scheduler)
         rows.append([f[n] for n in names])
     return np.asarray(rows, dtype=np.float64), names
 
 
 def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "graph",
-                geometries: Sequence[Tuple[int, int]] = GEOMETRIES) -> FitResult:
+                geometries: Sequence[Tuple[int, int]] = GEOMETRIES, scheduler: str = "grid") -> FitResult:
     """Fits measured records (measure.py's) to their `timing` ("eager" or "graph") ms, trying each
-    geometry and keeping the one with the smallest root-mean-square relative error."""
+    geometry and keeping the one with the smallest root-mean-square relative error; scheduler: the
+    kernel's (scheduler_for)."""
     key = f"{timing}_ms"
     usable = [r for r in records if r.get(key)]
     if len(usable) < len(term_names()) + 1:
@@ -131,7 +141,7 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
     y = np.asarray([r[key] * 1e3 for r in usable])  # microseconds
     best = None
     for tile, blocks in geometries:
-        X, names = design(usable, heads, sms, tile, blocks)
+        X, names = design(usable, heads, sms, tile, blocks, scheduler)
         c = fit_coefficients(X, y)
         e = relative_errors(X, y, c)
         rms = float(np.sqrt(np.mean(e**2)))
@@ -142,6 +152,7 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
     names = term_names()
     return FitResult(
         coefficients={n: float(v) for n, v in zip(names, c)}, tile_queries=tile, blocks_per_sm=blocks, points=len(usable),
+        scheduler=scheduler,
         median_abs_error=float(np.median(np.abs(e))), p90_abs_error=float(np.quantile(np.abs(e), 0.9)),
         max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=float(np.median(np.abs(cv))),
         cv_p90_abs_error=float(np.quantile(np.abs(cv), 0.9)), not_identifiable=identifiability(X, y, names, c),

@@ -36,12 +36,13 @@ class Point:
         return asdict(self)
 
 
-def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, sm: int = 0) -> dict:
+def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, sm: int = 0,
+             scheduler: str = "grid") -> dict:
     """The cost terms of the point as `sweep --cost` counts them (max: as many chunks as it needs), on
-    the path its engine takes on a GPU of compute capability sm (90: SM90; 0: every policy's loop)."""
-    extra = {"sm": sm} if sm else {}
+    the path its engine takes on a GPU of compute capability sm (90: SM90; 0: every policy's loop),
+    the attention's blocks handed out by `scheduler` (grid: FlashAttention-2; sorted: FlashAttention-3)."""
     f = cost_features(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
-                      p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, **extra)
+                      p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, sm=sm, scheduler=scheduler)
     return {k: v for k, v in f.items() if k != "path"}
 
 

@@ -109,7 +109,7 @@ def predict_us(cost: dict, rec: dict) -> float:
 
     g = cost["geometry"]
     f = features(Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"]), g["heads"], g["sms"],
-                 g["blocks_per_sm"], g["tile_queries"], record_sm(rec))
+                 g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     return sum(cost["coefficients"][k] * v for k, v in f.items())
 
 

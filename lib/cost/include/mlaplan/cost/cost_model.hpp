@@ -55,6 +55,12 @@ uint32_t known_gpu_sm(const std::string& gpu);
 // not one known_gpu_sm knows.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
+// "grid" or "sorted": a geometry's scheduler as a cost file spells it.
+const char* scheduler_name(Scheduler s);
+// The scheduler named `name` ("" is grid, a file written before schedulers were named); false for
+// another name.
+bool scheduler_named(const std::string& name, Scheduler& out);
+
 // Reads the file (io's input-file refusals) and parses it.
 CostModel read_cost_model(const std::string& path);
 

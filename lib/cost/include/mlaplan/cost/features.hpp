@@ -9,16 +9,30 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace mlaplan::cost {
 
+// How a varlen launch hands its (query tile, head) blocks to the GPU's slots.
+enum class Scheduler : uint8_t {
+  // FlashAttention-2: a grid of (tile, sequence, head), the tile fastest, each sequence given the most
+  // queries' tiles (those past its queries exit at once); blocks go out in grid order as slots free.
+  grid,
+  // FlashAttention-3 on SM90: a persistent kernel, one CTA per slot, taking tiles from a counter;
+  // only a sequence's own tiles exist, and the sequences are sorted longest first
+  // (hopper/tile_scheduler.hpp, VarlenDynamicPersistentTileScheduler; flash_prepare_scheduler.cu).
+  sorted,
+};
+
 // The attention kernel's launch geometry on one GPU: how many thread blocks run at once and how many
-// queries one block takes. FlashAttention-style kernels launch one block per (query tile, head).
+// queries one block takes. FlashAttention-style kernels run one block per (query tile, head).
 struct Geometry {
   uint32_t heads = 1;          // local heads (num_heads / TP)
   uint32_t sms = 132;          // streaming multiprocessors (132 on an H100/H200 SXM)
   uint32_t blocks_per_sm = 1;  // resident blocks per SM for the attention kernel
   uint32_t tile_queries = 128; // queries per block (kBlockM)
+  Scheduler scheduler = Scheduler::grid;
 
   double slots() const { return static_cast<double>(sms) * blocks_per_sm; }
   // A sequence's query tiles: a block computes every row of its tile, also the rows past the
@@ -136,6 +150,7 @@ class Launch {
     const double c = static_cast<double>(count), last = first + step * (c - 1);
     if ((step != 0 && count > 1) || (tiles_ > 0 && first != longest_)) alike_ = false;
     peak_ = std::max(peak_, ahead + last * g_->slots());
+    if (g_->scheduler == Scheduler::sorted) runs_.emplace_back((first + last) / 2, c);
     squares_ += c * first * first;
     if (step != 0) squares_ += first * step * c * (c - 1) + step * step * (c - 1) * c * (2 * c - 1) * (1.0 / 6);
     work_ += (first + last) / 2 * c;
@@ -150,6 +165,9 @@ class Launch {
   double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
   double squares_ = 0;   // the blocks' pairs squared, summed (one head)
   double peak_ = 0;      // the latest-ending block of a head: work ahead of it + its pairs x slots
+  // The sorted scheduler's runs: (a block's mean pairs, blocks of one head), one per sequence.
+  std::vector<std::pair<double, double>> runs_;
+  double sorted_span() const;
   bool alike_ = true;    // every block has the same pairs
   // The grid: its sequences, the tiles each has (the most queries'), and the tiles holding queries.
   uint64_t sequences_ = 0, most_tiles_ = 0, grid_tiles_ = 0;
@@ -167,9 +185,44 @@ inline double Launch::span() const {
   // length-biased mean, sum d^2 / sum d (renewal theory's mean residual). A run's last block ends
   // last of its run, so add_run keeps that one. The launch lasts at least its longest block and the
   // work spread evenly.
+  if (g_->scheduler == Scheduler::sorted) return std::max(sorted_span(), longest_);
   const double residual = squares_ / work_ / 2;
   const double end = ((heads - 1) * work_ + peak_) / slots - residual;
   return std::max({longest_, work_ * heads / slots, end});
+}
+
+// The sorted scheduler (FlashAttention-3): the sequences' blocks handed out longest first, each to
+// the slot that frees first. Simulated run by run over groups of slots that free at the same time
+// (at most one group per slot, and whole waves of a run added at once), each sequence's blocks taken
+// at their mean length.
+inline double Launch::sorted_span() const {
+  thread_local std::vector<std::pair<double, double>> runs, groups;  // groups: (time a slot frees, slots)
+  runs.assign(runs_.begin(), runs_.end());
+  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const double slots = g_->slots();
+  groups.assign(1, {0.0, slots});
+  for (const auto& [d, per_head] : runs) {
+    double left = per_head * g_->heads;
+    if (const double waves = std::floor(left / slots); waves > 0) {  // every slot takes `waves` blocks
+      for (auto& grp : groups) grp.first += waves * d;
+      left -= waves * slots;
+    }
+    // The rest, fewer than the slots, each to the earliest-freeing group (kept sorted by time).
+    while (left > 0) {
+      const double take = std::min(left, groups.front().second);
+      const double at = groups.front().first + d;
+      if (take < groups.front().second) groups.front().second -= take;
+      else groups.erase(groups.begin());
+      const auto it =
+          std::lower_bound(groups.begin(), groups.end(), at, [](const auto& grp, double t) { return grp.first < t; });
+      if (it != groups.end() && it->first == at) it->second += take;
+      else groups.insert(it, {at, take});
+      left -= take;
+    }
+  }
+  double end = 0;
+  for (const auto& grp : groups) end = std::max(end, grp.first);
+  return end;
 }
 
 inline void Launch::finish(Features& f, uint64_t times) const {
@@ -181,7 +234,8 @@ inline void Launch::finish(Features& f, uint64_t times) const {
   f[Term::mpair] += n * work_ * 1e-6;
   f[Term::idle_mpair] += n * idle * 1e-6;
   f[Term::block] += n * tiles_ * heads;
-  f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
+  if (g_->scheduler == Scheduler::grid)  // the sorted scheduler makes no tiles past a sequence's queries
+    f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
 }
 
 }  // namespace mlaplan::cost
