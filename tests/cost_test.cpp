@@ -112,6 +112,7 @@ TEST(CostFeatures, SortedSchedulerHandsOutTheLongestFirst) {
     launch.finish(f);
     EXPECT_EQ(f[Term::empty_block], 0);
     EXPECT_NEAR(f[Term::block], 16 * (2 + 7 + 1), 1e-9);
+    EXPECT_EQ(f[Term::sequence], 3);  // each sequence with queries and keys, once per launch
   }
   // Grid order (FlashAttention-2) on the same launch: the drain formula, not this schedule.
   Launch grid(Geometry{16, 132, 1, 128});

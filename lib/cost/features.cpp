@@ -17,6 +17,7 @@ const char* coefficient_name(Term t) {
     case Term::idle_mpair: return "per_idle_mpair_us";
     case Term::block: return "per_block_us";
     case Term::empty_block: return "per_empty_block_us";
+    case Term::sequence: return "per_sequence_us";
   }
   return "";
 }
@@ -33,6 +34,7 @@ const char* term_unit(Term t) {
     case Term::idle_mpair: return "million pair-times of block slots left idle";
     case Term::block: return "(query tile, head) block that computes";
     case Term::empty_block: return "block of a launch's grid with no queries";
+    case Term::sequence: return "sequence of a launch with queries and keys";
   }
   return "";
 }

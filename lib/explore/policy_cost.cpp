@@ -95,11 +95,12 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   const uint64_t T = new_tokens(b), chunks = seqs.front().last + 1;
   const AllQueriesGrid grid = AllQueriesGrid::of(b, g);
   uint64_t full_tiles = 0;  // tiles of the sequences full-size in the chunks being counted
+  uint64_t full_seqs = 0;   // those of them with queries
   int64_t last_full = -1;   // the last of them in batch order with queries
   auto start = [&](Launch& launch) {
     launch.add_queries(T);
     grid.set(launch);
-    if (full_tiles) launch.add_blocks(full, full_tiles, ahead_through(static_cast<uint32_t>(last_full)) - full);
+    if (full_tiles) launch.add_blocks(full, full_tiles, ahead_through(static_cast<uint32_t>(last_full)) - full, full_seqs);
   };
   size_t i = 0;
   uint64_t c = chunks;  // chunks c .. chunks - 1 are counted
@@ -115,12 +116,13 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
         // One before the last full-size sequence ends before that one's last block does (it is no
         // longer), whatever ahead it is given: 0.
         const double ahead = static_cast<int64_t>(s.pos) > last_full ? ahead_through(s.pos) - s.rem : 0;
-        launch.add_blocks(s.rem, s.tiles, ahead);
+        launch.add_blocks(s.rem, s.tiles, ahead, s.tiles > 0);
       }
       launch.finish(f);
       for (size_t j = from; j < i; ++j) {  // full-size in the chunks before
         add(seqs[j].pos, static_cast<double>(seqs[j].tiles) * (full - seqs[j].rem));
         full_tiles += seqs[j].tiles;
+        full_seqs += seqs[j].tiles > 0;
         if (seqs[j].tiles) last_full = std::max<int64_t>(last_full, seqs[j].pos);  // one without queries has no blocks
       }
       c = at;

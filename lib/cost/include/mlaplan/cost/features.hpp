@@ -56,10 +56,13 @@ enum class Term : uint8_t {
   idle_mpair,      // millions of pair-times the launches leave the GPU's block slots idle
   block,           // (query tile, head) blocks that compute: each loads its tile and writes its output
   empty_block,     // blocks of a launch's grid past a sequence's queries, which exit at once
+  sequence,        // sequences of a launch that compute (queries and keys): FlashAttention-3's cost per sequence
 };
-inline constexpr size_t kTerms = 10;
+inline constexpr size_t kTerms = 11;
 // Terms a cost file may leave out (taken as 0): those added after files without them were written.
-inline constexpr bool optional_term(Term t) { return t == Term::block || t == Term::empty_block; }
+inline constexpr bool optional_term(Term t) {
+  return t == Term::block || t == Term::empty_block || t == Term::sequence;
+}
 
 // The name of a term's coefficient in a cost file: "per_iteration_us", ...
 const char* coefficient_name(Term t);
@@ -105,13 +108,17 @@ class Launch {
   // The work of a sequence whose queries are counted by add_queries.
   void add_work(uint64_t queries, uint64_t keys, bool causal) {
     if (queries == 0 || keys == 0) return;
+    ++working_;
     if (causal) add_causal(queries, keys);
     else add_run(static_cast<double>(g_->tile_queries) * static_cast<double>(keys), 0, g_->tiles(queries));
   }
-  // `count` blocks of one head with `pairs` each, added in bulk where the launch's sequences are too
-  // many to add one at a time (the even split's chunks): `ahead`, the pairs of the head's blocks
-  // dispatched before the last of them. Their queries and grid are added apart.
-  void add_blocks(double pairs, uint64_t count, double ahead) { add_run(pairs, 0, count, ahead); }
+  // `count` blocks of one head with `pairs` each, of `sequences` sequences, added in bulk where the
+  // launch's sequences are too many to add one at a time (the even split's chunks): `ahead`, the pairs
+  // of the head's blocks dispatched before the last of them. Their queries and grid are added apart.
+  void add_blocks(double pairs, uint64_t count, double ahead, uint64_t sequences) {
+    working_ += sequences;
+    add_run(pairs, 0, count, ahead);
+  }
   // Adds the launch, repeated `times` times, to `f`: its queries, pairs and idle pairs (nothing for
   // a launch without queries).
   void finish(Features& f, uint64_t times = 1) const;
@@ -160,6 +167,7 @@ class Launch {
 
   const Geometry* g_;
   uint64_t queries_ = 0;
+  uint64_t working_ = 0; // sequences with queries and keys
   double work_ = 0;      // pairs summed over the blocks of one head
   double longest_ = 0;   // the largest block's pairs
   double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
@@ -234,6 +242,7 @@ inline void Launch::finish(Features& f, uint64_t times) const {
   f[Term::mpair] += n * work_ * 1e-6;
   f[Term::idle_mpair] += n * idle * 1e-6;
   f[Term::block] += n * tiles_ * heads;
+  f[Term::sequence] += n * static_cast<double>(working_);
   if (g_->scheduler == Scheduler::grid)  // the sorted scheduler makes no tiles past a sequence's queries
     f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
 }
