@@ -92,7 +92,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from ..prefill.model import model_dims
     from .cost_file import cost_document, write_json
     from .device_info import git_commit
-    from .fit import fit_records, scheduler_for
+    from .fit import fit_records, geometries_for, scheduler_for
 
     if args.refit:
         doc = _pooled(args.refit)
@@ -133,7 +133,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup, "records": records}
         if args.measurements:
             write_json(args.measurements, doc)
-    fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing, scheduler=scheduler_for(doc["attention"]))
+    fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing,
+                      geometries_for(doc["attention"]), scheduler_for(doc["attention"]))
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),

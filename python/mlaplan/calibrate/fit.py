@@ -19,10 +19,17 @@ GEOMETRIES = [(tile, blocks) for tile in (128, 64) for blocks in (1, 2)]
 # How each kernel hands its blocks out (features.hpp, Scheduler): FlashAttention-3's persistent varlen
 # scheduler takes the sequences longest first, the others their grid in order.
 SCHEDULERS = {"fa3": "sorted"}
+# FlashAttention-3's SM90 forward for head dimension 192 runs tiles of 128 queries, one CTA per SM
+# (hopper/tile_size.h, tile_size_fwd_sm90; flash_fwd_kernel_sm90.h): its geometry is known, not fitted.
+KERNEL_GEOMETRIES = {"fa3": [(128, 1)]}
 
 
 def scheduler_for(kernel: str) -> str:
     return SCHEDULERS.get(kernel, "grid")
+
+
+def geometries_for(kernel: str) -> List[Tuple[int, int]]:
+    return KERNEL_GEOMETRIES.get(kernel, GEOMETRIES)
 
 
 def term_names() -> List[str]:
