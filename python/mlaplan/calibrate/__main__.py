@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import List, Optional
 
-from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device
+from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, attention_kernel
 from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill.__main__ import entry as _entry
 
@@ -115,14 +115,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         if merge.triton is None:
             raise UsageError("the executor's fused merge needs Triton on CUDA (pip install triton)")
-        from ..prefill.attention import kernel_title, resolve_kernel
+        from ..prefill.attention import kernel_title
 
-        try:
-            kernel, note = resolve_kernel(args.attention, device)
-        except ValueError as e:
-            raise UsageError(str(e))
-        if note:
-            print(f"mlaplan: note: {note}", file=sys.stderr)
+        kernel = attention_kernel(args.attention, device)
         info = device_info.describe(torch, device)
         limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
         grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, _positive_list
+from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, _positive_list, attention_kernel
 from ..prefill.attention import KERNELS
 from ..prefill.schedule import parse_engines
 
@@ -57,7 +57,7 @@ def measure(args) -> dict:
     from ..prefill.model import model_dims
     from .device_info import describe
     from .grid import Point
-    from ..prefill.attention import kernel_title, resolve_kernel
+    from ..prefill.attention import kernel_title
     from .measure import AUTO_PATHS, measure_point
 
     if not args.scenarios:
@@ -65,12 +65,7 @@ def measure(args) -> dict:
     engines = parse_engines(args.policy)
     dims = model_dims(args.model, args.tp)
     device = _device(torch, args.device)
-    try:
-        kernel, note = resolve_kernel(args.attention, device)
-    except ValueError as e:
-        raise UsageError(str(e))
-    if note:
-        print(f"mlaplan: note: {note}", file=sys.stderr)
+    kernel = attention_kernel(args.attention, device)
     records = []
     import time
 

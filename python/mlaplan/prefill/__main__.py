@@ -164,6 +164,20 @@ def _check_output_path(path: Optional[str], option: str) -> None:
         raise UsageError(f"{option} {path}: the folder {folder} is not writable")
 
 
+def attention_kernel(name: str, device) -> str:
+    """The kernel --attention NAME runs on `device` (attention.resolve_kernel), its note on stderr;
+    UsageError where it cannot run. The prefill, calibrate and validate commands share it."""
+    from .attention import resolve_kernel
+
+    try:
+        kernel, note = resolve_kernel(name, device)
+    except ValueError as e:
+        raise UsageError(str(e))
+    if note:
+        print(f"mlaplan: note: {note}", file=sys.stderr)
+    return kernel
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     _check_output_path(args.output, "--output")
@@ -196,14 +210,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     buffers_for = lambda s: args.buffer_tokens or [int(s["buffer_token_size"])]  # noqa: E731
     if args.trace and (len(scenarios) != 1 or len(engines) != 1 or len(buffers_for(scenarios[0])) != 1):
         raise UsageError("--trace: trace one run: give one policy and one buffer size, for a file of one scenario")
-    from .attention import kernel_title, resolve_kernel
+    from .attention import kernel_title
 
-    try:
-        kernel, note = resolve_kernel(args.attention, device)
-    except ValueError as e:
-        raise UsageError(str(e))
-    if note:
-        print(f"mlaplan: note: {note}", file=sys.stderr)
+    kernel = attention_kernel(args.attention, device)
     if args.merge == "fused" and device.type == "cuda" and merge.triton is None:
         raise UsageError("--merge fused: needs Triton on CUDA (pip install triton), or use --merge eager")
 
