@@ -102,7 +102,7 @@ def parser() -> Parser:
                         "FlashAttention-3 on SM90 where a build imports, else flash with a note), fa3 (FlashAttention-3, "
                         "V as it is: flash_attn_interface, fa3-fwd, vLLM's or SGLang's build), flash (FlashAttention-2 "
                         "through varlen_attn, V padded to the QK dimension as vLLM pads it there) or cudnn (cuDNN SDPA, "
-                        "V as it is; it plans per shape, docs/prefill.md)")
+                        "V as it is)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
