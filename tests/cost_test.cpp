@@ -115,7 +115,8 @@ TEST(CostFeatures, SortedSchedulerHandsOutTheLongestFirst) {
     EXPECT_EQ(f[Term::sequence], 3);  // each sequence with queries and keys, once per launch
   }
   // Grid order (FlashAttention-2) on the same launch: the drain formula, not this schedule.
-  Launch grid(Geometry{16, 132, 1, 128});
+  const Geometry fa2{16, 132, 1, 128};  // a Launch keeps a pointer to its geometry
+  Launch grid(fa2);
   grid.add(256, 28000, false);
   grid.add(896, 18900, false);
   EXPECT_NE(grid.span(), 2 * 128 * 18900.0);
