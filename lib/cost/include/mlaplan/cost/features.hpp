@@ -157,7 +157,7 @@ class Launch {
     const double c = static_cast<double>(count), last = first + step * (c - 1);
     if ((step != 0 && count > 1) || (tiles_ > 0 && first != longest_)) alike_ = false;
     peak_ = std::max(peak_, ahead + last * g_->slots());
-    if (g_->scheduler == Scheduler::sorted) runs_.emplace_back((first + last) / 2, c);
+    if (g_->scheduler == Scheduler::sorted) add_sorted_run((first + last) / 2, c);
     squares_ += c * first * first;
     if (step != 0) squares_ += first * step * c * (c - 1) + step * step * (c - 1) * c * (2 * c - 1) * (1.0 / 6);
     work_ += (first + last) / 2 * c;
@@ -173,8 +173,17 @@ class Launch {
   double tiles_ = 0;     // blocks of one head that compute something (query tiles with keys)
   double squares_ = 0;   // the blocks' pairs squared, summed (one head)
   double peak_ = 0;      // the latest-ending block of a head: work ahead of it + its pairs x slots
-  // The sorted scheduler's runs: (a block's mean pairs, blocks of one head), one per sequence.
-  std::vector<std::pair<double, double>> runs_;
+  // The sorted scheduler's runs: (a block's mean pairs, blocks of one head), one per sequence; the
+  // first few inline (a packed chunk holds one to three), the rest on the heap.
+  static constexpr size_t kInlineRuns = 8;
+  std::array<std::pair<double, double>, kInlineRuns> inline_runs_{};
+  size_t n_runs_ = 0;
+  std::vector<std::pair<double, double>> more_runs_;
+  void add_sorted_run(double pairs, double count) {
+    if (n_runs_ < kInlineRuns) inline_runs_[n_runs_] = {pairs, count};
+    else more_runs_.emplace_back(pairs, count);
+    ++n_runs_;
+  }
   double sorted_span() const;
   bool alike_ = true;    // every block has the same pairs
   // The grid: its sequences, the tiles each has (the most queries'), and the tiles holding queries.
@@ -205,7 +214,8 @@ inline double Launch::span() const {
 // at their mean length.
 inline double Launch::sorted_span() const {
   thread_local std::vector<std::pair<double, double>> runs, groups;  // groups: (time a slot frees, slots)
-  runs.assign(runs_.begin(), runs_.end());
+  runs.assign(inline_runs_.begin(), inline_runs_.begin() + static_cast<std::ptrdiff_t>(std::min(n_runs_, kInlineRuns)));
+  runs.insert(runs.end(), more_runs_.begin(), more_runs_.end());
   std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   const double slots = g_->slots();
   groups.assign(1, {0.0, slots});
