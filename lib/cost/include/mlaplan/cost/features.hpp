@@ -213,33 +213,39 @@ inline double Launch::span() const {
 // (at most one group per slot, and whole waves of a run added at once), each sequence's blocks taken
 // at their mean length.
 inline double Launch::sorted_span() const {
+  const double slots = g_->slots(), heads = g_->heads;
+  if (n_runs_ == 1) {  // one sequence: whole waves, and a last part-wave if blocks are left
+    const auto [d, per_head] = inline_runs_[0];
+    return std::ceil(per_head * heads / slots) * d;
+  }
   thread_local std::vector<std::pair<double, double>> runs, groups;  // groups: (time a slot frees, slots)
   runs.assign(inline_runs_.begin(), inline_runs_.begin() + static_cast<std::ptrdiff_t>(std::min(n_runs_, kInlineRuns)));
   runs.insert(runs.end(), more_runs_.begin(), more_runs_.end());
   std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
-  const double slots = g_->slots();
   groups.assign(1, {0.0, slots});
+  size_t head = 0;  // groups[head..] are the live ones, sorted by time
   for (const auto& [d, per_head] : runs) {
-    double left = per_head * g_->heads;
+    double left = per_head * heads;
     if (const double waves = std::floor(left / slots); waves > 0) {  // every slot takes `waves` blocks
-      for (auto& grp : groups) grp.first += waves * d;
+      for (size_t i = head; i < groups.size(); ++i) groups[i].first += waves * d;
       left -= waves * slots;
     }
-    // The rest, fewer than the slots, each to the earliest-freeing group (kept sorted by time).
+    // The rest, fewer than the slots, each to the earliest-freeing group.
     while (left > 0) {
-      const double take = std::min(left, groups.front().second);
-      const double at = groups.front().first + d;
-      if (take < groups.front().second) groups.front().second -= take;
-      else groups.erase(groups.begin());
-      const auto it =
-          std::lower_bound(groups.begin(), groups.end(), at, [](const auto& grp, double t) { return grp.first < t; });
+      auto& front = groups[head];
+      const double take = std::min(left, front.second);
+      const double at = front.first + d;
+      if (take < front.second) front.second -= take;
+      else ++head;
+      const auto it = std::lower_bound(groups.begin() + static_cast<std::ptrdiff_t>(head), groups.end(), at,
+                                       [](const auto& grp, double t) { return grp.first < t; });
       if (it != groups.end() && it->first == at) it->second += take;
       else groups.insert(it, {at, take});
       left -= take;
     }
   }
   double end = 0;
-  for (const auto& grp : groups) end = std::max(end, grp.first);
+  for (size_t i = head; i < groups.size(); ++i) end = std::max(end, groups[i].first);
   return end;
 }
 
