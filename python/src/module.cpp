@@ -411,10 +411,10 @@ NB_MODULE(_mlaplan, m) {
         // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
         const EnginePath path = unbounded ? unbounded_path(b, p, sm) : engine_path(b, p, sm);
         mlaplan::cost::Features f;
-        if (path != EnginePath::chunked) {
+        if (unbounded) {
+          f = dispatched_unbounded_features(b, p, g, sm);
+        } else if (path != EnginePath::chunked) {
           f = whole_context_features(b, g);  // no refusal: the loop does not run
-        } else if (unbounded) {
-          f = unbounded_features(b, p, g);
         } else if (p.kind == PolicyKind::max) {
           if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, mlaplan::plan_shape(b).min_max_chunks);
           const mlaplan::PlanTables t = mlaplan::plan_fast_cpu(b);  // InfeasibleBatch past max_chunks

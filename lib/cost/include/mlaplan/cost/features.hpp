@@ -176,12 +176,15 @@ class Launch {
   // The sorted scheduler's runs: (a block's mean pairs, blocks of one head), one per sequence; the
   // first few inline (a packed chunk holds one to three), the rest on the heap.
   static constexpr size_t kInlineRuns = 8;
-  std::array<std::pair<double, double>, kInlineRuns> inline_runs_{};
+  struct Run {
+    double pairs, blocks;
+  };
+  std::array<Run, kInlineRuns> inline_runs_;  // uninitialised past n_runs_: the grid scheduler never reads it
   size_t n_runs_ = 0;
-  std::vector<std::pair<double, double>> more_runs_;
+  std::vector<Run> more_runs_;
   void add_sorted_run(double pairs, double count) {
     if (n_runs_ < kInlineRuns) inline_runs_[n_runs_] = {pairs, count};
-    else more_runs_.emplace_back(pairs, count);
+    else more_runs_.push_back({pairs, count});
     ++n_runs_;
   }
   double sorted_span() const;
@@ -196,13 +199,13 @@ inline double Launch::span() const {
   const double slots = g_->slots(), heads = g_->heads, blocks = tiles_ * heads;
   if (blocks <= slots) return longest_;                     // one wave: the longest block
   if (alike_) return std::ceil(blocks / slots) * longest_;  // whole waves of equal blocks
+  if (g_->scheduler == Scheduler::sorted) return std::max(sorted_span(), longest_);
   // Unequal blocks handed out in grid order as slots free. The last head's block j starts once the
   // work before it (every earlier head's, and the head's own ahead of j) has drained through the
   // slots, less what the blocks then running still have to do: on average half a block of the
   // length-biased mean, sum d^2 / sum d (renewal theory's mean residual). A run's last block ends
   // last of its run, so add_run keeps that one. The launch lasts at least its longest block and the
   // work spread evenly.
-  if (g_->scheduler == Scheduler::sorted) return std::max(sorted_span(), longest_);
   const double residual = squares_ / work_ / 2;
   const double end = ((heads - 1) * work_ + peak_) / slots - residual;
   return std::max({longest_, work_ * heads / slots, end});
@@ -214,14 +217,13 @@ inline double Launch::span() const {
 // at their mean length.
 inline double Launch::sorted_span() const {
   const double slots = g_->slots(), heads = g_->heads;
-  if (n_runs_ == 1) {  // one sequence: whole waves, and a last part-wave if blocks are left
-    const auto [d, per_head] = inline_runs_[0];
-    return std::ceil(per_head * heads / slots) * d;
-  }
-  thread_local std::vector<std::pair<double, double>> runs, groups;  // groups: (time a slot frees, slots)
+  if (n_runs_ == 1)  // one sequence: whole waves, and a last part-wave if blocks are left
+    return std::ceil(inline_runs_[0].blocks * heads / slots) * inline_runs_[0].pairs;
+  thread_local std::vector<Run> runs;
+  thread_local std::vector<std::pair<double, double>> groups;  // (time a slot frees, slots)
   runs.assign(inline_runs_.begin(), inline_runs_.begin() + static_cast<std::ptrdiff_t>(std::min(n_runs_, kInlineRuns)));
   runs.insert(runs.end(), more_runs_.begin(), more_runs_.end());
-  std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.pairs > b.pairs; });
   groups.assign(1, {0.0, slots});
   size_t head = 0;  // groups[head..] are the live ones, sorted by time
   for (const auto& [d, per_head] : runs) {
