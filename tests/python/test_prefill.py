@@ -260,6 +260,13 @@ def test_command_bad_input_from_the_shell():
     assert "missing.json" in r.stderr and r.stdout == ""
 
 
+def test_check_bad_attention_is_one_line_exit_2():
+    r = subprocess.run([sys.executable, "-m", "mlaplan.prefill.check", "--device", "cpu", "--small", "--attention", "fa3"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("mlaplan: error: --attention fa3: ") and r.stderr.count("\n") == 1, r.stderr
+    assert r.stdout == ""
+
+
 def test_command_scenario_errors_name_the_field(tmp_path, capsys):
     from mlaplan.prefill.__main__ import entry
     bad = tmp_path / "bad.json"

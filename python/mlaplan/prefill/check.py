@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from . import schedule as schedule_mod
-from .attention import KERNELS, kernel_title, resolve_kernel
+from .attention import KERNELS, kernel_title
 from .executor import execute, prepare
 from .inputs import PrefillInputs, host_page_table, random_inputs
 from .measure import errors
@@ -128,6 +128,7 @@ def planted_batch(dims: MlaDims, dtype, device, seed: int) -> PrefillInputs:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from .__main__ import attention_kernel
     from .model import model_dims
 
     p = argparse.ArgumentParser(prog="python -m mlaplan.prefill.check", description=__doc__.split("\n\n")[0])
@@ -145,9 +146,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     tolerance = 1e-2 if dtype == torch.bfloat16 else 1e-4
     dims = model_dims(args.model, args.tp)
-    kernel, note = resolve_kernel(args.attention, device)
-    if note:
-        print(f"note: {note}")
+    kernel = attention_kernel(args.attention, device)
     rng = np.random.default_rng(args.seed)
     worst = {}
     failures = 0
@@ -190,4 +189,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .__main__ import entry  # one mlaplan: error: line and exit 2 for bad input, as the command's
+
+    sys.exit(entry(command=main))
