@@ -16,11 +16,10 @@ from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
 from ..prefill.schedule import build_schedule
 from .grid import Point
-# What the engines run on this GPU, as their dispatch picks it (validation).
-AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "auto"}
-
+# What the engines run on this GPU, as their dispatch picks it (validation).
+AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
@@ -33,8 +32,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     paths = ENGINE_PATHS if paths is None else paths
     try:
         x = random_inputs(p.cache, p.offsets, p.page_size, dims, dtype, device, seed)
-        sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device,
-                               **paths)
+        sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device, **paths)
         if sched.path == "absorbed":  # a float32 reference here (attention.latent_attention), not a kernel
             rec.update(path="absorbed", refused="absorbed MLA: the executor's absorbed path is a float32 reference, not timed")
             return rec
