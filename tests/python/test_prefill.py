@@ -292,3 +292,11 @@ def test_causal_alignment_is_known_per_call():
     assert make_call([2, 3], [2, 3], True, "cpu").aligned
     assert not make_call([2, 3], [4, 3], True, "cpu").aligned
     assert make_call([2, 3], [4, 9], False, "cpu").aligned
+
+
+def test_settling_runs_the_gpu_only():
+    # On the CPU there is no clock to settle: exactly warm-up + timed runs, however long settle_ms is.
+    from mlaplan.prefill import timing
+    calls = []
+    samples = timing.time_eager(lambda: calls.append(1), cuda=False, reps=3, warmup=2, settle_ms=10_000)
+    assert len(samples) == 3 and len(calls) == 5

@@ -68,6 +68,18 @@ def test_graph_replay_computes_what_eager_does():
         assert torch.equal(box["out"], eager), engine
 
 
+def test_timing_settles_for_as_long_as_asked():
+    # The sustained clock: warm-up goes on, back to back, until settle_ms of wall time have passed.
+    import time
+    a = torch.randn(2048, 2048, device="cuda")
+    calls = []
+    t0 = time.perf_counter()
+    samples = timing.time_eager(lambda: calls.append(a @ a), cuda=True, reps=2, warmup=1, settle_ms=100)
+    assert len(samples) == 2 and (time.perf_counter() - t0) >= 0.1 and len(calls) > 3
+    graph_ms = timing.time_graph(lambda: a @ a, reps=2, warmup=1, settle_ms=50)
+    assert len(graph_ms) == 2
+
+
 def test_parts_add_up_and_the_gpu_idles_less_in_a_graph():
     x = mp.random_inputs([20000, 3000], [0, 256, 320], 64, DIMS, torch.bfloat16, "cuda", 6)
     s = schedule.build_schedule("packed", x.lengths, mp.host_page_table(x), 4096, None, x.device)

@@ -18,6 +18,7 @@ from typing import List, Optional
 
 from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, attention_kernel
 from ..prefill.attention import KERNELS, KERNEL_TITLES
+from ..prefill.timing import SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
@@ -44,6 +45,7 @@ def parser() -> Parser:
                         "what vLLM and SGLang run there; else flash, FlashAttention-2 with V padded)")
     p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per point, the median kept (default 5)")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
+    p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
                    help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
     p.add_argument("--max-seconds", type=float, metavar="S",
@@ -122,10 +124,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
         grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
         records = measure_points(grid, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
-                                 progress="calibrate", max_seconds=args.max_seconds)
+                                 progress="calibrate", max_seconds=args.max_seconds, settle_ms=args.settle_ms)
         doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
                "dtype": args.dtype, "attention": kernel, "attention_title": kernel_title(kernel), "merge": "fused (Triton)", **info,
-               "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup, "records": records}
+               "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
+               "settle_ms": args.settle_ms, "records": records}
         if args.measurements:
             write_json(args.measurements, doc)
     fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing,

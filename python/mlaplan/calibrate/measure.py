@@ -23,7 +23,7 @@ AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
-                  paths: Optional[dict] = None) -> dict:
+                  paths: Optional[dict] = None, settle_ms: float = 0.0) -> dict:
     """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path;
     or refused with why (out of memory included). paths: build_schedule's sglang_path and trtllm_path
     (default ENGINE_PATHS)."""
@@ -37,7 +37,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
             rec.update(path="absorbed", refused="absorbed MLA: the executor's absorbed path is a float32 reference, not timed")
             return rec
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
-                      graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False)
+                      graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms)
     except ValueError as e:
         rec["refused"] = str(e)
         return rec
@@ -53,7 +53,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
 
 def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
                    kernel: str = "auto", seed: int = 1, progress: Optional[str] = None,
-                   max_seconds: Optional[float] = None) -> List[dict]:
+                   max_seconds: Optional[float] = None, settle_ms: float = 0.0) -> List[dict]:
     """The points measured in order; with max_seconds, those measured by then (the grid is random, so
     a prefix of it is a smaller grid of the same spread)."""
     points = list(points)
@@ -63,7 +63,7 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
             print(f"{progress or 'measure'}: --max-seconds {max_seconds:g} reached after {i} of {len(points)} points",
                   file=sys.stderr, flush=True)
             break
-        out.append(measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i))
+        out.append(measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms))
         if progress and (i + 1) % 25 == 0:
             print(f"{progress}: {i + 1} of {len(points)} points, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     return out

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, _positive_list, attention_kernel
 from ..prefill.attention import KERNELS
+from ..prefill.timing import SETTLE_MS
 from ..prefill.schedule import parse_engines
 
 MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
@@ -38,6 +39,7 @@ def parser() -> Parser:
     p.add_argument("--tp", type=_count(1), default=8, metavar="N")
     p.add_argument("--reps", type=_count(1), default=5, metavar="N")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N")
+    p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--measured", nargs="+", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
@@ -82,13 +84,13 @@ def measure(args) -> dict:
                 for engine in engines:
                     p = Point(list(s["cache_lengths"]), new, int(s["page_size"]), buffer, engine)
                     rec = measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
-                                        args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS)
+                                        args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms)
                     rec.update(workload=workload, scenario=s["name"])
                     records.append(rec)
             print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
-            "records": records}
+            "settle_ms": args.settle_ms, "records": records}
 
 
 def read_cost(path: str) -> dict:

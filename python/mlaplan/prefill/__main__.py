@@ -18,6 +18,7 @@ from typing import List, Optional
 from . import merge
 from .attention import KERNELS
 from .schedule import SGLANG_PATHS, TRTLLM_PATHS
+from .timing import SETTLE_MS
 
 EPILOG = """examples:
   python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
@@ -96,6 +97,7 @@ def parser() -> Parser:
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
     p.add_argument("--reps", type=_count(0), default=10, metavar="N", help="timed runs; the median is reported (default 10; 0: check only)")
     p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3)")
+    p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the attention kernel on CUDA: auto (the default: what the engines run on this GPU, "
@@ -224,7 +226,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         "dtype": str(dtype).replace("torch.", ""),
         "attention": (kernel_title(kernel) if device.type == "cuda" else "ATen's CPU flash kernel"),
         "merge": args.merge if device.type == "cuda" else "eager",
-        "timing": f"median of {args.reps} after {args.warmup} warm-up runs" if args.reps else "none (--reps 0)",
+        "timing": (f"median of {args.reps} after {args.warmup} warm-up runs"
+                   + (f" and {args.settle_ms} ms back to back" if device.type == "cuda" and args.settle_ms else "")
+                   if args.reps else "none (--reps 0)"),
     }
     batches, failed, device_failed = [], False, False
     for s in scenarios:
@@ -249,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 try:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
-                                        args.nvtx, kernel)
+                                        args.nvtx, kernel, settle_ms=args.settle_ms)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

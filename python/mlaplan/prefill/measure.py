@@ -71,7 +71,8 @@ def errors(out: torch.Tensor, lse: torch.Tensor, ref_out: torch.Tensor, ref_lse:
 
 def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: float = 1e-2, reps: int = 10,
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
-            trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True) -> Run:
+            trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
+            settle_ms: float = 0.0) -> Run:
     p = prepare(x, s, fused_merge, kernel)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     cuda = x.device.type == "cuda"
@@ -80,7 +81,7 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
         run.max_abs_error, run.max_abs_lse_error, run.ok = errors(out, lse, *reference, tolerance)
         del out, lse
     if reps > 0:
-        t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts)
+        t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts, settle_ms)
         run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
         run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
         run.gpu_busy_ms = t.gpu_busy_ms

@@ -54,17 +54,35 @@ def _wall_ms(fn: Callable[[], object], reps: int) -> List[float]:
     return samples
 
 
-def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int) -> List[float]:
+# How long the GPU runs the work back to back before it is timed. FlashAttention-3 near its peak draws
+# an H200 to its 700 W power cap within about 0.1 s, and the SM clock then falls from 1,980 MHz to
+# 1,400-1,600: a layer timed in its first replays after an idle pause ran 4-11% faster than the same
+# layer sustained, as an engine runs 61 of them back to back (docs/cost-model.md, "Sustained clocks").
+SETTLE_MS = 250
+
+
+def _warm(fn: Callable[[], object], cuda: bool, warmup: int, settle_ms: float) -> None:
+    """At least `warmup` runs, and on the GPU runs until settle_ms of wall time have passed."""
+    start = time.perf_counter()
     for _ in range(warmup):
         fn()
     if cuda:
+        while (time.perf_counter() - start) * 1e3 < settle_ms:
+            fn()
+            torch.cuda.synchronize()  # so the wall clock tracks the GPU, not the queue
         torch.cuda.synchronize()
+
+
+def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int, settle_ms: float = 0.0) -> List[float]:
+    _warm(fn, cuda, warmup, settle_ms)
+    if cuda:
         return _events_ms(fn, reps)
     return _wall_ms(fn, reps)
 
 
-def time_graph(fn: Callable[[], object], reps: int, warmup: int) -> List[float]:
-    """Captures fn once (after warm-up runs on a side stream, as capture requires) and times replays."""
+def time_graph(fn: Callable[[], object], reps: int, warmup: int, settle_ms: float = 0.0) -> List[float]:
+    """Captures fn once (after warm-up runs on a side stream, as capture requires) and times replays
+    after `warmup` replays and settle_ms of them back to back."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -74,9 +92,7 @@ def time_graph(fn: Callable[[], object], reps: int, warmup: int) -> List[float]:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         fn()
-    for _ in range(warmup):
-        graph.replay()
-    torch.cuda.synchronize()
+    _warm(graph.replay, True, warmup, settle_ms)
     samples = _events_ms(graph.replay, reps)
     del graph
     return samples
@@ -154,15 +170,16 @@ def _launched_us(e) -> float:
 
 
 def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
-            trace: Optional[str] = None, ranges: bool = False, parts: bool = True) -> Timing:
+            trace: Optional[str] = None, ranges: bool = False, parts: bool = True, settle_ms: float = 0.0) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
-    the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only)."""
+    the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only).
+    settle_ms: on the GPU, each timing (eager, graph) starts after that long running back to back."""
     fn = lambda: run(ranges)  # noqa: E731
-    eager = time_eager(fn, cuda, reps, warmup)
+    eager = time_eager(fn, cuda, reps, warmup, settle_ms)
     graph_ms, graph_error = None, None
     if cuda and graph:
         try:
-            graph_ms = statistics.median(time_graph(fn, reps, warmup))
+            graph_ms = statistics.median(time_graph(fn, reps, warmup, settle_ms))
         except RuntimeError as e:  # a kernel that cannot be captured: say so, keep the eager figures
             graph_error = str(e).splitlines()[0]
     if parts:
