@@ -19,11 +19,12 @@ The explorer is here too: `plan_policy` plans under an engine's policy (packed, 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _mlaplan
+from . import _args, _mlaplan
 from ._mlaplan import STATUS_BAD_OFFSETS, STATUS_INFEASIBLE, STATUS_OK, STATUS_OVERFLOW, InfeasibleBatch
 
 __all__ = [
@@ -288,6 +289,7 @@ def sweep(
     prefix_cache_tokens: int = 0,
     step_ms: float = 0.0,
     cost=None,
+    memory_limit=_args.MEMORY_LIMIT,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
@@ -295,12 +297,45 @@ def sweep(
     preset, as `sweep --replay` does; step_ms > 0 takes its arrivals (`--arrivals --step-ms`).
     cost= a cost file (or a list, one per model and TP) adds the predicted times, as `sweep --cost`
     without --model: per row its model, tp, layers, layer_ms_* and step_ms_* (mean, p50, p90, p99,
-    max), iteration_overhead_share and over_lower_bound (docs/cost-model.md)."""
-    costs = [] if cost is None else [os.fspath(cost)] if isinstance(cost, (str, os.PathLike)) else [os.fspath(c) for c in cost]
-    return _mlaplan.sweep(
-        workload, batches, seed, page_size, token_budget, max_sequences, list(buffer_tokens), list(max_chunks), policies,
-        replay or "", replay_format, replay_block_size, prefix_cache_tokens, step_ms, costs,
-    )
+    max), iteration_overhead_share and over_lower_bound (docs/cost-model.md).
+
+    Every value is checked as the CLI checks its option (ValueError naming the keyword); the batches,
+    their counts and the planner's tables must fit memory_limit (bytes, or a size such as "4GiB";
+    default 2 GiB, the CLI's --memory-limit), checked before forming and as batches form. Ctrl-C
+    stops the sweep (KeyboardInterrupt)."""
+    a = _args
+    if replay is None:
+        workload = a.name_of("workload", workload, workload_names())
+    else:
+        replay = a.path("replay", replay)
+    if cost is None:
+        costs = []
+    elif isinstance(cost, (str, bytes, os.PathLike)):
+        costs = [a.path("cost", cost)]
+    else:
+        costs = [a.path(f"cost[{i}]", c) for i, c in enumerate(cost)]
+    checked = dict(
+        workload=workload, batches=a.whole("batches", batches, 1, 100_000_000), seed=a.whole("seed", seed, 0, 2**64 - 1),
+        page_size=a.whole("page_size", page_size, 1, 1 << 30),
+        token_budget=a.whole("token_budget", token_budget, 1, 1 << 30),
+        max_sequences=a.whole("max_sequences", max_sequences, 1, 1 << 24),
+        buffer_tokens=a.whole_list("buffer_tokens", buffer_tokens, 1, 0x7FFFFFFF),
+        max_chunks=a.whole_list("max_chunks", max_chunks, 1, 1 << 20), policies=a.policies("policies", policies),
+        replay=replay or "", replay_format=a.name_of("replay_format", replay_format, ("auto", "mooncake", "azure")),
+        replay_block_size=a.whole("replay_block_size", replay_block_size, 1, 1 << 30),
+        prefix_cache_tokens=a.whole("prefix_cache_tokens", prefix_cache_tokens, 0, 1 << 48),
+        step_ms=a.duration_ms("step_ms", step_ms), costs=costs, memory_limit=a.memory_limit(memory_limit))
+    if replay is None:
+        for name in ("replay_format", "replay_block_size", "prefix_cache_tokens", "step_ms"):
+            if checked[name] != _REPLAY_DEFAULTS[name]:
+                raise ValueError(f"{name}: it sets how a trace is replayed; add replay=PATH or leave {name} out")
+    try:
+        return _mlaplan.sweep(**checked)
+    except ValueError as e:
+        raise _args.reraise_by_keyword(e) from None
+
+
+_REPLAY_DEFAULTS = {"replay_format": "auto", "replay_block_size": 512, "prefix_cache_tokens": 0, "step_ms": 0.0}
 
 
 def replay(
@@ -312,12 +347,30 @@ def replay(
     token_budget: int = 8192,
     max_sequences: int = 256,
     max_model_len: int = 0,
+    memory_limit=_args.MEMORY_LIMIT,
 ) -> dict:
     """A trace replayed through a prefix cache in steps of `token_budget` new tokens (docs/workloads.md):
     steps, requests, dropped, input_tokens, cached_tokens, hit_rate, evictions, cached_per_request (a
-    NumPy array, in admission order) and summary (the line `gen --replay` prints)."""
-    return _mlaplan.replay(path, replay_format, block_size, prefix_cache_tokens, step_ms, token_budget, max_sequences,
-                           max_model_len)
+    NumPy array, in admission order) and summary (the line `gen --replay` prints).
+
+    Every value is checked as `gen --replay` checks its option (ValueError naming the keyword;
+    prefix_cache_tokens 0: unlimited; max_model_len 0: none); the steps, each held as a batch until
+    counted, must fit memory_limit (bytes or a size such as "4GiB"; default 2 GiB, the CLI's
+    --memory-limit). Ctrl-C stops it (KeyboardInterrupt)."""
+    a = _args
+    checked = (a.path("path", path), a.name_of("replay_format", replay_format, ("auto", "mooncake", "azure")),
+               a.whole("block_size", block_size, 1, 1 << 30), a.whole("prefix_cache_tokens", prefix_cache_tokens, 0, 1 << 48),
+               a.duration_ms("step_ms", step_ms), a.whole("token_budget", token_budget, 1, 1 << 30),
+               a.whole("max_sequences", max_sequences, 1, 1 << 24), a.whole("max_model_len", max_model_len, 0, 1 << 32),
+               a.memory_limit(memory_limit))
+    try:
+        return _mlaplan.replay(*checked)
+    except ValueError as e:
+        # Every step is a batch held until the count: the formation's limit speaks of batches.
+        text = re.sub(r"^--batches \d+: the first (\d+) batches formed already take ([^,]+), above ([^;]+);.*",
+                      r"replay: the first \1 steps formed already take \2, above \3; give a larger token_budget "
+                      r"(fewer steps) or raise memory_limit", str(e))
+        raise ValueError(_args.keyword_message(text, {"--replay-block-size": "block_size"})) from None
 
 
 def cost_terms() -> list:

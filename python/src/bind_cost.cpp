@@ -1,0 +1,117 @@
+// The cost model for the calibration (python/mlaplan/calibrate): its terms, counted by the same code
+// `sweep --cost` runs, so a fitted file predicts what it was fitted on; the path each engine takes;
+// and cost files read by the CLI's reader.
+#include <nanobind/stl/string.h>
+
+#include <algorithm>
+
+#include "bindings.hpp"
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/fast_cpu_planner.hpp"
+#include "mlaplan/plan_shape.hpp"
+
+namespace mlaplan::python {
+
+using namespace nb::literals;
+
+namespace {
+
+nb::dict features_dict(const cost::Features& f) {
+  nb::dict d;
+  for (size_t i = 0; i < cost::kTerms; ++i) d[cost::coefficient_name(static_cast<cost::Term>(i))] = f.values[i];
+  return d;
+}
+
+}  // namespace
+
+void bind_cost(nb::module_& m) {
+  m.def("cost_terms", [] {
+    nb::list out;
+    for (size_t i = 0; i < cost::kTerms; ++i) {
+      const auto t = static_cast<cost::Term>(i);
+      out.append(nb::make_tuple(cost::coefficient_name(t), cost::term_unit(t)));
+    }
+    return out;
+  });
+  m.def(
+      "cost_features",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
+         uint32_t sm, const std::string& scheduler) {
+        using namespace mlaplan::explore;
+        Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
+        const Policy p = policy_named(policy);
+        cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
+        if (!cost::scheduler_named(scheduler, g.scheduler))
+          throw InputError("scheduler: grid (FlashAttention-2's) or sorted (FlashAttention-3's), not " + scheduler);
+        if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
+          throw InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
+        // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
+        const EnginePath path = unbounded ? unbounded_path(b, p, sm) : engine_path(b, p, sm);
+        cost::Features f;
+        if (unbounded) {
+          f = dispatched_unbounded_features(b, p, g, sm);
+        } else if (path != EnginePath::chunked) {
+          f = whole_context_features(b, g);  // no refusal: the loop does not run
+        } else if (p.kind == PolicyKind::max) {
+          if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
+          const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+          f = max_features(b, max_tables_view(t), g);
+        } else {
+          const PolicyOutcome o = policy_outcome(b, p);
+          if (o.refused) throw InputError(o.why);
+          f = policy_features(b, p, g);
+        }
+        nb::dict d = features_dict(f);
+        if (sm != 0) d["path"] = path_name(path);  // without a GPU every policy runs its loop
+        return d;
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
+      "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
+      "scheduler"_a = "grid",
+      "A cost model's terms for one layer of the batch under the policy, keyed by coefficient name (max_chunks 0: as "
+      "many as max needs; unbounded: a buffer holding the batch whole), on the path the engine dispatches it to on a GPU "
+      "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop); scheduler: how "
+      "the attention kernel hands out its blocks (grid: FlashAttention-2, sorted: FlashAttention-3).");
+  m.def(
+      "engine_path",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         uint32_t sm) {
+        using namespace mlaplan::explore;
+        const Batch b = host_batch(cache, offsets, page_size, buffer_token_size, 1);
+        const Policy p = policy_named(policy);
+        return nb::make_tuple(path_name(engine_path(b, p, sm)), path_reason(b, p, sm));
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "sm"_a,
+      "The path the policy's engine runs the batch on, on a GPU of compute capability sm (x10): (\"chunked\", "
+      "\"one-shot\" or \"absorbed\", why).");
+  m.def(
+      "read_cost_model",
+      [](const std::string& path) {
+        const cost::CostModel c = interruptible([&] { return cost::read_cost_model(path); });
+        nb::dict d, g;
+        d["model"] = c.model;
+        d["tp"] = c.tp;
+        d["dtype"] = c.dtype;
+        d["gpu"] = c.gpu;
+        d["sm"] = c.sm;
+        d["timing"] = c.timing;
+        g["heads"] = c.geometry.heads;
+        g["sms"] = c.geometry.sms;
+        g["blocks_per_sm"] = c.geometry.blocks_per_sm;
+        g["tile_queries"] = c.geometry.tile_queries;
+        g["scheduler"] = cost::scheduler_name(c.geometry.scheduler);
+        d["geometry"] = g;
+        cost::Features f;
+        for (size_t i = 0; i < cost::kTerms; ++i) f.values[i] = c.coefficients[i];
+        d["coefficients"] = features_dict(f);
+        return d;
+      },
+      "path"_a,
+      "A cost file read and checked as `run --cost` reads it (ValueError naming the file and field): model, tp, dtype, "
+      "gpu, sm, timing, geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}.");
+}
+
+}  // namespace mlaplan::python

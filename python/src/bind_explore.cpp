@@ -1,0 +1,199 @@
+// The explorer: a sweep of a workload's batches over buffer sizes, chunk counts and policies, and a
+// trace replayed through a prefix cache, with the CLI's memory limit and Ctrl-C (interruptible).
+// The Python wrappers (mlaplan/__init__.py) check every argument's value first, by keyword.
+#include <fmt/format.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <thread>
+#include <variant>
+
+#include "bindings.hpp"
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/replay/replay_source.hpp"
+
+namespace mlaplan::python {
+
+using namespace nb::literals;
+
+namespace {
+
+// A trace replayed through a prefix cache (mlaplan::replay), as gen and sweep --replay make it.
+std::unique_ptr<explore::RequestSource> replay_source(const std::string& path, const std::string& format, uint32_t block_size,
+                                                      uint64_t cache_tokens, double step_ms, uint64_t max_model_len) {
+  replay::ReplayOptions o;
+  o.block_size = block_size;
+  o.cache_tokens = cache_tokens;
+  o.step_ms = step_ms;
+  o.max_model_len = max_model_len;
+  return std::make_unique<replay::ReplaySource>(
+      std::make_unique<replay::TraceReader>(path, replay::parse_trace_format(format), block_size), o);
+}
+
+std::string limit_text(uint64_t limit) { return fmt::format("memory_limit={}", io::format_bytes(limit)); }
+
+// What a sweep holds, counted as `mlaplan sweep` counts it (app/sweep_command.cpp, SweepShape and
+// require_sweep_fits): per batch the struct, its arrays and an iteration count per setting (and a
+// time per setting and cost file), and per planning thread the max tables of the largest batch at
+// the largest M. Rows multiply by the models and TPs the cost files bring.
+struct SweepShape {
+  uint64_t settings = 0, max_settings = 0, costs = 0, threads = 1;
+  uint64_t bytes_per_batch() const { return 4 * (settings * (1 + costs) + threads); }
+};
+
+SweepShape sweep_shape(const explore::SweepGrid& grid) {
+  SweepShape s;
+  s.costs = grid.costs.size();
+  const uint64_t per_model = std::max<size_t>(1, grid.models.size()) * std::max<size_t>(1, grid.tps.size());
+  for (const explore::Policy& p : grid.policies) {
+    const uint64_t n = grid.buffer_tokens.size() * (p.kind == explore::PolicyKind::max ? grid.max_chunks.size() : 1) * per_model;
+    s.settings += n;
+    if (p.kind == explore::PolicyKind::max) s.max_settings += n;
+  }
+  s.threads = std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<uint64_t>(1, s.settings));
+  return s;
+}
+
+// Before forming: even batches of one sequence would pass the limit.
+void require_batches_fit(size_t batches, const SweepShape& s, uint64_t limit) {
+  const long double least = static_cast<long double>(batches) * (sizeof(Batch) + 8.0L + 12.0L + s.bytes_per_batch());
+  if (least > static_cast<long double>(limit))
+    throw InputError(fmt::format("batches={}: {} batches x {} settings take at least {}, above {}; sweep fewer batches "
+                                 "(about {} fit) or settings, or raise memory_limit",
+                                 batches, batches, s.settings, io::format_bytes(static_cast<uint64_t>(std::min(least, 1.8e19L))),
+                                 limit_text(limit), static_cast<uint64_t>(limit / (least / batches))));
+}
+
+void require_sweep_fits(const std::vector<Batch>& batches, const explore::SweepGrid& grid, const SweepShape& s,
+                        uint64_t limit) {
+  uint64_t sequences = 0, largest = 0;
+  for (const Batch& b : batches) {
+    sequences += b.batch_size();
+    largest = std::max<uint64_t>(largest, b.batch_size());
+  }
+  const long double held =
+      static_cast<long double>(batches.size()) * (sizeof(Batch) + 8.0L + s.bytes_per_batch()) + 8.0L * sequences;
+  if (held > static_cast<long double>(limit))
+    throw InputError(fmt::format("batches={}: {} batches x {} settings take {} (the batches and an iteration count per "
+                                 "batch and setting), above {}; sweep fewer batches or settings, or raise memory_limit",
+                                 batches.size(), batches.size(), s.settings,
+                                 io::format_bytes(static_cast<uint64_t>(std::min(held, 1.8e19L))), limit_text(limit)));
+  if (s.max_settings == 0) return;
+  const uint32_t most_m = *std::max_element(grid.max_chunks.begin(), grid.max_chunks.end());
+  const uint64_t tables = table_bytes(largest, most_m);
+  if (tables > limit / s.threads)
+    throw InputError(fmt::format("max_chunks={}: batches of up to {} sequences in {} chunks take {} of tables on each of "
+                                 "{} planning thread{}, above {}; lower max_chunks to at most {} or raise memory_limit",
+                                 most_m, largest, most_m, io::format_bytes(tables), s.threads, s.threads == 1 ? "" : "s",
+                                 limit_text(limit), limit / s.threads / table_bytes(largest, 1)));
+}
+
+nb::list rows_of(const explore::SweepResult& result) {
+  using namespace mlaplan::explore;
+  nb::list rows;
+  const bool timed = sweep_has_time(result);
+  for (const SweepRow& r : result.rows) {
+    nb::dict d;
+    for (const SweepField& f : sweep_fields())
+      if ((f.outputs & kSweepPython) && (timed || !f.timed))
+        d[f.key] = std::visit(
+            [](const auto& v) -> nb::object {
+              if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) return nb::none();
+              else return nb::cast(v);
+            },
+            f.value(r));
+    rows.append(d);
+  }
+  return rows;
+}
+
+}  // namespace
+
+void bind_explore(nb::module_& m) {
+  m.def(
+      "sweep",
+      [](const std::string& workload, size_t batches, uint64_t seed, uint32_t page_size, uint32_t token_budget,
+         uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
+         const std::string& policies, const std::string& replay, const std::string& replay_format,
+         uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms, const std::vector<std::string>& costs,
+         uint64_t memory_limit) {
+        using namespace mlaplan::explore;
+        if (buffer_tokens.empty() || max_chunks.empty())
+          throw InputError("buffer_tokens, max_chunks: give at least one value each");
+        SweepGrid grid;
+        grid.buffer_tokens = buffer_tokens;
+        grid.max_chunks = max_chunks;
+        grid.policies = parse_policies(policies, Policy{}, "policies");
+        // Cost models: the sweep takes each file's model (a preset) and TP, as `sweep --cost` without --model.
+        for (const std::string& path : costs) grid.costs.push_back(cost::read_cost_model(path));
+        if (!grid.costs.empty()) {
+          grid.dtype = parse_dtype(grid.costs.front().dtype);
+          take_cost_models(grid, false);
+        }
+        const SweepShape shape = sweep_shape(grid);
+        require_batches_fit(batches, shape, memory_limit);
+        BatchFormation formation;
+        formation.token_budget = token_budget;
+        formation.max_sequences = max_sequences;
+        formation.memory_limit = memory_limit;
+        formation.bytes_per_batch = shape.bytes_per_batch();
+        formation.memory_limit_text = limit_text(memory_limit);
+        BatchSettings settings;
+        settings.page_size = page_size;
+        const SweepResult result = interruptible([&] {
+          // Opened here: a trace that is a FIFO blocks the open until a writer comes, or Ctrl-C.
+          std::unique_ptr<RequestSource> source =
+              replay.empty() ? preset_source(find_workload_preset(workload), seed)
+                             : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
+          const std::vector<Batch> formed = form_batches(*source, formation, settings, batches, seed);
+          require_sweep_fits(formed, grid, shape, memory_limit);
+          return run_sweep(formed, grid);
+        });
+        return rows_of(result);
+      },
+      "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
+      "max_chunks"_a, "policies"_a, "replay"_a = "", "replay_format"_a = "auto", "replay_block_size"_a = 512,
+      "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0, "costs"_a = std::vector<std::string>{},
+      "memory_limit"_a = uint64_t{2} << 30,
+      "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting.");
+
+  m.def(
+      "replay",
+      [](const std::string& path, const std::string& format, uint32_t block_size, uint64_t cache_tokens, double step_ms,
+         uint32_t token_budget, uint32_t max_sequences, uint64_t max_model_len, uint64_t memory_limit) {
+        explore::BatchFormation formation;
+        formation.token_budget = token_budget;
+        formation.max_sequences = max_sequences;
+        formation.memory_limit = memory_limit;  // every step is held as a batch until the count
+        formation.memory_limit_text = limit_text(memory_limit);
+        std::unique_ptr<explore::RequestSource> source;
+        const size_t steps = interruptible([&] {
+          source = replay_source(path, format, block_size, cache_tokens, step_ms, max_model_len);
+          return explore::form_batches(*source, formation, explore::BatchSettings{}, SIZE_MAX, 0).size();
+        });
+        const auto& st = static_cast<const replay::ReplaySource&>(*source).stats();
+        nb::dict d;
+        d["steps"] = steps;
+        d["requests"] = st.requests;
+        d["dropped"] = st.dropped;
+        d["input_tokens"] = st.input_tokens;
+        d["cached_tokens"] = st.cached_tokens;
+        d["hit_rate"] = st.hit_rate();
+        d["evictions"] = st.evictions;
+        d["cached_per_request"] = numpy_of(st.per_request_cached, {st.per_request_cached.size()});
+        d["summary"] = st.describe();
+        return d;
+      },
+      "path"_a, "format"_a = "auto", "block_size"_a = 512, "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0,
+      "token_budget"_a = 8192, "max_sequences"_a = 256, "max_model_len"_a = 0, "memory_limit"_a = uint64_t{2} << 30,
+      "Replays a trace through the prefix cache, in steps formed by the token budget: what it cached.");
+}
+
+}  // namespace mlaplan::python

@@ -1,0 +1,39 @@
+// The planners on host arrays: MAX's plan (closed form or the reference loop) and the engines' policies.
+#include <nanobind/stl/string.h>
+
+#include "bindings.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/fast_cpu_planner.hpp"
+#include "mlaplan/reference_planner.hpp"
+
+namespace mlaplan::python {
+
+using namespace nb::literals;
+
+void bind_planners(nb::module_& m) {
+  m.def(
+      "plan_host",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
+         bool reference) {
+        const Batch b = host_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
+        nb::gil_scoped_release release;
+        PlanTables t = reference ? plan_reference(b) : plan_fast_cpu(b);
+        nb::gil_scoped_acquire acquire;
+        return tables_tuple(t);
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "max_chunks"_a, "reference"_a = false,
+      "Plans on the CPU: (buffer_row_offsets, cache_offsets, buffer_lengths) as NumPy arrays.");
+
+  m.def(
+      "plan_policy",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
+         const std::string& policy) {
+        const Batch b = host_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
+        const explore::PolicyPlan p = explore::plan_policy(b, policy_named(policy));
+        return nb::make_tuple(tables_tuple(p.tables), p.outcome.chunks, p.outcome.streamed_rows, p.outcome.payload_tokens);
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "max_chunks"_a, "policy"_a,
+      "Plans under an engine's policy: ((tables), chunks_used, rows_streamed, tokens_streamed).");
+}
+
+}  // namespace mlaplan::python

@@ -1,0 +1,78 @@
+// What the binding files of the module `mlaplan._mlaplan` share: the host-array types, the batch and
+// table conversions, and `interruptible`, which runs long C++ work so that Ctrl-C stops it. Each
+// bind_*.cpp adds one area's functions to the module (module.cpp calls them).
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <exception>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/plan_tables.hpp"
+
+namespace mlaplan::python {
+
+namespace nb = nanobind;
+
+using HostU32 = nb::ndarray<const uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// The batch of host arrays, checked by validate_batch (InputError, a ValueError in Python).
+Batch host_batch(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                 uint32_t max_chunks);
+
+// A NumPy array that owns a copy of `values`, shaped `shape`.
+template <typename T>
+nb::ndarray<nb::numpy, T> numpy_of(const std::vector<T>& values, std::initializer_list<size_t> shape) {
+  auto* copy = new std::vector<T>(values);
+  nb::capsule owner(copy, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(copy->data(), shape.size(), shape.begin(), owner);
+}
+
+nb::tuple tables_tuple(const PlanTables& t);
+
+explore::Policy policy_named(const std::string& name);
+
+// Runs `work` (pure C++, no Python objects) on a worker thread with the GIL released, while the
+// calling thread checks Python's signals every 50 ms. A signal whose handler raises (Ctrl-C's
+// KeyboardInterrupt) requests a stop (stop_request.hpp, which the sweep's and formation's loops
+// poll), waits for the worker to stop and raises that exception; otherwise `work`'s result or
+// exception comes back as if called directly. (The stop flag is the process's: a stop ends every
+// such call running at the time.)
+void run_interruptible(void (*body)(void*), void* context);
+
+template <typename F>
+auto interruptible(F&& work) -> std::invoke_result_t<F&> {
+  using R = std::invoke_result_t<F&>;
+  struct Context {
+    F* work;
+    std::optional<R> result;
+    std::exception_ptr error;
+  } context{&work, std::nullopt, nullptr};
+  run_interruptible(
+      [](void* p) {
+        auto* c = static_cast<Context*>(p);
+        try {
+          c->result.emplace((*c->work)());
+        } catch (...) {
+          c->error = std::current_exception();
+        }
+      },
+      &context);
+  if (context.error) std::rethrow_exception(context.error);
+  return std::move(*context.result);
+}
+
+void bind_planners(nb::module_& m);
+void bind_explore(nb::module_& m);
+void bind_cost(nb::module_& m);
+void bind_inputs(nb::module_& m);
+void bind_device(nb::module_& m);  // the CUDA build's device API; nothing without CUDA
+
+}  // namespace mlaplan::python

@@ -1,0 +1,87 @@
+// The helpers bindings.hpp declares.
+#include <pthread.h>
+
+#include <chrono>
+#include <csignal>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "bindings.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/profile/stop_request.hpp"
+
+namespace mlaplan::python {
+
+Batch host_batch(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                 uint32_t max_chunks) {
+  Batch b;
+  b.page_size = page_size;
+  b.buffer_token_size = buffer_token_size;
+  b.max_chunks = max_chunks;
+  b.cache_lengths.assign(cache.data(), cache.data() + cache.shape(0));
+  b.input_row_offsets.assign(offsets.data(), offsets.data() + offsets.shape(0));
+  validate_batch(b);
+  return b;
+}
+
+nb::tuple tables_tuple(const PlanTables& t) {
+  const size_t m = t.max_chunks, b = t.batch_size;
+  return nb::make_tuple(numpy_of(t.buffer_row_offsets, {m, b + 1}), numpy_of(t.cache_offsets, {m, b}),
+                        numpy_of(t.buffer_lengths, {m}));
+}
+
+explore::Policy policy_named(const std::string& name) {
+  const auto policies = explore::parse_policies(name, explore::Policy{}, "policy");
+  if (policies.size() != 1) throw InputError("policy: name one policy (max, packed, packed/trtllm, even-split/vllm, ...)");
+  return policies[0];
+}
+
+void run_interruptible(void (*body)(void*), void* context) {
+  profile::clear_stop_request();
+  bool interrupted = false;
+  {
+    std::mutex mutex;
+    std::condition_variable finished;
+    bool done = false;
+    nb::gil_scoped_release release;
+    std::thread worker([&] {
+      body(context);  // catches everything itself
+      std::lock_guard<std::mutex> lock(mutex);
+      done = true;
+      finished.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mutex);
+    while (!finished.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) {
+      lock.unlock();
+      {
+        // Python's own signal handler only notes the signal; its Python-level handler (raising
+        // KeyboardInterrupt) runs here, on the main thread, and its exception stays set.
+        nb::gil_scoped_acquire acquire;
+        interrupted = PyErr_CheckSignals() != 0;
+      }
+      lock.lock();
+      if (interrupted) {
+        profile::request_stop();
+        // The loops see the request at their next poll. A worker blocked in a system call (opening a
+        // FIFO that has no writer) is woken by a SIGINT sent to it: the call fails with EINTR and the
+        // reader sees the request. A handler that does nothing stands in for Python's meanwhile, so
+        // these signals raise no second KeyboardInterrupt later.
+        struct sigaction quiet {}, saved {};
+        quiet.sa_handler = [](int) {};
+        sigemptyset(&quiet.sa_mask);
+        sigaction(SIGINT, &quiet, &saved);
+        while (!finished.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; }))
+          pthread_kill(worker.native_handle(), SIGINT);
+        sigaction(SIGINT, &saved, nullptr);
+        break;
+      }
+    }
+    lock.unlock();
+    worker.join();
+  }
+  profile::clear_stop_request();
+  if (interrupted) throw nb::python_error();  // the handler's exception, KeyboardInterrupt for Ctrl-C
+}
+
+}  // namespace mlaplan::python
