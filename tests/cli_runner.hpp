@@ -115,10 +115,10 @@ inline Interrupted interrupt_after(const std::string& args, std::chrono::millise
   const auto sent = std::chrono::steady_clock::now();
   ::kill(pid, SIGINT);
   int status = 0;
-  // A build that ignores SIGINT would run on for minutes: give it 10 s, then end it (the test's
-  // seconds_to_exit check still fails it).
+  // A build that ignores SIGINT would run on for minutes: give it 30 s, then end it, so its exit
+  // status is SIGKILL's and not 130 (and a seconds_to_exit check fails it too).
   for (int waited = 0; ::waitpid(pid, &status, WNOHANG) == 0; ++waited) {
-    if (waited == 200) ::kill(pid, SIGKILL);
+    if (waited == 600) ::kill(pid, SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   Interrupted r;
