@@ -99,11 +99,12 @@ def read_input(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
         if e.errno == errno.EISDIR:
             raise InputError(f"{path}: is a folder; give {what}") from None
         raise InputError(f"{path}: cannot open the file: {cause(e.errno, False)}; give {what}") from None
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputError(f"{path}: is a folder; give {what}")
     chunks: List[bytes] = []
     size = 0
     with os.fdopen(fd, "rb", buffering=0) as f:
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
-            raise InputError(f"{path}: is a folder; give {what}")
         while True:
             try:
                 chunk = f.read(1 << 16)
@@ -347,10 +348,31 @@ class OutputSet:
         self._outputs.clear()
 
 
+_OUTPUTS = OutputSet()
+
+
+def outputs() -> OutputSet:
+    """The process's set: a command claims and stages into it, `entry` commits or discards it."""
+    return _OUTPUTS
+
+
+def write_file_now(path: str, content, option: str) -> None:
+    """`content` into `path` at once, by the same rules (for a caller outside a command)."""
+    one = OutputSet()
+    try:
+        one.claim_output(path, option)
+        one.stage(path, content)
+        one.commit()
+    finally:
+        one.discard()
+
+
 def write_stdout(text: str) -> None:
     """Writes and flushes stdout: a failure (a full disk, a closed stream, a reader gone) is a
     DeviceError naming stdout, as the CLI's (and stdout is then set aside, so the interpreter's own
     flush at exit does not report it a second time)."""
+    if sys.stdout is None:  # closed when the interpreter started (>&-)
+        raise DeviceError(f"stdout: writing the output failed: {cause(errno.EBADF, True)}")
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -360,6 +382,11 @@ def write_stdout(text: str) -> None:
         raise DeviceError(f"stdout: writing the output failed: {cause(e.errno or errno.EIO, True)}{tail}") from None
     except ValueError:  # closed by the caller
         raise DeviceError(f"stdout: writing the output failed: {cause(errno.EBADF, True)}") from None
+
+
+def flush_stdout() -> None:
+    """What was printed must have arrived before the outputs are committed (DeviceError naming stdout)."""
+    write_stdout("")
 
 
 def _abandon_stdout() -> None:

@@ -259,11 +259,11 @@ def test_refit_writes_a_cost_file(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--refit", "missing.json", "-o", "x.json"], "--refit missing.json: cannot read it"),
+    (["--refit", "missing.json", "-o", "x.json"], "missing.json: no such file; give a file --measurements wrote"),
     (["--refit", "tests/data/cost/deepseek-v3-tp8-example.json", "-o", "x.json"], "format: not \"mlaplan-calibration-measurements\""),
     (["--model", "deepseek-v3", "--tp", "3", "-o", "x.json"], "--tp 3: DeepSeek-V3 has 128 attention heads"),
     (["--tp", "8"], "the following arguments are required: -o/--output"),
-    (["--points", "2", "-o", "x.json"], "--points: '2': expected an integer >= 10"),
+    (["--points", "2", "-o", "x.json"], "--points: 2 is outside the range; give a whole number from 10 to 1000000"),
 ])
 def test_calibrate_refuses_in_one_line(args, message):
     r = run_module("mlaplan.calibrate", *args)

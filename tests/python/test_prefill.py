@@ -234,7 +234,7 @@ def test_command_text_names_the_fastest():
     (["{s}", "--tolerance", "nan"], "--tolerance"),
     (["{s}", "--device", "tpu"], "--device tpu"),
     (["{s}", "--sglang-path", "fast"], "--sglang-path"),
-    (["{s}", "-o", "/nonexistent/folder/out.json"], "--output /nonexistent/folder/out.json: the folder"),
+    (["{s}", "-o", "/nonexistent/folder/out.json"], "/nonexistent/folder/out.json: cannot write the output file; check that its folder exists"),
     (["{s}", "--trace", "t.json"], "--trace: trace one run"),
     (["{s}", "--bogus"], "unrecognized arguments: --bogus"),
     (["{s}", "--attention", "fa3"], "--attention fa3: FlashAttention-3 runs on SM90 GPUs"),

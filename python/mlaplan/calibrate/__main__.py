@@ -16,10 +16,11 @@ import shlex
 import sys
 from typing import List, Optional
 
-from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, attention_kernel
+from ..prefill.__main__ import Parser, UsageError, _count, _device, attention_kernel, claim_outputs
 from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill.timing import SETTLE_MS
 from ..prefill.__main__ import entry as _entry
+from ..prefill.__main__ import write_output
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 
@@ -36,7 +37,7 @@ def parser() -> Parser:
     p.add_argument("--dtype", choices=("bf16",), default="bf16", help="the activations' and cache's type (bf16, as the executor runs)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the cost file to write (atomically)")
     p.add_argument("--points", type=_count(10), default=160, metavar="N", help="calibration points, each a batch, buffer and policy (default 160)")
-    p.add_argument("--seed", type=_count(0), default=1, metavar="N", help="seed of the grid and the inputs (default 1)")
+    p.add_argument("--seed", type=_count(0, 2**64 - 1), default=1, metavar="N", help="seed of the grid and the inputs (default 1)")
     p.add_argument("--timing", choices=("graph", "eager"), default="graph",
                    help="fit the loop's CUDA-graph replay (default: the kernels alone, what the GPU must do) or the eager loop "
                         "(host dispatch included where the GPU waits for it, which a linear model fits worse; docs/cost-model.md)")
@@ -59,18 +60,17 @@ def parser() -> Parser:
 
 
 def _read_measurements(path: str) -> dict:
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise UsageError(f"--refit {path}: cannot read it ({e.strerror}); give a file --measurements wrote")
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give a file --measurements wrote")
-    if not isinstance(doc, dict) or doc.get("format") != MEASUREMENTS_FORMAT or not isinstance(doc.get("records"), list):
-        raise UsageError(f"{path}: format: not \"{MEASUREMENTS_FORMAT}\"; give a file --measurements wrote")
-    for key in ("model", "tp", "heads", "gpu", "sms", "attention", "merge", "dtype"):
-        if key not in doc:
-            raise UsageError(f"{path}: {key}: missing; give a file --measurements wrote")
+    from .records import read_measurements
+
+    doc = read_measurements(path, MEASUREMENTS_FORMAT, "--measurements")
+    for key, kind in (("model", str), ("tp", int), ("heads", int), ("gpu", str), ("sms", int), ("attention", str),
+                      ("merge", str), ("dtype", str), ("date", str)):
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool) or kind is int and not 1 <= doc[key] < 2**32:
+            what = "missing" if key not in doc else f"{doc[key]!r} is not {'a whole number >= 1' if kind is int else 'a string'}"
+            raise UsageError(f"{path}: {key}: {what}; give a file --measurements wrote")
+    if doc["attention"] not in KERNEL_TITLES and not isinstance(doc.get("attention_title"), str):
+        raise UsageError(f"{path}: attention: {doc['attention']!r} is not one of {', '.join(KERNEL_TITLES)}; give a file "
+                         f"--measurements wrote")
     return doc
 
 
@@ -89,10 +89,14 @@ def _pooled(paths: List[str]) -> dict:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    for path, option in ((args.output, "--output"), (args.measurements, "--measurements")):
-        _check_output_path(path, option)
+    if args.refit and args.measurements:
+        raise UsageError("--measurements: it saves what this run measures, and --refit measures nothing; drop one")
+    claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()], [(args.output, "-o"), (args.measurements, "--measurements")])
+    from .records import require_scipy
+
+    require_scipy("the fit (scipy.optimize.nnls)")  # before an hour of measuring, not after
     from ..prefill.model import model_dims
-    from .cost_file import cost_document, write_json
+    from .cost_file import cost_document, json_text
     from .device_info import git_commit
     from .fit import fit_records, geometries_for, scheduler_for
 
@@ -130,9 +134,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
                "settle_ms": args.settle_ms, "records": records}
         if args.measurements:
-            write_json(args.measurements, doc)
-    fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing,
-                      geometries_for(doc["attention"]), scheduler_for(doc["attention"]))
+            write_output(args.measurements, json_text(doc))
+    try:
+        fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing,
+                          geometries_for(doc["attention"]), scheduler_for(doc["attention"]))
+    except ValueError as e:  # too few points, or a record no batch can be (the messages name no file)
+        raise UsageError(f"{' '.join(args.refit) if args.refit else 'calibrate'}: {e}") from None
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
@@ -141,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch_version=doc.get("torch"), triton_version=doc.get("triton"),
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
-    write_json(args.output, cost)
+    write_output(args.output, json_text(cost))
     print(f"{doc['model']} TP {doc['tp']} on {doc['gpu']}: {fit.points} points, {args.timing} timing, geometry tile "
           f"{fit.tile_queries} x {fit.blocks_per_sm} per SM, {fit.scheduler} scheduler; |error| median {100 * fit.median_abs_error:.1f}%, p90 "
           f"{100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {100 * fit.cv_median_abs_error:.1f}%, "
@@ -151,8 +158,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def entry(argv: Optional[List[str]] = None, command=None) -> int:
-    return _entry(argv, command or main)
+def entry(argv: Optional[List[str]] = None, command=None, name: str = "calibrate") -> int:
+    return _entry(argv, command or main, name)
 
 
 if __name__ == "__main__":

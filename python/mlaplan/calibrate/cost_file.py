@@ -3,8 +3,6 @@ the kernel geometry and the coefficients, with the fit's figures for the record.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from typing import Optional
 
 FORMAT = "mlaplan-cost-model"
@@ -39,15 +37,6 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
     return doc
 
 
-def write_json(path: str, doc: dict) -> None:
-    """Written whole or not at all: a temporary file in the same folder, renamed into place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".cost-", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def json_text(doc: dict) -> str:
+    """The file's text (the command writes it by the package's output rules, mlaplan/_files.py)."""
+    return json.dumps(doc, indent=2) + "\n"

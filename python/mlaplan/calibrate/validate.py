@@ -11,7 +11,6 @@ missed, 2 bad usage or input, 3 a device failure.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections import defaultdict
@@ -19,7 +18,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..prefill.__main__ import Parser, UsageError, _check_output_path, _count, _device, _positive_list, attention_kernel
+from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_list, attention_kernel, claim_outputs,
+                               write_output)
 from ..prefill.attention import KERNELS
 from ..prefill.timing import SETTLE_MS
 from ..prefill.schedule import parse_engines
@@ -94,11 +94,10 @@ def measure(args) -> dict:
 
 
 def read_cost(path: str) -> dict:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise UsageError(f"--cost {path}: cannot read it as JSON ({e}); give a file python -m mlaplan.calibrate wrote")
+    """The cost file as `run --cost` reads it (the CLI's reader: every field checked, 256 MiB at most)."""
+    from .. import _mlaplan
+
+    return _mlaplan.read_cost_model(path)
 
 
 def predict_us(cost: dict, rec: dict) -> float:
@@ -113,7 +112,8 @@ def predict_us(cost: dict, rec: dict) -> float:
 def kendall_tau(a, b) -> float:
     from scipy.stats import kendalltau
 
-    return float(kendalltau(a, b).statistic) if len(a) > 1 else float("nan")
+    tau = float(kendalltau(a, b).statistic) if len(a) > 1 else float("nan")
+    return None if np.isnan(tau) else tau  # one setting (or all tied) ranks nothing: null in the JSON, a miss
 
 
 def report(cost: dict, records: List[dict], timing: str) -> dict:
@@ -155,7 +155,8 @@ def markdown(rep: dict, cost_path: str) -> str:
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for w, s in rep["workloads"].items():
         lines.append(f"| {w} | {s['batches']} | {s['runs']} | {s['settings']} | {100 * s['median_abs_error']:.1f}% | "
-                     f"{100 * s['p90_abs_error']:.1f}% | {100 * s['max_abs_error']:.1f}% | {s['kendall_tau']:.3f} |")
+                     f"{100 * s['p90_abs_error']:.1f}% | {100 * s['max_abs_error']:.1f}% | "
+                     f"{'-' if s['kendall_tau'] is None else format(s['kendall_tau'], '.3f')} |")
     if "overall" in rep:
         o = rep["overall"]
         lines.append(f"| all | | {o['runs']} | | {100 * o['median_abs_error']:.1f}% | {100 * o['p90_abs_error']:.1f}% | | |")
@@ -167,45 +168,62 @@ def markdown(rep: dict, cost_path: str) -> str:
 
 
 def met(rep: dict) -> bool:
-    return all(s["median_abs_error"] <= MEDIAN_TARGET and s["p90_abs_error"] <= P90_TARGET and s["kendall_tau"] >= TAU_TARGET
-               for s in rep["workloads"].values())
+    return bool(rep["workloads"]) and all(
+        s["median_abs_error"] <= MEDIAN_TARGET and s["p90_abs_error"] <= P90_TARGET and s["kendall_tau"] is not None
+        and s["kendall_tau"] >= TAU_TARGET for s in rep["workloads"].values())
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    for path, option in ((args.output, "--output"), (args.save, "--save"), (args.json, "--json")):
-        _check_output_path(path, option)
-    from .cost_file import write_json
+    if args.measured and args.scenarios:
+        raise UsageError("--scenarios: they are measured, and --measured gives the measurements; give one of them")
+    if args.measured and args.save:
+        raise UsageError("--save: it saves what this run measures, and --measured measures nothing; drop one")
+    claim_outputs(args, [(args.cost, "the --cost file")] + [(p, "a --measured file") for p in args.measured or ()]
+                  + [(p, "a --scenarios file") for p in args.scenarios or ()],
+                  [(args.output, "-o"), (args.save, "--save"), (args.json, "--json")])
+    from .cost_file import json_text
+    from .records import read_measurements, require_scipy
 
+    cost = None
+    if args.cost:
+        require_scipy("the ranking (Kendall's tau, scipy.stats.kendalltau)")
+        cost = read_cost(args.cost)  # before measuring: a bad file fails at once
     if args.measured:
         records = []
         for path in args.measured:
-            with open(path) as f:
-                doc = json.load(f)
-            if doc.get("format") != MEASURED_FORMAT:
-                raise UsageError(f"{path}: format: not \"{MEASURED_FORMAT}\"; give a file --save wrote")
-            records += doc["records"]
+            records += read_measurements(path, MEASURED_FORMAT, "--save", text_keys=("workload", "scenario"))["records"]
     else:
         doc = measure(args)
         records = doc["records"]
         if args.save:
-            write_json(args.save, doc)
-    if not args.cost:
+            write_output(args.save, json_text(doc))
+    if cost is None:
         return 0
-    cost = read_cost(args.cost)
-    rep = report(cost, records, args.timing or cost.get("timing") or "eager")
-    text = markdown(rep, args.cost)
+    timing = args.timing or cost.get("timing") or "eager"
+    try:
+        rep = report(cost, records, timing)
+    except ValueError as e:  # a record no batch can be: the C++ message names no file
+        raise UsageError(f"{' '.join(args.measured or ['the measurements'])}: {e}") from None
+    if not rep["workloads"]:
+        # A gate that measured nothing has not passed: say so, exit 1, and write no report.
+        refused = sum(1 for r in records if r.get("refused"))
+        raise NothingMeasured(f"validate: nothing was measured: none of the {len(records)} runs has a {timing} time"
+                              f"{f' ({refused} refused)' if refused else ''}; measure on a CUDA GPU"
+                              f"{'' if timing == 'eager' else ', or compare --timing eager'}")
     if args.json:
-        write_json(args.json, rep)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+        write_output(args.json, json_text(rep))
+    write_output(args.output, markdown(rep, args.cost))
     return 0 if met(rep) else 1
+
+
+class NothingMeasured(UsageError):
+    """Exit 1: the gate is missed, as a miss of its targets is (entry's exit_code)."""
+
+    exit_code = 1
 
 
 if __name__ == "__main__":
     from .__main__ import entry
 
-    sys.exit(entry(None, main))
+    sys.exit(entry(None, main, "validate"))

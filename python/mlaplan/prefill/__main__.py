@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
+import signal
 import sys
-import tempfile
 from typing import List, Optional
 
+from .. import _files
 from . import merge
 from .attention import KERNELS
 from .schedule import SGLANG_PATHS, TRTLLM_PATHS
@@ -46,23 +48,23 @@ class Parser(argparse.ArgumentParser):
 
 
 def _positive_list(text: str) -> List[int]:
-    try:
-        values = [int(t.replace("_", "")) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of positive integers, e.g. 8192,65536")
-    if not values or min(values) < 1 or max(values) > 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of integers from 1 to 2147483647")
-    return values
+    """A comma list as the CLI's --buffer-tokens takes it: decimal digits, no empty item."""
+    items = text.split(",")
+    if any(not t.strip() for t in items):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty item in the list; give numbers separated by single commas, "
+                                         f"e.g. 8192,65536")
+    return [_count(1, 2**31 - 1)(t.strip()) for t in items]
 
 
-def _count(low: int):
+def _count(low: int, high: int = 1_000_000):
+    """A whole number in decimal digits from low to high, as the CLI reads counts (no sign, exponent,
+    fraction or underscore; past the range refused, never clamped)."""
     def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= {low}")
-        if v < low:
-            raise argparse.ArgumentTypeError(f"{text!r}: expected an integer >= {low}")
+        if not re.fullmatch(r"[0-9]+", text):
+            raise argparse.ArgumentTypeError(f"{text!r} is not written in digits; give a whole number from {low} to {high}")
+        v = int(text)
+        if not low <= v <= high:
+            raise argparse.ArgumentTypeError(f"{text} is outside the range; give a whole number from {low} to {high}")
         return v
     return parse
 
@@ -81,22 +83,24 @@ def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.prefill", description=__doc__.split("\n\n")[1].replace("\n", " "),
                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", metavar="SCENARIO.json", help="a scenario file: one batch or {\"scenarios\": [...]} (mlaplan gen writes them)")
-    p.add_argument("--model", default="deepseek-v3", metavar="NAME", help="a model preset (default deepseek-v3; docs/models.md)")
+    p.add_argument("--model", metavar="NAME", help="a model preset (default deepseek-v3; docs/models.md)")
     p.add_argument("--model-config", metavar="FILE", help="a Hugging Face config.json of an MLA model instead of --model")
-    p.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel ranks: local heads = num_attention_heads / TP (default 1)")
-    p.add_argument("--heads", type=_count(1), metavar="N", help="local heads, instead of num_attention_heads / TP (small CPU runs)")
+    p.add_argument("--tp", type=_count(1, 1024), metavar="N", help="tensor-parallel ranks: local heads = num_attention_heads / TP (default 1)")
+    p.add_argument("--heads", type=_count(1), metavar="N",
+                   help="local heads, instead of num_attention_heads / TP (small CPU runs; at most the model's heads)")
     p.add_argument("--policy", default="all", metavar="LIST", help="all (default) or a comma list of the policies below")
     p.add_argument("--buffer-tokens", type=_positive_list, metavar="N[,N...]",
                    help="buffer sizes in rows (default: each scenario's buffer_token_size)")
-    p.add_argument("--max-chunks", type=_count(1), metavar="N", help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")
+    p.add_argument("--max-chunks", type=_count(1, 1 << 20), metavar="N", help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")
     p.add_argument("--sglang-path", choices=SGLANG_PATHS, default="auto",
                    help="SGLang's attention path (default auto: as its dispatch picks it)")
     p.add_argument("--trtllm-path", choices=TRTLLM_PATHS, default="auto",
                    help="TensorRT-LLM's path (default auto: the GPU's; sm100 on the CPU)")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default: cuda where there is a GPU), cuda, cuda:N or cpu")
     p.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
-    p.add_argument("--reps", type=_count(0), default=10, metavar="N", help="timed runs; the median is reported (default 10; 0: check only)")
-    p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3)")
+    p.add_argument("--reps", type=_count(0), default=10, metavar="N",
+                   help="timed runs; the median is reported (default 10; 0: check only; at most 1000000)")
+    p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3; at most 1000000)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
     p.add_argument("--attention", choices=KERNELS, default="auto",
@@ -110,9 +114,9 @@ def parser() -> Parser:
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
     p.add_argument("--tolerance", type=_tolerance, metavar="TOL",
                    help="every element within TOL * (1 + |one-shot|) of one-shot attention (default 1e-2; 1e-4 in fp32)")
-    p.add_argument("--seed", type=_count(0), default=1, metavar="N", help="seed of the random inputs (default 1)")
+    p.add_argument("--seed", type=_count(0, 2**64 - 1), default=1, metavar="N", help="seed of the random inputs (default 1)")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically) instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (atomically; - is stdout) instead of stdout")
     p.add_argument("--json", metavar="FILE", help="also write the JSON report to FILE (atomically)")
     p.add_argument("--nvtx", action="store_true",
                    help="NVTX ranges in the timed runs too (for Nsight Systems; the profiled run always has them)")
@@ -138,32 +142,34 @@ def _device(torch, name: str):
     return d
 
 
-def _write(path: Optional[str], text: str) -> None:
-    if path is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".prefill-", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def claim_outputs(args, inputs, outputs) -> None:
+    """Before any work, as the CLI does (docs/interface.md, "Output files"): every input claimed,
+    then each (path, option) of `outputs`: one that is an input or another output, a folder, or one
+    whose folder cannot take a file is refused. `inputs`: (path, what) pairs."""
+    files = _files.outputs()
+    for path, what in inputs:
+        files.claim_input(path, what)
+    for path, option in outputs:
+        if path == "-" and option != "-o":
+            raise UsageError(f"{option} -: stdout takes the report; give {option} a file name")
+        if path != "-":
+            files.claim_output(path, option)
 
 
-def _check_output_path(path: Optional[str], option: str) -> None:
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise UsageError(f"{option} {path}: the folder {folder} does not exist; create it or choose another path")
-    if os.path.isdir(path):
-        raise UsageError(f"{option} {path}: is a folder; give a file name")
-    if not os.access(folder, os.W_OK):
-        raise UsageError(f"{option} {path}: the folder {folder} is not writable")
+def write_output(path: Optional[str], text: str) -> None:
+    """The report into its claimed output (committed when the command succeeds), or stdout."""
+    if path is None or path == "-":
+        _files.write_stdout(text)
+    else:
+        _files.outputs().stage(path, text)
+
+
+def _model_choice(args) -> None:
+    """--model and --model-config name the model, --tp and --heads its local heads: one of each pair."""
+    if args.model is not None and args.model_config is not None:
+        raise UsageError("--model-config: give either --model or --model-config, not both")
+    if args.tp is not None and args.heads is not None:
+        raise UsageError("--heads: it sets the local heads that --tp derives; give either --tp or --heads, not both")
 
 
 def attention_kernel(name: str, device) -> str:
@@ -182,9 +188,12 @@ def attention_kernel(name: str, device) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    _check_output_path(args.output, "--output")
-    _check_output_path(args.trace, "--trace")
-    _check_output_path(args.json, "--json")
+    _model_choice(args)
+    if args.trace and args.reps == 0:
+        raise UsageError("--trace: it records the profiled run of the timing, and --reps 0 times nothing; give --reps 1 "
+                         "or more, or drop --trace")
+    claim_outputs(args, [(args.scenario, "the scenario file"), (args.model_config, "the --model-config file")],
+                  [(args.output, "-o"), (args.json, "--json"), (args.trace, "--trace")])
     import torch
 
     from .. import _mlaplan
@@ -200,11 +209,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:
         raise UsageError(str(e))
     try:
-        dims = model_dims(args.model, args.tp, args.model_config, args.heads)
+        dims = model_dims(args.model or "deepseek-v3", args.tp or 1, args.model_config, args.heads)
     except ValueError as e:
         msg = str(e)
-        raise UsageError(msg if msg.startswith("--") else f"--model: {msg}")
+        raise UsageError(msg if msg.startswith("--") else f"--model-config: {msg}" if args.model_config else f"--model: {msg}")
     scenarios = _mlaplan.read_scenarios(args.scenario)
+    if not scenarios:
+        raise UsageError(f"{args.scenario}: holds no scenario (an empty \"scenarios\" list); add a scenario object to run")
     device = _device(torch, args.device)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[
         args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
@@ -222,7 +233,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "tool": "mlaplan.prefill",
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.machine()})",
         "torch": torch.__version__,
-        "model": f"{dims.name}, {dims.heads} local heads (TP {args.tp})" if args.heads is None else f"{dims.name}, {dims.heads} local heads",
+        "model": f"{dims.name}, {dims.heads} local heads (TP {args.tp or 1})" if args.heads is None else f"{dims.name}, {dims.heads} local heads",
         "dtype": str(dtype).replace("torch.", ""),
         "attention": (kernel_title(kernel) if device.type == "cuda" else "ATen's CPU flash kernel"),
         "merge": args.merge if device.type == "cuda" else "eager",
@@ -268,32 +279,75 @@ def main(argv: Optional[List[str]] = None) -> int:
     header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES[e]}" for e in engines)
     text = (json_report if args.format == "json" else text_report)(header, batches)
     if args.json:
-        _write(args.json, json_report(header, batches))
-    _write(args.output, text)
+        write_output(args.json, json_report(header, batches))
+    write_output(args.output, text)
     return 3 if device_failed else 1 if failed else 0
 
 
-def entry(argv: Optional[List[str]] = None, command=None) -> int:
-    """Runs `command` (default this module's main) with the package's exit statuses and one-line
-    errors; mlaplan.calibrate's commands share it."""
+def _error(message: str) -> None:
+    """One line on stderr, user text escaped as the CLI escapes it; a closed or full stderr changes nothing."""
+    from .. import _mlaplan
+
     try:
-        return (command or main)(argv)
+        print(f"mlaplan: error: {_mlaplan.printable(message)}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _on_terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM stops the command as Ctrl-C does (exit 130, nothing written)
+
+
+def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill") -> int:
+    """Runs `command` (default this module's main) with the package's exit statuses, one-line errors
+    and output files (docs/interface.md): its outputs are committed only when it returns 0 or 1 and
+    its stdout was written, else removed; Ctrl-C or SIGTERM is exit 130 and one line saying what was
+    stopped. mlaplan.calibrate's commands share it (`name`: the command, as the line names it)."""
+    files = _files.outputs()
+    previous = signal.signal(signal.SIGTERM, _on_terminate) if _main_thread() else None
+    try:
+        code = (command or main)(argv)
+        if code in (0, 1):
+            _files.flush_stdout()
+            files.commit()
+        return code
     except UsageError as e:
-        print(f"mlaplan: error: {e}", file=sys.stderr)
-        return 2
+        _error(str(e))
+        return getattr(e, "exit_code", 2)
+    except _files.DeviceError as e:
+        _error(str(e))
+        return 3
     except ValueError as e:  # the scenario reader's and the inputs' messages name the file and field
-        print(f"mlaplan: error: {str(e).splitlines()[0]}", file=sys.stderr)
+        _error(str(e).splitlines()[0])
         return 2
     except KeyboardInterrupt:
-        print("mlaplan: interrupted", file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C kills at once
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        previous = None
+        _error(f"{name}: interrupted; nothing written")
         return 130
+    except MemoryError:
+        _error(f"{name}: out of host memory; give smaller batches or fewer heads")
+        return 3
     except RuntimeError as e:
-        if "CUDA" in str(e) or "cuda" in str(e):
-            print(f"mlaplan: error: device failure: {str(e).splitlines()[0]}", file=sys.stderr)
+        text = str(e)
+        if "CUDA" in text or "cuda" in text:
+            _error(f"device failure: {text.splitlines()[0]}")
+            return 3
+        if "can't allocate memory" in text or "DefaultCPUAllocator" in text:
+            _error(f"{name}: out of host memory ({text.splitlines()[0]}); give smaller batches or fewer heads")
             return 3
         raise
-    except BrokenPipeError:
-        return 3
+    finally:
+        files.discard()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":

@@ -44,8 +44,8 @@ def model_dims(model: str = "deepseek-v3", tp: int = 1, config: Optional[str] = 
         raise ValueError(f"--tp {tp}: {d['title']} has {total} attention heads; choose a TP that divides it ({divisors})")
     local = total // tp
     if heads is not None:
-        if heads < 1:
-            raise ValueError(f"--heads {heads}: expected at least 1 local head")
+        if heads < 1 or heads > total:  # more would be no rank of this model, and sizes the inputs past any memory
+            raise ValueError(f"--heads {heads}: {d['title']} has {total} attention heads; give 1 to {total} local heads")
         local = heads
     return MlaDims(
         name=str(d["title"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Dict, List, Optional
 
+from .._mlaplan import printable
 from .measure import Run
 
 PART_COLUMNS = (("gather", "gather"), ("up-projection", "up-proj"), ("attention", "attn"), ("merge", "merge"),
@@ -71,7 +72,9 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
         for r in rows:
             out.append(fmt(r) if len(r) == len(cols) else f"{r[0].rjust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
         out += finding(runs)
-    return "\n".join(out) + "\n"
+    # User text (scenario names, a config's model name, refusals quoting them) with control
+    # characters escaped, as the CLI shows it: an ESC in a name must not reach the terminal.
+    return "\n".join(printable(line) for line in out) + "\n"
 
 
 def json_report(header: Dict[str, str], batches: List[dict]) -> str:

@@ -9,13 +9,20 @@ On the CPU, eager is wall-clock time and there is no graph; parts are the profil
 from __future__ import annotations
 
 import bisect
+import contextlib
+import os
+import re
 import statistics
+import sys
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
 import torch
 
+from .. import _files
 from . import executor
 from .executor import PARTS, RANGE_PREFIX
 
@@ -122,13 +129,14 @@ def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = N
     activities = [torch.profiler.ProfilerActivity.CPU]
     if cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as prof:
-        fn()
-        if cuda:
-            torch.cuda.synchronize()
-    if trace:
-        prof.export_chrome_trace(trace)
-    events = prof.events()
+    with quiet_profiler():
+        with torch.profiler.profile(activities=activities) as prof:
+            fn()
+            if cuda:
+                torch.cuda.synchronize()
+        if trace:
+            _export_trace(prof, trace)
+        events = prof.events()
     cuda_type, cpu_type = torch.autograd.DeviceType.CUDA, torch.autograd.DeviceType.CPU
     kernels, ranges, host_ranges = [], [], []
     for e in events:
@@ -162,6 +170,69 @@ def profile_parts(fn: Callable[[], object], cuda: bool, trace: Optional[str] = N
         return parts, 0.0, 0.0, 0
     span = (max(b for _, b in kernels) - min(a for a, _ in kernels)) / 1e3
     return parts, _union_ms(kernels), span, len(kernels)
+
+
+# A line kineto (the profiler's C++ side) prints on stderr itself: "USDT:2026-12-02 13:30:38 19938:19938
+# SyncActivityProfilerHandler.cpp:39] profiler_start".
+_KINETO_LINE = re.compile(rb"^[A-Z]+:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ \S+\.(cpp|h):\d+\] ")
+
+
+@contextlib.contextmanager
+def quiet_profiler():
+    """The profiler without its chatter on stderr, which carries the tool's own lines only: torch's
+    UserWarnings raised from its profiler modules (on a GPU: "Profiler clears events at the end of
+    each cycle..."; without one: "CUDA is not available, disabling CUDA profiling") are dropped, and
+    so are the lines kineto writes to stderr itself; every other warning and line passes."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _kineto_lines_dropped():
+            yield
+    for w in caught:
+        if not (issubclass(w.category, UserWarning) and "profiler" in w.filename and f"{os.sep}torch{os.sep}" in w.filename):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+@contextlib.contextmanager
+def _kineto_lines_dropped():
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no stderr to keep clean
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            try:
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = b"".join(line for line in held if not _KINETO_LINE.match(line))
+            if kept:
+                try:
+                    os.write(2, kept)
+                except OSError:
+                    pass
+
+
+def _export_trace(prof, path: str) -> None:
+    """The Chrome trace into `path` by the package's output rules: staged with the command's other
+    outputs where the command claimed it (committed together), else written at once."""
+    with tempfile.TemporaryDirectory() as folder:
+        raw = os.path.join(folder, "trace.json")
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as f:
+            data = f.read()
+    files = _files.outputs()
+    if files.claimed(path):
+        files.stage(path, data)
+    else:
+        _files.write_file_now(path, data, "trace")
 
 
 def _launched_us(e) -> float:

@@ -1,0 +1,68 @@
+"""Saved measurements (calibrate --measurements, validate --save) read back: through the package's
+bounded reader (256 MiB, as the CLI's readers), every field checked, so a file that is not one is one
+`mlaplan: error:` line naming the file and the field, never a traceback. And scipy, which the fit and
+the ranking need, asked for by name before any work."""
+from __future__ import annotations
+
+import importlib.util
+import numbers
+from typing import Iterable, List
+
+from .._files import read_json
+from ..prefill.__main__ import UsageError
+from ..prefill.schedule import ENGINES
+
+MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
+
+
+def require_scipy(purpose: str) -> None:
+    """UsageError naming scipy and the extra that brings it, where scipy cannot be imported."""
+    if importlib.util.find_spec("scipy") is None:
+        raise UsageError(f"{purpose} needs scipy, which is not installed: pip install 'mlaplan[calibrate]' (or pip install scipy)")
+
+
+def _whole(value, low: int) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= value < 2**32
+
+
+def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
+    where = f"{path}: records[{i}]"
+    if not isinstance(r, dict):
+        raise UsageError(f"{where}: a {type(r).__name__}, not an object; give a file mlaplan wrote")
+    for key in ("cache", "new"):
+        v = r.get(key)
+        if not isinstance(v, list) or not 1 <= len(v) <= MAX_SEQUENCES or not all(_whole(x, 0) for x in v):
+            raise UsageError(f"{where}.{key}: expected a list of 1 to {MAX_SEQUENCES} whole numbers of tokens; "
+                             f"give a file mlaplan wrote")
+    if len(r["cache"]) != len(r["new"]):
+        raise UsageError(f"{where}: cache has {len(r['cache'])} sequences and new {len(r['new'])}; give a file mlaplan wrote")
+    for key in ("page_size", "buffer_tokens"):
+        if not _whole(r.get(key), 1):
+            raise UsageError(f"{where}.{key}: expected a whole number >= 1, got {r.get(key)!r}")
+    if r.get("policy") not in ENGINES:
+        raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(ENGINES)}")
+    for key in ("eager_ms", "graph_ms"):
+        v = r.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
+            raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
+    for key in ("path", *text_keys):
+        if key in r and not isinstance(r[key], str) or key in text_keys and key not in r:
+            raise UsageError(f"{where}.{key}: expected a string; give a file mlaplan wrote")
+
+
+def read_measurements(path: str, fmt: str, wrote: str, top_keys: Iterable[str] = (), text_keys: Iterable[str] = ()) -> dict:
+    """The document of `path`: format `fmt`, `top_keys` present, every record checked (`text_keys`:
+    strings each record must hold). `wrote`: the option that writes such files, for the fix."""
+    what = f"a file {wrote} wrote"
+    doc = read_json(path, what)
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise UsageError(f"{path}: format: not \"{fmt}\"; give {what}")
+    for key in top_keys:
+        if key not in doc:
+            raise UsageError(f"{path}: {key}: missing; give {what}")
+    records: List = doc.get("records")
+    if not isinstance(records, list):
+        raise UsageError(f"{path}: records: missing or not a list; give {what}")
+    for i, r in enumerate(records):
+        _check_record(path, i, r, tuple(text_keys))
+    return doc
