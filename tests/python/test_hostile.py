@@ -1,0 +1,347 @@
+"""Issue 34's Python cases, as a hostile user meets them: the package's commands (mlaplan.prefill,
+mlaplan.calibrate, its validate) and the API (sweep, replay) keep the contract of docs/interface.md:
+exit 2 and one `mlaplan: error:` line naming the file or option (no traceback), exit 3 for a device
+that failed a write, 130 for Ctrl-C or SIGTERM, nothing left behind, outputs by the CLI's rules."""
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+
+import pytest
+
+import mlaplan
+from mlaplan import _files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCENARIO = os.path.join(ROOT, "scenarios", "worked-example.json")
+TRACE = os.path.join(ROOT, "tests", "data", "mooncake_conversation_head2000.jsonl")
+COST = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
+SMALL = ["--model", "deepseek-v2-lite", "--heads", "1", "--device", "cpu", "--reps", "0"]
+ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+
+def run(*args, stdout=subprocess.PIPE, timeout=300, prelude=""):
+    """`python -m MODULE ARGS` (prelude: Python run first, e.g. to hide a package)."""
+    module, rest = args[0], list(args[1:])
+    code = f"{prelude}\nimport runpy, sys\nsys.argv = {[module] + rest!r}\nrunpy.run_module({module!r}, run_name='__main__')"
+    return subprocess.run([sys.executable, "-c", code], stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                          timeout=timeout, env=ENV)
+
+
+def one_error_line(r, code, *words):
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == code, r.stderr
+    assert len(lines) == 1 and lines[0].startswith("mlaplan: error: "), r.stderr
+    for w in words:
+        assert w in lines[0], r.stderr
+    return lines[0]
+
+
+def in_process(capsys, args, code=2):
+    from mlaplan.prefill.__main__ import entry
+
+    got = entry(args)
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert got == code and len(lines) == 1 and lines[0].startswith("mlaplan: error: "), (got, captured.err)
+    return lines[0], captured.out
+
+
+# 1. The writer: devices and FIFOs written in place, symlinks followed, modes kept, errors reported.
+
+def test_a_symlink_is_written_through_and_the_mode_kept(tmp_path):
+    target = tmp_path / "target.txt"
+    target.write_text("old")
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    _files.write_file_now(str(link), "new", "-o")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "new" and stat.S_IMODE(os.stat(target).st_mode) == 0o640
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "made.txt")
+    _files.write_file_now(str(dangling), "x", "-o")
+    assert dangling.is_symlink() and (tmp_path / "made.txt").read_text() == "x"
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    with pytest.raises(_files.InputError, match="symbolic links"):
+        _files.write_file_now(str(loop), "x", "-o")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling", "link.txt", "loop", "made.txt", "target.txt"]
+
+
+def test_a_fifo_is_written_into(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    _files.write_file_now(str(fifo), "through the pipe\n", "-o")
+    reader.join(10)
+    assert got == [b"through the pipe\n"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["fifo"]
+
+
+def _device_node(tmp_path, name, minor):
+    """A character device like /dev/null (1, 3) or /dev/full (1, 7), made with mknod (root only)."""
+    if os.geteuid() != 0:
+        pytest.skip("mknod needs root; the tests run as another user here")
+    node = tmp_path / name
+    try:
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+        os.close(os.open(node, os.O_WRONLY))
+    except OSError as e:  # a file system mounted nodev, or no CAP_MKNOD in this container
+        pytest.skip(f"cannot make or open a device node in {tmp_path}: {e.strerror}")
+    return node
+
+
+def test_a_device_node_is_written_into_not_replaced(tmp_path):
+    null = _device_node(tmp_path, "null", 3)
+    _files.write_file_now(str(null), "gone", "-o")
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    full = _device_node(tmp_path, "full", 7)
+    with pytest.raises(_files.DeviceError, match="no space left"):
+        _files.write_file_now(str(full), "x" * 100, "-o")
+    assert stat.S_ISCHR(os.lstat(full).st_mode) and sorted(p.name for p in tmp_path.iterdir()) == ["full", "null"]
+
+
+def test_prefill_to_dev_full_is_exit_3_and_leaves_the_device(tmp_path):
+    r = run("mlaplan.prefill", SCENARIO, *SMALL, "-o", "/dev/full")
+    one_error_line(r, 3, "/dev/full: writing the output failed: no space left")
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode) and os.stat("/dev/full").st_rdev == os.makedev(1, 7)
+
+
+def test_calibrate_refit_writes_through_a_symlink(tmp_path):
+    pytest.importorskip("scipy", reason="the fit needs scipy (pip install .[calibrate])")
+    from test_calibrate import synthetic
+
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16,
+                                "dtype": "bf16", "attention": "flash", "merge": "fused (Triton)", "gpu": "NVIDIA H200",
+                                "sms": 132, "date": "2026-12-01", "records": synthetic(30, 0.01)}))
+    target = tmp_path / "real.json"
+    target.write_text("{}")
+    os.chmod(target, 0o604)
+    (tmp_path / "cost.json").symlink_to(target)
+    r = run("mlaplan.calibrate", "--refit", str(meas), "-o", str(tmp_path / "cost.json"), "--commit", "abc")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "cost.json").is_symlink() and json.loads(target.read_text())["format"] == "mlaplan-cost-model"
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o604
+
+
+# 2, 3, 17. The API: every value checked by keyword, bounded by memory_limit, stopped by Ctrl-C.
+
+@pytest.mark.parametrize("kwargs,keyword", [
+    (dict(buffer_tokens=[0]), "buffer_tokens[0]=0"),
+    (dict(max_chunks=[0]), "max_chunks[0]=0"),
+    (dict(batches=0), "batches=0"),
+    (dict(batches=10**12), "batches="),
+    (dict(page_size=0), "page_size=0"),
+    (dict(token_budget=0), "token_budget=0"),
+    (dict(max_sequences=0), "max_sequences=0"),
+    (dict(buffer_tokens=[]), "buffer_tokens: an empty list"),
+    (dict(policies="max,,packed"), "policies="),
+    (dict(workload="nope"), "workload='nope'"),
+    (dict(seed=-1), "seed=-1"),
+    (dict(step_ms=5.0), "step_ms: it sets how a trace is replayed"),
+    (dict(memory_limit="1KiB"), "memory_limit="),
+    (dict(replay=TRACE + "\0x"), "NUL byte"),
+    (dict(replay=TRACE, step_ms=float("nan")), "step_ms=nan"),
+])
+def test_sweep_refuses_bad_values_by_keyword(kwargs, keyword):
+    with pytest.raises(ValueError) as e:
+        mlaplan.sweep(**dict(dict(batches=10), **kwargs))
+    assert keyword in str(e.value) and "--" not in str(e.value), str(e.value)
+
+
+def test_sweep_memory_limit_before_forming():
+    t = time.monotonic()
+    with pytest.raises(ValueError, match=r"batches=100000000: .* above memory_limit=2.00 GiB") as e:
+        mlaplan.sweep(batches=100_000_000)
+    assert "--" not in str(e.value) and time.monotonic() - t < 5
+    with pytest.raises(ValueError, match="above memory_limit=1.00 MiB"):
+        mlaplan.sweep(batches=20000, memory_limit=1 << 20)
+    assert len(mlaplan.sweep(batches=20, memory_limit="64MiB", buffer_tokens=[4096])) == 3
+
+
+@pytest.mark.parametrize("kwargs,keyword", [
+    (dict(token_budget=0), "token_budget=0"),
+    (dict(max_sequences=0), "max_sequences=0"),
+    (dict(block_size=0), "block_size=0"),
+    (dict(replay_format="csv"), "replay_format='csv'"),
+    (dict(token_budget=1, memory_limit="1MiB"), "replay: the first"),
+])
+def test_replay_refuses_bad_values_by_keyword(kwargs, keyword):
+    with pytest.raises(ValueError) as e:
+        mlaplan.replay(TRACE, **kwargs)
+    assert keyword in str(e.value) and "--" not in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("path,message", [
+    (TRACE + "\0x", "NUL byte"), ("", "an empty path"), ("/", "is a folder"),
+])
+def test_replay_refuses_bad_paths(path, message):
+    with pytest.raises(ValueError, match=message):
+        mlaplan.replay(path)
+
+
+@pytest.mark.parametrize("call", ["mlaplan.sweep(batches=3_000_000)",
+                                  "mlaplan.replay(TRACE, token_budget=1, memory_limit='16GiB')"])
+def test_ctrl_c_stops_the_api(call):
+    script = textwrap.dedent(f"""
+        import sys, time, mlaplan
+        TRACE = {TRACE!r}
+        print("ready", flush=True)
+        t = time.monotonic()
+        try:
+            {call}
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert out.strip() == "interrupted", (out, err)
+    assert time.monotonic() - sent < 5 and p.returncode == 0, err
+
+
+# 4, 13. Reads: bounded, folders and bad JSON named, scipy asked for by name.
+
+@pytest.mark.parametrize("args,message", [
+    (["mlaplan.calibrate", "--refit", "/dev/zero", "-o", "{t}/c.json"], "/dev/zero: more than 256 MiB"),
+    (["mlaplan.calibrate.validate", "--cost", COST, "--measured", "/dev/zero"], "/dev/zero: more than 256 MiB"),
+    (["mlaplan.calibrate.validate", "--cost", COST, "--measured", "{t}"], "{t}: is a folder"),
+    (["mlaplan.calibrate.validate", "--cost", COST, "--measured", "{t}/bad.json"], "{t}/bad.json:1:2: invalid JSON"),
+    (["mlaplan.calibrate.validate", "--cost", COST, "--measured", "{t}/norecords.json"], "{t}/norecords.json: records:"),
+    (["mlaplan.calibrate.validate", "--cost", "{t}/bad.json", "--measured", "{t}/norecords.json"], "{t}/bad.json"),
+    (["mlaplan.calibrate", "--refit", "{t}/bad.json", "-o", "{t}/c.json", "--seed", "1e23"], "--seed: '1e23' is not written in digits"),
+    (["mlaplan.prefill", SCENARIO, "--heads", "100000000", "--device", "cpu"], "--heads"),
+    (["mlaplan.prefill", SCENARIO, "--heads", "129", "--device", "cpu"], "--heads 129: DeepSeek-V3 has 128 attention heads"),
+])
+def test_reads_and_values_are_one_line(tmp_path, args, message):
+    pytest.importorskip("scipy", reason="validate and calibrate check scipy first (pip install .[calibrate])")
+    (tmp_path / "bad.json").write_text("{bad")
+    (tmp_path / "norecords.json").write_text('{"format": "mlaplan-validation-measurements"}')
+    t = str(tmp_path)
+    r = run(*[a.replace("{t}", t) for a in args])
+    one_error_line(r, 2, message.replace("{t}", t))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "norecords.json"]
+
+
+@pytest.mark.parametrize("args", [
+    ["mlaplan.calibrate.validate", "--cost", COST, "--measured", "{t}/m.json"],
+    ["mlaplan.calibrate", "--refit", "{t}/m.json", "-o", "{t}/c.json"],
+])
+def test_scipy_missing_is_one_line_naming_the_extra(tmp_path, args):
+    (tmp_path / "m.json").write_text('{"format": "mlaplan-validation-measurements", "records": []}')
+    r = run(*[a.replace("{t}", str(tmp_path)) for a in args], prelude="import sys; sys.modules['scipy'] = None")
+    one_error_line(r, 2, "needs scipy", "pip install 'mlaplan[calibrate]'")
+
+
+# 10. A validation that compared nothing has not passed.
+
+def test_validate_that_measured_nothing_fails(tmp_path):
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    rec = {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "workload": "w",
+           "scenario": "s", "eager_ms": 1.0, "graph_ms": None}
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [rec]}))
+    r = run("mlaplan.calibrate.validate", "--cost", COST, "--measured", str(tmp_path / "m.json"), "--timing", "graph",
+            "--json", str(tmp_path / "rep.json"))
+    one_error_line(r, 1, "nothing was measured")
+    assert r.stdout == "" and not (tmp_path / "rep.json").exists()
+
+
+# 6, 14. Prefill's outputs and arguments.
+
+@pytest.mark.parametrize("args,message", [
+    (["{s}", "-o", "{s}"], "is also the scenario file"),
+    (["{s}", "-o", "{t}/x.json", "--json", "{t}/x.json"], "is also the file of -o"),
+    (["{s}", "-o", "/proc/version"], "/proc/version: cannot write the output file"),
+    (["{t}/empty.json"], "holds no scenario"),
+    (["{s}", "--buffer-tokens", "1,,2"], "an empty item"),
+    (["{s}", "--buffer-tokens", "64,"], "an empty item"),
+    (["{s}", "--trace", "{t}/t.json", "--reps", "0"], "--trace: it records the profiled run"),
+    (["{s}", "--reps", "10000000"], "--reps: 10000000 is outside the range"),
+    (["{s}", "--reps", "1e3"], "not written in digits"),
+    (["{s}", "--heads", "2", "--tp", "2"], "give either --tp or --heads"),
+    (["{s}", "--model", "deepseek-v3", "--model-config", "tests/data/deepseek_v3_config.json"], "--model-config: give either"),
+    (["{s}", "--json", ""], "--json: an empty path"),
+])
+def test_prefill_refuses_in_one_line(tmp_path, monkeypatch, capsys, args, message):
+    s = str(tmp_path / "s.json")
+    with open(SCENARIO) as f:
+        open(s, "w").write(f.read())
+    (tmp_path / "empty.json").write_text('{"scenarios": []}')
+    monkeypatch.chdir(ROOT)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    line, out = in_process(capsys, [a.replace("{s}", s).replace("{t}", str(tmp_path)) for a in args] + ["--device", "cpu"])
+    assert message in line and out == ""
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_prefill_stdout_on_a_full_device_is_exit_3():
+    with open("/dev/full", "w") as full:
+        r = run("mlaplan.prefill", SCENARIO, *SMALL, stdout=full)
+    one_error_line(r, 3, "stdout: writing the output failed: no space left")
+
+
+# 7. Interrupts: 130 and the CLI's line, SIGTERM as Ctrl-C, nothing written.
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_prefill_interrupted_is_130_with_one_line(tmp_path, sig):
+    out = tmp_path / "out.txt"
+    cmd = [sys.executable, "-m", "mlaplan.prefill", SCENARIO, "--model", "deepseek-v2-lite", "--heads", "1", "--device",
+           "cpu", "--reps", "1000000", "--warmup", "0", "-o", str(out)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    time.sleep(8)  # past the imports, into the timed runs
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines() == ["mlaplan: error: prefill: interrupted; nothing written"], err
+    assert list(tmp_path.iterdir()) == []
+
+
+# 15. Escaping.
+
+def test_prefill_escapes_control_characters_in_names(tmp_path, monkeypatch, capsys):
+    from mlaplan.prefill.__main__ import entry
+
+    s = tmp_path / "esc.json"
+    s.write_text(json.dumps({"name": "a\x1b[31mb\x07", "page_size": 16, "buffer_token_size": 64, "max_chunks": 4,
+                             "cache_lengths": [10], "input_lengths": [3]}))
+    assert entry([str(s), *SMALL, "--policy", "packed"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "a\\x1b[31mb\\x07: 1 sequences" in out
+    assert entry([str(s), *SMALL, "--policy", "packed", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["batches"][0]["scenario"] == "a\x1b[31mb\x07"  # JSON keeps it as it is
+
+
+# The house: torch's profiler says nothing on stderr.
+
+def test_the_profiler_warns_nothing_on_stderr(capfd):
+    import torch
+
+    from mlaplan.prefill.timing import quiet_profiler
+
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with quiet_profiler():
+            # Without a GPU torch warns "CUDA is not available, disabling CUDA profiling" here; on a GPU
+            # "Profiler clears events at the end of each cycle..."; and kineto prints its own lines.
+            with torch.profiler.profile(activities=activities) as prof:
+                torch.ones(8).sum()
+            prof.events()
+            warnings.warn("ours", UserWarning)  # anything else passes
+    assert [str(w.message) for w in caught] == ["ours"]
+    err = capfd.readouterr().err
+    assert "USDT:" not in err and "profiler_start" not in err, err
