@@ -1,0 +1,93 @@
+// The frame of a sweep's chart: the title and subtitle lines, what the predicted times hold for, the
+// plot area's place (and the time panel's under it), the legend's column and the picture's size.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "mlaplan/render/palette.hpp"
+#include "mlaplan/render/svg_writer.hpp"
+#include "mlaplan/render/sweep_measure.hpp"
+
+namespace mlaplan::render::sweep_detail {
+
+using namespace sweep_style;
+
+namespace {
+
+// What the predicted times hold for, one line per cost model ("deepseek-v3 TP8: NVIDIA H200, ...").
+std::vector<std::string> cost_lines(const SweepResult& sweep) {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < sweep.costs.size(); ++i) {
+    if (i + 1 == kMaxCostLines && sweep.costs.size() > kMaxCostLines) {
+      lines.push_back(fmt::format("and {} more cost models", sweep.costs.size() - i));
+      break;
+    }
+    const cost::CostModel& c = sweep.costs[i];
+    lines.push_back(fmt::format("{}cost model {} TP{}: {}", i == 0 ? "predicted by " : "", c.model, c.tp, c.describe()));
+  }
+  return lines;
+}
+
+// Left of the plots: the time panel's tick labels and its y title (one or two rotated lines) may need
+// more room than the iterations panel's kMarginLeft, and both panels share one left edge.
+double left_margin(const TimeAxis* time) {
+  if (!time) return kMarginLeft;
+  const double title = kAxisTitleSize + static_cast<double>(std::max<size_t>(1, time->title.size()) - 1) * kAxisTitleLine;
+  return std::max(kMarginLeft, kMarginOuter + title + 10 + time->label_width + 9);
+}
+
+}  // namespace
+
+// The frame: title on top, the plot (and the time panel under it), the legend to its right; the
+// title clipped to the picture's width (a 10,000-character source name stays one line).
+void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model, const TimeAxis* time) {
+  double legend_width = 0;
+  for (const LegendEntry& e : L.legend)
+    legend_width = std::max(legend_width, kLegendSample + 8 + label_width(e.label, kLegendSize));
+
+  const bool subtitle = !sweep.formation.empty() || !common_model.empty() || sweep.interrupted;
+  const std::vector<std::string> costs = time ? cost_lines(sweep) : std::vector<std::string>();
+  const double title_y = kMarginOuter + kTitleSize;
+  L.top = title_y + (subtitle ? kTitleLine : 0) + kTitleLine * static_cast<double>(costs.size()) + 22;
+  L.left = left_margin(time);
+  L.right = L.left + kPlotWidth;
+  L.bottom = L.top + kPlotHeight;
+  double lowest = L.bottom;
+  if (time) {
+    L.time.emplace();
+    L.time->top = L.bottom + kTimePanelGap;
+    L.time->bottom = L.time->top + kTimePlotHeight;
+    lowest = L.time->bottom;
+  }
+  L.x_title_y = lowest + 42;
+  L.legend_x = L.right + kLegendGap;
+  L.legend_y = L.top + 8;
+  L.width = L.legend.empty() ? L.right + 2 * kMarginOuter : L.legend_x + legend_width + kMarginOuter;
+  L.height = std::max(lowest + 56, L.legend_y + kLegendRow * static_cast<double>(L.legend.size()) + kMarginOuter);
+
+  const double text_room = L.width - 2 * kMarginOuter;
+  const std::string tail = fmt::format(", {} batches", sweep.batches);
+  const std::string head = "mlaplan sweep: ";
+  const size_t room = chars_fitting(text_room, kTitleSize);
+  const size_t fixed = head.size() + tail.size();
+  const std::string source = sweep.source.empty() ? std::string("(no source)") : sweep.source;
+  L.title.push_back({head + clip_text(source, room > fixed + 8 ? room - fixed : 8) + tail, title_y, kTitleSize, kInk});
+  if (subtitle) {
+    std::string sub = sweep.formation;
+    if (!common_model.empty()) sub += (sub.empty() ? "" : "; ") + common_model;
+    if (sweep.interrupted)
+      sub += (sub.empty() ? "" : "; ") + fmt::format("interrupted: {} of {} settings", sweep.rows.size(), sweep.settings);
+    L.title.push_back({clip_text(sub, chars_fitting(text_room, kSubtitleSize)), title_y + kTitleLine,
+                       kSubtitleSize, kMutedInk});
+  }
+  double y = title_y + (subtitle ? kTitleLine : 0);
+  for (const std::string& line : costs) {
+    y += kTitleLine;
+    L.title.push_back({clip_text(line, chars_fitting(text_room, kSubtitleSize)), y, kSubtitleSize, kMutedInk});
+  }
+}
+
+}  // namespace mlaplan::render::sweep_detail

@@ -1,0 +1,87 @@
+// What a sweep's chart says in words: the buffer sizes' tick labels, the series' names (recommend()'s
+// groups) and the points' tooltips.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/render/svg_writer.hpp"
+#include "mlaplan/render/sweep_measure.hpp"
+
+namespace mlaplan::render::sweep_detail {
+
+// 4096 -> "4K", 65536 -> "64K", 1048576 -> "1M": exact multiples of 2^10 and 2^20 only, so the
+// label never rounds (12288 -> "12K", 10000 -> "10000").
+std::string tokens_label(uint64_t n) {
+  if (n > 0 && n % (uint64_t{1} << 20) == 0) return fmt::format("{}M", n >> 20);
+  if (n > 0 && n % (uint64_t{1} << 10) == 0) return fmt::format("{}K", n >> 10);
+  return fmt::format("{}", n);
+}
+
+std::string model_of(const SweepRow& r) {
+  if (!r.model) return {};
+  return fmt::format("{} TP{}", r.model->name, r.memory ? r.memory->tp : 1);
+}
+
+// recommend()'s group name ("max M=16 deepseek-v3 TP8"), so report.recommendations match by it.
+std::string group_of(const SweepRow& r, bool with_model) {
+  std::string g = r.policy.name();
+  if (r.max_chunks) g += fmt::format(" M={}", *r.max_chunks);
+  if (with_model && r.model) g += " " + model_of(r);
+  return g;
+}
+
+namespace {
+
+// What the ring means, said once for the legend and the tooltips.
+std::string recommended_text(const RecommendOptions& rec) {
+  const std::string q = explore::quantile_name(rec.quantile);
+  if (rec.objective == explore::Objective::time)
+    return fmt::format("the smallest buffer of its group whose {} step time is within {:g}% of the group's best", q,
+                       100.0 * rec.within);
+  return fmt::format("the smallest buffer of its group with at most {} iterations at {}", rec.max_iterations, q);
+}
+
+}  // namespace
+
+std::string point_tip(const SweepRow& r, bool recommended, const std::optional<RecommendOptions>& rec) {
+  std::string t = clip_text(r.setting(), kTipChars);
+  t += fmt::format("\niterations per batch: p50 {}, p90 {}, p99 {}, max {} (mean {:.2f})", r.p50, r.p90, r.p99,
+                   r.max_iterations, finite_or_zero(r.mean_iterations));
+  t += fmt::format("\nmean fill {:.1f}%", 100.0 * finite_or_zero(r.mean_fill));
+  t += fmt::format("\nrefused {:.2f}% ({} of {} batches)", 100.0 * r.refused_share(), r.refused, r.batches);
+  if (r.refused > 0 && !r.first_refusal.empty()) t += "; the first: " + clip_text(r.first_refusal, kTipChars);
+  if (r.memory)
+    t += fmt::format("\nmemory: buffer {} + K concat {}", io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
+                     io::format_bytes(r.memory->k_bytes(r.buffer_tokens)));
+  if (recommended && rec) t += "\nrecommended: " + recommended_text(*rec);
+  return t;
+}
+
+// A time point's tooltip: the setting, its step times and how much of them the iterations are.
+std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, const std::optional<RecommendOptions>& options) {
+  const explore::TimeStats& t = *r.time;
+  using explore::format_ms;
+  std::string s = clip_text(r.setting(), kTipChars);
+  s += fmt::format("\npredicted ms per step ({} layers): p50 {}, p99 {}, max {} (mean {})", t.layers,
+                   format_ms(t.step_ms(t.p50_us)), format_ms(t.step_ms(t.p99_us)), format_ms(t.step_ms(t.max_us)),
+                   format_ms(t.step_ms(t.mean_us)));
+  s += fmt::format("\nper-iteration share {:.1f}%, over bound {:.1f}% (against a buffer holding each batch whole)",
+                   100.0 * finite_or_zero(t.iteration_share), 100.0 * finite_or_zero(t.over_lower_bound));
+  s += fmt::format("\npath: {} (chunked {}, one-shot {}, absorbed {}){}", t.path(), t.on(explore::EnginePath::chunked),
+                   t.on(explore::EnginePath::one_shot), t.on(explore::EnginePath::absorbed),
+                   t.buffer_free ? ": the whole context at once, no buffer" : "");
+  if (r.refused > 0)
+    s += fmt::format("\nrefused {:.2f}% ({} of {} batches), counted as never done", 100.0 * r.refused_share(), r.refused,
+                     r.batches);
+  if (rec && options) {
+    s += "\nrecommended: " + recommended_text(*options);
+    if (!rec->next_larger.empty()) s += "\nnext larger: " + clip_text(rec->next_larger, kTipChars);
+  }
+  return s;
+}
+
+}  // namespace mlaplan::render::sweep_detail
