@@ -19,19 +19,20 @@ trap 'rm -rf "$work"' EXIT
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 settings=(--config-settings=cmake.define.MLAPLAN_ENABLE_CUDA=$cuda --config-settings=build-dir="$work/build")
 
-python3 -m venv "$work/venv"
-# Wheels that scripts/test.sh fetched while the C++ built: install torch from them, else from PyPI.
-if [[ -n ${MLAPLAN_WHEELS:-} && -d $MLAPLAN_WHEELS ]]; then
-  while [[ ! -e $MLAPLAN_WHEELS/rc ]]; do sleep 1; done
-  if [[ $(cat "$MLAPLAN_WHEELS/rc") == 0 ]]; then
-    "$work/venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --find-links "$MLAPLAN_WHEELS/wheels" torch scipy pytest
+# The fresh venv scripts/test.sh made while the C++ built, torch and scipy installed; else one of our own.
+venv=$work/venv
+if [[ -n ${MLAPLAN_PYENV:-} && -d $MLAPLAN_PYENV ]]; then
+  while [[ ! -e $MLAPLAN_PYENV/rc ]]; do sleep 1; done
+  if [[ $(cat "$MLAPLAN_PYENV/rc") == 0 ]]; then
+    venv=$MLAPLAN_PYENV/venv
   else
-    echo "test-python.sh: fetching the wheels failed (see below); installing from PyPI" >&2
-    cat "$MLAPLAN_WHEELS/log" >&2
+    echo "test-python.sh: installing torch in the background failed (see below); installing it here" >&2
+    cat "$MLAPLAN_PYENV/log" >&2
   fi
 fi
-"$work/venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch,calibrate]"
-python=$work/venv/bin/python
+[[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch,calibrate]"
+python=$venv/bin/python
 # From outside the source folder, so `import mlaplan` finds the installed package, not python/.
 cd "$work"
 "$python" -m pytest -q -rs "$root/tests/python"

@@ -23,15 +23,20 @@ stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
 # Chromium) and the schema test (python3 jsonschema).
 export MLAPLAN_REQUIRE_TOOLS=1
 
-# The Python stage needs torch (about 5 GB of wheels from PyPI) and scipy: fetch them now, behind the C++ builds,
-# so the stage only installs them. scripts/test-python.sh waits for this and falls back to PyPI.
-if [[ -z ${SKIP_PYTHON:-} && -z ${MLAPLAN_WHEELS:-} ]]; then
-  export MLAPLAN_WHEELS=$(mktemp -d /tmp/mlaplan-wheels.XXXXXX)
-  trap 'rm -rf "$MLAPLAN_WHEELS"' EXIT
-  ( { python3 -m venv "$MLAPLAN_WHEELS/venv" &&
-      "$MLAPLAN_WHEELS/venv/bin/python" -m pip download -q --disable-pip-version-check --only-binary=:all: \
-        -d "$MLAPLAN_WHEELS/wheels" 'torch>=2.11' 'scipy>=1.10' pytest; } >"$MLAPLAN_WHEELS/log" 2>&1
-    echo $? >"$MLAPLAN_WHEELS/rc" ) &
+# The Python stage needs torch (about 5 GB of wheels from PyPI) and scipy: install them now into the
+# stage's fresh virtual environment, behind the C++ builds (mostly download and unpacking, which the
+# compilers leave room for), so the stage only builds and installs the package. scripts/test-python.sh
+# waits for this and falls back to a venv of its own.
+if [[ -z ${SKIP_PYTHON:-} && -z ${MLAPLAN_PYENV:-} ]]; then
+  export MLAPLAN_PYENV=$(mktemp -d /tmp/mlaplan-pyenv.XXXXXX)
+  trap 'rm -rf "$MLAPLAN_PYENV"' EXIT
+  ( start=$SECONDS
+    { python3 -m venv "$MLAPLAN_PYENV/venv" &&
+      "$MLAPLAN_PYENV/venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: \
+        'torch>=2.11' 'scipy>=1.10' pytest; } >"$MLAPLAN_PYENV/log" 2>&1
+    rc=$?
+    echo "== test.sh: torch, scipy and pytest installed in the background in $((SECONDS - start)) s (exit $rc)" >&2
+    echo $rc >"$MLAPLAN_PYENV/rc" ) &
 fi
 
 stage "release build and the whole suite"
