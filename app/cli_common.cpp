@@ -116,7 +116,8 @@ void write_output(const std::string& path, const std::string& content) {
 namespace {
 
 // Bounds as a person writes them: 600, 0.001, 86400 (CLI11 printed 600.000000).
-std::string number_text(double v) { return fmt::format("{:g}", v); }
+// Shortest exact form: 3600000 rather than {:g}'s 3.6e+06.
+std::string number_text(double v) { return fmt::format("{}", v); }
 
 }  // namespace
 

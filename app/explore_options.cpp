@@ -150,14 +150,14 @@ std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
 }
 
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& o, bool tp_given,
-                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps) {
+                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command) {
   if (costs.empty()) return;
   explore::SweepGrid grid;
   grid.models = models;
   grid.tps = tps;
   grid.dtype = explore::parse_dtype(o.dtype);
   grid.costs = costs;
-  explore::take_cost_models(grid, tp_given);
+  explore::take_cost_models(grid, tp_given, command);
   models = grid.models;
   tps = grid.tps;
 }
@@ -187,9 +187,11 @@ void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
       ->transform(whole_number(1, uint64_t{1} << 48));
   cmd.add_flag("--arrivals", o.arrivals,
                "With --replay and --step-ms: a step takes only the requests that arrived by its start");
+  // From a microsecond to an hour: a prefill step outside that is a typo (CLI11's PositiveNumber took
+  // nan and hex, and printed a 309-digit bound).
   cmd.add_option("--step-ms", o.step_ms, "With --arrivals: how long a step lasts, in ms (a fixed time, until a cost model)")
       ->type_name("T")
-      ->check(CLI::PositiveNumber);
+      ->check(real_number(0.001, 3600000, "milliseconds"));
   cmd.add_option_function<uint64_t>(
          "--seed",
          [&o](const uint64_t& v) {

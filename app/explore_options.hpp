@@ -51,9 +51,9 @@ void add_cost_option(CLI::App& cmd, std::vector<std::string>& files, bool list);
 std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files);
 // The models and TPs to predict for: --model/--tp where given, else the cost files' own (their models
 // as presets); then every file must match a (model, TP) and every (model, TP) have a file
-// (explore::check_costs). `tp_given`: --tp on the line.
+// (explore::check_costs). `tp_given`: --tp on the line; `command` ("run", "sweep") names it in the messages.
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& options, bool tp_given,
-                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps);
+                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command);
 
 // --workload NAME | --lengths FILE.csv, --seed, and the batch formation: --token-budget T
 // (default) | --batch-size LO[:HI], --max-sequences S.

@@ -50,18 +50,36 @@ uint64_t list_bytes(const std::vector<uint32_t>& values) {
   return bytes;
 }
 
+// What a message about a file past the reader's limit calls the batches: --batches K only where the
+// user gave it (a whole trace's steps otherwise).
+std::string batches_subject(const GenOptions& opt, size_t formed) {
+  if (opt.batches_given) return fmt::format("--batches {}", opt.batches);
+  return fmt::format("--replay {}: its {}{} steps", opt.workload.replay, formed == kMaxGenBatches ? "first " : "", formed);
+}
+
+// How to write fewer batches per file: another --seed only where one draws them (a preset workload;
+// a trace refuses --seed), else the input split.
+std::string fewer_batches(const GenOptions& opt, size_t fit) {
+  if (!opt.workload.workload.empty())
+    return fmt::format("write at most about {} batches per file (run gen several times with other --seed values)", fit);
+  if (!opt.workload.replay.empty())
+    return fmt::format("write at most about {} steps per file (--batches {}), or split the trace into shorter files", fit,
+                       fit);
+  return fmt::format("write at most about {} batches per file (--batches {}), or split the lengths file", fit, fit);
+}
+
 // After forming: the file's size from the batches' numbers and the first scenario's keys, name and
 // settings (later names are no shorter), so a file run would refuse is refused before any text is built.
-void require_file_fits(const std::vector<Batch>& batches, const check::Scenario& first) {
+void require_file_fits(const GenOptions& opt, const std::vector<Batch>& batches, const check::Scenario& first) {
   const uint64_t keys = io::scenario_to_json(first).size() - list_bytes(first.batch.cache_lengths) -
                         list_bytes(first.batch.input_row_offsets) - 1;  // the newline the list drops
   uint64_t least = 0;
   for (size_t i = 0; i < batches.size(); ++i) {
     least += keys + list_bytes(batches[i].cache_lengths) + list_bytes(batches[i].input_row_offsets);
     if (least > io::kMaxInputBytes)
-      throw InputError(fmt::format("--batches {}: the file would pass {} by scenario {}, more than run and verify read; "
-                                   "write at most about {} batches per file (run gen several times with other --seed values)",
-                                   batches.size(), io::format_bytes(io::kMaxInputBytes), i, std::max<size_t>(1, i * 9 / 10)));
+      throw InputError(fmt::format("{}: the file would pass {} by scenario {}, more than run and verify read; {}",
+                                   batches_subject(opt, batches.size()), io::format_bytes(io::kMaxInputBytes), i,
+                                   fewer_batches(opt, std::max<size_t>(1, i * 9 / 10))));
   }
 }
 
@@ -91,6 +109,7 @@ int gen(GenOptions opt) {
   explore::BatchFormation formation = make_formation(opt.workload);
   if (!whole_trace) require_gen_fits(opt, formation);  // a bound for --batches K; the whole trace is checked as formed
   formation.memory_limit = opt.memory_limit.bytes;  // the formed batches themselves, counted as they come
+  formation.batches_given = !whole_trace;
   formation.memory_limit_text = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   std::vector<Batch> batches;
   {
@@ -115,7 +134,7 @@ int gen(GenOptions opt) {
     first.name = list ? fmt::format("{}-0", base) : base;
     first.description = description;
     first.batch = batches[0];
-    require_file_fits(batches, first);
+    require_file_fits(opt, batches, first);
   }
   std::string text = list ? "{\"scenarios\": [\n" : "";
   size_t refused = 0, sequences = 0;
@@ -134,16 +153,16 @@ int gen(GenOptions opt) {
     text += (i ? ",\n" : "") + one;
     // run reads at most kMaxInputBytes: a larger file would be refused, so stop as soon as it passes that.
     if (text.size() > io::kMaxInputBytes)
-      throw InputError(fmt::format("--batches {}: {} would pass {} at scenario {}, more than run and verify read; "
-                                   "write at most about {} batches per file (run gen several times with other --seed "
-                                   "values)",
-                                   batches.size(), where, io::format_bytes(io::kMaxInputBytes), i,
-                                   std::max<size_t>(1, i * (io::kMaxInputBytes / 1024) / (text.size() / 1024) * 9 / 10)));
+      throw InputError(fmt::format("{}: {} would pass {} at scenario {}, more than run and verify read; {}",
+                                   batches_subject(opt, batches.size()), where, io::format_bytes(io::kMaxInputBytes), i,
+                                   fewer_batches(opt, std::max<size_t>(1, i * (io::kMaxInputBytes / 1024) /
+                                                                              (text.size() / 1024) * 9 / 10))));
   }
   text += list ? "\n]}\n" : "";
   if (text.size() > io::kMaxInputBytes)
-    throw InputError(fmt::format("--batches {}: {} would be {}, more than the {} run and verify read; write fewer batches",
-                                 batches.size(), where, io::format_bytes(text.size()), io::format_bytes(io::kMaxInputBytes)));
+    throw InputError(fmt::format("{}: {} would be {}, more than the {} run and verify read; write fewer batches",
+                                 batches_subject(opt, batches.size()), where, io::format_bytes(text.size()),
+                                 io::format_bytes(io::kMaxInputBytes)));
   write_output(opt.output, text);
   note(fmt::format("{}{} batch{} of {:.1f} sequences on average from {}{}",
                    batches.size() < opt.batches && !whole_trace

@@ -143,7 +143,10 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   t.iterations = static_cast<uint64_t>(f[cost::Term::iteration]);
   t.layer_us = c.model.predict_us(f);
   t.iteration_us = c.model.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
-  t.lower_bound_us = c.model.predict_us(explore::dispatched_unbounded_features(b, policy, g, sm));
+  // The bound: the least the model predicts for the batch under the policy, of a buffer that holds it
+  // whole and this one (the sweep's, over its grid): chunks can fill the GPU's slots better than one
+  // long launch, so a buffer holding it whole is not always the cheaper.
+  t.lower_bound_us = std::min(t.layer_us, c.model.predict_us(explore::dispatched_unbounded_features(b, policy, g, sm)));
   t.path = explore::path_name(path);
   t.path_reason = explore::path_reason(b, policy, sm);
   r.time = t;
@@ -228,7 +231,7 @@ int run(const RunOptions& opt) {
     std::vector<cost::CostModel> costs = load_costs(opt.costs);
     std::vector<explore::ModelDims> models = make_models(opt.model);
     std::vector<uint32_t> tps = make_tps(opt.model);
-    resolve_cost_models(costs, opt.model, opt.tp_given, models, tps);
+    resolve_cost_models(costs, opt.model, opt.tp_given, models, tps, "run");
     cost = RunCost{costs.front(), models.front()};
   }
   // Ctrl-C: reading, planning and the outputs' pieces stop; nothing is written (exit 130).

@@ -86,6 +86,10 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
   explore::BatchFormation formation = make_formation(opt.workload);
   formation.memory_limit = opt.memory_limit.bytes;
   formation.bytes_per_batch = bytes_per_batch;
+  // A preset never runs dry, so its default count is formed too; a trace's may never be reached.
+  formation.batches_given = !opt.workload.workload.empty() ||
+                            std::find(opt.formation_given.begin(), opt.formation_given.end(), "--batches") !=
+                                opt.formation_given.end();
   formation.memory_limit_text = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
   explore::BatchSettings settings;
   settings.page_size = opt.page_size;
@@ -185,7 +189,7 @@ int sweep(const SweepOptions& opt) {
   grid.costs = load_costs(opt.costs);
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
-  resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps);
+  resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep");
   for (const explore::ModelDims& m : grid.models)
     for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
 

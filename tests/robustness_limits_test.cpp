@@ -173,9 +173,12 @@ TEST(Limits, BenchSizesAndChunkCountsAreBounded) {
 }
 
 TEST(Limits, SweepAndGenBatchSettingsAreBounded) {
-  // Forming stops as soon as the batches and their counts pass the limit, instead of at the end.
+  // A count that even batches of one sequence cannot hold is refused before forming any.
   expect_one_error(capped("sweep --workload short-chat --batches 100000000 --batch-size 64 --memory-limit 64MiB"),
-                   "--batches 100000000: the first ");
+                   "--batches 100000000: that many batches take at least ");
+  // Otherwise forming stops as soon as the batches and their counts pass the limit, instead of at the end.
+  expect_one_error(capped("sweep --workload short-chat --batches 100000 --batch-size 64 --memory-limit 64MiB"),
+                   "--batches 100000: the first ");
   const CliResult wide = capped("sweep --workload short-chat --batches 100 --batch-size 1000000 --memory-limit 16MiB");
   expect_one_error(wide, "--batches 100: the first ");
   expect_one_error(wide, "above --memory-limit 16.0 MiB; form fewer batches");
@@ -277,7 +280,9 @@ TEST(Limits, VerifyStopsInsideOneLargeScenario) {
 
 TEST(Limits, SweepStopsOnCtrlCWhileFormingBatches) {
   const fs::path dir = scratch("sweep_interrupt");
-  const Stopped r = interrupt_after("sweep --workload coding-agent --batches 100000000 --no-progress -o out.txt",
+  // A limit that takes the count, so forming runs until the signal.
+  const Stopped r = interrupt_after("sweep --workload coding-agent --batches 100000000 --memory-limit 64GiB --no-progress "
+                                    "-o out.txt",
                                     std::chrono::milliseconds(1000), dir);
   EXPECT_EQ(r.code, 130) << r.out << r.err;
   EXPECT_LT(r.seconds_to_exit, kPromptExit);

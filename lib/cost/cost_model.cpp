@@ -20,6 +20,10 @@ namespace {
 
 constexpr uint64_t kMaxGeometry = 1u << 20;  // no GPU has a million SMs; a larger value is a broken file
 constexpr uint32_t kMaxMajor = 30;            // compute capabilities reach 12.x in 2026; 90 is SM90 miswritten
+// A second per unit of any term: calibrated files hold 0 to about 50 us. The bound keeps every sum
+// finite: a batch's terms stay below about 1e20 units, so a sweep's sums stay far below a double's
+// (and a float's) range, where 1e308 made the times inf and their shares NaN.
+constexpr double kMaxCoefficient = 1e6;
 
 // "9.0" -> 90; 0 for text that is not MAJOR.MINOR (one or two digits, a point, one digit).
 uint32_t parse_capability_text(const std::string& t) {
@@ -109,6 +113,10 @@ class Reader {
     if (c < 0)
       fail(field, fmt::format("{} is negative; a coefficient is microseconds per unit, 0 or more (refit, or set it to 0)",
                               io::json_preview(v)));
+    if (c > kMaxCoefficient)
+      fail(field, fmt::format("{} is above {:.0f} (a second per unit); a coefficient is microseconds per unit, calibrated "
+                              "ones below 100 (refit, or check its units)",
+                              io::json_preview(v), kMaxCoefficient));
     return c;
   }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/profile/stop_request.hpp"
@@ -115,25 +117,52 @@ std::string BatchFormation::describe() const {
 
 namespace {
 
+// What the heap takes for an array of `bytes`: glibc's chunks carry 8 bytes of header, are rounded to
+// 16 and are at least 32, so a batch of one sequence takes 64 bytes for its 12 (the count of the
+// arrays alone was a fifth of it, and a sweep of 1-token steps passed its limit by half again).
+uint64_t heap_bytes(uint64_t bytes) { return bytes == 0 ? 0 : std::max<uint64_t>(32, (bytes + 8 + 15) / 16 * 16); }
+
+// The least one formed batch takes: one sequence (one cache length, two offsets).
+uint64_t least_batch_bytes(const BatchFormation& f) {
+  return sizeof(Batch) + f.bytes_per_batch + heap_bytes(4) + heap_bytes(8);
+}
+
+std::string batches_named(const BatchFormation& f, size_t max_batches) {
+  return f.batches_given ? fmt::format("--batches {}", max_batches) : std::string("the trace's steps");
+}
+
 // Counts what the formed batches hold and refuses to go past the formation's memory limit.
 class Footprint {
  public:
-  Footprint(const BatchFormation& f, size_t max_batches) : f_(f), max_batches_(max_batches) {}
+  Footprint(const BatchFormation& f, size_t max_batches) : f_(f), max_batches_(max_batches) {
+    // Before forming any: that many batches of one sequence each must fit.
+    const uint64_t least = least_batch_bytes(f);
+    if (f.memory_limit && f.batches_given && max_batches > f.memory_limit / least)
+      throw InputError(fmt::format("--batches {}: that many batches take at least {} ({} bytes each with one sequence), "
+                                   "above {}; form at most about {}, or raise --memory-limit",
+                                   max_batches, io::format_bytes(static_cast<uint64_t>(std::min<long double>(
+                                                    static_cast<long double>(max_batches) * least, 1.8e19L))),
+                                   least, f.memory_limit_text, f.memory_limit / least));
+  }
+  // Before `b` joins `batches`.
   void add(const std::vector<Batch>& batches, const Batch& b) {
     if (f_.memory_limit == 0) return;
-    bytes_ += sizeof(Batch) + f_.bytes_per_batch + 4 * (b.cache_lengths.capacity() + b.input_row_offsets.capacity());
-    const uint64_t total = bytes_ + (batches.capacity() - batches.size()) * sizeof(Batch);
+    arrays_ += f_.bytes_per_batch + heap_bytes(4 * b.cache_lengths.capacity()) + heap_bytes(4 * b.input_row_offsets.capacity());
+    // The list: its capacity, and where this push grows it, the old copy beside the new one.
+    const uint64_t cap = batches.capacity();
+    const uint64_t list = batches.size() < cap ? cap : cap + std::max<uint64_t>(1, 2 * cap);
+    const uint64_t total = arrays_ + list * sizeof(Batch);
     if (total > f_.memory_limit)
-      throw InputError(fmt::format("--batches {}: the first {} batches formed already take {}, above {}; form fewer "
-                                   "batches (about {} fit) or smaller ones, or raise --memory-limit",
-                                   max_batches_, batches.size() + 1, io::format_bytes(total), f_.memory_limit_text,
-                                   batches.size() * 9 / 10));
+      throw InputError(fmt::format("{}: the first {} batches formed already take {}, above {}; form fewer "
+                                   "batches (about {} fit, --batches {}) or smaller ones, or raise --memory-limit",
+                                   batches_named(f_, max_batches_), batches.size() + 1, io::format_bytes(total),
+                                   f_.memory_limit_text, batches.size() * 9 / 10, batches.size() * 9 / 10));
   }
 
  private:
   const BatchFormation& f_;
   size_t max_batches_;
-  uint64_t bytes_ = 0;
+  uint64_t arrays_ = 0;  // every batch's arrays and the caller's bytes per batch
 };
 
 }  // namespace

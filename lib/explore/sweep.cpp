@@ -111,7 +111,7 @@ struct Evaluated {
 
 // Per cost model, the sums a TimeStats is made of.
 struct TimeSums {
-  double total = 0, iteration = 0, lower = 0, iterations = 0;
+  double total = 0, iteration = 0, iterations = 0;
   uint64_t planned = 0, unbuffered = 0;  // unbuffered: batches on a path without a buffer
   uint64_t unbuffered_rows = 0;          // the most rows of those
 };
@@ -126,7 +126,6 @@ void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
     t.mean_us = t.refused ? std::numeric_limits<double>::infinity()
                               : s.planned ? s.total / static_cast<double>(s.planned) : 0;
     t.iteration_share = s.total > 0 ? s.iteration / s.total : 0;
-    t.over_lower_bound = s.lower > 0 ? s.total / s.lower - 1 : 0;
     t.mean_iterations = s.planned ? s.iterations / static_cast<double>(s.planned) : 0;
     t.buffer_free = s.planned > 0 && s.unbuffered == s.planned && t.refused == 0;
     t.memory_rows = t.buffer_free ? s.unbuffered_rows : std::max<uint64_t>(e.row.buffer_tokens, s.unbuffered_rows);
@@ -265,7 +264,6 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       sums[k].total += us;
       sums[k].iteration += c.coefficient(cost::Term::iteration) * iterations;
       sums[k].iterations += iterations;
-      sums[k].lower += floor;
       ++sums[k].planned;
     }
   }
@@ -283,6 +281,38 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   }
   finish_times(e, sums);
   return e;
+}
+
+// Each row's time over the lower bound: per batch, the least the cost model predicts for it under the
+// row's policy, with a buffer that holds it whole or at any buffer (and M) of the grid, summed over
+// the batches the row prices. A buffer that holds the batch whole is not always the cheapest the
+// model knows: its launches fill the GPU's slots in waves (idle_mpair, FlashAttention-2's empty
+// blocks, whole query tiles), and chunks of equal blocks can waste less of them than one long causal
+// launch (Kimi-K2's max at 16K rows came out 3.5% below one chunk). Floats, as the rows keep their
+// times: a row that holds every batch whole is at exactly 0.
+void bound_rows(std::vector<Evaluated>& evaluated, const std::vector<Setting>& settings, const LowerBounds& lower,
+                size_t policies, size_t batches) {
+  std::vector<float> floor(batches);
+  for (size_t p = 0; p < policies; ++p)
+    for (size_t k = 0; k < lower[p].size(); ++k) {
+      for (size_t i = 0; i < batches; ++i) floor[i] = static_cast<float>(lower[p][k][i]);
+      auto rows = [&](auto&& each) {
+        for (size_t s = 0; s < evaluated.size(); ++s)
+          if (settings[s].policy_index == p && evaluated[s].row.batches == batches) each(evaluated[s].times[k]);
+      };
+      rows([&](const TimeStats& t) {
+        for (size_t i = 0; i < batches; ++i) floor[i] = std::min(floor[i], t.layer_us[i]);  // a refusal is +inf
+      });
+      rows([&](TimeStats& t) {
+        double total = 0, bound = 0;
+        for (size_t i = 0; i < batches; ++i)
+          if (std::isfinite(t.layer_us[i])) {
+            total += t.layer_us[i];
+            bound += floor[i];
+          }
+        t.over_lower_bound = bound > 0 ? total / bound - 1 : 0;
+      });
+    }
 }
 
 Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads) {
@@ -342,8 +372,19 @@ std::optional<size_t> cost_for(const SweepGrid& grid, const ModelDims& model, ui
   return std::nullopt;
 }
 
-void check_costs(const SweepGrid& grid) {
+void check_costs(const SweepGrid& grid, const std::string& command) {
   if (grid.costs.empty()) return;
+  // Two files for one (model, TP) would leave the first to win silently (cost_for), and which one a
+  // user meant cannot be guessed: swapping them changed the answer tenfold.
+  for (size_t k = 0; k < grid.costs.size(); ++k)
+    for (size_t j = 0; j < k; ++j) {
+      const cost::CostModel &a = grid.costs[j], &b = grid.costs[k];
+      if (a.path == b.path)
+        throw InputError(fmt::format("{}: given twice to --cost; give each cost file once", b.path));
+      if (same_name(a.model, b.model) && a.tp == b.tp)
+        throw InputError(fmt::format("{}: model: {} at TP {} has a cost file already, {}; give one file per model and TP",
+                                     b.path, b.model, b.tp, a.path));
+    }
   for (const cost::CostModel& c : grid.costs) {
     const ModelDims* model = nullptr;
     std::string names;
@@ -352,17 +393,17 @@ void check_costs(const SweepGrid& grid) {
       if (same_name(m.name, c.model)) model = &m;
     }
     if (!model)
-      throw InputError(fmt::format("{}: model: \"{}\" is not a model of the sweep ({}); give --model {} or a cost file for {}",
-                                   c.path, c.model, names.empty() ? "none given" : names, c.model, names));
+      throw InputError(fmt::format("{}: model: \"{}\" is not a model of the {} ({}); give --model {} or a cost file for {}",
+                                   c.path, c.model, command, names.empty() ? "none given" : names, c.model, names));
     if (std::find(grid.tps.begin(), grid.tps.end(), c.tp) == grid.tps.end()) {
       std::string tps;
       for (uint32_t t : grid.tps) tps += (tps.empty() ? "" : ",") + std::to_string(t);
-      throw InputError(fmt::format("{}: tp: {} is not a TP of the sweep (--tp {}); add it to --tp or give a cost file "
-                                   "calibrated at TP {}", c.path, c.tp, tps, tps));
+      throw InputError(fmt::format("{}: tp: {} is not a TP of the {} (--tp {}); add it to --tp or give a cost file "
+                                   "calibrated at TP {}", c.path, c.tp, command, tps, tps));
     }
     if (c.dtype != to_string(grid.dtype))
-      throw InputError(fmt::format("{}: dtype: {} is not the sweep's --dtype {}; give --dtype {} or a cost file for {}", c.path,
-                                   c.dtype, to_string(grid.dtype), c.dtype, to_string(grid.dtype)));
+      throw InputError(fmt::format("{}: dtype: {} is not the {}'s --dtype {}; give --dtype {} or a cost file for {}", c.path,
+                                   c.dtype, command, to_string(grid.dtype), c.dtype, to_string(grid.dtype)));
     if (model->num_heads % c.tp != 0 || c.geometry.heads != model->num_heads / c.tp)
       throw InputError(fmt::format("{}: geometry.heads: {} is not {}'s {} heads / TP {}; the file was calibrated for "
                                    "another model, or its heads are wrong",
@@ -371,12 +412,12 @@ void check_costs(const SweepGrid& grid) {
   for (const ModelDims& m : grid.models)
     for (uint32_t tp : grid.tps)
       if (!cost_for(grid, m, tp))
-        throw InputError(fmt::format("--cost: no cost file is for {} at TP {}; give one for each model and TP swept "
-                                     "(costs/ has calibrated files), or sweep only the ones given",
-                                     m.name, tp));
+        throw InputError(fmt::format("--cost: no cost file is for {} at TP {}; give one for each model and TP of the {} "
+                                     "(costs/ has calibrated files), or only the ones given",
+                                     m.name, tp, command));
 }
 
-void take_cost_models(SweepGrid& grid, bool keep_tps) {
+void take_cost_models(SweepGrid& grid, bool keep_tps, const std::string& command) {
   if (!grid.costs.empty() && grid.models.empty()) {
     for (const cost::CostModel& c : grid.costs) {
       const ModelDims* preset = nullptr;
@@ -395,7 +436,7 @@ void take_cost_models(SweepGrid& grid, bool keep_tps) {
         if (std::find(grid.tps.begin(), grid.tps.end(), c.tp) == grid.tps.end()) grid.tps.push_back(c.tp);
     }
   }
-  check_costs(grid);
+  check_costs(grid, command);
 }
 
 std::string TimeStats::path() const {
@@ -495,6 +536,8 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
     for (auto& t : pool) t.join();
     if (failure) std::rethrow_exception(failure);
   }
+
+  if (!batches.empty()) bound_rows(evaluated, settings, shared.lower, grid.policies.size(), batches.size());
 
   SweepResult result;
   result.settings = settings.size();

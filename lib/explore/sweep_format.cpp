@@ -85,8 +85,8 @@ std::string header(const SweepResult& s) {
                                 s.max_planner, s.seconds);
   if (!sweep_has_time(s)) return out;
   out += "predicted context-phase attention time (ms; a step is a layer times the model's layers; per-iter: the share "
-         "that is per-iteration overhead; over bound: above the same batches with a buffer that holds each whole; path: "
-         "what the engine runs on the cost file's GPU, chunked, one-shot, absorbed or mixed";
+         "that is per-iteration overhead; over bound: above each batch's least time, with a buffer that holds it whole "
+         "or at any buffer swept; path: what the engine runs on the cost file's GPU, chunked, one-shot, absorbed or mixed";
   out += has_model(s) ? "; mem: the K/V it holds, buffer + K concat or, without a buffer, the largest batch's whole context)\n"
                       : ")\n";
   for (const cost::CostModel& c : s.costs)

@@ -7,14 +7,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sys/stat.h>
+#include <set>
+#include <streambuf>
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/io/file_error.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::replay {
 
@@ -58,7 +63,69 @@ int64_t days_from_civil(int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<int64_t>(doe) - 719468;
 }
 
+bool leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+unsigned days_in_month(int64_t y, unsigned m) {
+  static const unsigned days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m == 2 && leap(y) ? 29 : days[m - 1];
+}
+
+// A JSON count as nlohmann holds it: non-negative integers are unsigned, negative ones signed, and
+// "-0" a signed 0, which is 0. False for anything else (a fraction, a string).
+bool whole(const nlohmann::json& v, uint64_t& out) {
+  if (v.is_number_unsigned()) {
+    out = v.get<uint64_t>();
+    return true;
+  }
+  if (v.is_number_integer() && v.get<int64_t>() == 0) {
+    out = 0;
+    return true;
+  }
+  return false;
+}
+
+bool negative(const nlohmann::json& v) { return v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0; }
+
 }  // namespace
+
+// The trace's file descriptor as a stream buffer. Unlike std::filebuf, a read that a signal interrupts
+// (EINTR: the handlers are installed without SA_RESTART) is retried unless a stop was requested, and
+// then ends the reading as an interruption, not as "Interrupted system call" (a FIFO no one writes,
+// a pipe that never ends).
+class TraceReader::FdBuffer : public std::streambuf {
+ public:
+  explicit FdBuffer(int fd) : fd_(fd) {}
+  ~FdBuffer() override { ::close(fd_); }
+  bool interrupted() const { return interrupted_; }
+  int error() const { return error_; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    for (;;) {
+      const ssize_t n = ::read(fd_, data_, sizeof data_);
+      if (n > 0) {
+        setg(data_, data_, data_ + n);
+        return traits_type::to_int_type(*gptr());
+      }
+      if (n == 0) return traits_type::eof();
+      if (errno != EINTR) {
+        error_ = errno;
+        return traits_type::eof();
+      }
+      if (profile::stop_requested()) {
+        interrupted_ = true;
+        return traits_type::eof();
+      }
+    }
+  }
+
+ private:
+  int fd_;
+  bool interrupted_ = false;
+  int error_ = 0;
+  char data_[1 << 16];
+};
 
 TraceFormat parse_trace_format(const std::string& name) {
   const std::string n = lower(name);
@@ -78,13 +145,17 @@ const char* to_string(TraceFormat f) {
 
 TraceReader::TraceReader(const std::string& path, TraceFormat format, uint32_t block_size)
     : path_(path), format_(format), block_size_(block_size) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw InputError(fmt::format("{}: is a folder; give a trace file (Mooncake JSONL or Azure CSV)", path));
-  auto file = std::make_unique<std::ifstream>(path, std::ios::binary);
-  if (!*file)
+  // A FIFO with no writer blocks the open: Ctrl-C (EINTR, then the stop request) ends the wait.
+  int fd = -1;
+  while ((fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC)) < 0 && errno == EINTR)
+    if (profile::stop_requested()) throw Interrupted(fmt::format("interrupted while opening the trace {}", path));
+  if (fd < 0)
     throw InputError(fmt::format("{}: cannot open the trace: {}", path, io::file_error_cause(errno, io::FileRole::input)));
-  owned_ = std::move(file);
+  fd_buffer_ = std::make_unique<FdBuffer>(fd);  // closes fd on every way out from here
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError(fmt::format("{}: is a folder; give a trace file (Mooncake JSONL or Azure CSV)", path));
+  owned_ = std::make_unique<std::istream>(fd_buffer_.get());
   in_ = owned_.get();
   start();
 }
@@ -101,6 +172,11 @@ bool TraceReader::read_line(std::string& line) {
   if (buffer_.empty()) buffer_.resize(kMaxLineBytes + 1);
   in_->getline(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
   const std::streamsize got = in_->gcount();
+  if (fd_buffer_ && fd_buffer_->interrupted())
+    throw Interrupted(fmt::format("interrupted while reading the trace {} (after line {})", path_, line_));
+  if (fd_buffer_ && fd_buffer_->error())
+    throw InputError(fmt::format("{}: reading the trace failed after line {}: {}", path_, line_,
+                                 io::file_error_cause(fd_buffer_->error(), io::FileRole::input)));
   if (in_->bad()) throw InputError(fmt::format("{}: reading the trace failed after line {}", path_, line_));
   if (in_->fail() && !in_->eof() && got == static_cast<std::streamsize>(buffer_.size()) - 1)
     throw InputError(fmt::format("{}:{}: the line is longer than {} MiB; this is not a trace (Mooncake JSONL or "
@@ -187,14 +263,43 @@ std::optional<TraceRequest> TraceReader::next() {
 
 TraceRequest TraceReader::mooncake(const std::string& line) {
   nlohmann::json j;
+  // The field being read, for a number past a double's range (nlohmann's out_of_range names none),
+  // and the object's keys, for one given twice (nlohmann keeps the last, silently).
+  std::string field = "(the line)", duplicate;
+  std::set<std::string> keys;
+  size_t depth = 0, element = 0;
+  auto track = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start || event == E::array_start) {
+      ++depth;
+      element = 0;
+    }
+    if (event == E::object_end || event == E::array_end) --depth;
+    if (event == E::key && depth == 1) {
+      field = parsed.get<std::string>();
+      if (!keys.insert(field).second && duplicate.empty()) duplicate = field;
+    }
+    if (event == E::value && depth == 2) ++element;
+    return true;
+  };
   try {
-    j = nlohmann::json::parse(line);
+    j = nlohmann::json::parse(line, track);
   } catch (const nlohmann::json::parse_error& e) {
     std::string what = e.what();
     const size_t colon = what.find("] ");
     throw InputError(fmt::format("{}:{}: invalid JSON ({}); each line of a Mooncake trace is one JSON object", path_,
                                  line_, colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const nlohmann::json::out_of_range& e) {  // "number overflow parsing '1e400'"
+    const std::string what = e.what();
+    const size_t quote = what.find('\'');
+    const std::string number = quote == std::string::npos ? "a number" : what.substr(quote);
+    const std::string where = depth == 2 ? fmt::format("{}[{}]", field, element) : field;
+    throw InputError(fmt::format("{}:{}: {}: {} is past a double's range; give {}", path_, line_, where, number,
+                                 field == "timestamp" ? "the arrival in ms" : field == "hash_ids" ? "a block id below 2^64"
+                                                                                                   : "a count of tokens"));
   }
+  if (!duplicate.empty())
+    throw InputError(fmt::format("{}:{}: {}: key given twice in one object; keep one", path_, line_, duplicate));
   if (!j.is_object())
     throw InputError(fmt::format("{}:{}: a {} where a JSON object should be; each line of a Mooncake trace is one "
                                  "object with timestamp, input_length, output_length and hash_ids",
@@ -209,12 +314,12 @@ TraceRequest TraceReader::mooncake(const std::string& line) {
   };
   auto count = [&](const char* key, uint64_t low) -> uint32_t {
     const nlohmann::json& v = need(key);
-    if (v.is_number_integer() && v.get<int64_t>() < 0)
+    if (negative(v))
       throw InputError(fmt::format("{}:{}: {}: {} is negative; a length is a count of tokens", path_, line_, key,
                                    v.get<int64_t>()));
-    if (!v.is_number_unsigned())
+    uint64_t n = 0;
+    if (!whole(v, n))
       throw InputError(fmt::format("{}:{}: {}: {} is not a whole number of tokens", path_, line_, key, v.dump()));
-    const uint64_t n = v.get<uint64_t>();
     if (n < low || n > kMaxTokens)
       throw InputError(fmt::format("{}:{}: {}: {} is outside {} .. {}", path_, line_, key, n, low, kMaxTokens));
     return static_cast<uint32_t>(n);
@@ -237,10 +342,11 @@ TraceRequest TraceReader::mooncake(const std::string& line) {
                                  path_, line_, ids.size(), block_size_, r.input_tokens, allowed));
   r.blocks.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (!ids[i].is_number_unsigned())
+    uint64_t id = 0;
+    if (!whole(ids[i], id))
       throw InputError(fmt::format("{}:{}: hash_ids[{}]: {} is not a block id (a whole number >= 0)", path_, line_, i,
                                    ids[i].dump()));
-    r.blocks.push_back(ids[i].get<uint64_t>());
+    r.blocks.push_back(id);
   }
   return r;
 }
@@ -255,8 +361,12 @@ TraceRequest TraceReader::azure(const std::string& line) {
   r.line = line_;
   auto number = [&](int k, uint64_t low) -> uint32_t {
     const std::string& s = f[columns_[k]];
-    if (!s.empty() && s[0] == '-')
+    // "-0" is no negative count, but a sign all the same: the counts are digits only, as in a lengths CSV.
+    if (!s.empty() && s[0] == '-' && s.find_first_not_of("0", 1) != std::string::npos)
       throw InputError(fmt::format("{}:{}: {}: {} is negative; a length is a count of tokens", path_, line_,
+                                   kAzureNames[k], s));
+    if (!s.empty() && s[0] == '-')
+      throw InputError(fmt::format("{}:{}: {}: '{}' has a sign; write the count in digits alone", path_, line_,
                                    kAzureNames[k], s));
     uint64_t v = 0;
     if (s.empty() || s.size() > 10 || s.find_first_not_of("0123456789") != std::string::npos)
@@ -273,9 +383,12 @@ TraceRequest TraceReader::azure(const std::string& line) {
   int y = 0, mo = 0, d = 0, h = 0, mi = 0, consumed = 0;
   double sec = 0;
   if (std::sscanf(t.c_str(), "%4d-%2d-%2d %2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &consumed) != 6 ||
-      consumed != static_cast<int>(t.size()) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 ||
-      sec >= 61)
+      consumed != static_cast<int>(t.size()) || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+      mi > 59 || sec < 0 || sec >= 61)
     throw InputError(fmt::format("{}:{}: TIMESTAMP: '{}' is not a time like 2023-11-16 18:17:03.9799600", path_, line_, t));
+  if (d > static_cast<int>(days_in_month(y, static_cast<unsigned>(mo))))  // 2023-02-30 would be read as March 2nd
+    throw InputError(fmt::format("{}:{}: TIMESTAMP: '{}' is no date: {:04d}-{:02d} has {} days", path_, line_, t, y, mo,
+                                 days_in_month(y, static_cast<unsigned>(mo))));
   const double ms = (static_cast<double>(days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d))) * 86400.0 +
                      h * 3600.0 + mi * 60.0 + sec) * 1000.0;
   if (!first_ms_) first_ms_ = ms;

@@ -50,9 +50,9 @@ std::string compute_capability_text(uint32_t sm);
 uint32_t known_gpu_sm(const std::string& gpu);
 
 // Parses a cost file. Every problem is one InputError "PATH: FIELD: problem; fix": not JSON, another
-// format or version, a missing or unknown term, a coefficient that is negative or not a number, a
-// geometry value of 0, a compute_capability that is not one ("9.0" or 9.0), or none where the gpu is
-// not one known_gpu_sm knows.
+// format or version, a missing or unknown term, a coefficient that is negative, above 1e6 (a second
+// per unit) or not a number, a geometry value of 0, a compute_capability that is not one ("9.0" or
+// 9.0), or none where the gpu is not one known_gpu_sm knows.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
 // "grid" or "sorted": a geometry's scheduler as a cost file spells it.

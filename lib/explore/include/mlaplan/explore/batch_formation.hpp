@@ -50,12 +50,18 @@ struct BatchFormation {
   // batch_size: each batch takes a size drawn uniformly from [min_batch, max_batch] whole requests.
   uint32_t min_batch = 1, max_batch = 32;
 
-  // The most memory the formed batches may take (0: no cap): their arrays as allocated and the struct,
-  // plus `bytes_per_batch` more for what the caller keeps per batch (a sweep's iteration counts).
-  // Forming stops with an InputError naming --batches once they would pass it.
+  // The most memory the formed batches may take (0: no cap): their arrays as the heap allocates them
+  // and the list of structs (while it grows, its old and new copies), plus `bytes_per_batch` more for
+  // what the caller keeps per batch (a sweep's iteration counts). Forming stops with an InputError
+  // naming --batches once they would pass it.
   uint64_t memory_limit = 0;
   uint64_t bytes_per_batch = 0;
   std::string memory_limit_text;  // how the limit is named in the message ("--memory-limit 2.00 GiB")
+  // Whether max_batches is a count the user asked for (--batches K) or one the source will reach (an
+  // endless preset): then max_batches of the smallest batches (one sequence) passing memory_limit is
+  // refused before forming any. False for a bound of the tool's own that a trace may never reach
+  // (gen's whole trace); the messages then speak of the trace's steps.
+  bool batches_given = true;
 
   std::string describe() const;  // "token budget 8192 per step, at most 256 sequences" / "batches of 1..32 requests"
 };

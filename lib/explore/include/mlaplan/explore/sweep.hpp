@@ -35,11 +35,12 @@ struct SweepGrid {
 // The index in grid.costs of the cost model for (model, TP), or none.
 std::optional<size_t> cost_for(const SweepGrid& grid, const ModelDims& model, uint32_t tp);
 // InputError naming the cost file and the field when a cost model is for a model, TP or dtype the
-// grid does not sweep, or when a (model, TP) of the grid has none.
-void check_costs(const SweepGrid& grid);
+// grid does not sweep, when a (model, TP) of the grid has none, and naming both files when two are
+// for one (model, TP) or one is given twice. `command` names the grid in the messages ("sweep", "run").
+void check_costs(const SweepGrid& grid, const std::string& command = "sweep");
 // A grid without models sweeps its cost files' own: their models (presets; InputError naming the file
 // for a name that is none) and, unless keep_tps, their TPs. Then check_costs.
-void take_cost_models(SweepGrid& grid, bool keep_tps);
+void take_cost_models(SweepGrid& grid, bool keep_tps, const std::string& command = "sweep");
 
 // A setting's predicted time per layer under one cost model (cost/cost_model.hpp), over its batches,
 // each priced on the path its engine dispatches it to on the cost model's GPU (dispatch.hpp): a batch
@@ -51,7 +52,9 @@ struct TimeStats {
   // The shares below are over the batches the setting plans.
   double p50_us = 0, p90_us = 0, p99_us = 0, max_us = 0;  // nearest rank, refused batches counted as never done
   double iteration_share = 0;      // per_iteration_us x iterations over the time, summed over planned batches
-  double over_lower_bound = 0;     // time / the time with a buffer holding each batch whole - 1 (summed)
+  // time / the lower bound - 1, summed over the batches priced: per batch, the least the model predicts
+  // under the policy with a buffer holding it whole or at any buffer and M of the grid. Never below 0.
+  double over_lower_bound = 0;
   std::vector<float> layer_us;     // per batch, in batch order (refused: +inf); for recommend
   // As dispatched: the batches priced on each path (indexed by EnginePath) and those refused (their
   // engine runs the loop, which refuses them); the mean iterations over the batches priced (0 on a

@@ -58,6 +58,8 @@ class TraceReader {
   TraceRequest mooncake(const std::string& line);
   TraceRequest azure(const std::string& line);
 
+  class FdBuffer;                       // the file's reads, which see a stop request (trace_reader.cpp)
+  std::unique_ptr<FdBuffer> fd_buffer_;  // owned_'s buffer where the reader opened the file
   std::unique_ptr<std::istream> owned_;
   std::istream* in_;
   std::string path_;
