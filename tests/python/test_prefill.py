@@ -300,3 +300,141 @@ def test_settling_runs_the_gpu_only():
     calls = []
     samples = timing.time_eager(lambda: calls.append(1), cuda=False, reps=3, warmup=2, settle_ms=10_000)
     assert len(samples) == 3 and len(calls) == 5
+
+
+# --- merges per query, the merge bound and the fp32 running state (issue 34, "Numerics of many merges")
+
+def _counted_merges(x, s):
+    """Each query row's merges as execute really runs them: merge_into wrapped to count the rows it writes."""
+    from mlaplan.prefill import executor
+
+    counts = np.zeros(x.lengths.new_tokens, dtype=np.int64)
+    real = executor.merge_into
+
+    def counting(o, lse, part_o, part_lse, rows, fused=None):
+        idx = np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows.cpu().numpy()
+        np.add.at(counts, idx, 1)
+        return real(o, lse, part_o, part_lse, rows, fused)
+
+    executor.merge_into = counting
+    try:
+        execute(prepare(x, s))
+    finally:
+        executor.merge_into = real
+    return counts
+
+
+@pytest.mark.parametrize("engine,paths", check.VARIANTS, ids=[f"{e}-{'-'.join(p.values()) or 'auto'}" for e, p in check.VARIANTS])
+def test_merges_per_query_are_the_merges_execute_runs(engine, paths):
+    for batch, (cache, new, page, buffer) in enumerate(BATCHES):
+        x = inputs(cache, new, page, seed=batch)
+        try:
+            s = schedule.build_schedule(engine, x.lengths, mp.host_page_table(x), buffer, None, "cpu", **paths)
+        except ValueError:
+            continue
+        counted = _counted_merges(x, s)
+        assert np.array_equal(s.merges_per_query(x.lengths.new_tokens), counted), (engine, paths, batch)
+
+
+def test_merge_stats_are_max_and_nearest_rank_p99():
+    assert schedule.merge_stats([]) == (0, 0)
+    assert schedule.merge_stats([3] * 99 + [50]) == (50, 3)      # rank ceil(0.99 * 100) = 99
+    assert schedule.merge_stats([3] * 98 + [40, 50]) == (50, 40)
+
+
+def test_merges_per_query_equal_the_cli_count_on_random_batches():
+    """The C++ count (run/sweep's column, from the plan tables) equals the executor's schedule's, row
+    for row, for every engine's loop on random batches, small buffers included."""
+    rng = np.random.default_rng(11)
+    engines = [("max", "max", {}), ("packed", "packed", {}), ("even-split", "even-split/vllm", {}),
+               ("even-split/sglang", "even-split/sglang", {"sglang_path": "chunked"}),
+               ("packed/trtllm", "packed/trtllm", {"trtllm_path": "sm100"})]
+    compared = 0
+    for i in range(40):
+        b = (check.small_buffer_batch(rng, 400, max_batch=6, max_context=600, max_total_context=1500, max_new=20,
+                                      max_total_new=60) if i % 2 else
+             check.random_batch(rng, max_batch=6, max_context=900, max_total_context=2000, max_new=32, max_total_new=64))
+        lengths = mp.inputs.Lengths(np.array(b.cache), np.array(b.new), np.array(b.offsets), b.page_size)
+        table = np.zeros((len(b.cache), max(1, max(-(-(c + n) // b.page_size) for c, n in zip(b.cache, b.new)))), dtype=np.int64)
+        for engine, policy, paths in engines:
+            try:
+                s = schedule.build_schedule(engine, lengths, table, b.buffer_tokens, None, "cpu", **paths)
+            except ValueError:
+                continue
+            mine = s.merges_per_query(lengths.new_tokens)
+            values, rows = np.unique(mine, return_counts=True)
+            cli = mlaplan.merges_per_query(b.cache, b.offsets, b.page_size, b.buffer_tokens, policy)
+            assert cli["histogram"] == [(int(v), int(r)) for v, r in zip(values, rows)], (engine, b)
+            assert (cli["max"], cli["p99"]) == schedule.merge_stats(mine)
+            compared += 1
+    assert compared > 100
+
+
+def test_fp32_state_keeps_many_merges_within_the_flat_tolerance():
+    """One key per chunk, 6,000 merges, bf16 inputs on the CPU: the bf16 running state (the engines')
+    drifts past 1e-2 (1 + |ref|), float32 state stays within it; both within the merge bound."""
+    from mlaplan.prefill.measure import errors, merge_tolerance
+
+    dims = mp.model_dims("deepseek-v3", heads=1)
+    x = mp.random_inputs([6000], [0, 8], 1, dims, torch.bfloat16, "cpu", 1)
+    ref = mp.one_shot(x)
+    s = schedule.build_schedule("packed/trtllm", x.lengths, mp.host_page_table(x), 1, None, "cpu")
+    merges = s.merges_per_query(x.lengths.new_tokens)
+    assert merges.min() == 6001  # every chunk and the new tokens' step
+    got = {}
+    for state in (None, "fp32"):
+        out, lse = execute(prepare(x, s, state=state))
+        assert out.dtype == torch.bfloat16  # the result in q's dtype either way
+        err, _, flat_ok = errors(out, lse, *ref, 1e-2)
+        bound_ok = errors(out, lse, *ref, merge_tolerance(1e-2, merges, prepare(x, s, state=state).state, "cpu"))[2]
+        got[state] = (err, flat_ok, bound_ok)
+    assert not got[None][1] and got[None][2], got
+    assert got["fp32"][1] and got["fp32"][0] < 1e-3, got
+
+
+def test_bf16_state_on_fp32_inputs_rounds_at_every_merge():
+    x = inputs([300, 40], [6, 5], 1)
+    s = schedule.build_schedule("even-split/sglang", x.lengths, mp.host_page_table(x), 8, None, "cpu", sglang_path="chunked")
+    ref_out, _ = mp.one_shot(x)
+    exact = (execute(prepare(x, s))[0] - ref_out).abs().max().item()
+    rounded = (execute(prepare(x, s, state="bf16"))[0] - ref_out).abs().max().item()
+    assert exact <= TOL < rounded
+    with pytest.raises(ValueError, match="state"):
+        mp.prefill_attention(x, policy="packed", buffer_tokens=64, state="fp8")
+
+
+def test_the_check_draws_small_buffers_and_still_catches_the_planted_defect():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        b = check.small_buffer_batch(rng, 500, max_batch=8, max_context=2000, max_total_context=6000, max_new=64,
+                                     max_total_new=128)
+        assert check.SMALL_BUFFERS[0] <= b.buffer_tokens <= check.SMALL_BUFFERS[1] and b.page_size <= b.buffer_tokens
+        assert check.estimated_steps(b.cache, b.new, b.page_size, b.buffer_tokens) <= 500 or sum(b.cache) == 0
+    # The planted off-by-one, in bf16 and judged by the merge bound, fails every engine that reads tables.
+    x = check.planted_batch(DIMS, torch.bfloat16, "cpu", 1)
+    with check.planted_off_by_one():
+        judged = check.judge_batch(x, 8, 1e-2, check.TABLE_VARIANTS)
+    assert all(j.err is not None and not j.ok and j.merges_max <= 8 for j in judged), judged
+
+
+def test_check_reports_merge_bound_runs():
+    r = subprocess.run([sys.executable, "-m", "mlaplan.prefill.check", "--device", "cpu", "--small", "--batches", "8",
+                        "--tp", "64", "--dtype", "bf16"], capture_output=True, text=True, cwd="/tmp",
+                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "runs at small buffers (16-384 rows" in r.stdout and "runs judged by it" in r.stdout
+    assert "caught in 5 of 5 runs" in r.stdout
+
+
+def test_report_shows_merges_per_query_and_the_state():
+    path = os.path.join(ROOT, "scenarios", "worked-example.json")
+    r = subprocess.run([sys.executable, "-m", "mlaplan.prefill", path, "--model", "deepseek-v2-lite", "--heads", "2",
+                        "--device", "cpu", "--reps", "0", "--buffer-tokens", "64", "--policy", "packed/trtllm",
+                        "--state", "bf16", "--format", "json"], capture_output=True, text=True, cwd="/tmp",
+                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+    assert r.returncode == 1, r.stderr  # bf16 state on fp32 inputs misses the fp32 tolerance
+    doc = json.loads(r.stdout)
+    assert doc["state"] == "bfloat16"
+    run = doc["batches"][0]["runs"][0]
+    assert run["merges_per_query_max"] == run["iterations"] + 1 and run["merges_per_query_p99"] == run["merges_per_query_max"]
+    assert run["state"] == "bfloat16"

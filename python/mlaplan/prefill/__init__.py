@@ -64,12 +64,18 @@ def schedule_for(x: PrefillInputs, policy: str, buffer_tokens: int, max_chunks: 
 
 def prefill_attention(x: PrefillInputs, policy: str = "packed", buffer_tokens: int = 65536,
                       max_chunks: Optional[int] = None, sglang_path: str = "auto", trtllm_path: str = "auto",
-                      fused_merge: Optional[bool] = None, attention: str = "auto") -> Tuple[Any, Any]:
+                      fused_merge: Optional[bool] = None, attention: str = "auto", state: Optional[str] = None) -> Tuple[Any, Any]:
     """(out [T, heads, v_head] in q's dtype, lse [T, heads] float32) of the layer's prefill attention
     as `policy`'s engine computes it with a buffer of `buffer_tokens` rows (ENGINES lists the names).
     attention: the kernel on CUDA: auto (FlashAttention-3 on SM90 where a build imports, else flash), fa3,
-    flash (FlashAttention-2, V padded) or cudnn (cuDNN SDPA); ValueError where it cannot run here."""
+    flash (FlashAttention-2, V padded) or cudnn (cuDNN SDPA); ValueError where it cannot run here.
+    state: the running output's dtype across merges: None (q's, bf16 as the engines keep it), "fp32"
+    (float32 between merges, rounded to q's dtype once at the end), "bf16" or "fp16"."""
     check_inputs(x)
     s = schedule_for(x, policy, buffer_tokens, max_chunks, sglang_path, trtllm_path)
-    out, lse = execute(prepare(x, s, fused_merge, attention))
+    try:
+        p = prepare(x, s, fused_merge, attention, state)
+    except ValueError as e:
+        raise PrefillInputError(str(e)) from None
+    out, lse = execute(p)
     return out.contiguous(), lse.t()

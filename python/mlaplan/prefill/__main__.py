@@ -111,6 +111,10 @@ def parser() -> Parser:
                         "V as it is)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
+    p.add_argument("--state", choices=("bf16", "fp16", "fp32"),
+                   help="the running output's dtype across merges (default: --dtype's, bf16 on CUDA, as the engines "
+                        "keep it; fp32 keeps it in float32 and rounds once at the end; bf16 on fp32 inputs emulates "
+                        "the engines' rounding on the CPU)")
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
     p.add_argument("--tolerance", type=_tolerance, metavar="TOL",
                    help="every element within TOL * (1 + |one-shot|) of one-shot attention (default 1e-2; 1e-4 in fp32)")
@@ -202,6 +206,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .model import model_dims
     from .reference import one_shot
     from .inputs import host_page_table
+    from .executor import state_dtype
     from .schedule import ENGINE_TITLES, build_schedule, parse_engines
 
     try:
@@ -237,6 +242,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "dtype": str(dtype).replace("torch.", ""),
         "attention": (kernel_title(kernel) if device.type == "cuda" else "ATen's CPU flash kernel"),
         "merge": args.merge if device.type == "cuda" else "eager",
+        "state": str(state_dtype(args.state, dtype)).replace("torch.", ""),
         "timing": (f"median of {args.reps} after {args.warmup} warm-up runs"
                    + (f" and {args.settle_ms} ms back to back" if device.type == "cuda" and args.settle_ms else "")
                    if args.reps else "none (--reps 0)"),
@@ -264,7 +270,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 try:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
-                                        args.nvtx, kernel, settle_ms=args.settle_ms)
+                                        args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

@@ -4,6 +4,10 @@ off-by-one in the plan's tables, which the check must catch.
     python -m mlaplan.prefill.check --batches 200 --device cuda      # the GPU gate (scripts/gpu-check.sh)
     python -m mlaplan.prefill.check --batches 20 --device cpu --small
 
+One batch in four is also run at a small buffer (16-384 rows), where a query row's running state is
+merged thousands of times. Every run is judged row by row against tolerance + MERGE_C * merges * u,
+u the unit roundoff of the running state (2^-8 in bf16; docs/prefill.md, "Many merges").
+
 Exit status: 0 every run within the tolerance and the planted defect caught, 1 otherwise, 2 bad usage.
 """
 from __future__ import annotations
@@ -22,10 +26,11 @@ from . import schedule as schedule_mod
 from .attention import KERNELS, kernel_title
 from .executor import execute, prepare
 from .inputs import PrefillInputs, host_page_table, random_inputs
-from .measure import errors
+from .executor import state_dtype
+from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
 from .reference import one_shot
-from .schedule import ENGINES, build_schedule
+from .schedule import ENGINES, build_schedule, merge_stats
 
 # Every engine, and each of the other paths an engine can take, so all of them are checked.
 VARIANTS = [(e, {}) for e in ENGINES] + [
@@ -81,6 +86,41 @@ def random_batch(rng: np.random.Generator, max_batch: int = 64, max_context: int
     return Batch(cache.tolist(), new.tolist(), page, buffer)
 
 
+SMALL_BUFFERS = (16, 384)  # the small buffers' range, in rows
+SMALL_SHARE = 4           # one batch in SMALL_SHARE is also run at a small buffer
+
+
+def estimated_steps(cache, new, page: int, buffer: int) -> int:
+    """About the most steps any engine's loop takes for the batch at `buffer` rows (SGLang's share is
+    buffer // B rows of every context per chunk, vLLM's rounded down to the page; the packed loops and
+    MAX stream the total): the small buffers' contexts are scaled down until it is within a cap."""
+    cache = np.asarray(cache, dtype=np.int64)
+    b, longest = len(cache), int(cache.max(initial=0))
+    padded = int(((cache + np.asarray(new) + page - 1) // page * page).sum())
+    steps = [padded // buffer + b, int(cache.sum()) // max(1, buffer // page * page) + b]
+    steps.append(-(-longest // max(1, buffer // b)))
+    with_context = int((cache > 0).sum())
+    share = buffer // max(with_context, 1) // page * page
+    if share:
+        steps.append(-(-longest // share))
+    return max(steps)
+
+
+def small_buffer_batch(rng: np.random.Generator, max_steps: int, **kw) -> Batch:
+    """A random batch (random_batch's draws) at a buffer log-uniform in SMALL_BUFFERS, with a page size
+    no larger than it, its contexts scaled down until no engine's loop takes more than about max_steps
+    steps (a 64-row buffer over 40 sequences took SGLang's loop 19,765 steps)."""
+    buffer = int(math.exp(rng.uniform(math.log(SMALL_BUFFERS[0]), math.log(SMALL_BUFFERS[1] + 1))))
+    pages = [p for p in kw.pop("page_sizes", PAGE_SIZES) if p <= buffer]
+    batch = random_batch(rng, page_sizes=pages, **kw)
+    cache = np.asarray(batch.cache, dtype=np.int64)
+    while cache.sum() and estimated_steps(cache, batch.new, batch.page_size, buffer) > max_steps:
+        cache = cache * 3 // 4
+    if rng.random() < 0.5:
+        buffer = max(batch.page_size, buffer // batch.page_size * batch.page_size)
+    return Batch(cache.tolist(), batch.new, batch.page_size, buffer)
+
+
 @contextmanager
 def planted_off_by_one() -> Iterator[None]:
     """Plans whose tables read one token too early in the first chunk where a sequence continues
@@ -104,22 +144,51 @@ def planted_off_by_one() -> Iterator[None]:
         schedule_mod.plan_policy = real
 
 
-def check_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None,
-                kernel: str = "auto") -> list:
-    """[(engine, path, max |error|, max |LSE error|, ok)] for each variant; refusals as (engine, 'refused: ...')."""
+@dataclass
+class Judged:
+    """One variant's run: its error, the merges of its query rows, and the verdicts."""
+
+    engine: str
+    path: str                 # or "refused: why"
+    err: Optional[float] = None
+    lse_err: Optional[float] = None
+    ok: bool = True           # within the bound it was judged by (the merge bound, or the flat tolerance)
+    flat_ok: bool = True      # within the flat tolerance * (1 + |ref|)
+    merges_max: int = 0       # merges of a query row: the most, and p99
+    merges_p99: int = 0
+    widened: bool = False     # some row's merge allowance reached the flat tolerance (the bound at least doubled)
+
+
+def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None,
+                kernel: str = "auto", state=None, merge_bound: bool = True) -> List[Judged]:
+    """Every variant against one-shot attention. merge_bound: each query row within tolerance +
+    MERGE_C * merges * u of its state's dtype (measure.merge_tolerance), else the flat tolerance."""
     ref = one_shot(x)
     table = host_page_table(x)
+    st = state_dtype(state, x.q.dtype)
     out = []
     for engine, paths in variants:
         try:
             s = build_schedule(engine, x.lengths, table, buffer_tokens, None, x.device, **paths)
         except ValueError as e:
-            out.append((engine, "refused: " + str(e), None, None, True))
+            out.append(Judged(engine, "refused: " + str(e)))
             continue
-        o, l = execute(prepare(x, s, fused_merge, kernel))
-        err, lse_err, ok = errors(o, l, *ref, tolerance)
-        out.append((engine, s.path, err, lse_err, ok))
+        o, l = execute(prepare(x, s, fused_merge, kernel, state))
+        merges = s.merges_per_query(x.lengths.new_tokens)
+        bound = merge_tolerance(tolerance, merges, st, x.device)
+        err, lse_err, flat_ok = errors(o, l, *ref, tolerance)
+        ok = errors(o, l, *ref, bound)[2] if merge_bound else flat_ok
+        widened = bool(merge_bound and merges.size and (bound.max().item() >= 2 * tolerance))
+        out.append(Judged(engine, s.path, err, lse_err, ok, flat_ok, *merge_stats(merges), widened))
     return out
+
+
+def check_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None,
+                kernel: str = "auto", state=None, merge_bound: bool = True) -> list:
+    """[(engine, path, max |error|, max |LSE error|, ok)] for each variant (judge_batch); refusals as
+    (engine, 'refused: ...', None, None, True)."""
+    return [(j.engine, j.path, j.err, j.lse_err, j.ok)
+            for j in judge_batch(x, buffer_tokens, tolerance, variants, fused_merge, kernel, state, merge_bound)]
 
 
 def planted_batch(dims: MlaDims, dtype, device, seed: int) -> PrefillInputs:
@@ -141,49 +210,76 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the attention kernel on CUDA (default auto: FlashAttention-3 on SM90 where a build imports)")
     p.add_argument("--skip", type=int, default=0, help="draw but do not run the first SKIP batches (to resume)")
+    p.add_argument("--dtype", choices=("bf16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
+    p.add_argument("--state", choices=("bf16", "fp16", "fp32"),
+                   help="the running output's dtype across merges (default: --dtype's, as the engines keep it)")
+    p.add_argument("--max-steps", type=int, help="the small buffers' batches are scaled to about this many steps at "
+                   "most (default 20000; 2000 with --small)")
     args = p.parse_args(argv)
     device = torch.device(args.device)
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
     tolerance = 1e-2 if dtype == torch.bfloat16 else 1e-4
+    state = state_dtype(args.state, dtype)
     dims = model_dims(args.model, args.tp)
     kernel = attention_kernel(args.attention, device)
     rng = np.random.default_rng(args.seed)
     worst = {}
-    failures = 0
-    runs = 0
+    failures = runs = small_runs = widened = needed = 0
     above = 0  # runs whose max |error| passes the tolerance though every element is within atol + rtol |ref|
+    most = (0, "")  # the most merges of a query row in a run, and where
+    kw = dict(max_batch=8, max_context=2000, max_total_context=6000, max_new=64, max_total_new=128) if args.small else {}
+    max_steps = args.max_steps or (2000 if args.small else 20000)
     for i in range(args.batches):
-        kw = dict(max_batch=8, max_context=2000, max_total_context=6000, max_new=64, max_total_new=128) if args.small else {}
         batch = random_batch(rng, **kw)
+        # The small buffers draw from their own generator, so the batches above are those of earlier
+        # versions of the check (the documented H200 runs) for the same seed.
+        extra = np.random.default_rng([args.seed, i])
+        small = small_buffer_batch(extra, max_steps, **kw) if extra.random() < 1 / SMALL_SHARE else None
         if i < args.skip:
             continue
         if i and i % 25 == 0:
             print(f"... {i} batches, {runs} runs, {failures} failing", flush=True)
-        x = random_inputs(batch.cache, batch.offsets, batch.page_size, dims, dtype, device, args.seed + i)
-        for engine, path, err, lse_err, ok in check_batch(x, batch.buffer_tokens, tolerance, kernel=kernel):
-            if err is None:
+        for b in (batch, small):
+            if b is None:
                 continue
-            runs += 1
-            key = f"{engine} ({path})"
-            worst[key] = max(worst.get(key, 0.0), err)
-            above += ok and err > tolerance
-            if not ok:
-                failures += 1
-                print(f"FAIL batch {i}: {engine} ({path}) max |error| {err:.3e} > {tolerance}: B={len(batch.cache)} "
-                      f"page {batch.page_size} buffer {batch.buffer_tokens} cache {batch.cache} new {batch.new}")
-        del x
+            x = random_inputs(b.cache, b.offsets, b.page_size, dims, dtype, device, args.seed + i)
+            for j in judge_batch(x, b.buffer_tokens, tolerance, kernel=kernel, state=args.state):
+                if j.err is None:
+                    continue
+                runs += 1
+                small_runs += b is small
+                key = f"{j.engine} ({j.path})"
+                worst[key] = max(worst.get(key, 0.0), j.err)
+                above += j.ok and j.err > tolerance
+                widened += j.widened
+                needed += j.ok and not j.flat_ok
+                if j.merges_max > most[0]:
+                    most = (j.merges_max, f"batch {i}, {key} at {b.buffer_tokens} rows, max |error| {j.err:.3e}")
+                if not j.ok:
+                    failures += 1
+                    print(f"FAIL batch {i}: {key} max |error| {j.err:.3e} > {tolerance} + {MERGE_C} x "
+                          f"{j.merges_max} merges x u: B={len(b.cache)} page {b.page_size} buffer {b.buffer_tokens} "
+                          f"cache {b.cache} new {b.new}")
+            del x
     print(f"{args.batches - args.skip} random batches (of seed {args.seed}, from {args.skip}), {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}"
-          f"{', ' + kernel_title(kernel) if device.type == 'cuda' else ''}:")
+          f"{', ' + kernel_title(kernel) if device.type == 'cuda' else ''}, running state {str(state).replace('torch.', '')}:")
     for key, err in sorted(worst.items()):
         print(f"  {key:34} worst max |error| {err:.3e}")
-    print(f"runs failing |out - ref| <= {tolerance:g} (1 + |ref|): {failures}; "
+    u = UNIT_ROUNDOFF[state]
+    print(f"runs at small buffers ({SMALL_BUFFERS[0]}-{SMALL_BUFFERS[1]} rows, one batch in {SMALL_SHARE}): {small_runs}; "
+          f"the most merges of a query row: {most[0]:,}{' (' + most[1] + ')' if most[1] else ''}")
+    print(f"merge bound: each query row within ({tolerance:g} + {MERGE_C:g} x merges x {u:.3g}) (1 + |ref|); "
+          f"runs judged by it (a row's allowance at least {tolerance:g}): {widened}, of them outside the flat "
+          f"{tolerance:g} (1 + |ref|): {needed}")
+    print(f"runs failing the merge bound: {failures}; "
           f"runs with max |error| above {tolerance:g} (at |ref| > 0): {above}")
     with planted_off_by_one():
-        planted = check_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, TABLE_VARIANTS,
-                              kernel=kernel)
-    missed = [f"{e} ({p})" for e, p, err, _, ok in planted if err is not None and ok]
-    caught = sum(1 for _, _, err, _, ok in planted if err is not None and not ok)
-    print(f"planted off-by-one in the tables: caught in {caught} of {caught + len(missed)} runs"
+        planted = judge_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, TABLE_VARIANTS,
+                              kernel=kernel, state=args.state)
+    missed = [f"{j.engine} ({j.path})" for j in planted if j.err is not None and j.ok]
+    caught = sum(1 for j in planted if j.err is not None and not j.ok)
+    print(f"planted off-by-one in the tables (judged by the merge bound, at most "
+          f"{max((j.merges_max for j in planted), default=0)} merges a row): caught in {caught} of {caught + len(missed)} runs"
           + (f"; MISSED by {', '.join(missed)}" if missed else ""))
     return 1 if failures or missed else 0
 

@@ -60,15 +60,35 @@ class Prepared:
     buffer: torch.Tensor
     fused_merge: Optional[bool]
     kernel: str  # the attention kernel on CUDA: fa3 or cudnn (V as it is), flash (FA2, V padded as vLLM pads it)
+    state: torch.dtype = torch.bfloat16  # the running output's dtype across merges (state_dtype)
 
     @property
     def pad_v(self) -> bool:
         return self.kernel == "flash" or not self.x.q.is_cuda
 
 
-def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "auto") -> Prepared:
+STATES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def state_dtype(state, q_dtype: torch.dtype) -> torch.dtype:
+    """The running output's dtype: None keeps it in the attention's output dtype (q's), as the engines'
+    merges do (bf16 on the GPU); "fp32" keeps it in float32 across merges and rounds once at the end;
+    "bf16" on float32 inputs rounds it to bf16 at every merge, as the engines do (the CPU's emulation)."""
+    if state is None:
+        return q_dtype
+    if isinstance(state, torch.dtype) and state in STATES.values():
+        return state
+    if state not in STATES:
+        raise ValueError(f"state: {state!r}; choose one of {', '.join(STATES)} (or None: the output's dtype)")
+    return STATES[state]
+
+
+def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "auto",
+            state=None) -> Prepared:
     """What the step needs ready; kernel: an --attention name, auto resolved for the device
-    (attention.resolve_kernel; ValueError where it cannot run)."""
+    (attention.resolve_kernel; ValueError where it cannot run); state: the running output's dtype
+    (state_dtype)."""
+    state = state_dtype(state, x.q.dtype)
     kernel, _ = resolve_kernel(kernel, x.device)
     n, d = x.lengths, x.dims
     cache_flat = x.kv_cache.view(-1, d.latent)
@@ -77,7 +97,7 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
     rows = torch.as_tensor(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64), device=x.device)
     new_latent = cache_flat.index_select(0, rows)
     buffer = torch.empty((max(schedule.buffer_rows, 1), d.latent), dtype=x.q.dtype, device=x.device)
-    return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel)
+    return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel, state)
 
 
 def _up_project(p: Prepared, latent: torch.Tensor):
@@ -108,15 +128,17 @@ def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, ranges: bool, nvtx:
 
 
 def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
-    """(out [T, heads, v_head], lse [heads, T] float32) of the layer's prefill attention; ranges: each
-    step and part in an NVTX range (on CUDA) and a profiler range."""
+    """(out [T, heads, v_head] in q's dtype, lse [heads, T] float32) of the layer's prefill attention;
+    ranges: each step and part in an NVTX range (on CUDA) and a profiler range. The running output is
+    kept in p.state between merges: a take converts the attention's output to it, each merge rounds
+    to it, and the result is converted back to q's dtype once."""
     x, s, d = p.x, p.schedule, p.x.dims
     nvtx = ranges and x.q.is_cuda
     T = x.lengths.new_tokens
     states: Dict[str, list] = {}
     for name in s.empty_targets:
         with annotate(f"{name}: merge", ranges, nvtx):
-            states[name] = [x.q.new_zeros((T, d.heads, d.v_head)),
+            states[name] = [x.q.new_zeros((T, d.heads, d.v_head), dtype=p.state),
                             torch.full((d.heads, T), float("-inf"), dtype=torch.float32, device=x.device)]
     for step in s.steps:
         part = "new tokens" if step.new_tokens else None
@@ -130,7 +152,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
                 torch.index_select(p.cache_flat, 0, step.rows, out=latent)
         if step.absorbed:
             out, lse = _absorbed(p, latent, step, ranges, nvtx)
-            states[step.target] = [out, lse]
+            states[step.target] = [out.to(p.state), lse]
         else:
             with annotate(f"{step.label}: {part or 'up-projection'}", ranges, nvtx):
                 k, v = _up_project(p, latent)
@@ -143,7 +165,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
             with annotate(f"{step.label}: {part or 'merge'}", ranges, nvtx):
                 if step.take:
                     out, lse = results[0]
-                    states[step.target] = [out[..., : d.v_head], lse]
+                    states[step.target] = [out[..., : d.v_head].to(p.state), lse]
                 else:
                     o, l = states[step.target]
                     for a, (out, lse) in zip(step.attends, results):
@@ -158,4 +180,4 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
     if s.result not in states:  # a batch without new tokens: nothing attends
         return x.q.new_zeros((T, d.heads, d.v_head)), torch.full((d.heads, T), float("-inf"), device=x.device)
     o, l = states[s.result]
-    return o, l
+    return o.to(x.q.dtype), l

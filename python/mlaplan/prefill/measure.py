@@ -9,7 +9,7 @@ import torch
 
 from .executor import execute, prepare
 from .inputs import PrefillInputs
-from .schedule import Schedule
+from .schedule import Schedule, merge_stats
 from .timing import Timing, measure
 
 
@@ -22,6 +22,9 @@ class Run:
     iterations: int = 0
     steps: int = 0
     merges: int = 0
+    merges_per_query_max: int = 0  # LSE merges of one query row's running state: the most, and p99 over the rows
+    merges_per_query_p99: int = 0
+    state: str = ""               # the running state's dtype across merges (bfloat16, float32)
     buffer_rows: int = 0
     refused: Optional[str] = None
     eager_ms: Optional[float] = None
@@ -57,10 +60,11 @@ def attention_flops(s: Schedule, x: PrefillInputs) -> float:
     return flops
 
 
-def errors(out: torch.Tensor, lse: torch.Tensor, ref_out: torch.Tensor, ref_lse: torch.Tensor, tolerance: float):
+def errors(out: torch.Tensor, lse: torch.Tensor, ref_out: torch.Tensor, ref_lse: torch.Tensor, tolerance):
     """(max |out - ref|, max |lse - ref| where the reference is finite, ok): ok where every element has
     |out - ref| <= tolerance * (1 + |ref|), torch.testing.assert_close's test with atol = rtol =
-    tolerance, as vLLM's attention tests use it (1e-2 in bf16). NaN is never ok."""
+    tolerance, as vLLM's attention tests use it (1e-2 in bf16). tolerance: a number, or one per query
+    row ([T, 1, 1], merge_tolerance). NaN is never ok."""
     diff = (out.float() - ref_out).abs()
     err = diff.max().item() if out.numel() else 0.0
     finite = torch.isfinite(ref_lse)
@@ -69,12 +73,28 @@ def errors(out: torch.Tensor, lse: torch.Tensor, ref_out: torch.Tensor, ref_lse:
     return (float("nan") if torch.isnan(out).any().item() else err), lse_err, ok
 
 
+# The unit roundoff of the running state's dtype: what one merge's rounding costs at most, relative.
+UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11, torch.float32: 2.0**-24}
+# The merge bound's constant: the measured error of bf16 merges per merge and unit roundoff, relative to
+# 1 + |ref|, with a margin (docs/prefill.md, "Many merges", says how it was measured).
+MERGE_C = 1e-2
+
+
+def merge_tolerance(tolerance: float, merges_per_query, state: torch.dtype, device) -> torch.Tensor:
+    """Per query row ([T, 1, 1]): tolerance + MERGE_C * merges * u(state), the error a row whose running
+    state is rounded to `state` at each of its merges may carry beyond the attention's own."""
+    m = torch.as_tensor(merges_per_query, dtype=torch.float32, device=device)
+    return (tolerance + MERGE_C * UNIT_ROUNDOFF[state] * m)[:, None, None]
+
+
 def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: float = 1e-2, reps: int = 10,
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
             trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
-            settle_ms: float = 0.0) -> Run:
-    p = prepare(x, s, fused_merge, kernel)
+            settle_ms: float = 0.0, state=None) -> Run:
+    p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
+    run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
+    run.state = str(p.state).replace("torch.", "")
     cuda = x.device.type == "cuda"
     if reference is not None:
         out, lse = execute(p)

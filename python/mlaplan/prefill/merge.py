@@ -9,6 +9,8 @@ leaves NaN there), and a row with no keys on either side becomes (0, -inf).
 
 On CUDA it is one fused Triton kernel (grid: rows x heads), as vLLM's merge_attn_states is; on the
 CPU, or with fused=False (the eager form an engine without a fused kernel runs), plain torch ops.
+Both compute in float32 and store the state in its own dtype: bf16 as the engines keep it (each merge
+rounds it), or float32 (`--state fp32`: nothing rounds between merges), whatever the part's dtype.
 """
 from __future__ import annotations
 

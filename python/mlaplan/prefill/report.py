@@ -46,18 +46,20 @@ def finding(runs: List[Run]) -> List[str]:
 
 def text_report(header: Dict[str, str], batches: List[dict]) -> str:
     out = [f"{k}: {v}" for k, v in header.items()]
+    out.append("q merges: the LSE merges of one query row's running state, the most and p99 over the batch's rows")
     for batch in batches:
         runs: List[Run] = batch["runs"]
         out.append("")
         out.append(batch["title"])
-        cols = ["buffer", "policy", "path", "iters", "merges", "eager ms", "graph ms", "host ms"]
+        cols = ["buffer", "policy", "path", "iters", "merges", "q merges", "eager ms", "graph ms", "host ms"]
         cols += [c for _, c in PART_COLUMNS] + ["TFLOP/s", "max|err|"]
         rows = []
         for r in runs:
             if r.refused:
                 rows.append([f"{r.buffer_tokens:,}", r.policy, "refused: " + r.refused])
                 continue
-            row = [f"{r.buffer_tokens:,}", r.policy, r.path, str(r.iterations), str(r.merges), _ms(r.eager_ms),
+            row = [f"{r.buffer_tokens:,}", r.policy, r.path, str(r.iterations), str(r.merges),
+                   f"{r.merges_per_query_max}/{r.merges_per_query_p99}", _ms(r.eager_ms),
                    _ms(r.graph_ms), _ms(None if r.graph_ms is None else max(0.0, r.eager_ms - r.graph_ms))]
             row += [_ms(r.parts_ms.get(p)) if r.parts_ms else "-" for p, _ in PART_COLUMNS]
             row += ["-" if r.attention_tflops is None else f"{r.attention_tflops:.0f}", _err(r.max_abs_error)]
@@ -65,7 +67,7 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
                 row[-1] += " FAIL"
             rows.append(row)
         widths = [max(len(c), *(len(r[i]) for r in rows if len(r) > i and len(r) == len(cols))) for i, c in enumerate(cols)]
-        right = {0, 3, 4} | set(range(5, len(cols)))
+        right = {0, 3, 4} | set(range(5, len(cols)))  # q merges: a query row's merges, max/p99 over the rows
         fmt = lambda row: "  ".join(v.rjust(widths[i]) if i in right else v.ljust(widths[i])  # noqa: E731
                                     for i, v in enumerate(row)).rstrip()
         out.append(fmt(cols))

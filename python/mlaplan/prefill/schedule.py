@@ -8,6 +8,7 @@ engines' code, why each engine's steps are what they are here.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import List, Optional
 
@@ -75,6 +76,34 @@ class Schedule:
     def merges(self) -> int:
         n = sum(len(s.attends) for s in self.steps if not s.take)
         return n + int(self.final_merge)
+
+    def merges_per_query(self, new_tokens: int) -> np.ndarray:
+        """[new_tokens] int64: how many LSE merges each query row's running state goes through, as
+        execute runs them: one per merged launch that holds the row (a step that is taken as it is
+        merges nothing), and vLLM's final merge. A merge where the row has no keys on one side is
+        counted too: the loop runs it (and it rounds nothing). C++'s merges_per_query counts the same
+        from the plan tables (policy_cost.hpp)."""
+        edges = np.zeros(new_tokens + 1, dtype=np.int64)  # +1 / -1 at a slice's ends, summed below
+        gathered = np.zeros(new_tokens, dtype=np.int64)
+        for step in self.steps:
+            if step.take:
+                continue
+            for a in step.attends:
+                if a.q_rows is None:
+                    edges[a.q0] += 1
+                    edges[a.q0 + a.call.n_q] -= 1
+                else:
+                    np.add.at(gathered, a.q_rows.cpu().numpy(), 1)
+        return np.cumsum(edges[:-1]) + gathered + int(self.final_merge)
+
+
+def merge_stats(counts) -> tuple:
+    """(max, p99) of merges per query row, p99 by nearest rank as the CLI's quantiles; (0, 0) for no rows."""
+    v = np.sort(np.asarray(counts, dtype=np.int64))
+    if v.size == 0:
+        return 0, 0
+    rank = min(max(int(math.ceil(0.99 * v.size)), 1), v.size)
+    return int(v[-1]), int(v[rank - 1])
 
 
 def engine_named(name: str) -> str:
