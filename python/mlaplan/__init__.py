@@ -38,6 +38,7 @@ __all__ = [
     "sweep",
     "replay",
     "cost_features",
+    "merges_per_query",
     "cost_terms",
     "engine_path",
     "workspace_bytes",
@@ -394,6 +395,19 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
     (FlashAttention-3; docs/cost-model.md)."""
     return _mlaplan.cost_features(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
                                   heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm, scheduler)
+
+
+def merges_per_query(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str,
+                     max_chunks: int = 0, sm: int = 0) -> dict:
+    """How many log-sum-exp merges each query row's running output goes through under the policy's
+    loop, as `run` and `sweep` count them from the plan (and the prefill executor runs them):
+    {"max": n, "p99": n, "histogram": [(merges, rows), ...]}. max_chunks 0: as many as max needs; sm:
+    the GPU's compute capability x10 whose dispatch picks the path (a whole-context path merges
+    nothing; 0: every policy's loop). Each merge rounds a bf16 state (docs/prefill.md, "Many merges")."""
+    d = _mlaplan.merges_per_query(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets),
+                                  page_size, buffer_token_size, policy, max_chunks, sm)
+    d["histogram"] = [tuple(h) for h in d["histogram"]]
+    return d
 
 
 def engine_path(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, sm: int) -> tuple:

@@ -76,6 +76,40 @@ void bind_cost(nb::module_& m) {
       "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop); scheduler: how "
       "the attention kernel hands out its blocks (grid: FlashAttention-2, sorted: FlashAttention-3).");
   m.def(
+      "merges_per_query",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         uint32_t max_chunks, uint32_t sm) {
+        using namespace mlaplan::explore;
+        Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
+        const Policy p = policy_named(policy);
+        QueryMerges q;
+        if (p.kind == PolicyKind::max) {
+          if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
+          const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+          const MaxTablesView view = max_tables_view(t);
+          q = dispatched_query_merges(b, p, sm, &view);
+        } else {
+          if (engine_path(b, p, sm) == EnginePath::chunked) {
+            const PolicyOutcome o = policy_outcome(b, p);
+            if (o.refused) throw InputError(o.why);
+          }
+          q = dispatched_query_merges(b, p, sm);
+        }
+        q.compact();
+        nb::dict d;
+        d["max"] = q.max();
+        d["p99"] = q.quantile(0.99);
+        nb::list h;
+        for (const auto& [merges, rows] : q.counts) h.append(nb::make_tuple(merges, rows));
+        d["histogram"] = h;
+        return d;
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "max_chunks"_a = 0,
+      "sm"_a = 0,
+      "How many LSE merges each query row's running output goes through under the policy's loop, as run and sweep "
+      "count them: {max, p99, histogram: [(merges, rows), ...]} (max_chunks 0: as many as max needs; sm: the GPU "
+      "whose dispatch picks the path, 0: the loop).");
+  m.def(
       "engine_path",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t sm) {

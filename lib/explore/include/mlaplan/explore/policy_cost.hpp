@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/features.hpp"
@@ -81,5 +83,33 @@ cost::Features dispatched_features(const Batch& batch, const Policy& policy, con
 // unbounded_features' otherwise.
 cost::Features dispatched_unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, uint32_t sm,
                                              const cost::Features* new_step = nullptr);
+
+// Merges per query row: how many times each new token's running output is merged by log-sum-exp, as
+// the executor's loop merges it (python/mlaplan/prefill/schedule.py, Schedule.merges_per_query): one
+// per merged launch that holds the row (a step taken as it is merges nothing; a merge where the row
+// has no keys in the chunk still runs), and vLLM's final merge. Summed over the rows it is the cost
+// model's merged_query term. Kept as (merges, rows) counts, so batches add up without a row each.
+struct QueryMerges {
+  std::vector<std::pair<uint64_t, uint64_t>> counts;  // (merges, query rows); sorted by merges once compacted
+  bool sorted = true;
+
+  void add(uint64_t merges, uint64_t rows);
+  void add(const QueryMerges& other);
+  void compact();  // sorted, one entry per merge count
+  uint64_t rows() const;
+  uint64_t max() const;
+  uint64_t quantile(double q);  // nearest rank over the rows; 0 without rows
+};
+
+// The loop of a policy that streams the cached context only, for a batch it does not refuse
+// (policy_outcome): even splits and TensorRT-LLM's loop merge every row equally, vLLM's packed loop
+// the rows of each chunk's own requests.
+QueryMerges policy_query_merges(const Batch& batch, const Policy& policy);
+// Max's, from the tables a planner wrote: a query at position p merges once per chunk whose keys it sees.
+QueryMerges max_query_merges(const Batch& batch, const MaxTablesView& tables);
+// On the path the engine dispatches the batch to on a GPU of compute capability sm (engine_path; 0:
+// the loop): none where it takes the whole context at once. Max needs its tables (none given: empty).
+QueryMerges dispatched_query_merges(const Batch& batch, const Policy& policy, uint32_t sm,
+                                    const MaxTablesView* max_tables = nullptr);
 
 }  // namespace mlaplan::explore
