@@ -157,6 +157,11 @@ io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy,
                     const profile::PhaseTimer& load_timer, bool compare, const std::optional<RunCost>& cost) {
   io::PlanReport r = plan_scenario(s, policy, planner, opt, load_timer, compare);
   if (cost) predict(r, policy, *cost);
+  if (r.refused.empty()) {  // on the path the cost file's GPU dispatches the batch to, as predict prices it
+    const explore::MaxTablesView view = explore::max_tables_view(r.tables);
+    explore::QueryMerges q = explore::dispatched_query_merges(s.batch, policy, cost ? cost->model.sm : 0, &view);
+    r.merges_per_query = std::make_pair(q.max(), q.quantile(0.99));
+  }
   return r;
 }
 
@@ -196,9 +201,9 @@ void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::
 std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t first, size_t count) {
   const bool timed = reports[first].time.has_value() ||
                      std::any_of(reports.begin() + first, reports.begin() + first + count, [](const io::PlanReport& r) { return r.time.has_value(); });
-  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13}{}\n",
+  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n",
                                 io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed",
-                                "page padding", timed ? fmt::format(" {:>10} {:>9}  {}", "ms/step", "per-iter", "path") : "");
+                                "page padding", "q merges", timed ? fmt::format(" {:>10} {:>9}  {}", "ms/step", "per-iter", "path") : "");
   for (size_t i = first; i < first + count; ++i) {
     const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
@@ -212,7 +217,10 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
       const io::TimeFigures& t = *r.time;
       time = fmt::format(" {:>10.3f} {:>8.1f}%  {}", t.step_ms(t.layer_us), 100.0 * t.iteration_share(), io::printable(t.path));
     }
-    out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13}{}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens, time);
+    const std::string merges =  // a query row's merges: the most / p99 over the rows
+        r.merges_per_query ? fmt::format("{}/{}", r.merges_per_query->first, r.merges_per_query->second) : "-";
+    out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13} {:>13}{}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens,
+                       merges, time);
   }
   return out;
 }

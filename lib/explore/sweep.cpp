@@ -157,6 +157,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   shown.reserve(batches.size());
   uint64_t payload = 0, streamed = 0, filled_batches = 0;
   double fill_sum = 0;
+  QueryMerges merges;  // the policy's loop, as the iterations are: no dispatch
   MaxTablesView tables;
   // Per cost model: whether the engine dispatches on its GPU, whether its lower bound is the policy's
   // loop, and (per batch) the path it takes.
@@ -222,6 +223,8 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     } else {
       row.iterations.push_back(chunks);
       shown.push_back(chunks);
+      if (max) merges.add(max_query_merges(b, tables));
+      else merges.add(policy_query_merges(b, s.policy));
       payload += o.payload_tokens;
       streamed += o.streamed_rows;
       if (o.chunks > 0) {
@@ -269,6 +272,8 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   }
   row.padding_overhead = payload ? static_cast<double>(streamed - payload) / static_cast<double>(payload) : 0;
   row.mean_fill = filled_batches ? fill_sum / static_cast<double>(filled_batches) : 0;
+  row.merges_max = merges.max();
+  row.merges_p99 = merges.quantile(0.99);
   if (!shown.empty()) {
     double sum = 0;
     for (uint32_t v : shown) sum += v;

@@ -27,7 +27,8 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_tim
                              fmt::format("{}", r.max_iterations),
                              fmt::format("{:.2f}%", 100.0 * r.refused_share()),
                              fmt::format("{:.2f}%", 100.0 * r.padding_overhead),
-                             fmt::format("{:.1f}%", 100.0 * r.mean_fill)};
+                             fmt::format("{:.1f}%", 100.0 * r.mean_fill),
+                             fmt::format("{}/{}", r.merges_max, r.merges_p99)};
   if (with_model) {
     c.push_back(io::printable(r.model->name));  // a --model-config's name is the user's text
     c.push_back(fmt::format("{}", r.memory->tp));
@@ -59,7 +60,7 @@ io::TableBuilder table_of(const SweepResult& s) {
   std::vector<io::TableColumn> c{{"policy", Align::left},   {"buffer", Align::right}, {"M", Align::right},
                                  {"mean", Align::right},    {"p50", Align::right},    {"p90", Align::right},
                                  {"p99", Align::right},     {"max", Align::right},    {"refused", Align::right},
-                                 {"padding", Align::right}, {"fill", Align::right}};
+                                 {"padding", Align::right}, {"fill", Align::right},   {"q merges", Align::right}};
   if (with_model) {
     c.push_back({"model", Align::left});
     c.push_back({"TP", Align::right});
@@ -218,6 +219,8 @@ const std::vector<SweepField>& sweep_fields() {
        nullptr, true},
       {"padding_overhead", all, [](R r) -> V { return r.padding_overhead; }, 6},
       {"mean_fill", all, [](R r) -> V { return r.mean_fill; }, 6},
+      {"merges_per_query_max", all, [](R r) -> V { return r.merges_max; }, 0, "merges_per_query", "max"},
+      {"merges_per_query_p99", all, [](R r) -> V { return r.merges_p99; }, 0, "merges_per_query", "p99"},
       {"model", all, [](R r) -> V { return r.model ? V(r.model->name) : V(); }, 0, nullptr, nullptr, true},
       {"tp", all, [](R r) -> V { return r.memory ? V(uint64_t{r.memory->tp}) : V(); }, 0, nullptr, nullptr, true},
       {"dtype_bytes", files, [](R r) -> V { return r.memory ? V(uint64_t{r.memory->dtype_bytes}) : V(); }, 0, nullptr, nullptr,

@@ -54,6 +54,8 @@ std::string format_plan_json(const PlanReport& r) {
   }
   put("  \"chunks_used\": {},\n  \"padded_tokens\": {},\n  \"input_tokens\": {},\n", r.shape.chunks_used,
       r.shape.padded_tokens, r.shape.input_tokens);
+  if (r.merges_per_query)
+    put("  \"merges_per_query\": {{\"max\": {}, \"p99\": {}}},\n", r.merges_per_query->first, r.merges_per_query->second);
   if (r.memory) {
     const MemoryFigures& f = *r.memory;
     put("  \"buffer_memory\": {{\"model\": {}, \"tp\": {}, \"dtype\": {}, \"bytes_per_row\": {}, \"buffer_bytes\": {}, "

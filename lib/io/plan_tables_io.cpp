@@ -19,7 +19,7 @@ constexpr const char* kTableKeys[] = {"buffer_row_offsets", "cache_offsets", "bu
 // What run --format json writes that is no fact of the plan (how and where it was made, and run's own
 // verdict): accepted, so run's output checks as is, and not compared.
 constexpr const char* kMetadataKeys[] = {"backend", "planner",      "device",    "buffer_memory",
-                                         "predicted_time", "verification", "timings_us"};
+                                         "predicted_time", "merges_per_query", "verification", "timings_us"};
 constexpr const char* kFactKeys[] = {"min_max_chunks", "chunks_used", "padded_tokens", "input_tokens",
                                      "batch_size", "page_size", "buffer_token_size", "max_chunks"};
 
@@ -106,7 +106,7 @@ PlanEntry read_entry(const json& j, const std::string& path, const std::string& 
       throw InputError(fmt::format("{}: {}{}: unknown key; a plan holds the keys run --format json writes (scenario, policy, "
                                    "batch_size, page_size, buffer_token_size, max_chunks, chunks_used, padded_tokens, "
                                    "input_tokens, buffer_row_offsets, cache_offsets, buffer_lengths; backend, planner, "
-                                   "device, buffer_memory, predicted_time, verification and timings_us are not compared), or infeasible "
+                                   "device, buffer_memory, predicted_time, merges_per_query, verification and timings_us are not compared), or infeasible "
                                    "and min_max_chunks",
                                    path, prefix, key));
     }

@@ -89,6 +89,9 @@ struct SweepRow {
   // chunks it needs; one another policy refuses counts none).
   double mean_iterations = 0;
   uint32_t p50 = 0, p90 = 0, p99 = 0, max_iterations = 0;
+  // LSE merges of one query row's running output under the policy's loop (policy_cost.hpp,
+  // QueryMerges), over every query row of the planned batches: the most and p99 (nearest rank).
+  uint64_t merges_max = 0, merges_p99 = 0;
   uint64_t refused = 0;            // batches the policy cannot plan (max: more than max_chunks)
   std::string first_refusal;       // why, for the first refused batch
   double padding_overhead = 0;     // (rows streamed - tokens) / tokens, over all planned batches

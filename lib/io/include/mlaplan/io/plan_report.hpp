@@ -54,6 +54,9 @@ struct PlanReport {
   std::string policy = "max";
   std::optional<MemoryFigures> memory;
   std::optional<TimeFigures> time;
+  // LSE merges of one query row's running output under the policy's loop (explore's QueryMerges): the
+  // most and p99 over the batch's query rows. Each rounds a bf16 state (docs/prefill.md, Many merges).
+  std::optional<std::pair<uint64_t, uint64_t>> merges_per_query;
   // Set when the policy cannot plan the batch, with why (a run comparing several policies shows a
   // refusal instead of stopping; the tables are then empty).
   std::string refused;
