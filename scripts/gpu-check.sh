@@ -178,6 +178,13 @@ prefill_bundled() {
     (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$f" --model deepseek-v3 --tp 8 \
       --policy all --attention "$1" --buffer-tokens 8192,16384,65536,131072,262144 --json "$log_dir/prefill-$tag$name.json") || return 1
   done
+  # What the float32 running state costs (docs/prefill.md, "Many merges"): one batch, bf16 state
+  # beside fp32, at a small buffer (many merges) and a large one.
+  for state in bf16 fp32; do
+    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$source_dir/docs/data/prefill-batches/coding-agent.json" \
+      --model deepseek-v3 --tp 8 --policy all --attention "$1" --buffer-tokens 2048,65536 --state $state \
+      --json "$log_dir/prefill-${tag}state-$state.json") || return 1
+  done
 }
 
 # The package without the CUDA planner: the executor and the calibration need only its CPU side.
