@@ -83,6 +83,9 @@ def _pooled(paths: List[str]) -> dict:
             if doc[key] != first[key]:
                 raise UsageError(f"{path}: {key}: {doc[key]!r}, but {paths[0]} has {first[key]!r}; pool measurements of one "
                                  f"model, TP, GPU and kernel")
+        if doc.get("settle_ms") != first.get("settle_ms"):  # the clock they saw differs (docs/cost-model.md)
+            raise UsageError(f"{path}: settle_ms: {doc.get('settle_ms')!r}, but {paths[0]} has {first.get('settle_ms')!r}; "
+                             f"pool measurements timed at one clock (--settle-ms)")
     pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(d["date"] for d in docs))
     return pooled
 
@@ -144,7 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
         attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
-        compute_capability=doc.get("compute_capability"),
+        compute_capability=doc.get("compute_capability"), settle_ms=doc.get("settle_ms"),
         torch_version=doc.get("torch"), triton_version=doc.get("triton"),
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))

@@ -12,7 +12,7 @@ VERSION = 1
 def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms: int, attention: str, merge: str,
                   timing: str, date: str, fit, driver: Optional[str] = None, torch_version: Optional[str] = None,
                   triton_version: Optional[str] = None, commit: Optional[str] = None, command: Optional[str] = None,
-                  compute_capability: Optional[str] = None) -> dict:
+                  compute_capability: Optional[str] = None, settle_ms: Optional[int] = None) -> dict:
     doc = {
         "format": FORMAT,
         "version": VERSION,
@@ -24,6 +24,10 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
         "driver": driver,
         "kernels": {"attention": attention, "merge": merge, "torch": torch_version, "triton": triton_version},
         "timing": timing,
+        # The GPU's state the points were timed in: FlashAttention-3 draws an H200 to its power cap,
+        # and the clock then falls by a quarter (docs/cost-model.md, "Sustained clocks").
+        "clock": (f"sustained: each point timed after {settle_ms} ms back to back" if settle_ms
+                  else "as found: each point timed after its warm-up runs only"),
         "date": date,
         "commit": commit,
         "command": command,
