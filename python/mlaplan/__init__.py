@@ -368,7 +368,7 @@ def replay(
         return _mlaplan.replay(*checked)
     except ValueError as e:
         # Every step is a batch held until the count: the formation's limit speaks of batches.
-        text = re.sub(r"^--batches \d+: the first (\d+) batches formed already take ([^,]+), above ([^;]+);.*",
+        text = re.sub(r"^the trace's steps: the first (\d+) batches formed already take ([^,]+), above ([^;]+);.*",
                       r"replay: the first \1 steps formed already take \2, above \3; give a larger token_budget "
                       r"(fewer steps) or raise memory_limit", str(e))
         raise ValueError(_args.keyword_message(text, {"--replay-block-size": "block_size"})) from None

@@ -173,6 +173,7 @@ void bind_explore(nb::module_& m) {
         formation.max_sequences = max_sequences;
         formation.memory_limit = memory_limit;  // every step is held as a batch until the count
         formation.memory_limit_text = limit_text(memory_limit);
+        formation.batches_given = false;  // the whole trace: SIZE_MAX below is no count the caller gave
         std::unique_ptr<explore::RequestSource> source;
         const size_t steps = interruptible([&] {
           source = replay_source(path, format, block_size, cache_tokens, step_ms, max_model_len);
