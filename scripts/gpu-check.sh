@@ -182,7 +182,7 @@ prefill_bundled() {
   # beside fp32, at a small buffer (many merges) and a large one.
   for state in bf16 fp32; do
     (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill "$source_dir/docs/data/prefill-batches/coding-agent.json" \
-      --model deepseek-v3 --tp 8 --policy all --attention "$1" --buffer-tokens 2048,65536 --state $state \
+      --model deepseek-v3 --tp 8 --policy all --attention "$1" --buffer-tokens 8192,65536 --state $state \
       --json "$log_dir/prefill-${tag}state-$state.json") || return 1
   done
 }

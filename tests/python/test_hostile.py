@@ -23,7 +23,10 @@ SCENARIO = os.path.join(ROOT, "scenarios", "worked-example.json")
 TRACE = os.path.join(ROOT, "tests", "data", "mooncake_conversation_head2000.jsonl")
 COST = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
 SMALL = ["--model", "deepseek-v2-lite", "--heads", "1", "--device", "cpu", "--reps", "0"]
-ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+# The subprocesses import the package this process imported (installed, or the source tree with its
+# built module), never python/ of the source tree on its own, which has no compiled module.
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(mlaplan.__file__)))
+ENV = dict(os.environ, PYTHONPATH=PACKAGE_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
 
 def run(*args, stdout=subprocess.PIPE, timeout=300, prelude=""):
@@ -345,3 +348,9 @@ def test_the_profiler_warns_nothing_on_stderr(capfd):
     assert [str(w.message) for w in caught] == ["ours"]
     err = capfd.readouterr().err
     assert "USDT:" not in err and "profiler_start" not in err, err
+
+
+@pytest.mark.parametrize("args", [["--batches", "-1"], ["--max-steps", "0"], ["--tp", "x"]])
+def test_check_arguments_are_one_line(args):
+    # The check's bounds are the commands' (its --max-steps unbounded below would scale forever).
+    one_error_line(run("mlaplan.prefill.check", "--device", "cpu", *args), 2, args[0])

@@ -17,6 +17,8 @@ from mlaplan.prefill.executor import execute, prepare  # noqa: E402
 from mlaplan.prefill.merge import merge_into  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Subprocesses import the package this process imported, not python/ of the source tree (no module there).
+PACKAGE_ENV = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(mlaplan.__file__)))}
 DIMS = mp.model_dims("deepseek-v2-lite", heads=2)
 TOL = 1e-4
 
@@ -420,7 +422,7 @@ def test_the_check_draws_small_buffers_and_still_catches_the_planted_defect():
 def test_check_reports_merge_bound_runs():
     r = subprocess.run([sys.executable, "-m", "mlaplan.prefill.check", "--device", "cpu", "--small", "--batches", "8",
                         "--tp", "64", "--dtype", "bf16"], capture_output=True, text=True, cwd="/tmp",
-                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+                       env=PACKAGE_ENV)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "runs at small buffers (16-384 rows" in r.stdout and "runs judged by it" in r.stdout
     assert "caught in 5 of 5 runs" in r.stdout
@@ -431,7 +433,7 @@ def test_report_shows_merges_per_query_and_the_state():
     r = subprocess.run([sys.executable, "-m", "mlaplan.prefill", path, "--model", "deepseek-v2-lite", "--heads", "2",
                         "--device", "cpu", "--reps", "0", "--buffer-tokens", "64", "--policy", "packed/trtllm",
                         "--state", "bf16", "--format", "json"], capture_output=True, text=True, cwd="/tmp",
-                       env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")})
+                       env=PACKAGE_ENV)
     assert r.returncode == 1, r.stderr  # bf16 state on fp32 inputs misses the fp32 tolerance
     doc = json.loads(r.stdout)
     assert doc["state"] == "bfloat16"
