@@ -108,7 +108,7 @@ def parser() -> Parser:
                         "FlashAttention-3 on SM90 where a build imports, else flash with a note), fa3 (FlashAttention-3, "
                         "V as it is: flash_attn_interface, fa3-fwd, vLLM's or SGLang's build), flash (FlashAttention-2 "
                         "through varlen_attn, V padded to the QK dimension as vLLM pads it there) or cudnn (cuDNN SDPA, "
-                        "V as it is; about 65 ms of host time per attention call on an H200, whatever the shape: "
+                        "V as it is; about 65 ms of wall time per attention call on an H200, whatever the shape: "
                         "a loop of N chunks pays N x 65 ms, docs/prefill.md)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
