@@ -19,6 +19,7 @@
 #include <limits>
 #include <vector>
 
+#include "max_segment.hpp"
 #include "policy_walk.hpp"
 
 namespace mlaplan::explore {
@@ -27,10 +28,9 @@ using cost::Features;
 using cost::Geometry;
 using cost::Launch;
 using cost::Term;
+using detail::new_tokens;
 
 namespace {
-
-uint64_t new_tokens(const Batch& b) { return uint64_t{b.input_row_offsets.back()} - b.input_row_offsets.front(); }
 
 // The grid of a launch that holds every sequence's queries (the even split's and TensorRT-LLM's
 // chunks): every sequence is in it, also one without keys in the chunk or without queries. Worked
@@ -209,63 +209,6 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   return chunks;
 }
 
-// A max chunk's segment of a sequence (its positions start .. start + rows - 1, padding past the end):
-// the keys that are real tokens end at `end`, and the queries at positions first .. total - 1 attend
-// them (a position p sees keys at positions <= p), none where `attended` is false. MaxChunk prices the
-// launches and max_query_merges counts the merges from this one definition.
-struct MaxSegment {
-  uint64_t cached, total, end, first;
-  bool attended;
-};
-MaxSegment max_segment(const Batch& b, uint32_t seq, uint64_t start, uint64_t rows) {
-  MaxSegment s;
-  s.cached = b.cache_lengths[seq];
-  s.total = s.cached + b.input_length(seq);
-  s.end = std::min(start + rows, s.total);
-  s.first = std::max(s.cached, start);  // queries before `start` see none of these keys
-  s.attended = s.end > start && s.total > s.cached;
-  return s;
-}
-
-// Max's chunk: segments (sequence, first position streamed, rows, first buffer row) in buffer order.
-// Each launch's sequences are its segments in buffer order, with a sequence of keys and no queries
-// wherever the buffer's rows skip ahead (past a segment's padding rows, or a segment the launch
-// does not hold), as the executor lays them out.
-class MaxChunk {
- public:
-  MaxChunk(const Batch& b, const Geometry& g) : b_(b), full_{Launch(g)}, causal_{Launch(g)} {}
-  void add(uint32_t seq, uint64_t start, uint64_t rows, uint64_t at) {
-    const MaxSegment s = max_segment(b_, seq, start, rows);
-    if (!s.attended) return;
-    if (s.end <= s.cached) {
-      full_.add(s.total - s.cached, s.end - start, false, at);
-      return;
-    }
-    causal_.add(s.end - s.first, s.end - start, true, at);
-    if (s.end < s.total) full_.add(s.total - s.end, s.end - start, false, at);
-  }
-  void finish(Features& f) const {
-    f[Term::merged_query] += static_cast<double>(full_.launch.queries() + causal_.launch.queries());
-    full_.launch.finish(f);
-    causal_.launch.finish(f);
-  }
-
- private:
-  struct Part {
-    Launch launch;
-    bool any = false;
-    uint64_t end = 0;  // the buffer row after the last segment's keys
-    void add(uint64_t queries, uint64_t keys, bool causal, uint64_t at) {
-      if (any && at > end) launch.add_gap();
-      launch.add(queries, keys, causal);
-      end = at + keys;
-      any = true;
-    }
-  };
-  const Batch& b_;
-  Part full_, causal_;
-};
-
 }  // namespace
 
 Features new_tokens_features(const Batch& b, const Geometry& g) {
@@ -337,41 +280,8 @@ PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const 
   if (!o.refused) f = policy_features(b, policy, g, nullptr, new_step);
   return o;
 }
-
-Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g) {
-  Features f;
-  f[Term::batch] = 1;
-  const uint32_t B = b.batch_size();
-  for (uint32_t c = 0; c < t.chunks; ++c) {
-    if (t.lengths[c] <= 0) continue;
-    f[Term::iteration] += 1;
-    f[Term::row] += t.lengths[c];
-    MaxChunk chunk(b, g);
-    const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
-    const uint32_t* cache = t.cache_offsets + size_t{c} * B;
-    for (uint32_t s = 0; s < B; ++s)
-      if (rows[s + 1] > rows[s]) chunk.add(s, cache[s], rows[s + 1] - rows[s], rows[s]);
-    chunk.finish(f);
-  }
-  return f;
-}
-
 Features unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, const Features* new_step) {
-  if (policy.kind == PolicyKind::max) {  // one chunk: every sequence's padded stream, from position 0
-    Features f;
-    f[Term::batch] = 1;
-    MaxChunk chunk(b, g);
-    uint64_t at = 0;
-    for (uint32_t s = 0; s < b.batch_size(); ++s) {
-      const uint64_t len = b.padded_length(s);
-      f[Term::row] += static_cast<double>(len);
-      if (len) chunk.add(s, 0, len, at);
-      at += len;
-    }
-    f[Term::iteration] = f[Term::row] > 0 ? 1 : 0;
-    chunk.finish(f);
-    return f;
-  }
+  if (policy.kind == PolicyKind::max) return detail::max_unbounded_features(b, g);  // one chunk, no cap
   uint64_t total = 0, longest = 0, with_context = 0;
   for (uint32_t len : b.cache_lengths) {
     total += len;
@@ -392,7 +302,6 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
   wide.buffer_token_size = static_cast<uint32_t>(std::clamp<uint64_t>(rows, std::max<uint64_t>(b.page_size, 1), limit));
   return policy_features(wide, policy, g, nullptr, new_step);
 }
-
 Features whole_context_features(const Batch& b, const Geometry& g) {
   Features f;
   f[Term::batch] = 1;
@@ -441,144 +350,6 @@ bool streams_whole(const Batch& b, const Policy& policy) {
     }
   }
   return false;
-}
-
-// --- merges per query row
-
-void QueryMerges::add(uint64_t merges, uint64_t rows) {
-  if (rows == 0) return;
-  counts.emplace_back(merges, rows);
-  sorted = false;
-  if (counts.size() >= (size_t{1} << 16)) compact();  // a sweep adds every batch's: keep it small
-}
-
-void QueryMerges::add(const QueryMerges& other) {
-  for (const auto& [m, r] : other.counts) add(m, r);
-}
-
-void QueryMerges::compact() {
-  if (sorted) return;
-  std::sort(counts.begin(), counts.end());
-  size_t out = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (out > 0 && counts[out - 1].first == counts[i].first) counts[out - 1].second += counts[i].second;
-    else counts[out++] = counts[i];
-  }
-  counts.resize(out);
-  sorted = true;
-}
-
-uint64_t QueryMerges::rows() const {
-  uint64_t n = 0;
-  for (const auto& c : counts) n += c.second;
-  return n;
-}
-
-uint64_t QueryMerges::max() const {
-  uint64_t m = 0;
-  for (const auto& c : counts) m = std::max(m, c.first);
-  return m;
-}
-
-uint64_t QueryMerges::quantile(double q) {
-  compact();
-  const uint64_t n = rows();
-  if (n == 0) return 0;
-  // Nearest rank, as the CLI's other quantiles (and the executor's merge_stats).
-  const uint64_t rank = std::clamp<uint64_t>(static_cast<uint64_t>(std::ceil(q * static_cast<double>(n))), 1, n);
-  uint64_t seen = 0;
-  for (const auto& [m, r] : counts) {
-    seen += r;
-    if (seen >= rank) return m;
-  }
-  return counts.back().first;
-}
-
-QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
-  QueryMerges q;
-  const uint64_t T = new_tokens(b);
-  uint64_t context = 0;
-  for (uint32_t len : b.cache_lengths) context += len;
-  if (context == 0) {  // no loop: the new tokens' step is the whole layer, taken as it is
-    q.add(0, T);
-    return q;
-  }
-  if (policy.kind == PolicyKind::even_split) {
-    // Every query attends every chunk. SGLang takes the new tokens' output and merges each chunk; vLLM
-    // takes the first chunk and merges the others and, at the end, the context into the output: the
-    // same count, as policy_features prices it.
-    std::string why;
-    const uint64_t share = detail::even_split_share(b, policy.even_split, why);
-    uint64_t longest = 0;
-    for (uint32_t len : b.cache_lengths) longest = std::max<uint64_t>(longest, len);
-    q.add(share ? detail::ceil_div(longest, share) : 0, T);
-    return q;
-  }
-  if (policy.packed == PackedVariant::trtllm) {  // every query merges every chunk, then the new tokens' step
-    uint64_t chunks = 0;
-    if (b.buffer_token_size > 0) chunks = detail::ceil_div(context, b.buffer_token_size);
-    q.add(chunks + 1, T);
-    return q;
-  }
-  // vLLM packed: only the chunk's own requests attend it, and every row merges once more at the end;
-  // the first chunk is taken as it is where it holds every query (policy_features' first_queries).
-  struct Seq {
-    uint64_t chunks = 0;
-    bool first = false;  // in the first chunk
-  };
-  thread_local std::vector<Seq> seqs;
-  seqs.assign(b.batch_size(), Seq{});
-  uint64_t first_queries = 0;
-  detail::walk_packed_vllm(b, detail::packed_align(b, policy), [&](uint64_t c, uint32_t seq, uint64_t, uint64_t) {
-    ++seqs[seq].chunks;  // the walk emits a sequence once per chunk
-    if (c == 0) {
-      seqs[seq].first = true;
-      first_queries += b.input_length(seq);
-    }
-  });
-  const bool taken = first_queries == T;
-  for (uint32_t i = 0; i < b.batch_size(); ++i) q.add(seqs[i].chunks + 1 - (taken && seqs[i].first), b.input_length(i));
-  return q;
-}
-
-QueryMerges max_query_merges(const Batch& b, const MaxTablesView& t) {
-  QueryMerges q;
-  const uint32_t B = b.batch_size();
-  // Per sequence, the positions from which its queries attend each chunk: a query at position p
-  // merges once for each chunk whose segment it attends (first <= p).
-  std::vector<std::vector<uint64_t>> from(B);
-  for (uint32_t c = 0; c < t.chunks; ++c) {
-    if (t.lengths[c] <= 0) continue;
-    const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
-    const uint32_t* cache = t.cache_offsets + size_t{c} * B;
-    for (uint32_t s = 0; s < B; ++s) {
-      if (rows[s + 1] <= rows[s]) continue;
-      const MaxSegment seg = max_segment(b, s, cache[s], rows[s + 1] - rows[s]);
-      if (seg.attended) from[s].push_back(seg.first);
-    }
-  }
-  for (uint32_t s = 0; s < B; ++s) {
-    std::vector<uint64_t>& f = from[s];
-    std::sort(f.begin(), f.end());
-    uint64_t at = b.cache_lengths[s];  // the first query's position
-    const uint64_t total = at + b.input_length(s);
-    for (size_t k = 0; k <= f.size(); ++k) {  // positions at .. next - 1 attend k chunks
-      const uint64_t next = k < f.size() ? f[k] : total;
-      q.add(k, next - at);
-      at = next;
-    }
-  }
-  return q;
-}
-
-QueryMerges dispatched_query_merges(const Batch& b, const Policy& policy, uint32_t sm, const MaxTablesView* max_tables) {
-  if (policy.kind == PolicyKind::max) return max_tables ? max_query_merges(b, *max_tables) : QueryMerges{};
-  if (engine_path(b, policy, sm) != EnginePath::chunked) {  // the whole context at once: its output is the layer's
-    QueryMerges q;
-    q.add(0, new_tokens(b));
-    return q;
-  }
-  return policy_query_merges(b, policy);
 }
 
 }  // namespace mlaplan::explore
