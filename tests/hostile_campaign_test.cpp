@@ -1,7 +1,9 @@
 // The hostile campaign: every case of tests/hostile/*.tsv run end to end against the contract of
 // docs/interface.md. A case is one line of four tab-separated fields,
 //   exit <TAB> stderr substring ("-": none) <TAB> setup ("-": none) <TAB> command
-// run with /bin/sh in a fresh scratch folder, `$M` the mlaplan executable and `$S` the source tree.
+// run with /bin/sh in a fresh scratch folder, `$M` the mlaplan executable, `$S` the source tree and
+// `$CAP1G` a 1 GiB address-space cap (`ulimit -v 1048576;`, empty under AddressSanitizer, whose
+// shadow memory alone reserves terabytes of address space).
 // Checked: the exit status; for exit 2, stderr is exactly one `mlaplan: error: ` line; the substring
 // is in stderr; and a command that failed left the folder exactly as the setup made it.
 #include <gtest/gtest.h>
@@ -100,7 +102,13 @@ std::string shell_quote(const std::string& s) {
 }
 
 int run_shell(const fs::path& dir, const std::string& command, const fs::path& out, const fs::path& err) {
-  const std::string env = std::string("M=") + shell_quote(MLAPLAN_EXE) + " S=" + shell_quote(MLAPLAN_SOURCE_DIR);
+#if defined(MLAPLAN_UNDER_ASAN)  // cli_runner.hpp
+  const std::string cap = "";
+#else
+  const std::string cap = "ulimit -v 1048576;";
+#endif
+  const std::string env = std::string("M=") + shell_quote(MLAPLAN_EXE) + " S=" + shell_quote(MLAPLAN_SOURCE_DIR) +
+                          " CAP1G=" + shell_quote(cap);
   // timeout: a case that hangs fails instead of stalling the suite.
   const std::string cmd = "cd " + shell_quote(dir.string()) + " && " + env + " timeout -k 5 60 /bin/sh -c " +
                           shell_quote(command) + " >" + shell_quote(out.string()) + " 2>" + shell_quote(err.string());
