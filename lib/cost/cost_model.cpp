@@ -120,13 +120,52 @@ class Reader {
     return c;
   }
 
+  // The optional host section: {holds_for, pad_v, launch_us: {kind: us, ...}} (docs/cost-model.md).
+  HostCosts host(const json& doc) const {
+    const json& h = object(doc, "host", "host");
+    HostCosts out;
+    out.holds_for = text(h, "holds_for", "host.holds_for", true);
+    if (out.holds_for.empty()) fail("host.holds_for", "empty; " + hint("host.holds_for"));
+    if (!h.contains("pad_v") || !h["pad_v"].is_boolean())
+      fail("host.pad_v", fmt::format("{} is not true or false; say whether the up-projection pads V (FlashAttention-2 "
+                                     "through varlen_attn: true)",
+                                     h.contains("pad_v") ? io::json_preview(h["pad_v"]) : "missing"));
+    out.pad_v = h["pad_v"].get<bool>();
+    const json& us = object(h, "launch_us", "host.launch_us");
+    for (auto it = us.begin(); it != us.end(); ++it) {
+      bool known = false;
+      for (size_t i = 0; i < kLaunchKinds; ++i) known = known || it.key() == launch_kind_name(static_cast<LaunchKind>(i));
+      if (!known) fail("host.launch_us." + it.key(), "unknown launch kind; the kinds are " + kind_list());
+    }
+    for (size_t i = 0; i < kLaunchKinds; ++i) {
+      const std::string key = launch_kind_name(static_cast<LaunchKind>(i)), field = "host.launch_us." + key;
+      if (!us.contains(key)) fail(field, "missing; every launch kind needs a host cost (0 where it costs nothing): " + kind_list());
+      const json& v = us[key];
+      if (!v.is_number()) fail(field, fmt::format("{} is not a number; give microseconds per launch, 0 or more", io::json_preview(v)));
+      const double c = v.get<double>();
+      if (c < 0 || c > kMaxCoefficient)
+        fail(field, fmt::format("{} is not from 0 to {:.0f}; a host cost is microseconds per launch, measured ones below 1000 "
+                                "(refit with --timing eager)",
+                                io::json_preview(v), kMaxCoefficient));
+      out.us[i] = c;
+    }
+    return out;
+  }
+
  private:
+  static std::string kind_list() {
+    std::string s;
+    for (size_t i = 0; i < kLaunchKinds; ++i) s += (i ? ", " : "") + std::string(launch_kind_name(static_cast<LaunchKind>(i)));
+    return s;
+  }
+
   static std::string hint(const std::string& field) {
     if (field == "model") return "give the model preset or config model_type it was calibrated for, e.g. \"deepseek-v3\"";
     if (field == "tp") return "give the tensor-parallel degree it was calibrated for, e.g. 8";
     if (field == "dtype") return "give \"bf16\" or \"fp8\"";
     if (field.rfind("geometry", 0) == 0)
       return "give geometry {heads, sms, blocks_per_sm, tile_queries} as docs/cost-model.md describes";
+    if (field == "host.holds_for") return "name the host CPU, the torch version and the loop the host costs were measured with";
     if (field == "gpu" || field == "kernels.attention" || field == "date" || field == "kernels" || field == "timing")
       return "say what the calibration ran on (docs/cost-model.md); a prediction holds only for those kernels";
     return "see docs/cost-model.md";
@@ -228,6 +267,7 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
     if (optional_term(t) && !terms.contains(coefficient_name(t))) continue;  // 0: a file written before the term
     m.coefficients[i] = r.coefficient(terms, coefficient_name(t));
   }
+  if (doc.contains("host") && !doc["host"].is_null()) m.host = r.host(doc);
   return m;
 }
 

@@ -11,7 +11,10 @@ namespace mlaplan::explore {
 using cost::Features;
 using cost::Geometry;
 using cost::Launch;
+using cost::Clock;
+using cost::StepCounts;
 using cost::Term;
+using detail::eager_layer;
 using detail::max_segment;
 using detail::MaxSegment;
 
@@ -27,17 +30,38 @@ class MaxChunk {
   void add(uint32_t seq, uint64_t start, uint64_t rows, uint64_t at) {
     const MaxSegment s = max_segment(b_, seq, start, rows);
     if (!s.attended) return;
+    const uint64_t q0 = b_.input_row_offsets[seq];  // the query row of position s.cached
     if (s.end <= s.cached) {
-      full_.add(s.total - s.cached, s.end - start, false, at);
+      full_.add(s.total - s.cached, s.end - start, false, at, q0);
       return;
     }
-    causal_.add(s.end - s.first, s.end - start, true, at);
-    if (s.end < s.total) full_.add(s.total - s.end, s.end - start, false, at);
+    causal_.add(s.end - s.first, s.end - start, true, at, q0 + s.first - s.cached);
+    if (s.end < s.total) full_.add(s.total - s.end, s.end - start, false, at, q0 + s.end - s.cached);
   }
   void finish(Features& f) const {
     f[Term::merged_query] += static_cast<double>(full_.launch.queries() + causal_.launch.queries());
     full_.launch.finish(f);
     causal_.launch.finish(f);
+  }
+  // Eager: the chunk's step, `rows` gathered, as the executor runs it: the unmasked launch, then the
+  // causal one, each with its query rows gathered first where they are not one run, each merged.
+  void finish(Features& f, double rows, const EagerTime& e, Clock& clock) const {
+    f[Term::merged_query] += static_cast<double>(full_.launch.queries() + causal_.launch.queries());
+    Features one[2];
+    full_.launch.finish(f, 1, &one[0]);
+    causal_.launch.finish(f, 1, &one[1]);
+    StepCounts s;
+    s.gather = true;
+    s.rows = rows;
+    const Part* parts[2] = {&full_, &causal_};
+    for (int i = 0; i < 2; ++i) {
+      if (parts[i]->launch.queries() == 0) continue;
+      s.attention[i] = &one[i];
+      s.query_gather[i] = parts[i]->scattered;
+      s.merged[i] = static_cast<double>(parts[i]->launch.queries());
+    }
+    s.overhead_us = e.coefficient(Term::iteration);
+    clock.then(cost::eager_step(e.coefficients, e.host, s));
   }
 
  private:
@@ -45,10 +69,14 @@ class MaxChunk {
     Launch launch;
     bool any = false;
     uint64_t end = 0;  // the buffer row after the last segment's keys
-    void add(uint64_t queries, uint64_t keys, bool causal, uint64_t at) {
+    uint64_t next_query = 0;  // the query row after the last segment's
+    bool scattered = false;   // its query rows are not one run: the executor gathers them
+    void add(uint64_t queries, uint64_t keys, bool causal, uint64_t at, uint64_t query_row) {
       if (any && at > end) launch.add_gap();
+      if (any && query_row != next_query) scattered = true;
       launch.add(queries, keys, causal);
       end = at + keys;
+      next_query = query_row + queries;
       any = true;
     }
   };
@@ -56,11 +84,19 @@ class MaxChunk {
   Part full_, causal_;
 };
 
+// The output's "no keys" state filled, then the chunks.
+Clock with_fill(const EagerTime& e, const Clock& chunks) {
+  Clock c = cost::eager_fills(e.host, 1);
+  c.then(chunks);
+  return c;
+}
+
 }  // namespace
 
-Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g) {
+Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g, EagerTime* eager) {
   Features f;
   f[Term::batch] = 1;
+  Clock loop;  // eager: the chunks'
   const uint32_t B = b.batch_size();
   for (uint32_t c = 0; c < t.chunks; ++c) {
     if (t.lengths[c] <= 0) continue;
@@ -71,12 +107,14 @@ Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g)
     const uint32_t* cache = t.cache_offsets + size_t{c} * B;
     for (uint32_t s = 0; s < B; ++s)
       if (rows[s + 1] > rows[s]) chunk.add(s, cache[s], rows[s + 1] - rows[s], rows[s]);
-    chunk.finish(f);
+    if (eager) chunk.finish(f, t.lengths[c], *eager, loop);
+    else chunk.finish(f);
   }
+  if (eager) eager_layer(*eager, f, with_fill(*eager, loop));
   return f;
 }
 
-Features detail::max_unbounded_features(const Batch& b, const Geometry& g) {
+Features detail::max_unbounded_features(const Batch& b, const Geometry& g, EagerTime* eager) {
   Features f;
   f[Term::batch] = 1;
   MaxChunk chunk(b, g);
@@ -88,7 +126,10 @@ Features detail::max_unbounded_features(const Batch& b, const Geometry& g) {
     at += len;
   }
   f[Term::iteration] = f[Term::row] > 0 ? 1 : 0;
-  chunk.finish(f);
+  Clock loop;
+  if (eager && f[Term::row] > 0) chunk.finish(f, f[Term::row], *eager, loop);
+  else chunk.finish(f);
+  if (eager) eager_layer(*eager, f, with_fill(*eager, loop));
   return f;
 }
 

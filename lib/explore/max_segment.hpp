@@ -7,6 +7,7 @@
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/features.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
 
 namespace mlaplan::explore::detail {
 
@@ -30,8 +31,17 @@ inline MaxSegment max_segment(const Batch& b, uint32_t seq, uint64_t start, uint
   return s;
 }
 
+// Eager time: the layer's clock, per_batch_us on the device before its first launch (the fixed
+// launches every batch pays), then its steps.
+inline void eager_layer(EagerTime& e, const cost::Features& f, const cost::Clock& steps) {
+  cost::Clock c;
+  c.dev = c.busy = e.coefficient(cost::Term::batch) * f[cost::Term::batch];
+  c.then(steps);
+  e.clock = c;
+}
+
 // Max's terms with one chunk holding every sequence's padded stream from position 0 and no cap on
 // chunks (max_cost.cpp): unbounded_features' for max.
-cost::Features max_unbounded_features(const Batch& b, const cost::Geometry& g);
+cost::Features max_unbounded_features(const Batch& b, const cost::Geometry& g, EagerTime* eager);
 
 }  // namespace mlaplan::explore::detail

@@ -27,7 +27,10 @@ namespace mlaplan::explore {
 using cost::Features;
 using cost::Geometry;
 using cost::Launch;
+using cost::Clock;
+using cost::StepCounts;
 using cost::Term;
+using detail::eager_layer;
 using detail::new_tokens;
 
 namespace {
@@ -58,12 +61,38 @@ void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
   f[Term::fixed_step] += 1;
 }
 
+// Eager time: the new tokens' step (its terms `ns`) as the executor runs it: its own rows (or, on the
+// whole-context step a batch without context runs under SGLang and TensorRT-LLM, gathered), one
+// causal launch, taken as it is or merged (TensorRT-LLM).
+Clock new_step_clock(const EagerTime& e, const Features& ns, bool gather, bool merged) {
+  StepCounts s;
+  s.gather = gather;
+  s.rows = ns[Term::row];
+  if (ns[Term::query] > 0) s.attention[0] = &ns;
+  s.merged[0] = merged ? ns[Term::query] : 0;
+  s.overhead_us = e.coefficient(Term::fixed_step);
+  return cost::eager_step(e.coefficients, e.host, s);
+}
+
+// A chunk through the buffer: `rows` gathered, one launch (`launch`: its terms), merged or taken.
+Clock chunk_clock(const EagerTime& e, double rows, const Features& launch, double merged) {
+  StepCounts s;
+  s.gather = true;
+  s.rows = rows;
+  if (launch[Term::query] > 0) s.attention[0] = &launch;
+  s.merged[0] = merged;
+  s.overhead_us = e.coefficient(Term::iteration);
+  return cost::eager_step(e.coefficients, e.host, s);
+}
+
 // Every prefill's queries attend every chunk of the even split (share rows of each context per
 // chunk). Chunks with the same sequences in them cost the same, so they are counted in groups, from
 // the last chunk down: a sequence is full-size in its chunks before its last, and its last holds
 // what remains. A chunk's grid holds the sequences in batch order; where a block ends depends on the
 // work ahead of it, kept per sequence in a Fenwick tree over batch order (O(B log B) in all).
-uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& g, Features& f) {
+// Eager: `chunks` gets the chunks' clock in chunk order (`takes_first`: vLLM takes chunk 0 as it is).
+uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& g, Features& f, EagerTime* eager,
+                                bool takes_first, Clock* chunks_clock) {
   struct Seq {
     uint32_t pos;       // among the sequences with context, in batch order
     uint64_t last;      // its last chunk
@@ -73,6 +102,14 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   // A sweep calls this a million times: no allocation each time.
   thread_local std::vector<Seq> seqs;   // the sequences with context, by last chunk, last first
   thread_local std::vector<double> tree;  // Fenwick tree: each sequence's pairs in the chunk counted
+  // Eager: each group of alike chunks, counted last first and clocked first first.
+  struct Group {
+    uint64_t from, times;
+    Features launch;
+    double rows;
+  };
+  thread_local std::vector<Group> groups;
+  groups.clear();
   seqs.clear();
   const double t = g.tile_queries, full = t * static_cast<double>(share);  // a full-size sequence's block
   for (uint32_t i = 0; i < b.batch_size(); ++i) {
@@ -98,6 +135,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   uint64_t full_tiles = 0;  // tiles of the sequences full-size in the chunks being counted
   uint64_t full_seqs = 0;   // those of them with queries
   int64_t last_full = -1;   // the last of them in batch order with queries
+  uint64_t full_count = 0;  // every sequence full-size in the chunks being counted (eager: their rows)
   auto start = [&](Launch& launch) {
     launch.add_queries(T);
     grid.set(launch);
@@ -119,11 +157,19 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
         const double ahead = static_cast<int64_t>(s.pos) > last_full ? ahead_through(s.pos) - s.rem : 0;
         launch.add_blocks(s.rem, s.tiles, ahead, s.tiles > 0);
       }
-      launch.finish(f);
+      if (eager) {
+        Group grp{at, 1, Features{}, static_cast<double>(full_count * share)};
+        for (size_t j = from; j < i; ++j) grp.rows += seqs[j].rem / t;  // its last chunk's rows
+        launch.finish(f, 1, &grp.launch);
+        groups.push_back(grp);
+      } else {
+        launch.finish(f);
+      }
       for (size_t j = from; j < i; ++j) {  // full-size in the chunks before
         add(seqs[j].pos, static_cast<double>(seqs[j].tiles) * (full - seqs[j].rem));
         full_tiles += seqs[j].tiles;
         full_seqs += seqs[j].tiles > 0;
+        ++full_count;
         if (seqs[j].tiles) last_full = std::max<int64_t>(last_full, seqs[j].pos);  // one without queries has no blocks
       }
       c = at;
@@ -132,8 +178,24 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
     start(launch);
-    launch.finish(f, c - next);
+    if (eager) {
+      groups.push_back({next, c - next, Features{}, static_cast<double>(full_count * share)});
+      launch.finish(f, c - next, &groups.back().launch);
+    } else {
+      launch.finish(f, c - next);
+    }
     c = next;
+  }
+  if (eager) {
+    const double T = static_cast<double>(new_tokens(b));
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+      uint64_t times = it->times;
+      if (it->from == 0 && takes_first) {  // chunk 0's output is the context's state as it is
+        chunks_clock->then(chunk_clock(*eager, it->rows, it->launch, 0));
+        --times;
+      }
+      chunks_clock->then(chunk_clock(*eager, it->rows, it->launch, T), times);
+    }
   }
   return chunks;
 }
@@ -143,7 +205,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
 // how many queries the first chunk's launch read.
 template <typename Walk>
 uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries,
-                       uint64_t& largest_chunk, Walk&& walk) {
+                       uint64_t& largest_chunk, EagerTime* eager, Clock* chunks_clock, Walk&& walk) {
   const uint64_t T = new_tokens(b);
   // Own queries: each launch counts its requests' grid as they are added.
   const AllQueriesGrid grid = own ? AllQueriesGrid{} : AllQueriesGrid::of(b, g);
@@ -158,6 +220,7 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   };
   Piece first, repeated;  // the chunk's first piece; the last one-piece chunk counted
   Features repeated_terms;
+  Clock repeated_clock;  // eager: the repeated chunk's
   uint32_t pieces = 0;
   auto add = [&](const Piece& p) {
     if (own) launch.add(b.input_length(p.seq), p.len, false);
@@ -166,12 +229,14 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   auto close = [&] {
     if (current == std::numeric_limits<uint64_t>::max()) return;
     largest_chunk = std::max(largest_chunk, rows);
-    rows = 0;
     const bool one = pieces == 1;
     pieces = 0;
+    const double chunk_rows = static_cast<double>(rows);
+    rows = 0;
     if (one && done > 0 && first == repeated) {
       ++done;
       f += repeated_terms;
+      if (eager) chunks_clock->then(repeated_clock);
       return;
     }
     if (one) add(first);
@@ -184,9 +249,17 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     terms[Term::merged_query] = static_cast<double>(launch.queries());
     launch.finish(terms);
     f += terms;
+    Clock clock;
+    if (eager) {
+      // vLLM's packed loop takes a first chunk that holds every query as it is (policy_features).
+      const bool taken = own && done == 1 && first_queries == T;
+      clock = chunk_clock(*eager, chunk_rows, terms, terms[Term::merged_query]);
+      chunks_clock->then(taken ? chunk_clock(*eager, chunk_rows, terms, 0) : clock);  // a repeat of it merges
+    }
     if (one) {
       repeated = first;
       repeated_terms = terms;
+      repeated_clock = clock;
     }
     launch = Launch(g);
   };
@@ -218,7 +291,7 @@ Features new_tokens_features(const Batch& b, const Geometry& g) {
 }
 
 Features policy_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome,
-                         const Features* new_step) {
+                         const Features* new_step, EagerTime* eager) {
   Features f;
   if (new_step) f = *new_step;
   else new_tokens_step(b, g, f);
@@ -227,34 +300,60 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
   uint64_t context = 0;
   for (uint32_t len : b.cache_lengths) context += len;
   if (outcome && policy.kind == PolicyKind::even_split) *outcome = policy_outcome(b, policy);  // closed form, O(B)
+  const bool vllm = policy.kind == PolicyKind::even_split ? policy.even_split == EvenSplitVariant::vllm
+                                                           : policy.packed != PackedVariant::trtllm;
+  if (eager) eager->clock = Clock{};
   if (context == 0) {  // no loop: the new tokens' step is the whole layer
     if (outcome) *outcome = PolicyOutcome{};
+    // The executor runs it as the whole-context step (a gather) under SGLang and TensorRT-LLM.
+    if (eager) eager_layer(*eager, f, new_step_clock(*eager, f, !vllm, false));
     return f;
   }
+  Clock loop;  // eager: the chunks' clock
 
   uint64_t chunks = 0, first_queries = 0, largest = 0;
   if (policy.kind == PolicyKind::even_split) {
     std::string why;
     const uint64_t share = detail::even_split_share(b, policy.even_split, why);
-    chunks = even_split_all_queries(b, share, g, f);
+    chunks = even_split_all_queries(b, share, g, f, eager, vllm, &loop);
     for (uint32_t len : b.cache_lengths) f[Term::row] += len;
     // SGLang merges every chunk; vLLM takes the first chunk as it is and merges the others, then
     // merges the context into the output once more: the same count.
     f[Term::merged_query] += static_cast<double>(chunks) * T;
     if (policy.even_split == EvenSplitVariant::vllm) f[Term::fixed_step] += 1;  // the final merge
   } else if (policy.packed == PackedVariant::trtllm) {
-    chunks = walked_chunks(b, false, g, f, first_queries, largest,
+    chunks = walked_chunks(b, false, g, f, first_queries, largest, eager, &loop,
                            [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
     f[Term::merged_query] += T;  // the new tokens' step merges into the context's state
   } else {
     const uint64_t align = detail::packed_align(b, policy);
-    chunks = walked_chunks(b, true, g, f, first_queries, largest,
+    chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop,
                            [&](auto&& emit) { return detail::walk_packed_vllm(b, align, emit); });
     if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;  // a first chunk with every query is taken as it is
     f[Term::merged_query] += T;  // the final merge
     f[Term::fixed_step] += 1;
   }
   f[Term::iteration] = static_cast<double>(chunks);
+  if (eager) {
+    // The executor's order: vLLM and SGLang the new tokens' step (taken) first, then the chunks and
+    // vLLM's final merge; TensorRT-LLM the chunks, then the new tokens' step merged in. A state that
+    // starts empty is filled first: TensorRT-LLM's context, vLLM packed's unless chunk 0 is taken.
+    const Features& ns = new_step ? *new_step : new_tokens_features(b, g);
+    const bool trtllm = policy.kind == PolicyKind::packed && policy.packed == PackedVariant::trtllm;
+    const bool packed_vllm = policy.kind == PolicyKind::packed && !trtllm;
+    Clock layer = cost::eager_fills(eager->host, trtllm || (packed_vllm && first_queries != new_tokens(b)));
+    if (!trtllm) layer.then(new_step_clock(*eager, ns, false, false));
+    layer.then(loop);
+    if (trtllm) layer.then(new_step_clock(*eager, ns, false, true));
+    if (vllm) {  // the final merge: context into output
+      StepCounts m;
+      m.up_projection = false;
+      m.merged[0] = T;
+      m.overhead_us = eager->coefficient(Term::fixed_step);
+      layer.then(cost::eager_step(eager->coefficients, eager->host, m));
+    }
+    eager_layer(*eager, f, layer);
+  }
   if (outcome && policy.kind == PolicyKind::packed) {  // the walk's own count: what policy_outcome walks for
     *outcome = PolicyOutcome{};
     outcome->chunks = chunks;
@@ -265,23 +364,25 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
 }
 
 PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f,
-                                    const Features* new_step) {
+                                    const Features* new_step, EagerTime* eager) {
   if (policy.kind == PolicyKind::packed) {
     uint64_t context = 0;
     for (uint32_t len : b.cache_lengths) context += len;
     // Where the policy refuses, policy_outcome says why; otherwise one walk gives both.
     if (!detail::too_many_chunks(context, b) && !detail::below_split_align(b, policy)) {
       PolicyOutcome o;
-      f = policy_features(b, policy, g, &o, new_step);
+      f = policy_features(b, policy, g, &o, new_step, eager);
       return o;
     }
   }
   PolicyOutcome o = policy_outcome(b, policy);
-  if (!o.refused) f = policy_features(b, policy, g, nullptr, new_step);
+  if (!o.refused) f = policy_features(b, policy, g, nullptr, new_step, eager);
   return o;
 }
-Features unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, const Features* new_step) {
-  if (policy.kind == PolicyKind::max) return detail::max_unbounded_features(b, g);  // one chunk, no cap
+
+Features unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, const Features* new_step,
+                            EagerTime* eager) {
+  if (policy.kind == PolicyKind::max) return detail::max_unbounded_features(b, g, eager);  // one chunk, no cap
   uint64_t total = 0, longest = 0, with_context = 0;
   for (uint32_t len : b.cache_lengths) {
     total += len;
@@ -300,9 +401,10 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
   wide.input_row_offsets.assign(b.input_row_offsets.begin(), b.input_row_offsets.end());
   const uint64_t limit = std::numeric_limits<int32_t>::max() / b.page_size * b.page_size;
   wide.buffer_token_size = static_cast<uint32_t>(std::clamp<uint64_t>(rows, std::max<uint64_t>(b.page_size, 1), limit));
-  return policy_features(wide, policy, g, nullptr, new_step);
+  return policy_features(wide, policy, g, nullptr, new_step, eager);
 }
-Features whole_context_features(const Batch& b, const Geometry& g) {
+
+Features whole_context_features(const Batch& b, const Geometry& g, EagerTime* eager) {
   Features f;
   f[Term::batch] = 1;
   f[Term::fixed_step] = 1;  // one step, not an iteration through a buffer
@@ -313,22 +415,32 @@ Features whole_context_features(const Batch& b, const Geometry& g) {
     launch.add(fresh, keys, true);  // bottom-right causal: the last new token sees every key
     rows += keys;
   }
-  launch.finish(f);  // its output is the layer's: nothing merged
+  Features one;
+  launch.finish(f, 1, eager ? &one : nullptr);  // its output is the layer's: nothing merged
   f[Term::row] = static_cast<double>(rows);
+  if (eager) {  // one step: the gather, the up-projection, one launch, taken as it is
+    StepCounts s;
+    s.gather = true;
+    s.rows = f[Term::row];
+    if (one[Term::query] > 0) s.attention[0] = &one;
+    s.overhead_us = eager->coefficient(Term::fixed_step);
+    eager_layer(*eager, f, cost::eager_step(eager->coefficients, eager->host, s));
+  }
   return f;
 }
 
 Features dispatched_features(const Batch& b, const Policy& policy, const Geometry& g, uint32_t sm, EnginePath* path,
-                             const Features* new_step) {
+                             const Features* new_step, EagerTime* eager) {
   const EnginePath p = engine_path(b, policy, sm);
   if (path) *path = p;
-  return p == EnginePath::chunked ? policy_features(b, policy, g, nullptr, new_step) : whole_context_features(b, g);
+  return p == EnginePath::chunked ? policy_features(b, policy, g, nullptr, new_step, eager)
+                                  : whole_context_features(b, g, eager);
 }
 
 Features dispatched_unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, uint32_t sm,
-                                       const Features* new_step) {
-  if (unbounded_path(b, policy, sm) != EnginePath::chunked) return whole_context_features(b, g);
-  return unbounded_features(b, policy, g, new_step);
+                                       const Features* new_step, EagerTime* eager) {
+  if (unbounded_path(b, policy, sm) != EnginePath::chunked) return whole_context_features(b, g, eager);
+  return unbounded_features(b, policy, g, new_step, eager);
 }
 
 bool streams_whole(const Batch& b, const Policy& policy) {

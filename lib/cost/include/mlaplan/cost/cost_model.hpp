@@ -6,8 +6,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "mlaplan/cost/eager.hpp"
 #include "mlaplan/cost/features.hpp"
 
 namespace mlaplan::cost {
@@ -32,6 +34,9 @@ struct CostModel {
   std::string merge;                     // "fused (Triton)"
   std::string timing;                    // what was fitted: "eager" (host dispatch included) or "graph"
   std::string date;                      // of the calibration: "2026-12-01"
+  // The host's dispatch cost per launch (the file's optional host section): what --timing eager
+  // needs; none in a file fitted on graph timing alone.
+  std::optional<HostCosts> host;
 
   double coefficient(Term t) const { return coefficients[static_cast<size_t>(t)]; }
   // Microseconds per layer: the sum over terms of coefficient x count.
@@ -52,7 +57,8 @@ uint32_t known_gpu_sm(const std::string& gpu);
 // Parses a cost file. Every problem is one InputError "PATH: FIELD: problem; fix": not JSON, another
 // format or version, a missing or unknown term, a coefficient that is negative, above 1e6 (a second
 // per unit) or not a number, a geometry value of 0, a compute_capability that is not one ("9.0" or
-// 9.0), or none where the gpu is not one known_gpu_sm knows.
+// 9.0), or none where the gpu is not one known_gpu_sm knows; a host section without holds_for or
+// pad_v, with a launch kind missing or unknown, or a host cost negative, above 1e6 or not a number.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
 // "grid" or "sorted": a geometry's scheduler as a cost file spells it.

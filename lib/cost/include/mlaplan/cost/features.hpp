@@ -120,8 +120,9 @@ class Launch {
     add_run(pairs, 0, count, ahead);
   }
   // Adds the launch, repeated `times` times, to `f`: its queries, pairs and idle pairs (nothing for
-  // a launch without queries).
-  void finish(Features& f, uint64_t times = 1) const;
+  // a launch without queries). `one`, where given, gets one launch's terms added (eager time prices
+  // each launch; `f` is summed as without it).
+  void finish(Features& f, uint64_t times = 1, Features* one = nullptr) const;
   uint64_t queries() const { return queries_; }
   // How long the launch lasts, in pairs of one block slot. One wave: its longest block; equal
   // blocks: whole waves of them; otherwise when the last head's latest-ending block ends, each
@@ -251,7 +252,7 @@ inline double Launch::sorted_span() const {
   return end;
 }
 
-inline void Launch::finish(Features& f, uint64_t times) const {
+inline void Launch::finish(Features& f, uint64_t times, Features* one) const {
   if (queries_ == 0 || times == 0) return;
   const double n = static_cast<double>(times), heads = g_->heads;
   // Per head, the slots' share of the span not spent on work is idle.
@@ -263,6 +264,15 @@ inline void Launch::finish(Features& f, uint64_t times) const {
   f[Term::sequence] += n * static_cast<double>(working_);
   if (g_->scheduler == Scheduler::grid)  // the sorted scheduler makes no tiles past a sequence's queries
     f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
+  if (one) {
+    Features& o = *one;
+    o[Term::query] += static_cast<double>(queries_);
+    o[Term::mpair] += work_ * 1e-6;
+    o[Term::idle_mpair] += idle * 1e-6;
+    o[Term::block] += tiles_ * heads;
+    o[Term::sequence] += static_cast<double>(working_);
+    if (g_->scheduler == Scheduler::grid) o[Term::empty_block] += heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
+  }
 }
 
 }  // namespace mlaplan::cost
