@@ -1,4 +1,4 @@
-"""Issue 34's Python cases, as a hostile user meets them: the package's commands (mlaplan.prefill,
+"""The third hardening round's Python cases, as a hostile user meets them: the package's commands (mlaplan.prefill,
 mlaplan.calibrate, its validate) and the API (sweep, replay) keep the contract of docs/interface.md:
 exit 2 and one `mlaplan: error:` line naming the file or option (no traceback), exit 3 for a device
 that failed a write, 130 for Ctrl-C or SIGTERM, nothing left behind, outputs by the CLI's rules."""

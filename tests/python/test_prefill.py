@@ -304,7 +304,7 @@ def test_settling_runs_the_gpu_only():
     assert len(samples) == 3 and len(calls) == 5
 
 
-# --- merges per query, the merge bound and the fp32 running state (issue 34, "Numerics of many merges")
+# --- merges per query, the merge bound and the fp32 running state ("Numerics of many merges")
 
 def _counted_merges(x, s):
     """Each query row's merges as execute really runs them: merge_into wrapped to count the rows it writes."""
