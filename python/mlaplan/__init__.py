@@ -38,6 +38,7 @@ __all__ = [
     "sweep",
     "replay",
     "cost_features",
+    "cost_launches",
     "merges_per_query",
     "cost_terms",
     "engine_path",
@@ -395,6 +396,17 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
     (FlashAttention-3; docs/cost-model.md)."""
     return _mlaplan.cost_features(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
                                   heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm, scheduler)
+
+
+def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
+                  sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, max_chunks: int = 0,
+                  unbounded: bool = False, sm: int = 0, scheduler: str = "grid", pad_v: bool = False) -> dict:
+    """The kernels one layer launches per kind ({gather, up_projection, concat, attention, merge, fill:
+    count}) as eager time counts them on the executor's loop (the C++ `run`/`sweep --timing eager`
+    run), for the batch, policy and path `cost_features` prices with the same arguments. pad_v: the
+    up-projection pads V (FlashAttention-2 and the CPU kernel), one more concat per step."""
+    return _mlaplan.cost_launches(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
+                                  heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm, scheduler, pad_v)
 
 
 def merges_per_query(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str,

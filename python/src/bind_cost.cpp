@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <array>
 
 #include "bindings.hpp"
 #include "mlaplan/cost/cost_model.hpp"
@@ -24,6 +25,42 @@ nb::dict features_dict(const cost::Features& f) {
   return d;
 }
 
+// The terms (and, with `eager`, its two clocks) of one layer, as cost_features and cost_launches
+// count them: the path the engine dispatches the batch to on sm, the loop's refusals raised.
+explore::EnginePath layer_terms(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                                const std::string& policy, const cost::Geometry& g, uint32_t max_chunks, bool unbounded,
+                                uint32_t sm, cost::Features& f, explore::EagerTime* eager) {
+  using namespace mlaplan::explore;
+  Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
+  const Policy p = policy_named(policy);
+  // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
+  const EnginePath path = unbounded ? unbounded_path(b, p, sm) : engine_path(b, p, sm);
+  if (unbounded) {
+    f = dispatched_unbounded_features(b, p, g, sm, nullptr, eager);
+  } else if (path != EnginePath::chunked) {
+    f = whole_context_features(b, g, eager);  // no refusal: the loop does not run
+  } else if (p.kind == PolicyKind::max) {
+    if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
+    const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+    f = max_features(b, max_tables_view(t), g, eager);
+  } else {
+    const PolicyOutcome o = policy_outcome(b, p);
+    if (o.refused) throw InputError(o.why);
+    f = policy_features(b, p, g, nullptr, nullptr, eager);
+  }
+  return path;
+}
+
+cost::Geometry geometry_of(uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries,
+                           const std::string& scheduler) {
+  cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
+  if (!cost::scheduler_named(scheduler, g.scheduler))
+    throw InputError("scheduler: grid (FlashAttention-2's) or sorted (FlashAttention-3's), not " + scheduler);
+  if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
+    throw InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
+  return g;
+}
+
 }  // namespace
 
 void bind_cost(nb::module_& m) {
@@ -40,32 +77,12 @@ void bind_cost(nb::module_& m) {
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
          uint32_t sm, const std::string& scheduler) {
-        using namespace mlaplan::explore;
-        Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
-        const Policy p = policy_named(policy);
-        cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
-        if (!cost::scheduler_named(scheduler, g.scheduler))
-          throw InputError("scheduler: grid (FlashAttention-2's) or sorted (FlashAttention-3's), not " + scheduler);
-        if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
-          throw InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
-        // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
-        const EnginePath path = unbounded ? unbounded_path(b, p, sm) : engine_path(b, p, sm);
+        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
         cost::Features f;
-        if (unbounded) {
-          f = dispatched_unbounded_features(b, p, g, sm);
-        } else if (path != EnginePath::chunked) {
-          f = whole_context_features(b, g);  // no refusal: the loop does not run
-        } else if (p.kind == PolicyKind::max) {
-          if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
-          const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
-          f = max_features(b, max_tables_view(t), g);
-        } else {
-          const PolicyOutcome o = policy_outcome(b, p);
-          if (o.refused) throw InputError(o.why);
-          f = policy_features(b, p, g);
-        }
+        const explore::EnginePath path = layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks,
+                                                     unbounded, sm, f, nullptr);
         nb::dict d = features_dict(f);
-        if (sm != 0) d["path"] = path_name(path);  // without a GPU every policy runs its loop
+        if (sm != 0) d["path"] = explore::path_name(path);  // without a GPU every policy runs its loop
         return d;
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
@@ -75,6 +92,29 @@ void bind_cost(nb::module_& m) {
       "many as max needs; unbounded: a buffer holding the batch whole), on the path the engine dispatches it to on a GPU "
       "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop); scheduler: how "
       "the attention kernel hands out its blocks (grid: FlashAttention-2, sorted: FlashAttention-3).");
+  m.def(
+      "cost_launches",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
+         uint32_t sm, const std::string& scheduler, bool pad_v) {
+        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
+        const std::array<double, cost::kTerms> none{};
+        cost::HostCosts host;
+        host.pad_v = pad_v;
+        explore::EagerTime eager(none, host);
+        cost::Features f;
+        layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks, unbounded, sm, f, &eager);
+        nb::dict d;
+        for (size_t k = 0; k < cost::kLaunchKinds; ++k)
+          d[cost::launch_kind_name(static_cast<cost::LaunchKind>(k))] = static_cast<uint64_t>(eager.clock.launches[k]);
+        return d;
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
+      "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
+      "scheduler"_a = "grid", "pad_v"_a = false,
+      "The kernels one layer launches, per kind ({gather, up_projection, concat, attention, merge, fill: count}), as "
+      "eager time (run/sweep --timing eager) counts them on the executor's loop, for the batch, policy and path "
+      "cost_features prices; pad_v: the up-projection pads V (FlashAttention-2), one more concat per step.");
   m.def(
       "merges_per_query",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,

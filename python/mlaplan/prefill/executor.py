@@ -26,6 +26,15 @@ RANGE_PREFIX = "mlaplan.prefill/"
 
 # Where annotate adds each part's host seconds (the CPU path's part times); None: not timing.
 part_clock: Optional[Dict[str, float]] = None
+# Where execute counts the kernels it launches, by kind (LAUNCH_KINDS: the kinds eager time prices,
+# mlaplan.cost_launches); None: not counting.
+launch_log: Optional[Dict[str, int]] = None
+LAUNCH_KINDS = ("gather", "up_projection", "concat", "attention", "merge", "fill")
+
+
+def _launched(kind: str, n: int = 1) -> None:
+    if launch_log is not None:
+        launch_log[kind] = launch_log.get(kind, 0) + n
 
 
 def annotate(name: str, ranges: bool, nvtx: bool):
@@ -105,11 +114,17 @@ def _up_project(p: Prepared, latent: torch.Tensor):
     kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj).view(-1, d.heads, d.qk_nope + d.v_head)
     k_nope, v = kv.split([d.qk_nope, d.v_head], dim=-1)
     k = torch.cat((k_nope, latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
-    return k, (pad_v(v, d.qk_head) if p.pad_v else v)
+    padded = pad_v(v, d.qk_head) if p.pad_v else v
+    _launched("up_projection")
+    _launched("concat", 1 + (padded is not v))
+    return k, padded
 
 
 def _queries(q: torch.Tensor, a) -> torch.Tensor:
-    return q[a.q0 : a.q0 + a.call.n_q] if a.q_rows is None else q.index_select(0, a.q_rows)
+    if a.q_rows is None:
+        return q[a.q0 : a.q0 + a.call.n_q]
+    _launched("gather")
+    return q.index_select(0, a.q_rows)
 
 
 def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, ranges: bool, nvtx: bool):
@@ -140,6 +155,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
         with annotate(f"{name}: merge", ranges, nvtx):
             states[name] = [x.q.new_zeros((T, d.heads, d.v_head), dtype=p.state),
                             torch.full((d.heads, T), float("-inf"), dtype=torch.float32, device=x.device)]
+            _launched("fill", 2)
     for step in s.steps:
         part = "new tokens" if step.new_tokens else None
         if nvtx:  # the step's own range, around its parts'
@@ -150,6 +166,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
             else:
                 latent = p.buffer[: step.n_rows]
                 torch.index_select(p.cache_flat, 0, step.rows, out=latent)
+                _launched("gather")
         if step.absorbed:
             out, lse = _absorbed(p, latent, step, ranges, nvtx)
             states[step.target] = [out.to(p.state), lse]
@@ -160,6 +177,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
             with annotate(f"{step.label}: {part or 'attention'}", ranges, nvtx):
                 for a in step.attends:
                     qa = _queries(x.q, a)
+                    _launched("attention", int(a.call.n_q > 0))  # varlen_attention launches none without queries
                     results.append(varlen_attention(qa, k[a.k0 : a.k0 + a.call.n_k], v[a.k0 : a.k0 + a.call.n_k],
                                                     a.call, d.scale, p.kernel))
             with annotate(f"{step.label}: {part or 'merge'}", ranges, nvtx):
@@ -170,6 +188,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
                     o, l = states[step.target]
                     for a, (out, lse) in zip(step.attends, results):
                         merge_into(o, l, out, lse, a.rows, p.fused_merge)
+                        _launched("merge", int(a.call.n_q > 0))  # the fused merge launches none for no rows
         if nvtx:
             torch.cuda.nvtx.range_pop()
     if s.final_merge:
@@ -177,6 +196,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
             o, l = states["out"]
             c_o, c_l = states["context"]
             merge_into(o, l, c_o, c_l, slice(0, T), p.fused_merge)
+            _launched("merge", int(T > 0))
     if s.result not in states:  # a batch without new tokens: nothing attends
         return x.q.new_zeros((T, d.heads, d.v_head)), torch.full((d.heads, T), float("-inf"), device=x.device)
     o, l = states[s.result]
