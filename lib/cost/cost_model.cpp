@@ -127,9 +127,8 @@ class Reader {
     out.holds_for = text(h, "holds_for", "host.holds_for", true);
     if (out.holds_for.empty()) fail("host.holds_for", "empty; " + hint("host.holds_for"));
     if (!h.contains("pad_v") || !h["pad_v"].is_boolean())
-      fail("host.pad_v", fmt::format("{} is not true or false; say whether the up-projection pads V (FlashAttention-2 "
-                                     "through varlen_attn: true)",
-                                     h.contains("pad_v") ? io::json_preview(h["pad_v"]) : "missing"));
+      fail("host.pad_v", fmt::format("{}; say whether the up-projection pads V (FlashAttention-2 through varlen_attn: true)",
+                                     h.contains("pad_v") ? io::json_preview(h["pad_v"]) + " is not true or false" : "missing"));
     out.pad_v = h["pad_v"].get<bool>();
     const json& us = object(h, "launch_us", "host.launch_us");
     for (auto it = us.begin(); it != us.end(); ++it) {
