@@ -140,6 +140,20 @@ void add_cost_option(CLI::App& cmd, std::vector<std::string>& files, bool list) 
       ->type_name("FILE");
 }
 
+void add_timing_option(CLI::App& cmd, std::string& timing) {
+  cmd.add_option("--timing", timing,
+                 "How --cost prices: graph (CUDA-graph replay, the host left out) or eager (as an engine runs the "
+                 "loop without graphs, the host's dispatch included: the cost file's host section; docs/cost-model.md)")
+      ->transform(one_of({"graph", "eager"}))
+      ->default_str("graph");
+}
+
+bool eager_timing(const std::string& timing, bool with_cost) {
+  if (timing == "eager" && !with_cost)
+    throw InputError("--timing eager: it prices with a cost file's host section; add --cost FILE (one with a host section)");
+  return timing == "eager";
+}
+
 std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
   std::vector<cost::CostModel> costs;
   for (const std::string& f : files) {
@@ -150,9 +164,10 @@ std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
 }
 
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& o, bool tp_given,
-                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command) {
+                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager) {
   if (costs.empty()) return;
   explore::SweepGrid grid;
+  grid.eager = eager;
   grid.models = models;
   grid.tps = tps;
   grid.dtype = explore::parse_dtype(o.dtype);

@@ -48,12 +48,17 @@ std::optional<io::MemoryFigures> memory_figures(const ModelOptions& options, uin
 // --cost FILE (run: one; sweep: one per model and TP swept): cost models whose predicted times join the
 // output. Each file is claimed as an input and read (exit 2 with the file and the field on a bad one).
 void add_cost_option(CLI::App& cmd, std::vector<std::string>& files, bool list);
+// --timing eager|graph (default graph): how --cost prices, CUDA-graph replay or eagerly with the host's
+// dispatch (docs/cost-model.md, Eager time).
+void add_timing_option(CLI::App& cmd, std::string& timing);
+// Whether --timing asks for eager timing; InputError where it does without --cost (nothing to price).
+bool eager_timing(const std::string& timing, bool with_cost);
 std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files);
 // The models and TPs to predict for: --model/--tp where given, else the cost files' own (their models
 // as presets); then every file must match a (model, TP) and every (model, TP) have a file
 // (explore::check_costs). `tp_given`: --tp on the line; `command` ("run", "sweep") names it in the messages.
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& options, bool tp_given,
-                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command);
+                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager = false);
 
 // --workload NAME | --lengths FILE.csv, --seed, and the batch formation: --token-budget T
 // (default) | --batch-size LO[:HI], --max-sequences S.

@@ -40,6 +40,7 @@ struct RunOptions {
   PolicyOptions policy;
   ModelOptions model;
   std::vector<std::string> costs;  // --cost FILE (one)
+  std::string timing = "graph";    // --timing
   bool tp_given = false;
   std::string svg;   // --svg FILE
   std::string html;  // --html FILE
@@ -119,6 +120,7 @@ io::PlanReport plan_scenario(const check::Scenario& s, const explore::Policy& po
 struct RunCost {
   cost::CostModel model;
   explore::ModelDims dims;
+  bool eager = false;  // --timing eager: the two clocks' times (the model has a host section)
 };
 
 // The plan's predicted time under the cost model (a refused plan has none).
@@ -129,10 +131,13 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   const uint32_t sm = c.model.sm;  // the cost file's GPU: the path each engine runs there
   explore::EnginePath path = explore::EnginePath::chunked;
   cost::Features f;
+  std::optional<explore::EagerTime> eager;
+  if (c.eager) eager.emplace(c.model);
+  explore::EagerTime* clocks = eager ? &*eager : nullptr;
   if (policy.kind == explore::PolicyKind::max) {
-    f = explore::max_features(b, explore::max_tables_view(r.tables), g);
+    f = explore::max_features(b, explore::max_tables_view(r.tables), g, clocks);
   } else {
-    f = explore::dispatched_features(b, policy, g, sm, &path);
+    f = explore::dispatched_features(b, policy, g, sm, &path, nullptr, clocks);
   }
   io::TimeFigures t;
   t.cost_file = c.model.path;
@@ -141,12 +146,18 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   t.tp = c.model.tp;
   t.layers = c.dims.num_layers;
   t.iterations = static_cast<uint64_t>(f[cost::Term::iteration]);
-  t.layer_us = c.model.predict_us(f);
+  t.layer_us = eager ? eager->clock.dev : c.model.predict_us(f);
+  if (eager) {
+    t.host_bound_share = t.layer_us > 0 ? eager->clock.waited() / t.layer_us : 0.0;
+    t.host_holds_for = c.model.host->holds_for;
+  }
   t.iteration_us = c.model.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
   // The bound: the least the model predicts for the batch under the policy, of a buffer that holds it
   // whole and this one (the sweep's, over its grid): chunks can fill the GPU's slots better than one
   // long launch, so a buffer holding it whole is not always the cheaper.
-  t.lower_bound_us = std::min(t.layer_us, c.model.predict_us(explore::dispatched_unbounded_features(b, policy, g, sm)));
+  // Under eager timing, priced eagerly too.
+  const cost::Features whole = explore::dispatched_unbounded_features(b, policy, g, sm, nullptr, clocks);
+  t.lower_bound_us = std::min(t.layer_us, eager ? eager->clock.dev : c.model.predict_us(whole));
   t.path = explore::path_name(path);
   t.path_reason = explore::path_reason(b, policy, sm);
   r.time = t;
@@ -239,8 +250,11 @@ int run(const RunOptions& opt) {
     std::vector<cost::CostModel> costs = load_costs(opt.costs);
     std::vector<explore::ModelDims> models = make_models(opt.model);
     std::vector<uint32_t> tps = make_tps(opt.model);
-    resolve_cost_models(costs, opt.model, opt.tp_given, models, tps, "run");
-    cost = RunCost{costs.front(), models.front()};
+    const bool eager = eager_timing(opt.timing, true);
+    resolve_cost_models(costs, opt.model, opt.tp_given, models, tps, "run", eager);
+    cost = RunCost{costs.front(), models.front(), eager};
+  } else {
+    eager_timing(opt.timing, false);
   }
   // Ctrl-C: reading, planning and the outputs' pieces stop; nothing is written (exit 130).
   InterruptScope interrupt_scope;
@@ -362,6 +376,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
   add_cost_option(*cmd, opt->costs, false);
+  add_timing_option(*cmd, opt->timing);
   add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--svg", opt->svg,
                   "Also draw the plans as a picture (SVG): a bar per chunk, a coloured segment per sequence, page "

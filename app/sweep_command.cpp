@@ -38,6 +38,7 @@ struct SweepOptions {
   ModelOptions model;
   std::string backend = "cpu";
   std::vector<std::string> costs;  // --cost FILE...
+  std::string timing = "graph";    // --timing
   bool recommend = false;
   std::string objective = "iterations";
   std::string within = "5%";
@@ -189,7 +190,8 @@ int sweep(const SweepOptions& opt) {
   grid.costs = load_costs(opt.costs);
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
-  resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep");
+  grid.eager = eager_timing(opt.timing, !grid.costs.empty());
+  resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep", grid.eager);
   for (const explore::ModelDims& m : grid.models)
     for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
 
@@ -317,6 +319,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->transform(one_of({"cpu", "gpu"}))
       ->default_str("cpu");
   add_cost_option(*cmd, opt->costs, true);
+  add_timing_option(*cmd, opt->timing);
   cmd->add_flag("--recommend", opt->recommend,
                 "Name, per policy, M, model and TP, the smallest buffer meeting the --objective at --quantile within "
                 "--memory-budget, and why each smaller one fails");

@@ -13,6 +13,7 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy_cost.hpp"
+#include "sweep_bounds.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/plan_shape.hpp"
@@ -22,35 +23,9 @@ namespace mlaplan::explore {
 
 namespace {
 
+using namespace detail;
+
 constexpr uint32_t kRefused = std::numeric_limits<uint32_t>::max();
-
-struct Setting {
-  Policy policy;
-  uint32_t n;
-  std::optional<uint32_t> m;
-  size_t policy_index = 0;  // in SweepGrid::policies
-};
-
-// Per policy and cost model, each batch's predicted time with a buffer holding it whole, on the path
-// that buffer gives on the cost model's GPU (dispatched_unbounded_features): the same for every buffer
-// size, so worked out once. Where that path takes the context whole it is also the time of every
-// setting that dispatches the batch there.
-using LowerBounds = std::vector<std::vector<std::vector<double>>>;  // [policy][cost][batch]
-// Per cost model, each batch's new tokens' step (new_tokens_features): the same at every buffer size.
-using NewSteps = std::vector<std::vector<cost::Features>>;  // [cost][batch]
-
-// What the settings share per batch, worked out once before them.
-struct Shared {
-  LowerBounds lower;
-  // [policy][batch]: the iterations of the policy's own loop with a buffer holding the batch whole
-  // (the same under every cost model whose lower bound is that loop, loop_floor).
-  std::vector<std::vector<uint32_t>> lower_iterations;
-  NewSteps new_steps;
-  std::vector<uint64_t> prefix, total;  // [batch]: cached tokens, cached + new tokens (for engine_path)
-};
-
-// Whether the lower bound of the policy under cost model `sm` is its own loop (not the whole context).
-bool loop_floor(const Policy& policy, uint32_t sm) { return !dispatches(policy, sm); }
 
 // Nearest-rank quantile of sorted values.
 template <typename T>
@@ -102,16 +77,9 @@ class CpuMaxPlanner {
 
 using MaxPlan = std::function<PolicyOutcome(const Batch&, MaxTablesView&)>;
 
-// A setting's rows before they are copied per model and TP: the iteration figures, and the time
-// under each of the grid's cost models.
-struct Evaluated {
-  SweepRow row;
-  std::vector<TimeStats> times;
-};
-
 // Per cost model, the sums a TimeStats is made of.
 struct TimeSums {
-  double total = 0, iteration = 0, iterations = 0;
+  double total = 0, iteration = 0, iterations = 0, waited = 0;
   uint64_t planned = 0, unbuffered = 0;  // unbuffered: batches on a path without a buffer
   uint64_t unbuffered_rows = 0;          // the most rows of those
 };
@@ -126,6 +94,7 @@ void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
     t.mean_us = t.refused ? std::numeric_limits<double>::infinity()
                               : s.planned ? s.total / static_cast<double>(s.planned) : 0;
     t.iteration_share = s.total > 0 ? s.iteration / s.total : 0;
+    t.host_bound_share = s.total > 0 ? s.waited / s.total : 0;
     t.mean_iterations = s.planned ? s.iterations / static_cast<double>(s.planned) : 0;
     t.buffer_free = s.planned > 0 && s.unbuffered == s.planned && t.refused == 0;
     t.memory_rows = t.buffer_free ? s.unbuffered_rows : std::max<uint64_t>(e.row.buffer_tokens, s.unbuffered_rows);
@@ -152,7 +121,15 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   const size_t costs = grid.costs.size();
   e.times.resize(costs);
   std::vector<TimeSums> sums(costs);
-  for (TimeStats& t : e.times) t.layer_us.reserve(batches.size());
+  for (TimeStats& t : e.times) {
+    t.layer_us.reserve(batches.size());
+    t.eager = grid.eager;
+  }
+  // Eager timing: each cost model's clocks, which the walks below run beside the terms.
+  std::vector<std::optional<EagerTime>> clocks(costs);
+  if (grid.eager)
+    for (size_t k = 0; k < costs; ++k) clocks[k].emplace(grid.costs[k]);
+  auto eager = [&](size_t k) { return clocks[k] ? &*clocks[k] : nullptr; };
   std::vector<uint32_t> shown;  // iterations with max's refused batches at the chunks they need
   shown.reserve(batches.size());
   uint64_t payload = 0, streamed = 0, filled_batches = 0;
@@ -203,7 +180,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       o = policy_outcome(b, s.policy);
       whole = !o.refused && o.chunks <= 1;
       if (want_first && !o.refused && !(whole && floors[0])) {
-        first = policy_features(b, s.policy, grid.costs[0].geometry, nullptr, &shared.new_steps[0][i]);
+        first = policy_features(b, s.policy, grid.costs[0].geometry, nullptr, &shared.new_steps[0][i], eager(0));
         have_first = true;
       }
     } else {
@@ -211,7 +188,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       if (!want_first || (whole && floors[0])) {
         o = policy_outcome(b, s.policy);
       } else {
-        o = outcome_with_features(b, s.policy, grid.costs[0].geometry, first, &shared.new_steps[0][i]);
+        o = outcome_with_features(b, s.policy, grid.costs[0].geometry, first, &shared.new_steps[0][i], eager(0));
         have_first = !o.refused;
       }
     }
@@ -237,7 +214,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       TimeStats& t = e.times[k];
       const double floor = lower[s.policy_index][k][i];
       const EnginePath path = paths[k];
-      double us = floor, iterations = 0;
+      double us = floor, wait = grid.eager ? shared.lower_wait[s.policy_index][k][i] : 0, iterations = 0;
       uint64_t rows = shared.total[i];  // the most rows a step gathers: the whole context's, on its path
       if (path == EnginePath::chunked) {
         if (o.refused) {  // the engine runs the loop, which refuses the batch
@@ -251,10 +228,13 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
         if (whole && floors[k]) {
           iterations = shared.lower_iterations[s.policy_index][i];
         } else {
-          const cost::Features f = max                 ? max_features(b, tables, c.geometry)
-                                   : k == 0 && have_first ? first
-                                                          : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i]);
-          us = c.predict_us(f);
+          // k == 0 && have_first: the clocks ran with `first`'s walk, and no walk under cost 0 since.
+          const cost::Features f = max ? max_features(b, tables, c.geometry, eager(k))
+                                   : k == 0 && have_first
+                                       ? first
+                                       : policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i], eager(k));
+          us = clocks[k] ? clocks[k]->clock.dev : c.predict_us(f);
+          if (clocks[k]) wait = clocks[k]->clock.waited();
           iterations = f[cost::Term::iteration];
         }
       } else if (whole_without_buffer(s.policy, c.sm)) {
@@ -265,6 +245,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       t.most_rows = std::max(t.most_rows, rows);
       t.layer_us.push_back(static_cast<float>(us));
       sums[k].total += us;
+      sums[k].waited += wait;
       sums[k].iteration += c.coefficient(cost::Term::iteration) * iterations;
       sums[k].iterations += iterations;
       ++sums[k].planned;
@@ -286,81 +267,6 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   }
   finish_times(e, sums);
   return e;
-}
-
-// Each row's time over the lower bound: per batch, the least the cost model predicts for it under the
-// row's policy, with a buffer that holds it whole or at any buffer (and M) of the grid, summed over
-// the batches the row prices. A buffer that holds the batch whole is not always the cheapest the
-// model knows: its launches fill the GPU's slots in waves (idle_mpair, FlashAttention-2's empty
-// blocks, whole query tiles), and chunks of equal blocks can waste less of them than one long causal
-// launch (Kimi-K2's max at 16K rows came out 3.5% below one chunk). Floats, as the rows keep their
-// times: a row that holds every batch whole is at exactly 0.
-void bound_rows(std::vector<Evaluated>& evaluated, const std::vector<Setting>& settings, const LowerBounds& lower,
-                size_t policies, size_t batches) {
-  std::vector<float> floor(batches);
-  for (size_t p = 0; p < policies; ++p)
-    for (size_t k = 0; k < lower[p].size(); ++k) {
-      for (size_t i = 0; i < batches; ++i) floor[i] = static_cast<float>(lower[p][k][i]);
-      auto rows = [&](auto&& each) {
-        for (size_t s = 0; s < evaluated.size(); ++s)
-          if (settings[s].policy_index == p && evaluated[s].row.batches == batches) each(evaluated[s].times[k]);
-      };
-      rows([&](const TimeStats& t) {
-        for (size_t i = 0; i < batches; ++i) floor[i] = std::min(floor[i], t.layer_us[i]);  // a refusal is +inf
-      });
-      rows([&](TimeStats& t) {
-        double total = 0, bound = 0;
-        for (size_t i = 0; i < batches; ++i)
-          if (std::isfinite(t.layer_us[i])) {
-            total += t.layer_us[i];
-            bound += floor[i];
-          }
-        t.over_lower_bound = bound > 0 ? total / bound - 1 : 0;
-      });
-    }
-}
-
-Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads) {
-  Shared shared;
-  LowerBounds& out = shared.lower;
-  out.assign(grid.policies.size(), std::vector<std::vector<double>>(grid.costs.size()));
-  shared.new_steps.assign(grid.costs.size(), {});
-  if (grid.costs.empty()) return shared;
-  for (auto& per_policy : out)
-    for (auto& v : per_policy) v.resize(batches.size());
-  for (auto& v : shared.new_steps) v.resize(batches.size());
-  shared.lower_iterations.assign(grid.policies.size(), std::vector<uint32_t>(batches.size()));
-  shared.prefix.resize(batches.size());
-  shared.total.resize(batches.size());
-  std::atomic<size_t> next{0};
-  constexpr size_t kBlock = 4096;
-  auto worker = [&] {
-    for (size_t from = next.fetch_add(kBlock); from < batches.size() && !profile::stop_requested(); from = next.fetch_add(kBlock))
-      for (size_t i = from; i < std::min(batches.size(), from + kBlock); ++i) {
-        const Batch& b = batches[i];
-        uint64_t prefix = 0;
-        for (uint32_t len : b.cache_lengths) prefix += len;
-        shared.prefix[i] = prefix;
-        shared.total[i] = prefix + (uint64_t{b.input_row_offsets.back()} - b.input_row_offsets.front());
-        for (size_t k = 0; k < grid.costs.size(); ++k)
-          shared.new_steps[k][i] = new_tokens_features(b, grid.costs[k].geometry);
-        for (size_t p = 0; p < grid.policies.size(); ++p)
-          for (size_t k = 0; k < grid.costs.size(); ++k) {
-            const Policy& policy = grid.policies[p];
-            const uint32_t sm = grid.costs[k].sm;
-            const cost::Features f =
-                dispatched_unbounded_features(b, policy, grid.costs[k].geometry, sm, &shared.new_steps[k][i]);
-            out[p][k][i] = grid.costs[k].predict_us(f);
-            // The loop's iterations: the same under every cost model whose lower bound is that loop.
-            if (loop_floor(policy, sm)) shared.lower_iterations[p][i] = static_cast<uint32_t>(f[cost::Term::iteration]);
-          }
-      }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  return shared;
 }
 
 bool same_name(const std::string& a, const std::string& b) {
@@ -391,6 +297,11 @@ void check_costs(const SweepGrid& grid, const std::string& command) {
                                      b.path, b.model, b.tp, a.path));
     }
   for (const cost::CostModel& c : grid.costs) {
+    if (grid.eager && !c.host)
+      throw InputError(fmt::format("{}: host: missing, and --timing eager needs the host's dispatch costs; calibrate them "
+                                   "(python -m mlaplan.calibrate --timing eager, docs/cost-model.md's Eager time) or give "
+                                   "--timing graph",
+                                   c.path));
     const ModelDims* model = nullptr;
     std::string names;
     for (const ModelDims& m : grid.models) {

@@ -16,7 +16,7 @@ namespace mlaplan::explore {
 namespace {
 
 // The cells of one row, in the order of columns().
-std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_time) {
+std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_time, bool eager) {
   std::vector<std::string> c{r.policy.name(),
                              fmt::format("{}", r.buffer_tokens),
                              r.max_chunks ? fmt::format("{}", *r.max_chunks) : "-",
@@ -45,6 +45,7 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_tim
     c.push_back(ms(t.step_ms(t.max_us)));
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.iteration_share));
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.over_lower_bound));
+    if (eager) c.push_back(fmt::format("{:.1f}%", 100.0 * t.host_bound_share));
     c.push_back(t.path());
     if (with_model) c.push_back(io::format_bytes(r.memory->total_bytes(t.memory_rows)));
   }
@@ -71,11 +72,12 @@ io::TableBuilder table_of(const SweepResult& s) {
   if (with_time) {
     for (const char* title : {"layer ms", "step ms", "step p50", "step p99", "step max", "per-iter", "over bound"})
       c.push_back({title, Align::right});
+    if (sweep_has_eager(s)) c.push_back({"host-bound", Align::right});
     c.push_back({"path", Align::left});
     if (with_model) c.push_back({"mem", Align::right});
   }
   io::TableBuilder t(std::move(c));
-  for (const SweepRow& r : s.rows) t.add_row(cells(r, with_model, with_time));
+  for (const SweepRow& r : s.rows) t.add_row(cells(r, with_model, with_time, sweep_has_eager(s)));
   return t;
 }
 
@@ -88,6 +90,9 @@ std::string header(const SweepResult& s) {
   out += "predicted context-phase attention time (ms; a step is a layer times the model's layers; per-iter: the share "
          "that is per-iteration overhead; over bound: above each batch's least time, with a buffer that holds it whole "
          "or at any buffer swept; path: what the engine runs on the cost file's GPU, chunked, one-shot, absorbed or mixed";
+  if (sweep_has_eager(s))
+    out += "; eager timing, the host's dispatch included (docs/cost-model.md, Eager time); host-bound: the share of the "
+           "step the device waits for the host";
   out += has_model(s) ? "; mem: the K/V it holds, buffer + K concat or, without a buffer, the largest batch's whole context)\n"
                       : ")\n";
   for (const cost::CostModel& c : s.costs)
@@ -185,6 +190,8 @@ std::string format_sweep_markdown(const SweepReport& rep) {
 
 bool sweep_has_time(const SweepResult& sweep) { return !sweep.rows.empty() && sweep.rows.front().time.has_value(); }
 
+bool sweep_has_eager(const SweepResult& sweep) { return sweep_has_time(sweep) && sweep.rows.front().time->eager; }
+
 namespace {
 // A time in ms, none without a cost model or where refused batches put the quantile at infinity
 // (JSON has no infinity; CSV leaves the cell empty).
@@ -243,6 +250,9 @@ const std::vector<SweepField>& sweep_fields() {
        true, true},
       {"over_lower_bound", all, [](R r) -> V { return r.time ? V(r.time->over_lower_bound) : V(); }, 6, nullptr, nullptr, true,
        true},
+      // Eager timing only (a graph sweep's outputs are as they were): the device's wait for the host.
+      {"host_bound_share", files, [](R r) -> V { return r.time && r.time->eager ? V(r.time->host_bound_share) : V(); }, 6,
+       nullptr, nullptr, true, true, true},
       {"layers", files | kSweepPython, [](R r) -> V { return r.time ? V(uint64_t{r.time->layers}) : V(); }, 0, nullptr, nullptr,
        true, true},
       // As dispatched on the cost file's GPU (dispatch.hpp): the path, the batches on each path, the
@@ -267,8 +277,10 @@ const std::vector<SweepField>& sweep_fields() {
 
 std::string format_sweep_csv(const SweepReport& rep) {
   std::string out;
-  const bool timed = sweep_has_time(*rep.sweep);
-  auto writes = [timed](const SweepField& f) { return (f.outputs & kSweepCsv) && (timed || !f.timed); };
+  const bool timed = sweep_has_time(*rep.sweep), eager = sweep_has_eager(*rep.sweep);
+  auto writes = [timed, eager](const SweepField& f) {
+    return (f.outputs & kSweepCsv) && (timed || !f.timed) && (eager || !f.eager);
+  };
   for (const SweepField& f : sweep_fields())
     if (writes(f)) out += fmt::format("{},", f.key);
   out += "recommended\n";
@@ -308,6 +320,11 @@ std::string format_sweep_json(const SweepReport& rep) {
       j["costs"].push_back({{"file", c.path}, {"model", c.model}, {"tp", c.tp}, {"dtype", c.dtype}, {"gpu", c.gpu},
                             {"compute_capability", cost::compute_capability_text(c.sm)},
                             {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date}});
+    if (sweep_has_eager(s)) {  // the times are eager: the host section they were priced with
+      for (size_t k = 0; k < s.costs.size(); ++k)
+        if (s.costs[k].host) j["costs"][k]["host_holds_for"] = s.costs[k].host->holds_for;
+      j["predicted_timing"] = "eager";
+    }
   }
   j["rows"] = json::array();
   for (const SweepRow& r : s.rows) {

@@ -66,10 +66,13 @@ std::string format_plan_json(const PlanReport& r) {
     const TimeFigures& t = *r.time;
     put("  \"predicted_time\": {{\"cost_file\": {}, \"holds_for\": {}, \"model\": {}, \"tp\": {}, \"layers\": {}, "
         "\"iterations\": {}, \"layer_ms\": {:.6f}, \"step_ms\": {:.4f}, \"iteration_overhead_share\": {:.6f}, "
-        "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}, \"path\": {}, \"path_reason\": {}}},\n",
+        "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}, \"path\": {}, \"path_reason\": {}{}}},\n",
         quoted(t.cost_file), quoted(t.holds_for), quoted(t.model), t.tp, t.layers, t.iterations, t.layer_us / 1e3,
         t.step_ms(t.layer_us), t.iteration_share(), t.step_ms(t.lower_bound_us), t.over_lower_bound(), quoted(t.path),
-        quoted(t.path_reason));
+        quoted(t.path_reason),
+        t.host_bound_share ? fmt::format(", \"timing\": \"eager\", \"host_bound_share\": {:.6f}, \"host_holds_for\": {}",
+                                         *t.host_bound_share, quoted(t.host_holds_for))
+                           : "");
   }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
   put("  \"buffer_row_offsets\": ");
@@ -127,9 +130,14 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   if (r.time && r.refused.empty()) {
     const TimeFigures& t = *r.time;
     put("time      {:.3f} ms/step predicted ({:.4f} ms/layer x {} layers, {} TP {}): per-iteration overhead {:.1f}%, "
-        "{:.1f}% over a buffer holding the batch whole\n          by {}: {}\n",
+        "{:.1f}% over a buffer holding the batch whole{}\n          by {}: {}\n",
         t.step_ms(t.layer_us), t.layer_us / 1e3, t.layers, printable(t.model), t.tp, 100.0 * t.iteration_share(),
-        100.0 * t.over_lower_bound(), printable(t.cost_file), printable(t.holds_for));
+        100.0 * t.over_lower_bound(),
+        t.host_bound_share ? fmt::format(", host-bound {:.1f}% (eager timing: the share of the step the device waits "
+                                         "for the host)", 100.0 * *t.host_bound_share)
+                           : "",
+        printable(t.cost_file), printable(t.holds_for));
+    if (t.host_bound_share) put("          host costs: {}\n", printable(t.host_holds_for));
     put("path      {}: {}{}\n", printable(t.path), printable(t.path_reason),
         t.path == "chunked" ? "" : "; the chunk table below is the policy's plan, which it does not run");
   }

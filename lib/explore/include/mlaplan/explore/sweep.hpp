@@ -30,13 +30,16 @@ struct SweepGrid {
   // Cost models, one per (model, TP) of the grid: each row's time is predicted by the one whose model
   // and TP it has (check_costs says which are missing or extra).
   std::vector<cost::CostModel> costs;
+  // --timing eager: times are the two clocks' (cost/eager.hpp, the host's dispatch included), the
+  // lower bound too; every cost model needs a host section (check_costs). false: graph timing.
+  bool eager = false;
 };
 
 // The index in grid.costs of the cost model for (model, TP), or none.
 std::optional<size_t> cost_for(const SweepGrid& grid, const ModelDims& model, uint32_t tp);
 // InputError naming the cost file and the field when a cost model is for a model, TP or dtype the
 // grid does not sweep, when a (model, TP) of the grid has none, and naming both files when two are
-// for one (model, TP) or one is given twice. `command` names the grid in the messages ("sweep", "run").
+// for one (model, TP) or one is given twice, and under eager timing, naming a file without a host section. `command` names the grid in the messages ("sweep", "run").
 void check_costs(const SweepGrid& grid, const std::string& command = "sweep");
 // A grid without models sweeps its cost files' own: their models (presets; InputError naming the file
 // for a name that is none) and, unless keep_tps, their TPs. Then check_costs.
@@ -68,6 +71,10 @@ struct TimeStats {
   uint64_t most_rows = 0;
   uint64_t memory_rows = 0;
   bool buffer_free = false;        // every batch priced, none through the buffer: the time is the same at any buffer
+  // Eager timing (SweepGrid::eager): the host-bound share, the time the device waits for the host over
+  // the time, summed over the batches priced (0 under graph timing, where the host is left out).
+  bool eager = false;
+  double host_bound_share = 0;
 
   uint64_t on(EnginePath p) const { return paths[static_cast<size_t>(p)]; }
   // "chunked", "one-shot" or "absorbed" where every batch priced took that path, else "mixed"; a

@@ -48,10 +48,13 @@ struct SweepField {
   const char* json_key = nullptr;     // under this key
   bool json_when_set = false;         // JSON leaves it out where none (else null)
   bool timed = false;                 // a predicted time: written only for a sweep with a cost model
+  bool eager = false;                 // written only for a sweep with eager timing (--timing eager)
 };
 const std::vector<SweepField>& sweep_fields();
 // Whether a sweep's rows have predicted times (a cost model was given), so timed fields are written.
 bool sweep_has_time(const SweepResult& sweep);
+// Whether those times are eager (--timing eager), so eager fields are written.
+bool sweep_has_eager(const SweepResult& sweep);
 
 std::string format_sweep_csv(const SweepReport& report);
 std::string format_sweep_json(const SweepReport& report);

@@ -41,6 +41,10 @@ struct TimeFigures {
   double layer_us = 0;       // predicted context-phase attention time of one layer
   double iteration_us = 0;   // of which per-iteration overhead (per_iteration_us x iterations)
   double lower_bound_us = 0; // the same batch with a buffer that holds it whole
+  // --timing eager: the times above are the two clocks' (cost/eager.hpp), and this the share of the
+  // step the device waits for the host; none under graph timing.
+  std::optional<double> host_bound_share;
+  std::string host_holds_for;  // eager: what the file's host section holds for
 
   double step_ms(double us) const { return us * layers / 1e3; }  // a layer's us as a step's ms
   double iteration_share() const { return layer_us > 0 ? iteration_us / layer_us : 0.0; }
