@@ -440,3 +440,13 @@ def test_report_shows_merges_per_query_and_the_state():
     run = doc["batches"][0]["runs"][0]
     assert run["merges_per_query_max"] == run["iterations"] + 1 and run["merges_per_query_p99"] == run["merges_per_query_max"]
     assert run["state"] == "bfloat16"
+
+
+def test_text_report_where_every_run_is_refused():
+    # packed refuses a buffer below vLLM's split alignment; a table of refusals alone still prints.
+    path = os.path.join(ROOT, "scenarios", "worked-example.json")
+    r = subprocess.run([sys.executable, "-m", "mlaplan.prefill", path, "--model", "deepseek-v2-lite", "--heads", "2",
+                        "--device", "cpu", "--reps", "0", "--buffer-tokens", "64", "--policy", "packed"],
+                       capture_output=True, text=True, cwd="/tmp", env=PACKAGE_ENV)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    assert "refused: packed: buffer_token_size 64 is below the split alignment" in r.stdout

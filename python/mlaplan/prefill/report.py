@@ -66,7 +66,8 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
             if r.ok is False:
                 row[-1] += " FAIL"
             rows.append(row)
-        widths = [max(len(c), *(len(r[i]) for r in rows if len(r) > i and len(r) == len(cols))) for i, c in enumerate(cols)]
+        # Every run may be refused (no full row): the header alone sets the width then.
+        widths = [max([len(c)] + [len(r[i]) for r in rows if len(r) == len(cols)]) for i, c in enumerate(cols)]
         right = {0, 3, 4} | set(range(5, len(cols)))  # q merges: a query row's merges, max/p99 over the rows
         fmt = lambda row: "  ".join(v.rjust(widths[i]) if i in right else v.ljust(widths[i])  # noqa: E731
                                     for i, v in enumerate(row)).rstrip()
