@@ -354,3 +354,9 @@ def test_the_profiler_warns_nothing_on_stderr(capfd):
 def test_check_arguments_are_one_line(args):
     # The check's bounds are the commands' (its --max-steps unbounded below would scale forever).
     one_error_line(run("mlaplan.prefill.check", "--device", "cpu", *args), 2, args[0])
+
+
+@pytest.mark.parametrize("module", ["mlaplan.calibrate", "mlaplan.calibrate.validate"])
+@pytest.mark.parametrize("value", ["nan", "-5", "0", "inf"])
+def test_max_seconds_is_a_positive_number(module, value):
+    one_error_line(run(module, "--max-seconds", value), 2, "--max-seconds", "positive number of seconds")

@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import List, Optional
 
-from ..prefill.__main__ import Parser, UsageError, _count, _device, attention_kernel, claim_outputs
+from ..prefill.__main__ import Parser, UsageError, _count, _device, _seconds, attention_kernel, claim_outputs
 from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill.timing import SETTLE_MS
 from ..prefill.__main__ import entry as _entry
@@ -49,7 +49,7 @@ def parser() -> Parser:
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
                    help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
-    p.add_argument("--max-seconds", type=float, metavar="S",
+    p.add_argument("--max-seconds", type=_seconds, metavar="S",
                    help="stop measuring after S seconds and fit the points measured by then")
     p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
     p.add_argument("--refit", nargs="+", metavar="FILE.json",

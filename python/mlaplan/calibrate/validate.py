@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_list, attention_kernel, claim_outputs,
+from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs,
                                write_output)
 from ..prefill.attention import KERNELS
 from ..prefill.timing import SETTLE_MS
@@ -45,7 +45,7 @@ def parser() -> Parser:
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
     p.add_argument("-o", "--output", metavar="FILE.md", help="write the report (Markdown) to FILE instead of stdout")
     p.add_argument("--json", metavar="FILE.json", help="also write the report's figures as JSON")
-    p.add_argument("--max-seconds", type=float, metavar="S", help="stop measuring after S seconds (whole batches)")
+    p.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop measuring after S seconds (whole batches)")
     p.add_argument("--device", default="auto", metavar="DEV")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports)")

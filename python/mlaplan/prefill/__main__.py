@@ -79,6 +79,17 @@ def _tolerance(text: str) -> float:
     return v
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (--max-seconds): nan, inf, 0 and negatives are refused."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds, e.g. 170")
+    return v
+
+
 def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.prefill", description=__doc__.split("\n\n")[1].replace("\n", " "),
                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
