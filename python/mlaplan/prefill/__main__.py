@@ -69,25 +69,21 @@ def _count(low: int, high: int = 1_000_000):
     return parse
 
 
-def _tolerance(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number, e.g. 1e-2")
-    return v
+def _positive(what: str, example: str):
+    """A parser of a positive, finite number (nan, inf, 0 and negatives refused), named as `what`."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = -1.0
+        if not 0 < v < float("inf"):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {what}, e.g. {example}")
+        return v
+    return parse
 
 
-def _seconds(text: str) -> float:
-    """A positive, finite number of seconds (--max-seconds): nan, inf, 0 and negatives are refused."""
-    try:
-        v = float(text)
-    except ValueError:
-        v = -1.0
-    if not 0 < v < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive number of seconds, e.g. 170")
-    return v
+_tolerance = _positive("number", "1e-2")
+_seconds = _positive("number of seconds", "170")  # --max-seconds
 
 
 def parser() -> Parser:
