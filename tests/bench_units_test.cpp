@@ -124,8 +124,9 @@ Measurement measured(double median_us) {
 }  // namespace
 
 // The roofline: the empty launch of the row's mode (the empty graph for graph rows) plus the
-// tables' bytes at the write-only bandwidth, worked by hand for B = 1M, M = 16.
-TEST(BenchRoofline, EmptyLaunchPlusTheTablesAtTheWriteBandwidth) {
+// tables' bytes at the write-only bandwidth and the inputs' at the copy's (the write-only one
+// without a copy), worked by hand for B = 1M, M = 16 and M = 1.
+TEST(BenchRoofline, EmptyLaunchPlusTheTablesAtTheWriteBandwidthAndTheInputsAtTheCopys) {
   BenchReport report;
   report.options.workload.max_chunks = 16;
   report.empty_hot = measured(3.0);
@@ -147,17 +148,31 @@ TEST(BenchRoofline, EmptyLaunchPlusTheTablesAtTheWriteBandwidth) {
   derive_columns(report);
   const double tables = 4.0 * (16.0 * (B + 1) + 16.0 * B + 16);  // 134,217,856 bytes
   EXPECT_DOUBLE_EQ(table_bytes(B, 16), tables);
-  const double fast_roof = 3.0 + tables / 4000.0 / 1e3;  // 3 us + 33.55 us
+  const double inputs = 4.0 * (2.0 * B + 1);                 // cache lengths and offsets, 8 MiB
+  const double fast_roof = 3.0 + tables / 4000.0 / 1e3 + inputs / 4000.0 / 1e3;  // 3 us + 33.55 us + 2.10 us
   ASSERT_TRUE(report.rows[0].roofline_us && report.rows[0].x_roofline);
   EXPECT_NEAR(*report.rows[0].roofline_us, fast_roof, 1e-9);
   EXPECT_NEAR(*report.rows[0].x_roofline, 50.0 / fast_roof, 1e-9);
   EXPECT_NEAR(*report.rows[0].x_empty, 50.0 / 3.0, 1e-9);
   // graph rows stand on the empty graph's replay.
-  EXPECT_NEAR(*report.rows[1].roofline_us, 2.5 + tables / 4000.0 / 1e3, 1e-9);
+  EXPECT_NEAR(*report.rows[1].roofline_us, 2.5 + (tables + inputs) / 4000.0 / 1e3, 1e-9);
   EXPECT_NEAR(*report.rows[1].x_empty, 50.0 / 2.5, 1e-9);
   // A CPU planner has no GPU roofline.
   EXPECT_FALSE(report.rows[2].roofline_us);
   EXPECT_FALSE(report.rows[2].x_roofline);
+
+  // With a copy measured the inputs are read at its rate; at M = 1 they weigh as much as the tables.
+  CopyMeasurement copy;
+  copy.bytes = 2 * 3e9;
+  copy.time = measured(2e3);  // 6e9 bytes in 2 ms: 3000 GB/s
+  report.copy = copy;
+  report.options.workload.max_chunks = 1;
+  report.rows.resize(1);
+  report.rows[0].bytes = plan_bytes(B, 1);
+  derive_columns(report);
+  const double tables1 = static_cast<double>(table_bytes(B, 1));  // 8 (B + 1): as many bytes as the inputs
+  EXPECT_NEAR(tables1, inputs + 4, 1e-9);
+  EXPECT_NEAR(*report.rows[0].roofline_us, 3.0 + tables1 / 4000.0 / 1e3 + inputs / 3000.0 / 1e3, 1e-9);
 }
 
 TEST(BenchRoofline, NoWriteMeasurementNoRoofline) {

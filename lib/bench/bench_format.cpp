@@ -82,7 +82,7 @@ std::vector<std::string> preamble(const BenchReport& r) {
                                 r.copy->bytes / 2 / (1 << 20), us(r.copy->time.stats.median), percent(r.copy->time.stats.spread())));
   if (r.write)
     lines.push_back(fmt::format("write-only: {:.0f} GB/s (memset of {:.0f} MiB, {} us median, spread {}); roofline = empty launch "
-                                "(the empty graph for graph) + the tables' bytes at this bandwidth",
+                                "(the empty graph for graph) + the tables' bytes at this bandwidth + the inputs' at the copy's",
                                 r.write->gbps(), r.write->bytes / (1 << 20), us(r.write->time.stats.median), percent(r.write->time.stats.spread())));
   if (!r.max_info.empty()) lines.push_back(fmt::format("max: {} (through {})", r.max_info, r.options.max_command));
   for (const Unavailable& u : r.unavailable) lines.push_back(fmt::format("{}: unavailable: {}", to_string(u.kernel), u.reason));

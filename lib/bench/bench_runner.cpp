@@ -44,7 +44,12 @@ void derive_columns(BenchReport& report) {
                               : (r.mode == Mode::hot ? report.empty_hot : report.empty_cold);
     if (empty && empty->stats.median > 0) r.x_empty = median / empty->stats.median;
     if (empty && gpu_resident(r.kernel) && report.write && report.write->gbps() > 0) {
-      r.roofline_us = empty->stats.median + static_cast<double>(table_bytes(r.size, report.options.workload.max_chunks)) / report.write->gbps() / 1e3;
+      // Every byte the planner must move: its tables written at the write-only bandwidth, its two input
+      // arrays read once at the copy's (whose rate counts a byte read and a byte written alike). At
+      // M = 1 the inputs are as many bytes as the tables, so a roofline of the tables alone halves it.
+      const double tables = static_cast<double>(table_bytes(r.size, report.options.workload.max_chunks));
+      const double read_gbps = report.copy && report.copy->gbps() > 0 ? report.copy->gbps() : report.write->gbps();
+      r.roofline_us = empty->stats.median + tables / report.write->gbps() / 1e3 + (r.bytes - tables) / read_gbps / 1e3;
       r.x_roofline = median / *r.roofline_us;
     }
     if (const BenchRow* port = find_row(report.rows, r.size, Kernel::max_port, r.mode))

@@ -35,7 +35,7 @@ struct BenchRow {
   double gbps = 0;              // bytes / median
   std::optional<double> pct_copy;            // gbps / measured copy bandwidth (GPU-resident kernels)
   std::optional<double> x_empty;             // median / empty-launch median (same mode; the empty graph for graph)
-  std::optional<double> roofline_us;         // that floor + the tables' bytes at the write-only bandwidth
+  std::optional<double> roofline_us;         // that floor + the tables' bytes at the write-only bandwidth + the inputs' at the copy's
   std::optional<double> x_roofline;          // median / roofline_us
   std::optional<double> speedup_vs_max_port; // max-port median / median (same size and mode)
   std::optional<double> speedup_vs_cpu_copy; // cpu+copy median / median
@@ -67,7 +67,7 @@ BenchReport run_bench(const BenchOptions& options);
 
 // Fills each row's derived columns from its median and the report's limits: GB/s, % copy, x empty,
 // the roofline (the empty launch of the row's mode, the empty graph for graph rows, plus the tables'
-// bytes at the write-only bandwidth) and x roofline, vs max-port and vs cpu+copy. run_bench calls it.
+// bytes at the write-only bandwidth and the inputs' at the copy bandwidth) and x roofline, vs max-port and vs cpu+copy. run_bench calls it.
 void derive_columns(BenchReport& report);
 
 }  // namespace mlaplan::bench
