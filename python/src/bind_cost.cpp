@@ -3,8 +3,11 @@
 // and cost files read by the CLI's reader.
 #include <nanobind/stl/string.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include "bindings.hpp"
 #include "mlaplan/cost/cost_model.hpp"
@@ -49,6 +52,22 @@ explore::EnginePath layer_terms(const HostU32& cache, const HostU32& offsets, ui
     f = policy_features(b, p, g, nullptr, nullptr, eager);
   }
   return path;
+}
+
+nb::dict launches_dict(const cost::Clock& clock) {
+  nb::dict d;
+  for (size_t k = 0; k < cost::kLaunchKinds; ++k)
+    d[cost::launch_kind_name(static_cast<cost::LaunchKind>(k))] = static_cast<uint64_t>(clock.launches[k]);
+  return d;
+}
+
+// A finite number >= 0 at `key` of a {name: number} argument, or ValueError naming both.
+double number_of(const nb::dict& d, const char* key, const char* what) {
+  if (!d.contains(key)) throw InputError(fmt::format("{}: {} is missing; give every one, 0 where it costs nothing", what, key));
+  double v = 0;
+  if (!nb::try_cast<double>(d[key], v) || !std::isfinite(v) || v < 0)
+    throw InputError(fmt::format("{}: {} is not a finite number >= 0", what, key));
+  return v;
 }
 
 cost::Geometry geometry_of(uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries,
@@ -104,10 +123,7 @@ void bind_cost(nb::module_& m) {
         explore::EagerTime eager(none, host);
         cost::Features f;
         layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks, unbounded, sm, f, &eager);
-        nb::dict d;
-        for (size_t k = 0; k < cost::kLaunchKinds; ++k)
-          d[cost::launch_kind_name(static_cast<cost::LaunchKind>(k))] = static_cast<uint64_t>(eager.clock.launches[k]);
-        return d;
+        return launches_dict(eager.clock);
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
       "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
@@ -115,6 +131,37 @@ void bind_cost(nb::module_& m) {
       "The kernels one layer launches, per kind ({gather, up_projection, concat, attention, merge, fill: count}), as "
       "eager time (run/sweep --timing eager) counts them on the executor's loop, for the batch, policy and path "
       "cost_features prices; pad_v: the up-projection pads V (FlashAttention-2), one more concat per step.");
+  m.def(
+      "cost_eager",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
+         const nb::dict& coefficients, const nb::dict& launch_us, bool pad_v, uint32_t heads, uint32_t sms,
+         uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t sm, const std::string& scheduler) {
+        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
+        std::array<double, cost::kTerms> c{};
+        for (size_t i = 0; i < cost::kTerms; ++i)
+          c[i] = number_of(coefficients, cost::coefficient_name(static_cast<cost::Term>(i)), "coefficients");
+        cost::HostCosts host;
+        host.pad_v = pad_v;
+        for (size_t k = 0; k < cost::kLaunchKinds; ++k)
+          host.us[k] = number_of(launch_us, cost::launch_kind_name(static_cast<cost::LaunchKind>(k)), "launch_us");
+        explore::EagerTime eager(c, host);
+        cost::Features f;
+        layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, 0, false, sm, f, &eager);
+        nb::dict d;
+        d["eager_us"] = eager.clock.dev;
+        d["device_us"] = eager.clock.busy;
+        d["host_us"] = eager.clock.host;
+        d["waited_us"] = eager.clock.waited();
+        d["launches"] = launches_dict(eager.clock);
+        return d;
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "coefficients"_a,
+      "launch_us"_a, "pad_v"_a, "heads"_a, "sms"_a = 132, "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "sm"_a = 0,
+      "scheduler"_a = "grid",
+      "One layer's eager time as `run --cost --timing eager` prices it, for the batch and policy on the path the engine "
+      "takes on sm (as cost_features): the two clocks over its launches with the cost file's coefficients ({name: us}) "
+      "and host costs ({kind: us per launch}); {eager_us, device_us (its launches' own), host_us (the host's dispatch), "
+      "waited_us (the device's wait for the host), launches {kind: count}}.");
   m.def(
       "merges_per_query",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
@@ -181,11 +228,22 @@ void bind_cost(nb::module_& m) {
         cost::Features f;
         for (size_t i = 0; i < cost::kTerms; ++i) f.values[i] = c.coefficients[i];
         d["coefficients"] = features_dict(f);
+        if (c.host) {
+          nb::dict h, us;
+          h["holds_for"] = c.host->holds_for;
+          h["pad_v"] = c.host->pad_v;
+          for (size_t k = 0; k < cost::kLaunchKinds; ++k) us[cost::launch_kind_name(static_cast<cost::LaunchKind>(k))] = c.host->us[k];
+          h["launch_us"] = us;
+          d["host"] = h;
+        } else {
+          d["host"] = nb::none();
+        }
         return d;
       },
       "path"_a,
       "A cost file read and checked as `run --cost` reads it (ValueError naming the file and field): model, tp, dtype, "
-      "gpu, sm, timing, geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}.");
+      "gpu, sm, timing, geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}, "
+      "host {holds_for, pad_v, launch_us {kind: us}} or None.");
 }
 
 }  // namespace mlaplan::python

@@ -326,3 +326,23 @@ def test_measure_point_runs_the_executor_on_the_cpu():
     refused = measure_point(Point([300, 300, 300], [1, 1, 1], 64, 64, "even-split"), dims, torch.float32,
                             torch.device("cpu"), reps=1, warmup=0, kernel="flash", seed=3)
     assert "even-split/vllm" in refused["refused"] and "eager_ms" not in refused
+
+
+def test_scenario_points_are_every_batch_policy_and_buffer():
+    from mlaplan.calibrate.grid import scenario_points
+    from mlaplan.prefill.schedule import ENGINES
+
+    path = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-51", "short-chat.json")
+    scenarios = mlaplan._mlaplan.read_scenarios(path)
+    every = scenario_points([path], [8192, 65536], heads=16, refused=True)
+    assert len(every) == len(scenarios) * 2 * len(ENGINES)
+    assert {p.workload for p in every} == {"short-chat"} and {p.scenario for p in every} == {s["name"] for s in scenarios}
+    kept = scenario_points([path], [8192, 65536], heads=16)
+    assert 0 < len(kept) <= len(every) and all("workload" not in p.as_dict() for p in kept)
+    for p in kept:
+        features(p, 16)  # none the policy refuses
+
+
+def test_calibrate_refuses_scenarios_with_refit():
+    r = run_module("mlaplan.calibrate", "--refit", "a.json", "--scenarios", "b.json", "-o", "x.json")
+    assert r.returncode == 2 and "--scenarios: they add points to measure, and --refit measures nothing" in r.stderr

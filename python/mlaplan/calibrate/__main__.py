@@ -16,13 +16,14 @@ import shlex
 import sys
 from typing import List, Optional
 
-from ..prefill.__main__ import Parser, UsageError, _count, _device, _seconds, attention_kernel, claim_outputs
+from ..prefill.__main__ import Parser, UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs
 from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill.timing import SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 from ..prefill.__main__ import write_output
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
+HOST_REPS = 3  # measure.HOST_REPS (not imported: it pulls in torch, which --refit does not need)
 
 
 def parser() -> Parser:
@@ -37,6 +38,13 @@ def parser() -> Parser:
     p.add_argument("--dtype", choices=("bf16",), default="bf16", help="the activations' and cache's type (bf16, as the executor runs)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the cost file to write (atomically)")
     p.add_argument("--points", type=_count(10), default=160, metavar="N", help="calibration points, each a batch, buffer and policy (default 160)")
+    p.add_argument("--scenarios", nargs="+", metavar="FILE.json",
+                   help="also every batch of these scenario files (mlaplan gen, one workload each; other seeds than the held-out "
+                        "batches) under every policy and --buffer-tokens: points shaped as the workloads priced")
+    p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
+                   help="the buffers of the --scenarios points (default 8192,16384,65536,131072,262144)")
+    p.add_argument("--host-reps", type=_count(0), default=HOST_REPS, metavar="N",
+                   help="layers whose host dispatch is timed per point, the GPU held busy (default 3; 0: none, and no host section)")
     p.add_argument("--seed", type=_count(0, 2**64 - 1), default=1, metavar="N", help="seed of the grid and the inputs (default 1)")
     p.add_argument("--timing", choices=("graph", "eager"), default="graph",
                    help="fit the loop's CUDA-graph replay (default: the kernels alone, what the GPU must do) or the eager loop "
@@ -94,14 +102,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     if args.refit and args.measurements:
         raise UsageError("--measurements: it saves what this run measures, and --refit measures nothing; drop one")
-    claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()], [(args.output, "-o"), (args.measurements, "--measurements")])
+    if args.refit and args.scenarios:
+        raise UsageError("--scenarios: they add points to measure, and --refit measures nothing; drop one")
+    claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()] + [(p, "a --scenarios file") for p in args.scenarios or ()],
+                  [(args.output, "-o"), (args.measurements, "--measurements")])
     from .records import require_scipy
 
     require_scipy("the fit (scipy.optimize.nnls)")  # before an hour of measuring, not after
     from ..prefill.model import model_dims
     from .cost_file import cost_document, json_text
     from .device_info import git_commit
-    from .fit import fit_records, geometries_for, scheduler_for
+    from .fit import fit_host, fit_records, geometries_for, scheduler_for
 
     if args.refit:
         doc = _pooled(args.refit)
@@ -109,7 +120,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         import torch
 
         from . import device_info
-        from .grid import make_grid
+        from .grid import make_grid, scenario_points
         from .measure import measure_points
 
         try:
@@ -129,9 +140,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         kernel = attention_kernel(args.attention, device)
         info = device_info.describe(torch, device)
         limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
+        try:
+            workload_points = scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads)
+        except ValueError as e:  # the reader's message names the file and field
+            raise UsageError(str(e)) from None
         grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
-        records = measure_points(grid, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
-                                 progress="calibrate", max_seconds=args.max_seconds, settle_ms=args.settle_ms)
+        # Interleaved, so that --max-seconds keeps a share of both.
+        points = [p for pair in zip(grid, workload_points) for p in pair] + grid[len(workload_points):] + workload_points[len(grid):]
+        records = measure_points(points, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
+                                 progress="calibrate", max_seconds=args.max_seconds, settle_ms=args.settle_ms,
+                                 host_reps=args.host_reps)
         doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
                "dtype": args.dtype, "attention": kernel, "attention_title": kernel_title(kernel), "merge": "fused (Triton)", **info,
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
@@ -144,11 +162,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:  # too few points, or a record no batch can be (the messages name no file)
         raise UsageError(f"{' '.join(args.refit) if args.refit else 'calibrate'}: {e}") from None
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
+    host = fit_host(doc["records"])
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
         attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
         compute_capability=doc.get("compute_capability"), settle_ms=doc.get("settle_ms"),
-        torch_version=doc.get("torch"), triton_version=doc.get("triton"),
+        torch_version=doc.get("torch"), triton_version=doc.get("triton"), host=host, host_cpu=doc.get("host"),
+        pad_v=doc["attention"] == "flash",
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     write_output(args.output, json_text(cost))
@@ -158,6 +178,11 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{100 * fit.cv_p90_abs_error:.1f}%)")
     for name, value in fit.coefficients.items():
         print(f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}")
+    if host is not None:
+        print(f"host dispatch, {host.points} points: |error| median {100 * host.median_abs_error:.1f}%, p90 "
+              f"{100 * host.p90_abs_error:.1f}%; us per launch:")
+        for name, value in host.launch_us.items():
+            print(f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""What a calibration ran on, for the record a cost file keeps: GPU, SMs, driver, torch, Triton."""
+"""What a calibration ran on, for the record a cost file keeps: GPU, SMs, driver, torch, Triton and
+the host CPU (whose dispatch eager time's host costs measure)."""
 from __future__ import annotations
 
 import subprocess
@@ -25,6 +26,22 @@ def driver_version() -> Optional[str]:
     return None
 
 
+def host_cpu() -> str:
+    """The host CPU's model name and Python's version: what host costs hold for."""
+    import platform
+
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{name or platform.processor() or platform.machine()}, Python {platform.python_version()}"
+
+
 def git_commit(folder: str) -> Optional[str]:
     try:
         out = subprocess.run(["git", "-C", folder, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, timeout=10)
@@ -49,4 +66,5 @@ def describe(torch, device) -> dict:
         "driver": driver_version() if cuda else None,
         "torch": torch.__version__,
         "triton": triton_version,
+        "host": host_cpu(),
     }

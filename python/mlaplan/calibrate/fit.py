@@ -164,3 +164,35 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
         max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=float(np.median(np.abs(cv))),
         cv_p90_abs_error=float(np.quantile(np.abs(cv), 0.9)), not_identifiable=identifiability(X, y, names, c),
         errors=[float(v) for v in e])
+
+
+LAUNCH_KINDS = ("gather", "up_projection", "concat", "attention", "merge", "fill")  # executor.LAUNCH_KINDS, without torch
+
+
+@dataclass
+class HostFit:
+    launch_us: Dict[str, float]
+    points: int
+    median_abs_error: float
+    p90_abs_error: float
+    not_identifiable: Dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {"points": self.points, "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
+                "not_identifiable": self.not_identifiable}
+
+
+def fit_host(records: Sequence[dict]) -> Optional[HostFit]:
+    """Eager time's host costs: microseconds per launch of each kind, >= 0, minimising the relative
+    error of a layer's host dispatch (host_ms, timed with the GPU held busy) as the sum of its
+    launches' (launches). None where fewer points than kinds have both."""
+    usable = [r for r in records if r.get("host_ms") and r.get("launches")]
+    if len(usable) <= len(LAUNCH_KINDS):
+        return None
+    X = np.asarray([[r["launches"].get(k, 0) for k in LAUNCH_KINDS] for r in usable], dtype=np.float64)
+    y = np.asarray([r["host_ms"] * 1e3 for r in usable])
+    c = fit_coefficients(X, y)
+    e = np.abs(relative_errors(X, y, c))
+    return HostFit(launch_us={k: float(v) for k, v in zip(LAUNCH_KINDS, c)}, points=len(usable),
+                   median_abs_error=float(np.median(e)), p90_abs_error=float(np.quantile(e, 0.9)),
+                   not_identifiable=identifiability(X, y, LAUNCH_KINDS, c))

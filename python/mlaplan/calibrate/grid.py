@@ -27,13 +27,17 @@ class Point:
     page_size: int
     buffer_tokens: int
     policy: str
+    workload: str = ""  # a workload's batch (scenario_points): its file's name and the scenario's
+    scenario: str = ""
 
     @property
     def offsets(self) -> List[int]:
         return [0] + np.cumsum(self.new).tolist()
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        del d["workload"], d["scenario"]  # recorded as the measurement's own fields where set
+        return d
 
 
 def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, sm: int = 0,
@@ -96,4 +100,32 @@ def make_grid(points: int, seed: int, heads: int, max_total_context: int = 1 << 
         if f["per_iteration_us"] > MAX_ITERATIONS:
             continue
         out.append(p)
+    return out
+
+
+def scenario_points(paths: Sequence[str], buffers: Sequence[int], policies: Sequence[str] = ENGINES, heads: int = 16,
+                    refused: bool = False) -> List[Point]:
+    """Every batch of the scenario files (mlaplan gen's, one workload each) under every policy and
+    buffer: points shaped as the workloads a user prices are, drawn with other seeds than the
+    held-out ones (docs/cost-model.md). Settings a policy refuses are left out, unless `refused`
+    (validation measures them, to report the refusal)."""
+    import os
+
+    from .. import _mlaplan
+
+    out: List[Point] = []
+    for path in paths:
+        workload = os.path.splitext(os.path.basename(path))[0]
+        for s in _mlaplan.read_scenarios(path):
+            offsets = list(s["input_row_offsets"])
+            new = [b - a for a, b in zip(offsets, offsets[1:])]
+            for buffer in buffers:
+                for policy in policies:
+                    p = Point(list(s["cache_lengths"]), new, int(s["page_size"]), int(buffer), policy, workload, s["name"])
+                    if not refused:
+                        try:
+                            features(p, heads)
+                        except ValueError:
+                            continue
+                    out.append(p)
     return out

@@ -18,15 +18,18 @@ from ..prefill.schedule import build_schedule
 from .grid import Point
 
 ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "auto"}
+# Layers whose host dispatch is timed per point (the median kept): eager time's host costs are fitted on it.
+HOST_REPS = 3
 # What the engines run on this GPU, as their dispatch picks it (validation).
 AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
-                  paths: Optional[dict] = None, settle_ms: float = 0.0) -> dict:
-    """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path;
-    or refused with why (out of memory included). paths: build_schedule's sglang_path and trtllm_path
-    (default ENGINE_PATHS)."""
+                  paths: Optional[dict] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS) -> dict:
+    """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path,
+    on the GPU host_ms (the host's dispatch alone, None where it could not be told apart) and
+    launches by kind; or refused with why (out of memory included). paths: build_schedule's
+    sglang_path and trtllm_path (default ENGINE_PATHS)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -37,7 +40,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
             rec.update(path="absorbed", refused="absorbed MLA: the executor's absorbed path is a float32 reference, not timed")
             return rec
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
-                      graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms)
+                      graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms,
+                      host_reps=host_reps if cuda else 0)
     except ValueError as e:
         rec["refused"] = str(e)
         return rec
@@ -47,13 +51,15 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         return rec
     rec.update(path=run.path, iterations=run.iterations, eager_ms=run.eager_ms, eager_spread_ms=run.eager_spread_ms,
                graph_ms=run.graph_ms)
+    if cuda and host_reps:
+        rec.update(host_ms=run.host_ms, launches=run.launches)
     del x, sched
     return rec
 
 
 def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
                    kernel: str = "auto", seed: int = 1, progress: Optional[str] = None,
-                   max_seconds: Optional[float] = None, settle_ms: float = 0.0) -> List[dict]:
+                   max_seconds: Optional[float] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS) -> List[dict]:
     """The points measured in order; with max_seconds, those measured by then (the grid is random, so
     a prefix of it is a smaller grid of the same spread)."""
     points = list(points)
@@ -63,7 +69,10 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
             print(f"{progress or 'measure'}: --max-seconds {max_seconds:g} reached after {i} of {len(points)} points",
                   file=sys.stderr, flush=True)
             break
-        out.append(measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms))
+        rec = measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms, host_reps=host_reps)
+        if p.scenario:
+            rec.update(workload=p.workload, scenario=p.scenario)
+        out.append(rec)
         if progress and (i + 1) % 25 == 0:
             print(f"{progress}: {i + 1} of {len(points)} points, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     return out

@@ -100,12 +100,21 @@ def read_cost(path: str) -> dict:
     return _mlaplan.read_cost_model(path)
 
 
-def predict_us(cost: dict, rec: dict) -> float:
+def predict_us(cost: dict, rec: dict, timing: str = "graph") -> float:
+    """The layer's time as `run --cost` predicts it: the terms times the coefficients, or for eager
+    time from a graph-timed file the two clocks with its host section, as --timing eager prices it."""
+    from .. import _mlaplan
     from .grid import Point, features, record_sm
 
     g = cost["geometry"]
-    f = features(Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"]), g["heads"], g["sms"],
-                 g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
+    p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
+    if timing == "eager" and cost.get("timing") != "eager":
+        h = cost["host"]
+        return _mlaplan.cost_eager(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
+                                   p.buffer_tokens, p.policy, cost["coefficients"], h["launch_us"], h["pad_v"], g["heads"],
+                                   g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec),
+                                   g.get("scheduler", "grid"))["eager_us"]
+    f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     return sum(cost["coefficients"][k] * v for k, v in f.items())
 
 
@@ -121,7 +130,7 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
     by_workload: Dict[str, List[dict]] = defaultdict(list)
     for r in records:
         if r.get(key):
-            r = dict(r, predicted_ms=predict_us(cost, r) / 1e3)
+            r = dict(r, predicted_ms=predict_us(cost, r, timing) / 1e3)
             r["error"] = r["predicted_ms"] / r[key] - 1
             by_workload[r["workload"]].append(r)
     out = {"timing": timing, "workloads": {}, "settings": []}
@@ -201,6 +210,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if cost is None:
         return 0
     timing = args.timing or cost.get("timing") or "eager"
+    if timing == "eager" and cost.get("timing") != "eager" and cost.get("host") is None:
+        raise UsageError(f"{args.cost}: host: missing; eager time needs the host's dispatch costs: calibrate the file again "
+                         f"(python -m mlaplan.calibrate measures them), or compare --timing graph")
     try:
         rep = report(cost, records, timing)
     except ValueError as e:  # a record no batch can be: the C++ message names no file

@@ -2,15 +2,17 @@
 against one-shot attention. What the command prints and what a cost model is fitted on."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Dict, Optional
 
 import torch
 
+from . import executor
 from .executor import execute, prepare
 from .inputs import PrefillInputs
 from .schedule import Schedule, merge_stats
-from .timing import Timing, measure
+from .timing import Timing, measure, time_host
 
 
 @dataclass
@@ -31,6 +33,8 @@ class Run:
     eager_spread_ms: Optional[float] = None
     graph_ms: Optional[float] = None
     graph_error: Optional[str] = None
+    host_ms: Optional[float] = None  # the host's dispatch of one layer, the GPU held busy (timing.time_host)
+    launches: Dict[str, int] = field(default_factory=dict)  # kernels one layer launches, by kind (executor.LAUNCH_KINDS)
     parts_ms: Dict[str, float] = field(default_factory=dict)
     gpu_busy_ms: Optional[float] = None
     gpu_idle_ms: Optional[float] = None
@@ -90,7 +94,9 @@ def merge_tolerance(tolerance: float, merges_per_query, state: torch.dtype, devi
 def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: float = 1e-2, reps: int = 10,
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
             trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
-            settle_ms: float = 0.0, state=None) -> Run:
+            settle_ms: float = 0.0, state=None, host_reps: int = 0) -> Run:
+    """host_reps: on the GPU, also time the host's dispatch alone (host_ms, the median of that many
+    layers) and count the layer's launches by kind (launches), what eager time is fitted on."""
     p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
@@ -111,4 +117,13 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
         attn = t.parts_ms.get("attention", 0.0)
         if cuda and attn > 0:
             run.attention_tflops = run.attention_tflop / (attn / 1e3)
+    if cuda and host_reps > 0:
+        executor.launch_log = {}
+        try:
+            execute(p)
+            run.launches = {k: executor.launch_log.get(k, 0) for k in executor.LAUNCH_KINDS}
+        finally:
+            executor.launch_log = None
+        host = time_host(lambda: execute(p), host_reps)
+        run.host_ms = None if host is None else statistics.median(host)
     return run

@@ -105,6 +105,42 @@ def time_graph(fn: Callable[[], object], reps: int, warmup: int, settle_ms: floa
     return samples
 
 
+# The host's dispatch is timed behind a sleeping GPU: the sleep starts at HOST_SLEEP_MS and grows
+# 4x (up to HOST_SLEEP_MAX_MS) until the host has issued the whole layer before the GPU woke.
+HOST_SLEEP_MS, HOST_SLEEP_MAX_MS = 20.0, 320.0
+
+
+def _cycles_per_ms() -> float:
+    clock = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "clock_rate", 0) or 2_000_000  # kHz
+    return float(clock)
+
+
+def time_host(fn: Callable[[], object], reps: int) -> Optional[List[float]]:
+    """The host's own time to issue fn's launches, in ms, one sample per rep: the GPU is first held
+    busy by a sleep kernel, so no launch waits for the device and the wall time is dispatch alone.
+    None where the host waited for the GPU anyway (the sleep ended first even at HOST_SLEEP_MAX_MS:
+    fn synchronises, or its launches fill the driver's queue), so nothing honest can be said."""
+    samples = []
+    sleep_ms = HOST_SLEEP_MS
+    while len(samples) < reps:
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(sleep_ms * _cycles_per_ms()))
+        woke = torch.cuda.Event()
+        woke.record()
+        t0 = time.perf_counter()
+        fn()
+        ms = (time.perf_counter() - t0) * 1e3
+        if woke.query():  # the GPU woke before the host was done: it may have waited, so retry longer
+            if sleep_ms >= HOST_SLEEP_MAX_MS:
+                torch.cuda.synchronize()
+                return None
+            sleep_ms *= 4
+            continue
+        samples.append(ms)
+    torch.cuda.synchronize()
+    return samples
+
+
 def _union_ms(intervals) -> float:
     busy, end = 0.0, float("-inf")
     for a, b in sorted(intervals):

@@ -1,0 +1,164 @@
+"""Eager time's host costs: mlaplan.cost_eager is the two clocks `run --cost --timing eager` runs
+(the graph time without host costs, bounded by host and device with them); the host fit recovers
+planted costs from launch counts; calibrate writes a host section the CLI's reader takes; validate
+compares eager time by the two clocks and refuses a graph file without host costs; and on a GPU the
+host's dispatch is timed behind a sleeping GPU."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import mlaplan
+from mlaplan import _mlaplan
+
+pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
+
+from mlaplan.calibrate import fit  # noqa: E402
+from mlaplan.calibrate.grid import features, make_grid  # noqa: E402
+from mlaplan.calibrate.validate import predict_us  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-eager-example.json")
+HOST = {"gather": 7.0, "up_projection": 11.0, "concat": 5.0, "attention": 19.0, "merge": 23.0, "fill": 4.0}
+NONE = {k: 0.0 for k in HOST}
+
+
+def _example():
+    with open(EXAMPLE) as f:
+        return json.load(f)
+
+
+def _eager(p, coefficients, host, pad_v=True, sm=0):
+    return _mlaplan.cost_eager(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
+                               p.buffer_tokens, p.policy, coefficients, host, pad_v, 16, sm=sm)
+
+
+def _launches(p, pad_v=True, sm=0):
+    return mlaplan.cost_launches(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
+                                 p.buffer_tokens, p.policy, 16, sm=sm, pad_v=pad_v)
+
+
+@pytest.mark.parametrize("sm", [0, 90])
+def test_two_clocks_bound_and_reduce_to_the_graph_time(sm):
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    for p in make_grid(60, 35 + sm, 16):
+        graph = sum(c[k] * v for k, v in features(p, 16, sm=sm).items())
+        none = _eager(p, c, NONE, sm=sm)
+        assert none["eager_us"] == pytest.approx(graph, rel=1e-9) and none["waited_us"] == pytest.approx(0, abs=1e-6)
+        e = _eager(p, c, HOST, sm=sm)
+        assert e["launches"] == _launches(p, sm=sm)
+        assert e["host_us"] == pytest.approx(sum(HOST[k] * n for k, n in e["launches"].items()))
+        # The device never runs ahead of the host, nor waits longer than the host took.
+        assert max(e["host_us"], e["device_us"]) - 1e-6 <= e["eager_us"] <= e["host_us"] + e["device_us"] + 1e-6
+        assert e["device_us"] == pytest.approx(graph, rel=1e-9)
+
+
+def test_cost_eager_refuses_bad_costs_by_name():
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    p = make_grid(1, 1, 16)[0]
+    with pytest.raises(ValueError, match="launch_us: merge is missing"):
+        _eager(p, c, {k: v for k, v in HOST.items() if k != "merge"})
+    with pytest.raises(ValueError, match="coefficients: per_row_us is not a finite number >= 0"):
+        _eager(p, dict(c, per_row_us=float("nan")), HOST)
+    with pytest.raises(ValueError, match="launch_us: attention is not a finite number >= 0"):
+        _eager(p, c, dict(HOST, attention=-1.0))
+
+
+def _host_records(points, noise, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in make_grid(points, seed + 1, 16):
+        n = _launches(p, pad_v=False)
+        d = p.as_dict()
+        d["launches"] = n
+        d["host_ms"] = sum(HOST[k] * v for k, v in n.items()) * (1 + noise * rng.standard_normal()) / 1e3
+        d["graph_ms"] = 1.0
+        out.append(d)
+    return out
+
+
+def test_host_fit_recovers_planted_costs():
+    recs = _host_records(200, 0.002)
+    h = fit.fit_host(recs)
+    assert h.points == 200 and h.median_abs_error < 0.01
+    # Every layer's total is recovered; each kind where the points tell it apart from the others.
+    for r in recs[:40]:
+        assert sum(h.launch_us[k] * v for k, v in r["launches"].items()) == pytest.approx(r["host_ms"] * 1e3, rel=0.02)
+    for k in ("attention", "merge"):
+        assert h.launch_us[k] == pytest.approx(HOST[k], rel=0.1), k
+    # Too few points with host times: no fit, and no host section.
+    assert fit.fit_host([dict(r, host_ms=None) for r in recs]) is None
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
+    recs = _host_records(120, 0.002, seed=3)
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    for r in recs:
+        p = make_grid(1, 1, 16)[0].__class__(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
+        r["graph_ms"] = sum(c[k] * v for k, v in features(p, 16).items()) / 1e3
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16,
+                                "dtype": "bf16", "attention": "fa3", "attention_title": "fa3 (FlashAttention-3)", "merge": "fused (Triton)", "gpu": "NVIDIA H200",
+                                "sms": 132, "date": "2026-12-02", "torch": "2.11.0", "host": "Some CPU 9000, Python 3.12.3",
+                                "records": recs}))
+    out = tmp_path / "cost.json"
+    r = _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out), "--commit", "abc1234")
+    assert r.returncode == 0, r.stderr
+    assert "host dispatch, 120 points" in r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["host"]["pad_v"] is False and doc["host"]["holds_for"].startswith("Some CPU 9000, Python 3.12.3, torch 2.11.0")
+    read = _mlaplan.read_cost_model(str(out))  # the CLI's reader takes it
+    assert read["host"]["launch_us"] == pytest.approx(doc["host"]["launch_us"])
+    # The file prices eager time: with its host costs, at least the graph time.
+    rec = dict(recs[0], path="chunked")
+    assert predict_us(read, rec, "eager") >= predict_us(read, rec, "graph") - 1e-6
+    # Measurements without host times give a file without a host section.
+    for x in recs:
+        x.pop("host_ms")
+    meas.write_text(json.dumps({**json.loads(meas.read_text()), "records": recs}))
+    assert _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out)).returncode == 0
+    assert "host" not in json.loads(out.read_text())
+
+
+def test_validate_eager_needs_host_costs(tmp_path):
+    recs = []
+    for i, p in enumerate(make_grid(30, 9, 16)):
+        d = dict(p.as_dict(), workload="w", scenario=f"w-{i % 3}", path="chunked", graph_ms=1.0, eager_ms=1.5)
+        recs.append(d)
+    meas = tmp_path / "v.json"
+    meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": recs}))
+    graph_only = tmp_path / "g.json"
+    doc = _example()
+    graph_only.write_text(json.dumps({k: v for k, v in doc.items() if k != "host"}))
+    r = _run("mlaplan.calibrate.validate", "--cost", str(graph_only), "--measured", str(meas), "--timing", "eager")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "host: missing" in r.stderr and str(graph_only) in r.stderr
+    out = tmp_path / "rep.json"
+    r = _run("mlaplan.calibrate.validate", "--cost", EXAMPLE, "--measured", str(meas), "--timing", "eager", "--json", str(out))
+    assert r.returncode in (0, 1), r.stderr
+    rep = json.loads(out.read_text())
+    cost = _mlaplan.read_cost_model(EXAMPLE)
+    want = [predict_us(cost, x, "eager") / 1e3 for x in recs]
+    assert rep["timing"] == "eager" and len(rep["settings"]) > 0
+    assert rep["workloads"]["w"]["runs"] == len(recs)
+    assert np.median(np.abs(np.asarray(want) / 1.5 - 1)) == pytest.approx(rep["workloads"]["w"]["median_abs_error"])
+
+
+torch = pytest.importorskip("torch", reason="timing the host's dispatch needs torch")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the host's dispatch is timed behind a sleeping GPU: no CUDA GPU here")
+def test_host_dispatch_is_timed_behind_a_sleeping_gpu():
+    from mlaplan.prefill.timing import time_host
+
+    x = torch.zeros(1024, device="cuda")
+    samples = time_host(lambda: [x.add_(1) for _ in range(200)], 3)
+    assert samples is not None and len(samples) == 3 and all(0 < s < 20 for s in samples)
+    # Work that waits for the GPU cannot be told apart from it: None, not a figure.
+    assert time_host(lambda: x.sum().item(), 1) is None
