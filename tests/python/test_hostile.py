@@ -137,6 +137,33 @@ def test_calibrate_refit_writes_through_a_symlink(tmp_path):
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o604
 
 
+def _refit_measurements(tmp_path):
+    from test_calibrate import synthetic
+
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16,
+                                "dtype": "bf16", "attention": "flash", "merge": "fused (Triton)", "gpu": "NVIDIA H200",
+                                "sms": 132, "date": "2026-12-01", "records": synthetic(30, 0.01)}))
+    return meas
+
+
+def test_calibrate_summary_on_a_full_device_or_a_closed_pipe_is_exit_3(tmp_path):
+    # The summary is printed after the fit: its stdout failing must be the contract's line, and the
+    # cost file it would have committed is not written.
+    pytest.importorskip("scipy", reason="the fit needs scipy (pip install .[calibrate])")
+    meas, out = _refit_measurements(tmp_path), tmp_path / "cost.json"
+    with open("/dev/full", "w") as full:
+        r = run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out), stdout=full)
+    one_error_line(r, 3, "stdout: writing the output failed: no space left", "nothing written")
+    assert not out.exists()
+    read, write = os.pipe()
+    os.close(read)  # the reader went away before the first line
+    with os.fdopen(write, "w") as gone:
+        r = run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out), stdout=gone)
+    one_error_line(r, 3, "stdout: writing the output failed: broken pipe")
+    assert not out.exists()
+
+
 # 2, 3, 17. The API: every value checked by keyword, bounded by memory_limit, stopped by Ctrl-C.
 
 @pytest.mark.parametrize("kwargs,keyword", [

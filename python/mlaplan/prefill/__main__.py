@@ -12,6 +12,7 @@ import argparse
 import os
 import platform
 import re
+import errno
 import signal
 import sys
 from typing import List, Optional
@@ -343,6 +344,13 @@ def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill")
     except MemoryError:
         _error(f"{name}: out of host memory; give smaller batches or fewer heads")
         return 3
+    except OSError as e:  # a print to stdout (| head, > /dev/full) failed before the final flush
+        # A stream's error names no file; a file's does, and its readers and writers report it themselves.
+        if not isinstance(e, BrokenPipeError) and not (e.filename is None and e.errno in _files._IO_FAULTS) and not _stdout_broken():
+            raise
+        _files._abandon_stdout()
+        _error(f"stdout: writing the output failed: {_files.cause(e.errno or errno.EIO, True)}; nothing written")
+        return 3
     except RuntimeError as e:
         text = str(e)
         if "CUDA" in text or "cuda" in text:
@@ -356,6 +364,14 @@ def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill")
         files.discard()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _stdout_broken() -> bool:
+    try:
+        sys.stdout.flush()
+        return False
+    except (OSError, ValueError, AttributeError):
+        return True
 
 
 def _main_thread() -> bool:
