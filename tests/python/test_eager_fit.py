@@ -68,29 +68,37 @@ def test_cost_eager_refuses_bad_costs_by_name():
 
 
 def _host_records(points, noise, seed=0):
+    """Measurements made up from the example file's coefficients and HOST: each point's graph time,
+    and its eager time by the two clocks, times (1 + noise x N(0, 1))."""
     rng = np.random.default_rng(seed)
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
     out = []
     for p in make_grid(points, seed + 1, 16):
-        n = _launches(p, pad_v=False)
-        d = p.as_dict()
-        d["launches"] = n
-        d["host_ms"] = sum(HOST[k] * v for k, v in n.items()) * (1 + noise * rng.standard_normal()) / 1e3
-        d["graph_ms"] = 1.0
+        e = _eager(p, c, HOST, pad_v=False)
+        d = dict(p.as_dict(), launches=e["launches"], path="chunked")
+        d["graph_ms"] = e["device_us"] / 1e3
+        d["eager_ms"] = e["eager_us"] * (1 + noise * rng.standard_normal()) / 1e3
         out.append(d)
     return out
 
 
+def _graph_fit():
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    return fit.FitResult(coefficients=c, tile_queries=128, blocks_per_sm=1, points=0, median_abs_error=0, p90_abs_error=0,
+                         max_abs_error=0, cv_median_abs_error=0, cv_p90_abs_error=0)
+
+
 def test_host_fit_recovers_planted_costs():
-    recs = _host_records(200, 0.002)
-    h = fit.fit_host(recs)
-    assert h.points == 200 and h.median_abs_error < 0.01
-    # Every layer's total is recovered; each kind where the points tell it apart from the others.
-    for r in recs[:40]:
-        assert sum(h.launch_us[k] * v for k, v in r["launches"].items()) == pytest.approx(r["host_ms"] * 1e3, rel=0.02)
-    for k in ("attention", "merge"):
-        assert h.launch_us[k] == pytest.approx(HOST[k], rel=0.1), k
-    # Too few points with host times: no fit, and no host section.
-    assert fit.fit_host([dict(r, host_ms=None) for r in recs]) is None
+    recs = _host_records(150, 0.002)
+    h = fit.fit_host(recs, _graph_fit(), 16, 132, False)
+    assert h.points == 150 and h.median_abs_error < 0.01
+    # Layers it never saw are priced as the planted costs price them (each kind on its own only where
+    # host-bound layers tell them apart: the totals are what eager time depends on).
+    for r in _host_records(40, 0.0, seed=7):
+        got = fit.eager_us(r, _graph_fit().coefficients, h.launch_us, False, 16, 132, 1, 128, "grid")
+        assert got == pytest.approx(r["eager_ms"] * 1e3, rel=0.02)
+    # Too few points with eager times: no fit, and no host section.
+    assert fit.fit_host([dict(r, eager_ms=None) for r in recs], _graph_fit(), 16, 132, False) is None
 
 
 def _run(*args):
@@ -99,10 +107,6 @@ def _run(*args):
 
 def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
     recs = _host_records(120, 0.002, seed=3)
-    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
-    for r in recs:
-        p = make_grid(1, 1, 16)[0].__class__(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
-        r["graph_ms"] = sum(c[k] * v for k, v in features(p, 16).items()) / 1e3
     meas = tmp_path / "m.json"
     meas.write_text(json.dumps({"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16,
                                 "dtype": "bf16", "attention": "fa3", "attention_title": "fa3 (FlashAttention-3)", "merge": "fused (Triton)", "gpu": "NVIDIA H200",
@@ -111,7 +115,7 @@ def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
     out = tmp_path / "cost.json"
     r = _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out), "--commit", "abc1234")
     assert r.returncode == 0, r.stderr
-    assert "host dispatch, 120 points" in r.stdout
+    assert "eager time's host costs, 120 points" in r.stdout
     doc = json.loads(out.read_text())
     assert doc["host"]["pad_v"] is False and doc["host"]["holds_for"].startswith("Some CPU 9000, Python 3.12.3, torch 2.11.0")
     read = _mlaplan.read_cost_model(str(out))  # the CLI's reader takes it
@@ -119,9 +123,9 @@ def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
     # The file prices eager time: with its host costs, at least the graph time.
     rec = dict(recs[0], path="chunked")
     assert predict_us(read, rec, "eager") >= predict_us(read, rec, "graph") - 1e-6
-    # Measurements without host times give a file without a host section.
+    # Measurements without eager times give a file without a host section.
     for x in recs:
-        x.pop("host_ms")
+        x.pop("eager_ms")
     meas.write_text(json.dumps({**json.loads(meas.read_text()), "records": recs}))
     assert _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out)).returncode == 0
     assert "host" not in json.loads(out.read_text())

@@ -44,7 +44,8 @@ def parser() -> Parser:
     p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
                    help="the buffers of the --scenarios points (default 8192,16384,65536,131072,262144)")
     p.add_argument("--host-reps", type=_count(0), default=HOST_REPS, metavar="N",
-                   help="layers whose host dispatch is timed per point, the GPU held busy (default 3; 0: none, and no host section)")
+                   help="layers whose host dispatch is also timed on its own per point, the GPU held busy (default 3; recorded as "
+                        "host_ms; 0: not timed). The host section is fitted on the eager times either way")
     p.add_argument("--seed", type=_count(0, 2**64 - 1), default=1, metavar="N", help="seed of the grid and the inputs (default 1)")
     p.add_argument("--timing", choices=("graph", "eager"), default="graph",
                    help="fit the loop's CUDA-graph replay (default: the kernels alone, what the GPU must do) or the eager loop "
@@ -162,7 +163,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:  # too few points, or a record no batch can be (the messages name no file)
         raise UsageError(f"{' '.join(args.refit) if args.refit else 'calibrate'}: {e}") from None
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
-    host = fit_host(doc["records"])
+    host = fit_host(doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash") if args.timing == "graph" else None
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
         attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
@@ -179,7 +180,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for name, value in fit.coefficients.items():
         print(f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}")
     if host is not None:
-        print(f"host dispatch, {host.points} points: |error| median {100 * host.median_abs_error:.1f}%, p90 "
+        print(f"eager time's host costs, {host.points} points (the two clocks against the eager times): |error| median {100 * host.median_abs_error:.1f}%, p90 "
               f"{100 * host.p90_abs_error:.1f}%; us per launch:")
         for name, value in host.launch_us.items():
             print(f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}")
