@@ -144,7 +144,7 @@ class Reader {
       const double c = v.get<double>();
       if (c < 0 || c > kMaxCoefficient)
         fail(field, fmt::format("{} is not from 0 to {:.0f}; a host cost is microseconds per launch, measured ones below 1000 "
-                                "(refit with --timing eager)",
+                                "(python -m mlaplan.calibrate measures them)",
                                 io::json_preview(v), kMaxCoefficient));
       out.us[i] = c;
     }
