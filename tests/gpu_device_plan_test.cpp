@@ -55,9 +55,8 @@ struct DeviceBatch {
 
 // Plans a batch the host cannot validate and returns its status and chunk lengths.
 void plan_refused(const std::vector<uint32_t>& offsets, const std::vector<uint32_t>& cache, GpuKernel kernel,
-                  DevicePlanStatus& status, std::vector<int32_t>& lengths) {
+                  DevicePlanStatus& status, std::vector<int32_t>& lengths, uint32_t m = 8) {
   DeviceBatch d;
-  const uint32_t m = 8;
   ASSERT_EQ(d.load(offsets, cache, 128, 4096, m, kernel), cudaSuccess);
   ASSERT_EQ(d.poison(), cudaSuccess);
   ASSERT_EQ(plan_on_device(d.args, d.workspace.get(), d.workspace.bytes(), nullptr, kernel), cudaSuccess);
@@ -91,14 +90,16 @@ TEST(GpuDevicePlan, DecreasingOffsetsAreReported) {
   }
   // Past 256 tiles the fast kernel looks back over several windows, so the flag must travel
   // through the earlier tiles' inclusive prefixes too.
+  // At one chunk row every warp looks back (look_back_wide): the flag travels through it too.
   const size_t b = 600000;
-  for (size_t at : {size_t{0}, size_t{4000}, b / 2, b - 1}) {
-    SCOPED_TRACE("fast B=" + std::to_string(b) + " at=" + std::to_string(at));
-    DevicePlanStatus st{};
-    std::vector<int32_t> lengths;
-    plan_refused(offsets_with_decrease(b, at), std::vector<uint32_t>(b, 0), GpuKernel::fast, st, lengths);
-    EXPECT_EQ(st.code, kPlanBadOffsets);
-  }
+  for (uint32_t m : {8u, 1u})
+    for (size_t at : {size_t{0}, size_t{4000}, b / 2, b - 1}) {
+      SCOPED_TRACE("fast B=" + std::to_string(b) + " M=" + std::to_string(m) + " at=" + std::to_string(at));
+      DevicePlanStatus st{};
+      std::vector<int32_t> lengths;
+      plan_refused(offsets_with_decrease(b, at), std::vector<uint32_t>(b, 0), GpuKernel::fast, st, lengths, m);
+      EXPECT_EQ(st.code, kPlanBadOffsets);
+    }
 }
 
 TEST(GpuDevicePlan, OverflowIsReported) {

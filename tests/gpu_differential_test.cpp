@@ -136,6 +136,13 @@ TEST(GpuDifferential, SanitizerSample) {
   PlanHarness harness;
   EXPECT_EQ(harness.run(batches, GpuKernel::max_port), 0u);  // the seed's O(B^2) prefix stops here
   batches.push_back(random_batch(rng, 600000, 1 << 21));  // past 256 tiles: a look-back over many 32-tile windows
+  // One chunk row past 32 tiles: every warp looks back (look_back_wide), over one round and several.
+  for (uint32_t b : {70001u, 600000u}) {
+    Batch one = random_batch(rng, b, 1 << 21);
+    one.max_chunks = 1;
+    one.buffer_token_size = static_cast<uint32_t>(std::min<uint64_t>(0x7fffffff, std::max<uint64_t>(1, padded_total(one))));
+    batches.push_back(one);
+  }
   for (uint32_t b : {70001u, 270001u}) {  // tables of 2^22 cells and more: the 256-byte-aligned fill
     Batch large = random_batch(rng, b, 1 << 24);
     large.max_chunks = std::max<uint32_t>(large.max_chunks, ((1u << 22) + b - 1) / b);
