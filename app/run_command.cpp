@@ -141,7 +141,7 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   }
   io::TimeFigures t;
   t.cost_file = c.model.path;
-  t.holds_for = c.model.describe();
+  t.holds_for = c.model.describe(eager.has_value());
   t.model = c.dims.name;
   t.tp = c.model.tp;
   t.layers = c.dims.num_layers;

@@ -160,6 +160,13 @@ TEST(EagerCli, GraphOutputsUnchanged) {
   EXPECT_TRUE(test::has(csv.out.substr(0, csv.out.find('\n')), ",over_lower_bound,host_bound_share,layers,"));
   const auto plain = run_cli(base + " --format csv");
   EXPECT_EQ(test::lines(csv.out), test::lines(plain.out));
+  // The header says what the times are: the file's graph timing, plus its host costs where eager.
+  const auto table = run_cli(base + " --timing eager"), graph_table = run_cli(base);
+  EXPECT_TRUE(test::has(table.out, "graph timing + host costs, priced eagerly, calibrated")) << table.out;
+  EXPECT_FALSE(test::has(graph_table.out, "priced eagerly")) << graph_table.out;
+  const auto run = run_cli(std::string("run ") + MLAPLAN_SOURCE_DIR + "/scenarios/worked-example.json --model deepseek-v3 --tp 8 --cost " + kExample +
+                           " --timing eager");
+  EXPECT_TRUE(test::has(run.out, "+ host costs, priced eagerly")) << run.out << run.err;
 }
 
 }  // namespace

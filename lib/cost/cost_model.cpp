@@ -213,10 +213,11 @@ uint32_t known_gpu_sm(const std::string& gpu) {
   return 0;
 }
 
-std::string CostModel::describe() const {
+std::string CostModel::describe(bool eager) const {
   std::string s = gpu + ", " + attention + " attention";
   if (!merge.empty()) s += ", " + merge + " merge";
   if (!timing.empty()) s += ", " + timing + " timing";
+  if (eager && host) s += " + host costs, priced eagerly";
   return s + ", calibrated " + date;
 }
 

@@ -96,7 +96,8 @@ std::string header(const SweepResult& s) {
   out += has_model(s) ? "; mem: the K/V it holds, buffer + K concat or, without a buffer, the largest batch's whole context)\n"
                       : ")\n";
   for (const cost::CostModel& c : s.costs)
-    out += fmt::format("  {} TP{}: {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe()), io::printable(c.path));
+    out += fmt::format("  {} TP{}: {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe(sweep_has_eager(s))),
+                       io::printable(c.path));
   return out;
 }
 

@@ -26,7 +26,7 @@ std::vector<std::string> cost_lines(const SweepResult& sweep) {
       break;
     }
     const cost::CostModel& c = sweep.costs[i];
-    lines.push_back(fmt::format("{}cost model {} TP{}: {}", i == 0 ? "predicted by " : "", c.model, c.tp, c.describe()));
+    lines.push_back(fmt::format("{}cost model {} TP{}: {}", i == 0 ? "predicted by " : "", c.model, c.tp, c.describe(sweep_has_eager(sweep))));
   }
   return lines;
 }

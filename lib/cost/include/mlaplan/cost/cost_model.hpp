@@ -41,9 +41,10 @@ struct CostModel {
   double coefficient(Term t) const { return coefficients[static_cast<size_t>(t)]; }
   // Microseconds per layer: the sum over terms of coefficient x count.
   double predict_us(const Features& f) const;
-  // "NVIDIA H200, flash (...), fused (...) merge, eager timing, calibrated 2026-12-01": what the
-  // prediction holds for, for the output's header.
-  std::string describe() const;
+  // "NVIDIA H200, flash (...), fused (...) merge, graph timing, calibrated 2026-12-01": what the
+  // prediction holds for, for the output's header; `eager`: priced with the host section too
+  // ("graph timing + host costs, priced eagerly").
+  std::string describe(bool eager = false) const;
 };
 
 // "9.0" for 90, "10.0" for 100: a compute capability as a cost file and torch write it.
