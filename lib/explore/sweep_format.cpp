@@ -252,7 +252,7 @@ const std::vector<SweepField>& sweep_fields() {
       {"over_lower_bound", all, [](R r) -> V { return r.time ? V(r.time->over_lower_bound) : V(); }, 6, nullptr, nullptr, true,
        true},
       // Eager timing only (a graph sweep's outputs are as they were): the device's wait for the host.
-      {"host_bound_share", files, [](R r) -> V { return r.time && r.time->eager ? V(r.time->host_bound_share) : V(); }, 6,
+      {"host_bound_share", all, [](R r) -> V { return r.time && r.time->eager ? V(r.time->host_bound_share) : V(); }, 6,
        nullptr, nullptr, true, true, true},
       {"layers", files | kSweepPython, [](R r) -> V { return r.time ? V(uint64_t{r.time->layers}) : V(); }, 0, nullptr, nullptr,
        true, true},

@@ -292,6 +292,7 @@ def sweep(
     step_ms: float = 0.0,
     cost=None,
     memory_limit=_args.MEMORY_LIMIT,
+    timing: str = "graph",
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
@@ -299,7 +300,9 @@ def sweep(
     preset, as `sweep --replay` does; step_ms > 0 takes its arrivals (`--arrivals --step-ms`).
     cost= a cost file (or a list, one per model and TP) adds the predicted times, as `sweep --cost`
     without --model: per row its model, tp, layers, layer_ms_* and step_ms_* (mean, p50, p90, p99,
-    max), iteration_overhead_share and over_lower_bound (docs/cost-model.md).
+    max), iteration_overhead_share and over_lower_bound (docs/cost-model.md). timing="eager" prices
+    each step with the file's host section too, as `sweep --timing eager` (the host's dispatch by the
+    two clocks), and adds host_bound_share; "graph", the default, the kernels alone.
 
     Every value is checked as the CLI checks its option (ValueError naming the keyword); the batches,
     their counts and the planner's tables must fit memory_limit (bytes, or a size such as "4GiB";
@@ -326,7 +329,8 @@ def sweep(
         replay=replay or "", replay_format=a.name_of("replay_format", replay_format, ("auto", "mooncake", "azure")),
         replay_block_size=a.whole("replay_block_size", replay_block_size, 1, 1 << 30),
         prefix_cache_tokens=a.whole("prefix_cache_tokens", prefix_cache_tokens, 0, 1 << 48),
-        step_ms=a.duration_ms("step_ms", step_ms), costs=costs, memory_limit=a.memory_limit(memory_limit))
+        step_ms=a.duration_ms("step_ms", step_ms), costs=costs, memory_limit=a.memory_limit(memory_limit),
+        timing=a.name_of("timing", timing, ("graph", "eager")))
     if replay is None:
         for name in ("replay_format", "replay_block_size", "prefix_cache_tokens", "step_ms"):
             if checked[name] != _REPLAY_DEFAULTS[name]:

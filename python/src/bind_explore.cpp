@@ -98,11 +98,11 @@ void require_sweep_fits(const std::vector<Batch>& batches, const explore::SweepG
 nb::list rows_of(const explore::SweepResult& result) {
   using namespace mlaplan::explore;
   nb::list rows;
-  const bool timed = sweep_has_time(result);
+  const bool timed = sweep_has_time(result), eager = sweep_has_eager(result);
   for (const SweepRow& r : result.rows) {
     nb::dict d;
     for (const SweepField& f : sweep_fields())
-      if ((f.outputs & kSweepPython) && (timed || !f.timed))
+      if ((f.outputs & kSweepPython) && (timed || !f.timed) && (eager || !f.eager))
         d[f.key] = std::visit(
             [](const auto& v) -> nb::object {
               if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) return nb::none();
@@ -123,8 +123,11 @@ void bind_explore(nb::module_& m) {
          uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
          const std::string& policies, const std::string& replay, const std::string& replay_format,
          uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms, const std::vector<std::string>& costs,
-         uint64_t memory_limit) {
+         uint64_t memory_limit, const std::string& timing) {
         using namespace mlaplan::explore;
+        if (timing != "graph" && timing != "eager") throw InputError("timing: \"" + timing + "\" is not graph or eager");
+        if (timing == "eager" && costs.empty())
+          throw InputError("timing: eager prices the host's dispatch with a cost file's host section; add cost=FILE");
         if (buffer_tokens.empty() || max_chunks.empty())
           throw InputError("buffer_tokens, max_chunks: give at least one value each");
         SweepGrid grid;
@@ -133,6 +136,7 @@ void bind_explore(nb::module_& m) {
         grid.policies = parse_policies(policies, Policy{}, "policies");
         // Cost models: the sweep takes each file's model (a preset) and TP, as `sweep --cost` without --model.
         for (const std::string& path : costs) grid.costs.push_back(cost::read_cost_model(path));
+        grid.eager = timing == "eager";  // before take_cost_models: it refuses a file without a host section
         if (!grid.costs.empty()) {
           grid.dtype = parse_dtype(grid.costs.front().dtype);
           take_cost_models(grid, false);
@@ -161,7 +165,7 @@ void bind_explore(nb::module_& m) {
       "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
       "max_chunks"_a, "policies"_a, "replay"_a = "", "replay_format"_a = "auto", "replay_block_size"_a = 512,
       "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0, "costs"_a = std::vector<std::string>{},
-      "memory_limit"_a = uint64_t{2} << 30,
+      "memory_limit"_a = uint64_t{2} << 30, "timing"_a = "graph",
       "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting.");
 
   m.def(

@@ -166,3 +166,29 @@ def test_host_dispatch_is_timed_behind_a_sleeping_gpu():
     assert samples is not None and len(samples) == 3 and all(0 < s < 20 for s in samples)
     # Work that waits for the GPU cannot be told apart from it: None, not a figure.
     assert time_host(lambda: x.sum().item(), 1) is None
+
+
+def test_python_sweep_prices_eagerly_with_the_host_section(tmp_path):
+    slow = _example()
+    slow["host"]["launch_us"] = {k: 500.0 for k in HOST}  # a host far behind the device
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(slow))
+    kw = dict(workload="short-chat", batches=60, buffer_tokens=(2048, 65536), policies="packed,even-split", cost=str(path))
+    graph, eager = mlaplan.sweep(**kw), mlaplan.sweep(timing="eager", **kw)
+    assert len(graph) == len(eager) > 0
+    for g, e in zip(graph, eager):
+        assert "host_bound_share" not in g and 0 <= e["host_bound_share"] <= 1
+        if g["layer_ms_mean"] is not None:  # the host can only delay the device
+            assert e["layer_ms_mean"] >= g["layer_ms_mean"] - 1e-9
+    assert any(e["host_bound_share"] > 0 for e in eager)
+    with pytest.raises(ValueError, match="timing: eager prices the host's dispatch"):
+        mlaplan.sweep(workload="short-chat", batches=10, timing="eager")
+    with pytest.raises(ValueError, match="timing='fast': unknown"):
+        mlaplan.sweep(workload="short-chat", batches=10, cost=EXAMPLE, timing="fast")
+
+
+def test_python_sweep_eager_refuses_a_file_without_host_costs(tmp_path):
+    graph_only = tmp_path / "g.json"
+    graph_only.write_text(json.dumps({k: v for k, v in _example().items() if k != "host"}))
+    with pytest.raises(ValueError, match="host: missing"):
+        mlaplan.sweep(workload="short-chat", batches=10, cost=str(graph_only), timing="eager")

@@ -3,7 +3,7 @@
 // dispatch cost h_k; the device starts it once it is issued and the previous kernel has ended:
 //   t_host += h_k;  t_dev = max(t_dev, t_host) + d_k;     the layer ends at t_dev.
 // d_k is the graph model's terms apportioned to the launches they belong to; h_k is per launch kind,
-// calibrated from the executor's eager runs (python -m mlaplan.calibrate --timing eager).
+// fitted on the executor's eager runs by the two clocks (python -m mlaplan.calibrate, its host section).
 #pragma once
 
 #include <algorithm>
