@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/explore/batch_formation.hpp"
@@ -442,7 +444,7 @@ const std::string kCostFile = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cos
 
 // A real sweep with the example cost model: max at M=16 refuses most batches at 4K (its p99 time is
 // then infinite), packed and even-split never refuse.
-SweepResult timed_sweep() {
+SweepResult timed_sweep(const std::string& cost_file = kCostFile, bool eager = false) {
   auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
   const std::vector<Batch> batches =
       explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
@@ -452,7 +454,8 @@ SweepResult timed_sweep() {
   grid.policies = explore::parse_policies("max,packed,even-split", explore::Policy{});
   grid.models = {explore::find_model_preset("deepseek-v3")};
   grid.tps = {8};
-  grid.costs = {cost::read_cost_model(kCostFile)};
+  grid.costs = {cost::read_cost_model(cost_file)};
+  grid.eager = eager;
   explore::SweepOptions options;
   options.threads = 1;
   SweepResult s = explore::run_sweep(batches, grid, options);
@@ -683,6 +686,37 @@ TEST(SweepSvgTime, LogAxisOnlyForTimesSpanningMoreThanEight) {
 
 // Without times the chart is the one it always was: no second panel, nothing said of a cost model
 // (even where the sweep still lists one), the same picture as the rows' own.
+// Eager timing: each point whose device waits for the host 5% of the step or more gets a dashed
+// square in the time panel, its tooltip the share, and the legend a key; graph timing none of them.
+TEST(SweepSvgTime, HostBoundPointsAreMarkedUnderEagerTiming) {
+  // The example with the host costs measured on the H200's host (about 50-200 us a launch).
+  std::ifstream in(std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cost/deepseek-v3-tp8-eager-example.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  for (auto& [kind, us] : doc["host"]["launch_us"].items()) us = 120.0;
+  const std::string example = (std::filesystem::temp_directory_path() /
+                               ("mlaplan_host_bound_" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(example) << doc.dump();
+  for (bool eager : {false, true}) {
+    const SweepResult s = timed_sweep(example, eager);
+    SweepReport report;
+    report.sweep = &s;
+    const std::string svg = sweep_svg(report);
+    expect_valid_svg(svg);
+    size_t bound = 0;
+    for (const SweepRow& r : s.rows) bound += r.time && r.time->eager && r.time->host_bound_share >= kHostBoundMark;
+    const auto [iterations, time] = panels(svg);
+    EXPECT_EQ(count(iterations, "class=\"host-bound\""), 0u);
+    EXPECT_EQ(count(time, "class=\"host-bound\""), bound + (bound ? 1 : 0));  // and the legend's key, drawn after
+    EXPECT_EQ(svg.find("host-bound") != std::string::npos, eager);
+    if (eager) {
+      EXPECT_GT(bound, 0u) << "the example's host costs leave no point host-bound at 4K rows";
+      EXPECT_LT(bound, s.rows.size()) << "every point host-bound: the mark tells nothing apart";
+      EXPECT_NE(svg.find("host-bound, the device waits 5%+ of the step"), std::string::npos);
+    }
+  }
+  std::remove(example.c_str());
+}
+
 TEST(SweepSvgTime, WithoutTimesTheChartIsUnchanged) {
   const SweepResult timed = timed_sweep();
   SweepResult stripped = timed;

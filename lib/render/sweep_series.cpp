@@ -124,6 +124,9 @@ void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendO
     L.legend.push_back({LegendEntry::Kind::solid, timed ? "solid: p99 (iterations, ms per step)" : "solid: p99 iterations per batch", 0});
     L.legend.push_back({LegendEntry::Kind::dashed, timed ? "dashed: mean (iterations, ms per step)" : "dashed: mean iterations per batch", 0});
     if (v.any_refused) L.legend.push_back({LegendEntry::Kind::hollow, "hollow: some batches refused", 0});
+    if (v.any_host_bound)
+      L.legend.push_back({LegendEntry::Kind::host,
+                          fmt::format("dashed square: host-bound, the device waits {:g}%+ of the step", 100.0 * kHostBoundMark), 0});
     if (rec) {
       const std::string q = explore::quantile_name(rec->quantile);
       if (by_time(rec))  // K plays no part: no limit line

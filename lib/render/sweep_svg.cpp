@@ -79,6 +79,20 @@ void marker(SvgWriter& w, Shape shape, double x, double y, double r, std::string
 
 // The ring around a recommended point: no fill, and no pointer events, so the point's own tooltip
 // still shows through it.
+// A host-bound point's mark (eager timing): a dashed square of half-side r around it.
+void host_mark(SvgWriter& w, double x, double y, double r) {
+  w.element("rect", {{"class", "host-bound"},
+                     {"x", svg_number(x - r)},
+                     {"y", svg_number(y - r)},
+                     {"width", svg_number(2 * r)},
+                     {"height", svg_number(2 * r)},
+                     {"fill", "none"},
+                     {"stroke", std::string(kInk)},
+                     {"stroke-width", "1.2"},
+                     {"stroke-dasharray", "2 2"},
+                     {"pointer-events", "none"}});
+}
+
 void ring(SvgWriter& w, double x, double y, double r) {
   w.element("circle", {{"class", "recommended"},
                        {"cx", svg_number(x)},
@@ -209,6 +223,10 @@ void draw_legend(SvgWriter& w, const SweepPicture& L) {
         w.element("circle", {{"cx", svg_number(xm)}, {"cy", svg_number(y)}, {"r", "7.5"}, {"fill", "none"},
                              {"stroke", std::string(kInk)}, {"stroke-width", "1.6"}});
         break;
+      case LegendEntry::Kind::host:
+        marker(w, Shape::circle, xm, y, 3.5, key, key, 0.8, "legend-marker");
+        host_mark(w, xm, y, 7.5);
+        break;
       case LegendEntry::Kind::text: break;
     }
     w.text(tx, y + 4, e.label, kLegendSize, {{"fill", std::string(kInk)}});
@@ -227,6 +245,9 @@ void draw_time_panel(SvgWriter& w, const SweepPicture& L, const TimePanel& T) {
   w.close();
 
   for (const SweepSeries& s : L.series) draw_times(w, s);
+  for (const SweepSeries& s : L.series)
+    for (const SweepPoint& p : s.points)
+      if (p.time && p.time->host_bound) host_mark(w, p.x, p.time->y, s.time_radius + 4);
   if (T.rings)
     for (const SweepSeries& s : L.series)
       for (const SweepPoint& p : s.points)

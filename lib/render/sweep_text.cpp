@@ -71,6 +71,9 @@ std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, cons
                    format_ms(t.step_ms(t.mean_us)));
   s += fmt::format("\nper-iteration share {:.1f}%, over bound {:.1f}% (against a buffer holding each batch whole)",
                    100.0 * finite_or_zero(t.iteration_share), 100.0 * finite_or_zero(t.over_lower_bound));
+  if (t.eager)
+    s += fmt::format("\nhost-bound {:.1f}% (eager timing: the share of the step the device waits for the host)",
+                     100.0 * finite_or_zero(t.host_bound_share));
   s += fmt::format("\npath: {} (chunked {}, one-shot {}, absorbed {}){}", t.path(), t.on(explore::EnginePath::chunked),
                    t.on(explore::EnginePath::one_shot), t.on(explore::EnginePath::absorbed),
                    t.buffer_free ? ": the whole context at once, no buffer" : "");

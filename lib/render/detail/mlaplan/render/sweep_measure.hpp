@@ -77,7 +77,7 @@ void widen_covered_lines(const std::vector<SweepRow>& rows, const std::vector<st
 struct Ranges {
   std::vector<uint64_t> sizes;
   double peak = 0, min_positive = std::numeric_limits<double>::infinity();
-  bool any_refused = false, any_recommended = false;
+  bool any_refused = false, any_recommended = false, any_host_bound = false;
 };
 
 void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendOptions>& rec, bool timed);

@@ -58,8 +58,12 @@ struct Scale {
 struct TimePoint {
   double y = 0;       // px of the p99 step time; on the panel's never band when refusals make it infinite
   double y_mean = 0;  // px of the mean step time; NaN where there is none (refused batches)
+  bool host_bound = false;  // eager timing: the device waits for the host kHostBoundMark of the step or more
   std::string tip;
 };
+
+// The host-bound share from which the time panel marks a point (a dashed square around it).
+inline constexpr double kHostBoundMark = 0.05;
 
 struct SweepPoint {
   size_t row = 0;      // index into SweepResult::rows
@@ -95,7 +99,7 @@ struct TextLine {
 };
 
 struct LegendEntry {
-  enum class Kind { series, gap, solid, dashed, hollow, limit, ring, text } kind = Kind::gap;
+  enum class Kind { series, gap, solid, dashed, hollow, limit, ring, host, text } kind = Kind::gap;
   std::string label;
   size_t series = 0;  // Kind::series: index into SweepPicture::series
 };
