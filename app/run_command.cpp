@@ -208,13 +208,17 @@ void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::
   }
 }
 
-// After the plans of a scenario under several policies: one line per policy, side by side.
+// After the plans of a scenario under several policies: one line per policy, side by side. A policy
+// the cost file's GPU runs on a whole-context path shows no chunks or fill: its plan is not what runs.
 std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t first, size_t count) {
-  const bool timed = reports[first].time.has_value() ||
-                     std::any_of(reports.begin() + first, reports.begin() + first + count, [](const io::PlanReport& r) { return r.time.has_value(); });
-  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n",
+  const auto begin = reports.begin() + static_cast<std::ptrdiff_t>(first), end = begin + static_cast<std::ptrdiff_t>(count);
+  const bool timed = std::any_of(begin, end, [](const io::PlanReport& r) { return r.time.has_value(); });
+  const bool eager = std::any_of(begin, end, [](const io::PlanReport& r) { return r.time && r.time->host_bound_share; });
+  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}{}\n",
                                 io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed",
-                                "page padding", "q merges", timed ? fmt::format(" {:>10} {:>9}  {}", "ms/step", "per-iter", "path") : "");
+                                "page padding", "q merges", timed ? fmt::format(" {:>10} {:>9}", "ms/step", "per-iter") : "",
+                                timed ? fmt::format("{}  {}", eager ? fmt::format(" {:>10}", "host-bound") : "", "path") : "");
+  bool whole = false;
   for (size_t i = first; i < first + count; ++i) {
     const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
@@ -223,16 +227,21 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     }
     const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
     const double fill = used ? 100.0 * static_cast<double>(rows) / static_cast<double>(used * n) : 0.0;
+    const bool loop = !r.time || r.time->path == "chunked";
+    whole = whole || !loop;
     std::string time;
     if (r.time) {
       const io::TimeFigures& t = *r.time;
-      time = fmt::format(" {:>10.3f} {:>8.1f}%  {}", t.step_ms(t.layer_us), 100.0 * t.iteration_share(), io::printable(t.path));
+      time = fmt::format(" {:>10.3f} {:>8.1f}%", t.step_ms(t.layer_us), 100.0 * t.iteration_share());
+      if (eager) time += fmt::format(" {:>9.1f}%", 100.0 * t.host_bound_share.value_or(0.0));
+      time += "  " + io::printable(t.path);
     }
     const std::string merges =  // a query row's merges: the most / p99 over the rows
         r.merges_per_query ? fmt::format("{}/{}", r.merges_per_query->first, r.merges_per_query->second) : "-";
-    out += fmt::format("{:<20} {:>8} {:>6.1f}% {:>14} {:>13} {:>13}{}\n", r.policy, used, fill, rows, rows - r.shape.input_tokens,
-                       merges, time);
+    out += fmt::format("{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n", r.policy, loop ? std::to_string(used) : "-",
+                       loop ? fmt::format("{:.1f}%", fill) : "-", rows, rows - r.shape.input_tokens, merges, time);
   }
+  if (whole) out += "(-: the path runs the whole context at once on the cost file's GPU, not the plan's chunks)\n";
   return out;
 }
 

@@ -84,6 +84,28 @@ TEST(CompareCli, TableEndsWithTheComparison) {
   EXPECT_NE(tail.find("\neven-split/vllm "), std::string::npos) << tail;
 }
 
+// With a cost file, a policy its GPU runs on a whole-context path shows no chunks or fill (the plan
+// is not what runs), and under eager timing every row its host-bound share.
+TEST(CompareCli, WholeContextRowsShowNoChunksAndEagerRowsTheirHostShare) {
+  const std::string base = "run " + kScenarios + "/worked-example.json --backend cpu --policy variants --model deepseek-v3 --tp 8 "
+                           "--cost " + mlaplan::test::kData + "/cost/deepseek-v3-tp8-eager-example.json";
+  for (const char* timing : {"graph", "eager"}) {
+    const auto r = run_cli(base + " --timing " + timing);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string tail = r.out.substr(r.out.find("policies compared on worked-example:"));
+    const bool eager = std::string(timing) == "eager";
+    EXPECT_EQ(tail.find("host-bound") != std::string::npos, eager) << tail;
+    // TensorRT-LLM runs the whole context at once on the example's H200.
+    const size_t trt = tail.find("\npacked/trtllm ");
+    ASSERT_NE(trt, std::string::npos) << tail;
+    const std::string row = tail.substr(trt + 1, tail.find('\n', trt + 1) - trt - 1);
+    EXPECT_NE(row.find("-       -"), std::string::npos) << row;
+    EXPECT_NE(row.find("one-shot"), std::string::npos) << row;
+    EXPECT_NE(tail.find("\nmax                         2   87.5%"), std::string::npos) << tail;
+    EXPECT_NE(tail.find("(-: the path runs the whole context at once"), std::string::npos) << tail;
+  }
+}
+
 TEST(CompareCli, ARefusalIsShownNotFatal) {
   const std::string file = kScenarios + "/infeasible-too-long.json --backend cpu";
   // Alone, max refuses the batch as before: exit 2 naming max_chunks.
