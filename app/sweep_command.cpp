@@ -16,6 +16,7 @@
 #include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/explore/recommend.hpp"
 #include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/sweep_footprint.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/render/sweep_html.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
@@ -107,58 +108,12 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
   return out;
 }
 
-// What a sweep holds: the batches (their two arrays and the struct), one iteration count per batch
-// and setting, and per planning thread the max tables of the largest batch at the largest M and a
-// sorted copy of a row's counts. Forming counts the batches as they come (BatchFormation's
-// memory_limit); this checks the whole once they are there, scenario files included.
-struct SweepFootprint {
-  uint64_t batches = 0, sequences = 0, largest_batch = 0;
-};
-
-struct SweepShape {
-  size_t settings = 0, max_settings = 0, costs = 0;
-  uint64_t threads = 1;
-  // An iteration count per setting, a predicted time per setting and cost model, and each thread's
-  // sorted copy of one row's.
-  uint64_t bytes_per_batch() const { return 4 * (settings * (1 + costs) + threads); }
-};
-
-SweepShape sweep_shape(const SweepOptions& opt, const explore::SweepGrid& grid) {
-  SweepShape shape;
-  shape.costs = grid.costs.size();
-  for (const explore::Policy& p : grid.policies) {
-    const size_t n = grid.buffer_tokens.size() * (p.kind == explore::PolicyKind::max ? grid.max_chunks.size() : 1);
-    shape.settings += n;
-    if (p.kind == explore::PolicyKind::max) shape.max_settings += n;
-  }
-  // run_sweep's threads: one with the GPU, else one per core, at most one per setting.
-  shape.threads = opt.backend == "gpu" ? 1 : std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), shape.settings);
-  return shape;
-}
-
-void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid, const SweepFootprint& f) {
-  const SweepShape shape = sweep_shape(opt, grid);
-  const size_t settings = shape.settings, max_settings = shape.max_settings;
-  const uint64_t threads = shape.threads;
-  const std::string limit = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
-  // Each term is far below 2^64 for any count that fits in memory at all; the product is capped.
-  const long double held = static_cast<long double>(f.batches) * (sizeof(Batch) + 8.0L + shape.bytes_per_batch()) +
-                           8.0L * static_cast<long double>(f.sequences);
-  if (held > static_cast<long double>(opt.memory_limit.bytes)) {
-    const uint64_t shown = held >= 1.8e19L ? UINT64_MAX : static_cast<uint64_t>(held);
-    throw InputError(fmt::format("{}: {} batches x {} settings take {} (the batches and an iteration count per batch and "
-                                 "setting), above {}; sweep fewer batches or settings, or raise --memory-limit",
-                                 opt.paths.empty() ? fmt::format("--batches {}", opt.batches) : opt.paths.front(),
-                                 f.batches, settings, io::format_bytes(shown), limit));
-  }
-  if (max_settings == 0) return;
-  const uint32_t most_m = *std::max_element(grid.max_chunks.begin(), grid.max_chunks.end());
-  const uint64_t tables = table_bytes(f.largest_batch, most_m);
-  if (tables > opt.memory_limit.bytes / threads)
-    throw InputError(fmt::format("--max-chunks {}: batches of up to {} sequences in {} chunks take {} of tables on each of "
-                                 "{} planning thread{}, above {}; lower --max-chunks to at most {} or raise --memory-limit",
-                                 most_m, f.largest_batch, most_m, io::format_bytes(tables), threads, threads == 1 ? "" : "s",
-                                 limit, opt.memory_limit.bytes / threads / table_bytes(f.largest_batch, 1)));
+// The sweep's memory check (explore/sweep_footprint.hpp) in the CLI's words.
+void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid, const explore::SweepFootprint& f) {
+  explore::require_sweep_fits(explore::sweep_shape(grid, opt.backend == "gpu"), grid, f, opt.memory_limit.bytes,
+                              {opt.paths.empty() ? fmt::format("--batches {}", opt.batches) : opt.paths.front(),
+                               "--max-chunks", " ", io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
+                               "--memory-limit"});
 }
 
 int sweep(const SweepOptions& opt) {
@@ -240,15 +195,11 @@ int sweep(const SweepOptions& opt) {
   Batches in;
   {
     auto scope = timer.phase("form batches");
-    in = load_batches(opt, sweep_shape(opt, grid).bytes_per_batch());
+    in = load_batches(opt, explore::sweep_shape(grid, opt.backend == "gpu").bytes_per_batch());
   }
   {
-    SweepFootprint formed;
-    formed.batches = in.batches.size();
-    for (const Batch& b : in.batches) {
-      formed.sequences += b.batch_size();
-      formed.largest_batch = std::max<uint64_t>(formed.largest_batch, b.batch_size());
-    }
+    explore::SweepFootprint formed;
+    for (const Batch& b : in.batches) formed.add(b);
     require_sweep_fits(opt, grid, formed);
   }
   explore::SweepResult result;

@@ -186,6 +186,23 @@ TEST(Limits, SweepAndGenBatchSettingsAreBounded) {
                    "--max-chunks 1048576: batch 0 holds 256 sequences, and its tables in 1048576 chunks take 2.01 GiB");
 }
 
+// Rows multiply by the models and TPs swept, and so do the counts a batch keeps: four TPs hold 11 x 4
+// counts per batch where one holds 11 (44 more bytes for each extra TP's 11), as mlaplan.sweep counts.
+TEST(Limits, SweepCountsEveryModelAndTpItSweeps) {
+  const std::string base = "sweep --workload short-chat --batches 100000 --batch-size 1 --buffer-tokens 1024:1048576:x2 "
+                           "--policy packed --model deepseek-v3 --memory-limit 4MiB --tp ";
+  const CliResult one = capped(base + "8"), four = capped(base + "1,2,4,8");
+  auto bytes = [](const CliResult& r) {
+    expect_one_error(r, "bytes each with one sequence)");
+    const size_t at = r.err.find(" bytes each");
+    return std::stoull(r.err.substr(r.err.rfind('(', at) + 1));
+  };
+  // A planning thread per core, at most one per row, keeps one more count each.
+  const uint64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const uint64_t threads_one = std::min<uint64_t>(cores, 11), threads_four = std::min<uint64_t>(cores, 44);
+  EXPECT_EQ(bytes(four) - bytes(one), 4 * (44 - 11) + 4 * (threads_four - threads_one)) << one.err << four.err;
+}
+
 // The case: gen --batches 1000000 wrote a 311 MB file that run refused as over 256 MiB.
 TEST(Limits, GenWritesNothingRunCannotRead) {
   const fs::path dir = scratch("gen");

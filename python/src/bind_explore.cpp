@@ -14,6 +14,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/batch_formation.hpp"
 #include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/explore/sweep_footprint.hpp"
 #include "mlaplan/explore/sweep_format.hpp"
 #include "mlaplan/explore/workload.hpp"
 #include "mlaplan/io/byte_format.hpp"
@@ -39,60 +40,14 @@ std::unique_ptr<explore::RequestSource> replay_source(const std::string& path, c
 
 std::string limit_text(uint64_t limit) { return fmt::format("memory_limit={}", io::format_bytes(limit)); }
 
-// What a sweep holds, counted as `mlaplan sweep` counts it (app/sweep_command.cpp, SweepShape and
-// require_sweep_fits): per batch the struct, its arrays and an iteration count per setting (and a
-// time per setting and cost file), and per planning thread the max tables of the largest batch at
-// the largest M. Rows multiply by the models and TPs the cost files bring.
-struct SweepShape {
-  uint64_t settings = 0, max_settings = 0, costs = 0, threads = 1;
-  uint64_t bytes_per_batch() const { return 4 * (settings * (1 + costs) + threads); }
-};
-
-SweepShape sweep_shape(const explore::SweepGrid& grid) {
-  SweepShape s;
-  s.costs = grid.costs.size();
-  const uint64_t per_model = std::max<size_t>(1, grid.models.size()) * std::max<size_t>(1, grid.tps.size());
-  for (const explore::Policy& p : grid.policies) {
-    const uint64_t n = grid.buffer_tokens.size() * (p.kind == explore::PolicyKind::max ? grid.max_chunks.size() : 1) * per_model;
-    s.settings += n;
-    if (p.kind == explore::PolicyKind::max) s.max_settings += n;
-  }
-  s.threads = std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), std::max<uint64_t>(1, s.settings));
-  return s;
-}
-
 // Before forming: even batches of one sequence would pass the limit.
-void require_batches_fit(size_t batches, const SweepShape& s, uint64_t limit) {
+void require_batches_fit(size_t batches, const explore::SweepShape& s, uint64_t limit) {
   const long double least = static_cast<long double>(batches) * (sizeof(Batch) + 8.0L + 12.0L + s.bytes_per_batch());
   if (least > static_cast<long double>(limit))
     throw InputError(fmt::format("batches={}: {} batches x {} settings take at least {}, above {}; sweep fewer batches "
                                  "(about {} fit) or settings, or raise memory_limit",
                                  batches, batches, s.settings, io::format_bytes(static_cast<uint64_t>(std::min(least, 1.8e19L))),
                                  limit_text(limit), static_cast<uint64_t>(limit / (least / batches))));
-}
-
-void require_sweep_fits(const std::vector<Batch>& batches, const explore::SweepGrid& grid, const SweepShape& s,
-                        uint64_t limit) {
-  uint64_t sequences = 0, largest = 0;
-  for (const Batch& b : batches) {
-    sequences += b.batch_size();
-    largest = std::max<uint64_t>(largest, b.batch_size());
-  }
-  const long double held =
-      static_cast<long double>(batches.size()) * (sizeof(Batch) + 8.0L + s.bytes_per_batch()) + 8.0L * sequences;
-  if (held > static_cast<long double>(limit))
-    throw InputError(fmt::format("batches={}: {} batches x {} settings take {} (the batches and an iteration count per "
-                                 "batch and setting), above {}; sweep fewer batches or settings, or raise memory_limit",
-                                 batches.size(), batches.size(), s.settings,
-                                 io::format_bytes(static_cast<uint64_t>(std::min(held, 1.8e19L))), limit_text(limit)));
-  if (s.max_settings == 0) return;
-  const uint32_t most_m = *std::max_element(grid.max_chunks.begin(), grid.max_chunks.end());
-  const uint64_t tables = table_bytes(largest, most_m);
-  if (tables > limit / s.threads)
-    throw InputError(fmt::format("max_chunks={}: batches of up to {} sequences in {} chunks take {} of tables on each of "
-                                 "{} planning thread{}, above {}; lower max_chunks to at most {} or raise memory_limit",
-                                 most_m, largest, most_m, io::format_bytes(tables), s.threads, s.threads == 1 ? "" : "s",
-                                 limit_text(limit), limit / s.threads / table_bytes(largest, 1)));
 }
 
 nb::list rows_of(const explore::SweepResult& result) {
@@ -157,7 +112,10 @@ void bind_explore(nb::module_& m) {
               replay.empty() ? preset_source(find_workload_preset(workload), seed)
                              : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
           const std::vector<Batch> formed = form_batches(*source, formation, settings, batches, seed);
-          require_sweep_fits(formed, grid, shape, memory_limit);
+          explore::SweepFootprint footprint;
+          for (const Batch& b : formed) footprint.add(b);
+          require_sweep_fits(shape, grid, footprint, memory_limit,
+                             {fmt::format("batches={}", formed.size()), "max_chunks", "=", limit_text(memory_limit), "memory_limit"});
           return run_sweep(formed, grid);
         });
         return rows_of(result);
