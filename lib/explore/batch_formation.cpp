@@ -152,6 +152,9 @@ class Footprint {
     const uint64_t cap = batches.capacity();
     const uint64_t list = batches.size() < cap ? cap : cap + std::max<uint64_t>(1, 2 * cap);
     const uint64_t total = arrays_ + list * sizeof(Batch);
+    if (total > f_.memory_limit && !f_.limit_subject.empty())
+      throw InputError(fmt::format("{}: the first {} steps formed already take {}, above {}; {}", f_.limit_subject,
+                                   batches.size() + 1, io::format_bytes(total), f_.memory_limit_text, f_.limit_fix));
     if (total > f_.memory_limit)
       throw InputError(fmt::format("{}: the first {} batches formed already take {}, above {}; form fewer "
                                    "batches (about {} fit, --batches {}) or smaller ones, or raise --memory-limit",

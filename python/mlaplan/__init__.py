@@ -19,7 +19,6 @@ The explorer is here too: `plan_policy` plans under an engine's policy (packed, 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -372,11 +371,7 @@ def replay(
     try:
         return _mlaplan.replay(*checked)
     except ValueError as e:
-        # Every step is a batch held until the count: the formation's limit speaks of batches.
-        text = re.sub(r"^the trace's steps: the first (\d+) batches formed already take ([^,]+), above ([^;]+);.*",
-                      r"replay: the first \1 steps formed already take \2, above \3; give a larger token_budget "
-                      r"(fewer steps) or raise memory_limit", str(e))
-        raise ValueError(_args.keyword_message(text, {"--replay-block-size": "block_size"})) from None
+        raise ValueError(_args.keyword_message(str(e), {"--replay-block-size": "block_size"})) from None
 
 
 def cost_terms() -> list:

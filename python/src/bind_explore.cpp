@@ -136,6 +136,8 @@ void bind_explore(nb::module_& m) {
         formation.memory_limit = memory_limit;  // every step is held as a batch until the count
         formation.memory_limit_text = limit_text(memory_limit);
         formation.batches_given = false;  // the whole trace: SIZE_MAX below is no count the caller gave
+        formation.limit_subject = "replay";  // every step is held as a batch only until it is counted
+        formation.limit_fix = "give a larger token_budget (fewer steps) or raise memory_limit";
         std::unique_ptr<explore::RequestSource> source;
         const size_t steps = interruptible([&] {
           source = replay_source(path, format, block_size, cache_tokens, step_ms, max_model_len);

@@ -387,3 +387,12 @@ def test_check_arguments_are_one_line(args):
 @pytest.mark.parametrize("value", ["nan", "-5", "0", "inf"])
 def test_max_seconds_is_a_positive_number(module, value):
     one_error_line(run(module, "--max-seconds", value), 2, "--max-seconds", "positive number of seconds")
+
+
+def test_replay_past_its_memory_limit_speaks_of_steps_and_keywords():
+    with pytest.raises(ValueError) as e:
+        mlaplan.replay(TRACE, token_budget=1, memory_limit="1MiB")
+    text = str(e.value)
+    assert text.startswith("replay: the first ") and "steps formed already take" in text
+    assert "above memory_limit=1.00 MiB; give a larger token_budget (fewer steps) or raise memory_limit" in text
+    assert "--" not in text and "batches" not in text

@@ -62,6 +62,9 @@ struct BatchFormation {
   // refused before forming any. False for a bound of the tool's own that a trace may never reach
   // (gen's whole trace); the messages then speak of the trace's steps.
   bool batches_given = true;
+  // A caller that holds every step as a batch only to count it (mlaplan.replay): the limit's message
+  // then names `limit_subject` ("replay"), calls the batches steps and gives `limit_fix` as the fix.
+  std::string limit_subject, limit_fix;
 
   std::string describe() const;  // "token budget 8192 per step, at most 256 sequences" / "batches of 1..32 requests"
 };
