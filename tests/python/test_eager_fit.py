@@ -134,7 +134,8 @@ def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
 def test_validate_eager_needs_host_costs(tmp_path):
     recs = []
     for i, p in enumerate(make_grid(30, 9, 16)):
-        d = dict(p.as_dict(), workload="w", scenario=f"w-{i % 3}", path="chunked", graph_ms=1.0, eager_ms=1.5)
+        d = dict(p.as_dict(), workload="w", scenario=f"w-{i % 3}", path="chunked", graph_ms=1.0, eager_ms=1.5,
+                 eager_spread_ms=0.3)
         recs.append(d)
     meas = tmp_path / "v.json"
     meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": recs}))
@@ -152,6 +153,9 @@ def test_validate_eager_needs_host_costs(tmp_path):
     assert rep["timing"] == "eager" and len(rep["settings"]) > 0
     assert rep["workloads"]["w"]["runs"] == len(recs)
     assert np.median(np.abs(np.asarray(want) / 1.5 - 1)) == pytest.approx(rep["workloads"]["w"]["median_abs_error"])
+    # Each eager run's spread is reported, so a reader sees how noisy the host was.
+    assert rep["workloads"]["w"]["eager_spread_median"] == pytest.approx(0.2)
+    assert "The eager runs' spread" in r.stdout and "w 20.0% (p90 20.0%)" in r.stdout
 
 
 torch = pytest.importorskip("torch", reason="timing the host's dispatch needs torch")

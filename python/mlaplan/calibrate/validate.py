@@ -152,6 +152,12 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         out["workloads"][w] = {"runs": len(rs), "batches": len({r["scenario"] for r in rs}), "settings": len(keys),
                                "median_abs_error": float(np.median(errs)), "p90_abs_error": float(np.quantile(errs, 0.9)),
                                "max_abs_error": float(np.max(errs)), "kendall_tau": kendall_tau(measured, predicted)}
+        # How far the eager runs of one setting spread ((max - min) / median over the reps): where the
+        # host sets the pace, its noise bounds what any prediction of eager time can do.
+        spreads = [r["eager_spread_ms"] / r["eager_ms"] for r in rs if r.get("eager_spread_ms") is not None and r.get("eager_ms")]
+        if timing == "eager" and spreads:
+            out["workloads"][w].update(eager_spread_median=float(np.median(spreads)),
+                                       eager_spread_p90=float(np.quantile(spreads, 0.9)))
     if all_errors:
         out["overall"] = {"runs": len(all_errors), "median_abs_error": float(np.median(all_errors)),
                           "p90_abs_error": float(np.quantile(all_errors, 0.9))}
@@ -169,6 +175,11 @@ def markdown(rep: dict, cost_path: str) -> str:
     if "overall" in rep:
         o = rep["overall"]
         lines.append(f"| all | | {o['runs']} | | {100 * o['median_abs_error']:.1f}% | {100 * o['p90_abs_error']:.1f}% | | |")
+    spread = [f"{w} {100 * s['eager_spread_median']:.1f}% (p90 {100 * s['eager_spread_p90']:.1f}%)"
+              for w, s in rep["workloads"].items() if "eager_spread_median" in s]
+    if spread:
+        lines += ["", "The eager runs' spread, (max - min) / median over each run's repetitions, median per workload: "
+                  + "; ".join(spread) + "."]
     lines += ["", "| workload | policy | buffer | measured ms | predicted ms | error |", "|---|---|---:|---:|---:|---:|"]
     for s in rep["settings"]:
         lines.append(f"| {s['workload']} | {s['policy']} | {s['buffer_tokens']} | {s['measured_ms']:.3f} | "
