@@ -703,7 +703,7 @@ TEST(SweepSvgTime, HostBoundPointsAreMarkedUnderEagerTiming) {
     const std::string svg = sweep_svg(report);
     expect_valid_svg(svg);
     size_t bound = 0;
-    for (const SweepRow& r : s.rows) bound += r.time && r.time->eager && r.time->host_bound_share >= kHostBoundMark;
+    for (const SweepRow& r : s.rows) bound += r.time && r.time->eager && r.time->host_bound_share >= kHostBoundMark;  // by hand
     const auto [iterations, time] = panels(svg);
     EXPECT_EQ(count(iterations, "class=\"host-bound\""), 0u);
     EXPECT_EQ(count(time, "class=\"host-bound\""), bound + (bound ? 1 : 0));  // and the legend's key, drawn after

@@ -43,8 +43,7 @@ Ranges value_ranges(const std::vector<SweepRow>& rows, const std::vector<bool>& 
     see(rows[i].mean_iterations);
     out.any_refused = out.any_refused || rows[i].refused > 0;
     out.any_recommended = out.any_recommended || recommended[i];
-    const auto& t = rows[i].time;
-    out.any_host_bound = out.any_host_bound || (t && t->eager && t->host_bound_share >= kHostBoundMark);
+    out.any_host_bound = out.any_host_bound || (rows[i].time && marked_host_bound(*rows[i].time));
   }
   if (rec && !by_time(rec)) see(rec->max_iterations);  // K, drawn only when it is the target
   out.sizes.assign(size_set.begin(), size_set.end());

@@ -82,7 +82,7 @@ SweepPicture measure_sweep(const explore::SweepReport& report) {
         // No mean where batches are refused (TimeStats::mean_us): the dashed line breaks there.
         t.y_mean = std::isinf(r.time->mean_us) ? std::numeric_limits<double>::quiet_NaN()
                                                : L.time->y(r.time->step_ms(r.time->mean_us));
-        t.host_bound = r.time->eager && r.time->host_bound_share >= kHostBoundMark;
+        t.host_bound = marked_host_bound(*r.time);
         t.tip = time_tip(r, choice[i], rec);
         p.time = std::move(t);
       }

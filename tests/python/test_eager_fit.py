@@ -17,7 +17,7 @@ from mlaplan import _mlaplan
 pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
 
 from mlaplan.calibrate import fit  # noqa: E402
-from mlaplan.calibrate.grid import features, make_grid  # noqa: E402
+from mlaplan.calibrate.grid import Point, eager_us, features, make_grid  # noqa: E402
 from mlaplan.calibrate.validate import predict_us  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -95,7 +95,8 @@ def test_host_fit_recovers_planted_costs():
     # Layers it never saw are priced as the planted costs price them (each kind on its own only where
     # host-bound layers tell them apart: the totals are what eager time depends on).
     for r in _host_records(40, 0.0, seed=7):
-        got = fit.eager_us(r, _graph_fit().coefficients, h.launch_us, False, 16, 132, 1, 128, "grid")
+        p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
+        got = eager_us(p, _graph_fit().coefficients, h.launch_us, False, 16)
         assert got == pytest.approx(r["eager_ms"] * 1e3, rel=0.02)
     # Too few points with eager times: no fit, and no host section.
     assert fit.fit_host([dict(r, eager_ms=None) for r in recs], _graph_fit(), 16, 132, False) is None

@@ -21,9 +21,9 @@ from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill.timing import SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 from ..prefill.__main__ import write_output
+from .fit import HOST_REPS
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
-HOST_REPS = 3  # measure.HOST_REPS (not imported: it pulls in torch, which --refit does not need)
 
 
 def parser() -> Parser:

@@ -167,6 +167,8 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
 
 
 LAUNCH_KINDS = ("gather", "up_projection", "concat", "attention", "merge", "fill")  # executor.LAUNCH_KINDS, without torch
+# Layers whose host dispatch a calibration times on its own per point (the median kept as host_ms).
+HOST_REPS = 3
 # The host fit's robust loss: residuals past 5% weigh linearly, so that the few layers a noisy host
 # stalled (an eager run's spread reaches a third of its median) do not set every launch's cost.
 HOST_LOSS, HOST_SCALE = "soft_l1", 0.05
@@ -186,18 +188,6 @@ class HostFit:
                 "not_identifiable": self.not_identifiable}
 
 
-def eager_us(rec: dict, coefficients: Dict[str, float], launch_us: Dict[str, float], pad_v: bool, heads: int, sms: int,
-             blocks: int, tile: int, scheduler: str) -> float:
-    """The record's layer priced eagerly, as `run --cost --timing eager` prices it."""
-    from .. import _mlaplan
-    from .grid import Point, record_sm
-
-    p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
-    return _mlaplan.cost_eager(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
-                               p.buffer_tokens, p.policy, coefficients, launch_us, pad_v, heads, sms, blocks, tile,
-                               record_sm(rec), scheduler)["eager_us"]
-
-
 def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pad_v: bool) -> Optional[HostFit]:
     """Eager time's host costs: microseconds per launch of each kind, >= 0, such that the two clocks
     over the graph fit's device times give each point's measured eager time (robust least squares on
@@ -206,15 +196,19 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
         from scipy.optimize import least_squares
     except ImportError as e:  # pragma: no cover - scipy comes with the calibrate extra
         raise ImportError("the host fit uses scipy.optimize.least_squares: pip install 'mlaplan[calibrate]' (scipy)") from e
+    from .grid import Point, eager_us, record_sm
+
     usable = [r for r in records if r.get("eager_ms") and r.get("graph_ms")]
     if len(usable) <= len(LAUNCH_KINDS):
         return None
     y = np.asarray([r["eager_ms"] * 1e3 for r in usable])
+    # The points once, each priced at every step of the search.
+    points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r)) for r in usable]
 
     def residuals(h):
         launch = dict(zip(LAUNCH_KINDS, map(float, h)))
-        return np.asarray([eager_us(r, graph.coefficients, launch, pad_v, heads, sms, graph.blocks_per_sm, graph.tile_queries,
-                                    graph.scheduler) for r in usable]) / y - 1
+        return np.asarray([eager_us(p, graph.coefficients, launch, pad_v, heads, sms, graph.blocks_per_sm, graph.tile_queries,
+                                    sm, graph.scheduler) for p, sm in points]) / y - 1
 
     # The walk is piecewise linear in h: finite differences of a few percent see its kinks.
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,

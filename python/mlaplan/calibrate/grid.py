@@ -9,7 +9,7 @@ from typing import List, Sequence
 
 import numpy as np
 
-from .. import cost_features
+from .. import _mlaplan, cost_features
 from ..prefill.check import random_batch
 from ..prefill.schedule import ENGINES
 
@@ -48,6 +48,15 @@ def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_
     f = cost_features(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
                       p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, sm=sm, scheduler=scheduler)
     return {k: v for k, v in f.items() if k != "path"}
+
+
+def eager_us(p: Point, coefficients: dict, launch_us: dict, pad_v: bool, heads: int, sms: int = 132, blocks_per_sm: int = 1,
+             tile_queries: int = 128, sm: int = 0, scheduler: str = "grid") -> float:
+    """The point's layer priced eagerly, as `run --cost --timing eager` prices it: the two clocks over
+    its launches on the path `features` counts, with the coefficients and host costs given."""
+    return _mlaplan.cost_eager(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
+                               p.buffer_tokens, p.policy, coefficients, launch_us, pad_v, heads, sms, blocks_per_sm,
+                               tile_queries, sm, scheduler)["eager_us"]
 
 
 def record_sm(rec: dict) -> int:
@@ -109,23 +118,27 @@ def scenario_points(paths: Sequence[str], buffers: Sequence[int], policies: Sequ
     buffer: points shaped as the workloads a user prices are, drawn with other seeds than the
     held-out ones (docs/cost-model.md). Settings a policy refuses are left out, unless `refused`
     (validation measures them, to report the refusal)."""
+    out: List[Point] = []
+    for workload, _, s in scenario_batches(paths):
+        for buffer in buffers:
+            for policy in policies:
+                p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), int(buffer), policy, workload, s["name"])
+                if not refused:
+                    try:
+                        features(p, heads)
+                    except ValueError:
+                        continue
+                out.append(p)
+    return out
+
+
+def scenario_batches(paths: Sequence[str]):
+    """(workload, index in its file, scenario) for every scenario of the files, in order: the
+    workload is the file's name, and each scenario gains `new`, its sequences' new tokens."""
     import os
 
-    from .. import _mlaplan
-
-    out: List[Point] = []
     for path in paths:
         workload = os.path.splitext(os.path.basename(path))[0]
-        for s in _mlaplan.read_scenarios(path):
+        for i, s in enumerate(_mlaplan.read_scenarios(path)):
             offsets = list(s["input_row_offsets"])
-            new = [b - a for a, b in zip(offsets, offsets[1:])]
-            for buffer in buffers:
-                for policy in policies:
-                    p = Point(list(s["cache_lengths"]), new, int(s["page_size"]), int(buffer), policy, workload, s["name"])
-                    if not refused:
-                        try:
-                            features(p, heads)
-                        except ValueError:
-                            continue
-                    out.append(p)
-    return out
+            yield workload, i, dict(s, new=[b - a for a, b in zip(offsets, offsets[1:])])

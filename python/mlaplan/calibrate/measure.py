@@ -15,11 +15,10 @@ from ..prefill.inputs import host_page_table, random_inputs
 from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
 from ..prefill.schedule import build_schedule
+from .fit import HOST_REPS
 from .grid import Point
 
 ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "auto"}
-# Layers whose host dispatch is timed per point (the median kept): eager time's host costs are fitted on it.
-HOST_REPS = 3
 # What the engines run on this GPU, as their dispatch picks it (validation).
 AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 

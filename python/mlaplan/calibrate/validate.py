@@ -11,7 +11,6 @@ missed, 2 bad usage or input, 3 a device failure.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
 from typing import Dict, List, Optional
@@ -55,10 +54,9 @@ def parser() -> Parser:
 def measure(args) -> dict:
     import torch
 
-    from .. import _mlaplan
     from ..prefill.model import model_dims
     from .device_info import describe
-    from .grid import Point
+    from .grid import Point, scenario_batches
     from ..prefill.attention import kernel_title
     from .measure import AUTO_PATHS, measure_point
 
@@ -72,22 +70,22 @@ def measure(args) -> dict:
     import time
 
     start = time.monotonic()
-    for path in args.scenarios:
-        workload = os.path.splitext(os.path.basename(path))[0]
-        for i, s in enumerate(_mlaplan.read_scenarios(path)):
-            if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
-                print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
-                break
-            offsets = list(s["input_row_offsets"])
-            new = [b - a for a, b in zip(offsets, offsets[1:])]
-            for buffer in args.buffer_tokens:
-                for engine in engines:
-                    p = Point(list(s["cache_lengths"]), new, int(s["page_size"]), buffer, engine)
-                    rec = measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
-                                        args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms)
-                    rec.update(workload=workload, scenario=s["name"])
-                    records.append(rec)
-            print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
+    stopped = None  # the workload whose scenarios --max-seconds cut off
+    for workload, i, s in scenario_batches(args.scenarios):
+        if workload == stopped:
+            continue
+        if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+            print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
+            stopped = workload
+            continue
+        for buffer in args.buffer_tokens:
+            for engine in engines:
+                p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
+                rec = measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
+                                    args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms)
+                rec.update(workload=workload, scenario=s["name"])
+                records.append(rec)
+        print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
             "settle_ms": args.settle_ms, "records": records}
@@ -103,17 +101,14 @@ def read_cost(path: str) -> dict:
 def predict_us(cost: dict, rec: dict, timing: str = "graph") -> float:
     """The layer's time as `run --cost` predicts it: the terms times the coefficients, or for eager
     time from a graph-timed file the two clocks with its host section, as --timing eager prices it."""
-    from .. import _mlaplan
-    from .grid import Point, features, record_sm
+    from .grid import Point, eager_us, features, record_sm
 
     g = cost["geometry"]
     p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
     if timing == "eager" and cost.get("timing") != "eager":
         h = cost["host"]
-        return _mlaplan.cost_eager(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
-                                   p.buffer_tokens, p.policy, cost["coefficients"], h["launch_us"], h["pad_v"], g["heads"],
-                                   g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec),
-                                   g.get("scheduler", "grid"))["eager_us"]
+        return eager_us(p, cost["coefficients"], h["launch_us"], h["pad_v"], g["heads"], g["sms"], g["blocks_per_sm"],
+                        g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     return sum(cost["coefficients"][k] * v for k, v in f.items())
 

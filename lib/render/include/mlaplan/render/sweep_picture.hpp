@@ -64,6 +64,7 @@ struct TimePoint {
 
 // The host-bound share from which the time panel marks a point (a dashed square around it).
 inline constexpr double kHostBoundMark = 0.05;
+inline bool marked_host_bound(const explore::TimeStats& t) { return t.eager && t.host_bound_share >= kHostBoundMark; }
 
 struct SweepPoint {
   size_t row = 0;      // index into SweepResult::rows
