@@ -346,3 +346,11 @@ def test_scenario_points_are_every_batch_policy_and_buffer():
 def test_calibrate_refuses_scenarios_with_refit():
     r = run_module("mlaplan.calibrate", "--refit", "a.json", "--scenarios", "b.json", "-o", "x.json")
     assert r.returncode == 2 and "--scenarios: they add points to measure, and --refit measures nothing" in r.stderr
+
+
+def test_calibrate_names_a_bad_scenarios_file_before_asking_for_a_gpu(tmp_path):
+    r = run_module("mlaplan.calibrate", "--scenarios", str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.json"))
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error:"), r.stderr
+    assert "missing.json" in lines[0] and "GPU" not in lines[0], r.stderr
+    assert not (tmp_path / "x.json").exists()

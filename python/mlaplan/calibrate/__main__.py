@@ -129,6 +129,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         except ValueError as e:
             msg = str(e)
             raise UsageError(msg if msg.startswith("--") else f"--model: {msg}")
+        # Read before the device is asked for, so a bad file is named first.
+        try:
+            workload_points = scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads)
+        except ValueError as e:  # the reader's message names the file and field
+            raise UsageError(str(e)) from None
         device = _device(torch, args.device)
         if device.type != "cuda":
             raise UsageError("the calibration times a GPU: torch sees none here; run it on one, or fit saved measurements with --refit")
@@ -141,10 +146,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         kernel = attention_kernel(args.attention, device)
         info = device_info.describe(torch, device)
         limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
-        try:
-            workload_points = scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads)
-        except ValueError as e:  # the reader's message names the file and field
-            raise UsageError(str(e)) from None
         grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
         # Interleaved, so that --max-seconds keeps a share of both.
         points = [p for pair in zip(grid, workload_points) for p in pair] + grid[len(workload_points):] + workload_points[len(grid):]
