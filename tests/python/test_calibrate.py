@@ -264,6 +264,8 @@ def test_refit_writes_a_cost_file(tmp_path):
     (["--model", "deepseek-v3", "--tp", "3", "-o", "x.json"], "--tp 3: DeepSeek-V3 has 128 attention heads"),
     (["--tp", "8"], "the following arguments are required: -o/--output"),
     (["--points", "2", "-o", "x.json"], "--points: 2 is outside the range; give a whole number from 10 to 1000000"),
+    (["--buffer-tokens", "0", "-o", "x.json"], "--buffer-tokens: 0 is outside the range; give a whole number from 1"),
+    (["--host-reps", "-1", "-o", "x.json"], "--host-reps: '-1' is not written in digits; give a whole number from 0"),
 ])
 def test_calibrate_refuses_in_one_line(args, message):
     r = run_module("mlaplan.calibrate", *args)
