@@ -262,6 +262,42 @@ TEST(CostFeatures, EvenSplitGroupsEqualChunkByChunk) {
   }
 }
 
+// waves runs vLLM's packed loop over its own tables: per chunk one launch of the sequences with rows
+// in it, each its own queries over its rows. Its terms, counted again from the tables it plans.
+TEST(CostFeatures, WavesTermsAreItsTablesOwnLaunches) {
+  for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted}) {
+    const Geometry g{16, 132, 1, 128, sched};
+    Draw draw{4242};
+    for (int trial = 0; trial < 300; ++trial) {
+      Batch b;
+      b.page_size = 1 + static_cast<uint32_t>(draw(64));
+      b.max_chunks = 1;
+      const uint32_t B = 1 + static_cast<uint32_t>(draw(12));
+      b.input_row_offsets = {0};
+      for (uint32_t i = 0; i < B; ++i) {
+        b.cache_lengths.push_back(draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(20000)));
+        b.input_row_offsets.push_back(b.input_row_offsets.back() + (draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(900))));
+      }
+      b.buffer_token_size = 256 + static_cast<uint32_t>(draw(8000));
+      const explore::Policy p = explore::parse_policies("waves", explore::Policy{}).front();
+      const Features f = explore::policy_features(b, p, g);
+      Features want = explore::new_tokens_features(b, g);
+      const explore::PolicyPlan plan = explore::plan_policy(b, p);
+      for (uint64_t c = 0; c < plan.outcome.chunks; ++c) {
+        Launch launch(g);
+        for (uint32_t s = 0; s < B; ++s) {
+          const uint32_t rows = plan.tables.row_offset(static_cast<uint32_t>(c), s + 1) - plan.tables.row_offset(static_cast<uint32_t>(c), s);
+          if (rows > 0) launch.add(b.input_length(s), rows, false);
+        }
+        launch.finish(want);
+      }
+      for (Term t : {Term::query, Term::mpair, Term::idle_mpair, Term::block, Term::sequence})
+        EXPECT_NEAR(f[t], want[t], 1e-9 * (1 + std::abs(want[t]))) << "trial " << trial << " term " << coefficient_name(t);
+      EXPECT_EQ(f[Term::iteration], static_cast<double>(plan.outcome.chunks)) << "trial " << trial;
+    }
+  }
+}
+
 // A sweep takes the lower bound's terms for a setting that streams the batch whole: they must be the
 // terms the setting's own plan counts (max's from its planner's tables), on random batches under
 // every policy and buffers from a page to past the batch.
@@ -280,7 +316,7 @@ TEST(CostFeatures, StreamingWholeIsTheUnboundedPlan) {
       b.input_row_offsets.push_back(b.input_row_offsets.back() + static_cast<uint32_t>(draw(400)));
     }
     b.buffer_token_size = std::max<uint32_t>(b.page_size, static_cast<uint32_t>(draw(40000)) / b.page_size * b.page_size);
-    for (const explore::Policy& p : explore::parse_policies("variants", explore::Policy{})) {
+    for (const explore::Policy& p : explore::parse_policies("max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang,waves", explore::Policy{})) {
       const bool max = p.kind == explore::PolicyKind::max;
       const explore::PolicyOutcome o = explore::policy_outcome(b, p);
       const bool streams = explore::streams_whole(b, p);

@@ -61,7 +61,7 @@ TEST(EagerTime, DeviceTimesAddUpToTheGraphTime) {
   cost::HostCosts none, some;
   some.us = {3, 5, 2, 9, 4, 1};
   some.pad_v = true;
-  const char* policies[] = {"packed", "even-split", "even-split/sglang", "packed/trtllm", "max"};
+  const char* policies[] = {"packed", "even-split", "even-split/sglang", "packed/trtllm", "max", "waves"};
   for (int trial = 0; trial < 300; ++trial) {
     const uint32_t B = 1 + rng() % 6, page = trial % 2 ? 16 : 1;
     std::vector<uint32_t> cache(B), offsets{0};

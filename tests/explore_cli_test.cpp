@@ -111,7 +111,7 @@ TEST(ExploreCli, SweepOverScenarioFiles) {
 
 TEST(ExploreCli, BadInputNamesTheOptionAndTheFix) {
   const std::string we = "run " + kScenarios + "/worked-example.json --backend cpu";
-  expect_bad_input(we + " --policy evensplit", "--policy evensplit: unknown policy; choose max, packed or even-split");
+  expect_bad_input(we + " --policy evensplit", "--policy evensplit: unknown policy; choose max, packed, even-split or waves");
   expect_bad_input(we + " --model deepseek-v4", "--model deepseek-v4: unknown model");
   expect_bad_input(we + " --model deepseek-v3 --tp 3", "--tp 3");
   expect_bad_input(we + " --tp 8", "add --model");

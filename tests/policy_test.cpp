@@ -34,6 +34,8 @@ Policy even(EvenSplitVariant v) {
   return p;
 }
 
+Policy waves() { return {PolicyKind::waves}; }
+
 // Plans, checks the invariants and returns the plan.
 PolicyPlan checked(const Batch& b, const Policy& p) {
   PolicyPlan plan = plan_policy(b, p);
@@ -216,7 +218,7 @@ TEST(PolicyNames, ListsOfKindsAndVariants) {
 // with the tables.
 TEST(PolicyInvariants, HoldOnRandomBatches) {
   const std::vector<Policy> policies{Policy{}, packed(), packed_trtllm(), even(EvenSplitVariant::vllm),
-                                     even(EvenSplitVariant::sglang)};
+                                     even(EvenSplitVariant::sglang), waves()};
   check::BatchGeneratorOptions options;
   options.large_batch_size = 256;
   options.max_chunks = 64;
@@ -254,6 +256,88 @@ TEST(PolicyInvariants, CatchCorruptedTables) {
   EXPECT_FALSE(broken([](PlanTables& t) { t.buffer_lengths[3] = 0; }).ok());         // an unused chunk with a length
   EXPECT_FALSE(broken([](PlanTables& t) { t.buffer_lengths[0] = 65; }).ok());        // over the buffer
   EXPECT_FALSE(check_policy_invariants(b, p, good.tables, 2).ok());                   // a chunk not counted
+}
+
+// waves: sequences whose blocks (16 heads x query tiles of 128) fill less than 90% of the waves of 132
+// slots stream as a group, each chunk's rows shared in proportion to what each has left.
+TEST(PolicyWaves, NarrowSequencesShareEveryChunkInProportion) {
+  // One new token each: 16 blocks apiece, a group of both; 500 rows shared 250 / 250, four times.
+  const PolicyPlan even_group = checked(contexts(1, 500, {1000, 1000}), waves());
+  ASSERT_EQ(even_group.outcome.chunks, 4u);
+  for (uint32_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(piece(even_group.tables, c, 0), (Piece{0, 250, 250 * c}));
+    EXPECT_EQ(piece(even_group.tables, c, 1), (Piece{250, 500, 250 * c}));
+  }
+  // 300 and 100 left in 200 rows: 150 + 50, then the same again; both end in chunk 1.
+  const PolicyPlan uneven = checked(contexts(1, 200, {300, 100}), waves());
+  ASSERT_EQ(uneven.outcome.chunks, 2u);
+  EXPECT_EQ(piece(uneven.tables, 0, 0), (Piece{0, 150, 0}));
+  EXPECT_EQ(piece(uneven.tables, 0, 1), (Piece{150, 200, 0}));
+  EXPECT_EQ(piece(uneven.tables, 1, 0), (Piece{0, 150, 150}));
+  EXPECT_EQ(piece(uneven.tables, 1, 1), (Piece{150, 200, 50}));
+}
+
+TEST(PolicyWaves, AWideSequenceStreamsAloneAsPacked) {
+  // 2,048 new tokens: 16 tiles x 16 heads = 256 blocks, 97% of two waves: alone, as packed streams it.
+  const Batch b = make_batch(1, 500, 16, {600, 600}, {0, 2048, 2049});
+  const PolicyPlan p = checked(b, waves());
+  ASSERT_EQ(p.outcome.chunks, 3u);  // ceil(1,200 / 500): every chunk full but the last
+  EXPECT_EQ(piece(p.tables, 0, 0), (Piece{0, 500, 0}));
+  EXPECT_EQ(piece(p.tables, 1, 0), (Piece{0, 100, 500}));
+  EXPECT_EQ(piece(p.tables, 1, 1), (Piece{100, 500, 0}));
+  EXPECT_EQ(piece(p.tables, 2, 1), (Piece{0, 200, 400}));
+  // A narrower launch shape makes the same sequence narrow: 8 heads x 16 tiles = 128 blocks of 264.
+  Policy narrow = waves();
+  narrow.waves_heads = 8;
+  narrow.waves_slots = 264;
+  const PolicyPlan q = checked(b, narrow);
+  EXPECT_EQ(piece(q.tables, 0, 0), (Piece{0, 250, 0}));
+  EXPECT_EQ(piece(q.tables, 0, 1), (Piece{250, 500, 0}));
+}
+
+// On random batches: every chunk is full but the last (ceil(context / W) chunks, fewer than packed
+// can take), and the members of a group end in the same chunk.
+TEST(PolicyWaves, FullChunksOnRandomBatches) {
+  check::BatchGeneratorOptions options;
+  options.large_batch_size = 64;
+  options.max_chunks = 64;
+  check::BatchGenerator gen(36, options);
+  size_t planned = 0, shared = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const Batch batch = gen.next();
+    uint64_t context = 0;
+    for (uint32_t len : batch.cache_lengths) context += len;
+    const PolicyOutcome o = policy_outcome(batch, waves());
+    if (o.refused || o.chunks > 4096) continue;
+    const PolicyPlan plan = checked(batch, waves());
+    ASSERT_EQ(plan.outcome.chunks, (context + batch.buffer_token_size - 1) / batch.buffer_token_size);
+    for (uint64_t c = 0; c + 1 < plan.outcome.chunks; ++c)
+      ASSERT_EQ(plan.tables.buffer_lengths[c], static_cast<int32_t>(batch.buffer_token_size)) << "chunk " << c;
+    const PolicyOutcome packed_o = policy_outcome(batch, packed());
+    if (!packed_o.refused) ASSERT_LE(o.chunks, packed_o.chunks);
+    for (uint64_t c = 0; c < plan.outcome.chunks; ++c) {
+      uint32_t in = 0;
+      for (uint32_t s = 0; s < batch.batch_size(); ++s)
+        in += plan.tables.row_offset(static_cast<uint32_t>(c), s + 1) > plan.tables.row_offset(static_cast<uint32_t>(c), s);
+      shared += in > 2;
+    }
+    ++planned;
+  }
+  EXPECT_GT(planned, 1000u);
+  EXPECT_GT(shared, 100u);  // groups of three and more: the shares are exercised
+}
+
+TEST(PolicyWaves, ShapeByName) {
+  EXPECT_EQ(waves().name(), "waves");
+  const Policy p = parse_policies("waves/h128-s132", Policy{}).front();
+  EXPECT_EQ(p.kind, PolicyKind::waves);
+  EXPECT_EQ(p.waves_heads, 128u);
+  EXPECT_EQ(p.waves_slots, 132u);
+  EXPECT_EQ(p.name(), "waves/h128-s132");
+  EXPECT_EQ(parse_policies("waves/h16-s264-t64", Policy{}).front().name(), "waves/h16-s264-t64");
+  EXPECT_EQ(parse_policies("waves/h16-s132", Policy{}).front().name(), "waves");
+  for (const char* bad : {"waves/x", "waves/h0-s132", "waves/h16", "waves/h16-s132-", "waves/h16-s99999999", "waves/s1-h1"})
+    EXPECT_THROW(parse_policies(bad, Policy{}), InputError) << bad;
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ std::vector<uint64_t> by_rows(const Batch& b, const Policy& policy, const PlanTa
         for (uint64_t p = cached; p < cached + b.input_length(s); ++p)
           if (p >= start) ++m[q0(s) + p - cached];
       }
-    } else if (policy.kind == PolicyKind::packed && policy.packed == PackedVariant::vllm) {
+    } else if ((policy.kind == PolicyKind::packed && policy.packed == PackedVariant::vllm) || policy.kind == PolicyKind::waves) {
       if (!(first && queries == T))  // the first chunk holding every query is taken as it is
         for (uint32_t s = 0; s < B; ++s)
           if (in[s])
@@ -62,7 +62,7 @@ std::vector<uint64_t> by_rows(const Batch& b, const Policy& policy, const PlanTa
     }
     first = false;
   }
-  const bool vllm = (policy.kind == PolicyKind::packed && policy.packed == PackedVariant::vllm) ||
+  const bool vllm = (policy.kind == PolicyKind::packed && policy.packed == PackedVariant::vllm) || policy.kind == PolicyKind::waves ||
                     (policy.kind == PolicyKind::even_split && policy.even_split == EvenSplitVariant::vllm);
   const bool trtllm = policy.kind == PolicyKind::packed && policy.packed == PackedVariant::trtllm;
   if (vllm || trtllm)  // vLLM's final merge; TensorRT-LLM's new tokens' step merged into the context
@@ -95,7 +95,8 @@ TEST(QueryMerges, EqualTheExecutorsCountFromThePlanTablesOnRandomBatches) {
   const std::vector<Policy> policies{named(PolicyKind::max), named(PolicyKind::packed),
                                      named(PolicyKind::packed, PackedVariant::trtllm),
                                      named(PolicyKind::even_split),
-                                     named(PolicyKind::even_split, PackedVariant::vllm, EvenSplitVariant::sglang)};
+                                     named(PolicyKind::even_split, PackedVariant::vllm, EvenSplitVariant::sglang),
+                                     named(PolicyKind::waves)};
   const cost::Geometry g{16, 132, 1, 128};
   size_t compared = 0, many = 0;
   for (int i = 0; i < 300; ++i) {

@@ -25,6 +25,7 @@ const char* engine_title(const Policy& p) {
     case PolicyKind::max: return "MAX";
     case PolicyKind::packed: return is_trtllm(p) ? "TensorRT-LLM" : "vLLM";
     case PolicyKind::even_split: return is_sglang(p) ? "SGLang" : "vLLM";
+    case PolicyKind::waves: return "mlaplan's waves (vLLM's packed loop)";
   }
   return "?";
 }

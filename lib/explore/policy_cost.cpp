@@ -325,6 +325,12 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     chunks = walked_chunks(b, false, g, f, first_queries, largest, eager, &loop,
                            [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
     f[Term::merged_query] += T;  // the new tokens' step merges into the context's state
+  } else if (policy.kind == PolicyKind::waves) {  // vLLM's packed loop over its own plan
+    chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop,
+                           [&](auto&& emit) { return detail::walk_waves(b, policy, emit); });
+    if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;
+    f[Term::merged_query] += T;
+    f[Term::fixed_step] += 1;
   } else {
     const uint64_t align = detail::packed_align(b, policy);
     chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop,
@@ -340,7 +346,7 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     // starts empty is filled first: TensorRT-LLM's context, vLLM packed's unless chunk 0 is taken.
     const Features& ns = new_step ? *new_step : new_tokens_features(b, g);
     const bool trtllm = policy.kind == PolicyKind::packed && policy.packed == PackedVariant::trtllm;
-    const bool packed_vllm = policy.kind == PolicyKind::packed && !trtllm;
+    const bool packed_vllm = (policy.kind == PolicyKind::packed && !trtllm) || policy.kind == PolicyKind::waves;
     Clock layer = cost::eager_fills(eager->host, trtllm || (packed_vllm && first_queries != new_tokens(b)));
     if (!trtllm) layer.then(new_step_clock(*eager, ns, false, false));
     layer.then(loop);
@@ -354,7 +360,7 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     }
     eager_layer(*eager, f, layer);
   }
-  if (outcome && policy.kind == PolicyKind::packed) {  // the walk's own count: what policy_outcome walks for
+  if (outcome && (policy.kind == PolicyKind::packed || policy.kind == PolicyKind::waves)) {  // the walk's own count: what policy_outcome walks for
     *outcome = PolicyOutcome{};
     outcome->chunks = chunks;
     outcome->payload_tokens = outcome->streamed_rows = context;
@@ -365,7 +371,7 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
 
 PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f,
                                     const Features* new_step, EagerTime* eager) {
-  if (policy.kind == PolicyKind::packed) {
+  if (policy.kind == PolicyKind::packed || policy.kind == PolicyKind::waves) {
     uint64_t context = 0;
     for (uint32_t len : b.cache_lengths) context += len;
     // Where the policy refuses, policy_outcome says why; otherwise one walk gives both.
@@ -452,6 +458,7 @@ bool streams_whole(const Batch& b, const Policy& policy) {
       for (uint32_t s = 0; s < b.batch_size(); ++s) total += b.padded_length(s);
       return total <= n;
     case PolicyKind::packed:  // no context is split: the walk never reads the buffer's size
+    case PolicyKind::waves:   // one chunk: every group ends in it, whole
       for (uint32_t len : b.cache_lengths) total += len;
       return total <= n && !detail::below_split_align(b, policy);
     case PolicyKind::even_split: {  // one chunk: a share that holds the longest context

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/explore/policy.hpp"
@@ -98,6 +99,82 @@ uint64_t walk_even_split(const Batch& batch, uint64_t share, Emit&& emit) {
   return chunks;
 }
 
+// How full the waves of a launch with `blocks` (query tile, head) blocks are, on `slots` slots at once.
+inline double wave_fill(uint64_t blocks, uint64_t slots) {
+  return blocks == 0 ? 0.0 : static_cast<double>(blocks) / static_cast<double>(slots * ceil_div(blocks, slots));
+}
+
+// mlaplan's waves policy (docs/policies.md). Contexts in request order, every chunk full (W rows, the
+// last one partial): as TensorRT-LLM packs them, ceil(context / W) chunks. But a sequence does not
+// stream alone when its (query tile, head) blocks would leave the launch's waves less than
+// kWavesFill full: it streams as one group with the next sequences with context, until the group's
+// blocks fill them, and each chunk's rows go to the group's members in proportion to what each has
+// left, so that the members end in the same chunk (the next group then takes that chunk's rest).
+// A sequence that fills the waves alone is streamed as packed streams it: few merges. The pieces
+// of a chunk are in sequence order; a member whose share rounds to 0 rows is not in that chunk.
+// Returns the number of chunks. O(B + chunks x group) in time, O(group) in memory.
+constexpr double kWavesFill = 0.9;
+template <typename Emit>
+uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
+  const uint64_t W = batch.buffer_token_size, B = batch.batch_size();
+  const uint64_t slots = policy.waves_slots, tile = policy.waves_tile, heads = policy.waves_heads;
+  thread_local std::vector<uint32_t> group;  // the members, in order
+  thread_local std::vector<uint64_t> left;   // what each has left
+  thread_local std::vector<uint64_t> share;
+  uint64_t chunk = 0, rows = 0;  // rows of the current chunk taken
+  uint32_t b = 0;
+  while (b < B) {
+    group.clear();
+    left.clear();
+    uint64_t blocks = 0, rest = 0;
+    for (; b < B; ++b) {
+      const uint64_t len = batch.cache_lengths[b];
+      if (len == 0) continue;
+      if (!group.empty() && wave_fill(blocks, slots) >= kWavesFill) break;
+      group.push_back(b);
+      left.push_back(len);
+      rest += len;
+      blocks += ceil_div(batch.input_length(b), tile) * heads;
+    }
+    if (group.empty()) break;
+    const size_t n = group.size();
+    share.assign(n, 0);
+    while (rest > 0) {
+      const uint64_t room = W - rows;
+      if (rest <= room) {  // the group ends in this chunk
+        for (size_t j = 0; j < n; ++j)
+          if (left[j] > 0) emit(chunk, group[j], batch.cache_lengths[group[j]] - left[j], left[j]);
+        rows += rest;
+        rest = 0;
+        break;
+      }
+      uint64_t given = 0;
+      for (size_t j = 0; j < n; ++j) {  // room x left / rest, rounded down; the rounding's rows below
+        share[j] = static_cast<uint64_t>(static_cast<unsigned __int128>(room) * left[j] / rest);
+        given += share[j];
+      }
+      for (size_t j = 0; j < n && given < room; ++j) {
+        const uint64_t more = std::min(room - given, left[j] - share[j]);
+        share[j] += more;
+        given += more;
+      }
+      for (size_t j = 0; j < n; ++j) {
+        if (share[j] == 0) continue;
+        emit(chunk, group[j], batch.cache_lengths[group[j]] - left[j], share[j]);
+        left[j] -= share[j];
+      }
+      rest -= room;
+      ++chunk;
+      rows = 0;
+    }
+    if (rows == W) {
+      ++chunk;
+      rows = 0;
+    }
+  }
+  return rows > 0 ? chunk + 1 : chunk;
+}
+
 // The even split's share per sequence, or 0 with `why` set when the engine would refuse the batch.
 inline uint64_t even_split_share(const Batch& batch, EvenSplitVariant variant, std::string& why) {
   const uint64_t W = batch.buffer_token_size;
@@ -160,6 +237,9 @@ bool walk(const Batch& batch, const Policy& policy, uint64_t& chunks, std::strin
       chunks = walk_even_split(batch, share, emit);
       return true;
     }
+    case PolicyKind::waves:
+      chunks = walk_waves(batch, policy, emit);
+      return true;
     case PolicyKind::max:
       break;
   }

@@ -32,11 +32,12 @@ from .executor import PARTS, execute, prepare
 from .inputs import PrefillInputError, PrefillInputs, check_inputs, host_page_table, inputs_from, random_inputs
 from .model import MlaDims, model_dims, model_names
 from .reference import one_shot
-from .schedule import ENGINE_TITLES, ENGINES, Schedule, build_schedule, parse_engines
+from .schedule import ENGINE_TITLES, ENGINES, POLICIES, Schedule, build_schedule, parse_engines
 
 __all__ = [
     "ENGINES",
     "ENGINE_TITLES",
+    "POLICIES",
     "PARTS",
     "MlaDims",
     "PrefillInputError",
@@ -66,7 +67,7 @@ def prefill_attention(x: PrefillInputs, policy: str = "packed", buffer_tokens: i
                       max_chunks: Optional[int] = None, sglang_path: str = "auto", trtllm_path: str = "auto",
                       fused_merge: Optional[bool] = None, attention: str = "auto", state: Optional[str] = None) -> Tuple[Any, Any]:
     """(out [T, heads, v_head] in q's dtype, lse [T, heads] float32) of the layer's prefill attention
-    as `policy`'s engine computes it with a buffer of `buffer_tokens` rows (ENGINES lists the names).
+    as `policy`'s engine computes it with a buffer of `buffer_tokens` rows (POLICIES lists the names: the engines, ENGINES, and mlaplan's own).
     attention: the kernel on CUDA: auto (FlashAttention-3 on SM90 where a build imports, else flash), fa3,
     flash (FlashAttention-2, V padded) or cudnn (cuDNN SDPA); ValueError where it cannot run here.
     state: the running output's dtype across merges: None (q's, bf16 as the engines keep it), "fp32"

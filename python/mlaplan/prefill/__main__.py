@@ -34,6 +34,8 @@ policies (the engine that runs each one's plan; docs/prefill.md):
   even-split         vLLM before PR 50613: every prefill attends every chunk
   even-split/sglang  SGLang: one-shot, absorbed or chunked, as its dispatch picks (--sglang-path)
   packed/trtllm      TensorRT-LLM: the whole context at once on SM90, the chunk loop on SM100 (--trtllm-path)
+  waves              mlaplan's own (docs/policies.md), run by vLLM's packed loop; waves/h<heads>-s<slots> for
+                     another launch shape than 16 heads on 132 SMs (e.g. waves/h128-s132 at TP 1)
 
 exit status: 0 ok, 1 a policy missed one-shot attention by more than --tolerance, 2 bad usage or input,
 3 device failure (out of memory included), 130 interrupted."""
@@ -291,7 +293,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         del x, reference
     from .report import json_report, text_report
 
-    header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES[e]}" for e in engines)
+    header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES.get(e, ENGINE_TITLES.get(e.split('/')[0], e))}" for e in engines)
     text = (json_report if args.format == "json" else text_report)(header, batches)
     if args.json:
         write_output(args.json, json_report(header, batches))

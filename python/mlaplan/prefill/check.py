@@ -29,10 +29,11 @@ from .executor import state_dtype
 from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
 from .reference import one_shot
-from .schedule import ENGINES, build_schedule, merge_stats
+from .schedule import POLICIES, build_schedule, merge_stats
 
-# Every engine, and each of the other paths an engine can take, so all of them are checked.
-VARIANTS = [(e, {}) for e in ENGINES] + [
+# Every engine and mlaplan's own policy, and each of the other paths an engine can take, so all of
+# them are checked.
+VARIANTS = [(e, {}) for e in POLICIES] + [
     ("even-split/sglang", {"sglang_path": "chunked"}),
     ("even-split/sglang", {"sglang_path": "one-shot"}),
     ("even-split/sglang", {"sglang_path": "absorbed"}),
@@ -40,7 +41,7 @@ VARIANTS = [(e, {}) for e in ENGINES] + [
     ("packed/trtllm", {"trtllm_path": "sm100"}),
 ]
 # The variants that read the plan's tables (the one-shot paths take every row at once).
-TABLE_VARIANTS = [(e, {}) for e in ("max", "packed", "even-split")] + [
+TABLE_VARIANTS = [(e, {}) for e in ("max", "packed", "even-split", "waves")] + [
     ("even-split/sglang", {"sglang_path": "chunked"}),
     ("packed/trtllm", {"trtllm_path": "sm100"}),
 ]

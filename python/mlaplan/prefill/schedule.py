@@ -28,6 +28,11 @@ ENGINE_TITLES = {
     "even-split/sglang": "SGLang",
     "packed/trtllm": "TensorRT-LLM",
 }
+# mlaplan's own policy (docs/policies.md), run by vLLM's packed loop over its plan; "waves/h<heads>-s<slots>"
+# names another launch shape than the default (16 heads, 132 slots).
+OWN_POLICIES = ("waves",)
+POLICIES = ENGINES + OWN_POLICIES
+ENGINE_TITLES["waves"] = "mlaplan's waves (vLLM's packed loop)"
 ALIASES = {"even-split/vllm": "even-split", "packed/vllm": "packed"}
 SGLANG_PATHS = ("auto", "chunked", "one-shot", "absorbed")
 TRTLLM_PATHS = ("auto", "sm90", "sm100")
@@ -108,8 +113,14 @@ def merge_stats(counts) -> tuple:
 
 def engine_named(name: str) -> str:
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key not in ENGINES:
-        raise ValueError(f"--policy {name}: unknown policy; choose all or a comma list of {', '.join(ENGINES)}")
+    if key.startswith("waves/"):
+        try:  # the planner reads the shape, and names what it takes
+            plan_policy(np.zeros(1, np.uint32), np.zeros(2, np.uint32), 1, 1, 1, key)
+        except ValueError as e:
+            raise ValueError(str(e).replace("policy ", "--policy ", 1)) from None
+        return key
+    if key not in POLICIES:
+        raise ValueError(f"--policy {name}: unknown policy; choose all or a comma list of {', '.join(POLICIES)}")
     return key
 
 
@@ -117,10 +128,10 @@ def parse_engines(text: str) -> List[str]:
     """'all' or a comma list of engine names (docs/prefill.md); ValueError names a bad one."""
     names = [t for t in (s.strip() for s in text.split(",")) if t]
     if not names:
-        raise ValueError("--policy: give all or a comma list of " + ", ".join(ENGINES))
+        raise ValueError("--policy: give all or a comma list of " + ", ".join(POLICIES))
     out: List[str] = []
     for n in names:
-        for e in (ENGINES if n.lower() == "all" else (engine_named(n),)):
+        for e in (POLICIES if n.lower() == "all" else (engine_named(n),)):
             if e not in out:
                 out.append(e)
     return out
@@ -169,7 +180,8 @@ def _whole_context_step(n: Lengths, table, device, label: str, absorbed: bool = 
 def _context_steps(n: Lengths, table, tables, queries: str, target: str, first_takes: bool, device) -> List[Step]:
     """The chunked-context loop over a context-only policy's tables. queries: "all" (every prefill's
     queries attend every chunk, with no keys where a sequence has none in it) or "own" (only the
-    chunk's own requests, a contiguous run: vLLM's packed loop)."""
+    chunk's own requests: vLLM's packed loop, where they are a contiguous run; waves' groups may skip
+    a member whose share rounds to nothing, and their queries are then gathered)."""
     steps = []
     for c, segs, length in _chunks(tables, n.batch_size):
         rows = _gather_rows(table, n, segs, device)
@@ -180,9 +192,12 @@ def _context_steps(n: Lengths, table, tables, queries: str, target: str, first_t
             attend = _all_queries_call(n, k_lens.tolist(), False, device)
         else:
             bs = [b for b, _, _, _ in segs]
-            assert bs == list(range(bs[0], bs[-1] + 1)), "a packed chunk covers a contiguous run of requests"
             call = make_call(n.new[bs].tolist(), [k for _, _, k, _ in segs], False, device)
-            attend = Attend(call, int(n.q_start[bs[0]]), None, 0)
+            if bs == list(range(bs[0], bs[-1] + 1)):
+                attend = Attend(call, int(n.q_start[bs[0]]), None, 0)
+            else:
+                q_rows = np.concatenate([np.arange(n.q_start[b], n.q_start[b] + n.new[b], dtype=np.int64) for b in bs])
+                attend = Attend(call, int(q_rows[0]) if q_rows.size else 0, _ids(q_rows, device), 0)
         take = first_takes and not steps and attend.q0 == 0 and attend.call.n_q == n.new_tokens
         steps.append(Step(f"chunk {c}", False, rows, length, [attend], target, take))
     return steps
@@ -298,12 +313,14 @@ def build_schedule(engine: str, n: Lengths, table: np.ndarray, buffer_tokens: in
         return Schedule(engine, "chunked", steps, plan.chunks_used, max(s.n_rows for s in steps))
 
     # vLLM: the new tokens' causal attention, the context loop into its own state, one merge at the end.
-    policy = "packed" if engine == "packed" else "even-split/vllm"
+    # waves runs that loop over its own plan.
+    own = engine == "packed" or engine.startswith("waves")
+    policy = engine if own else "even-split/vllm"
     steps = [_new_tokens_step(n, "out", True, device)]
     if not has_context:
         return Schedule(engine, "no context", steps, 0, steps[0].n_rows)
     plan = tables_for(policy)
-    if engine == "packed":
+    if own:
         # One chunk holding every request: its output is the context's (vLLM's fast path); otherwise
         # requests without context start as zeros with LSE -inf and each chunk fills its own rows.
         ctx = _context_steps(n, table, plan.tables, "own", "context", True, device)

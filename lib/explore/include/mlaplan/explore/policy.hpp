@@ -8,6 +8,9 @@
 //               no alignment and requests without context skipped.
 //   even-split  the buffer divided evenly: vLLM before PR 50613 (share = round_down(W / prefills with
 //               context, page)) or SGLang (share = W / batch size); chunks = ceil(longest context / share).
+//   waves       mlaplan's own (docs/policies.md): full chunks in request order, as packed, but a sequence
+//               whose queries leave the GPU's block slots idle streams together with the next ones, each
+//               chunk's rows shared in proportion to what each has left, until the launch fills its waves.
 // Every policy reports its plan in the one table form of PlanTables: chunk c holds sequence b in buffer
 // rows [row_offset(c, b), row_offset(c, b + 1)), reading its tokens from cache_offset(c, b) on.
 #pragma once
@@ -21,7 +24,7 @@
 
 namespace mlaplan::explore {
 
-enum class PolicyKind { max, packed, even_split };
+enum class PolicyKind { max, packed, even_split, waves };
 enum class PackedVariant { vllm, trtllm };
 enum class EvenSplitVariant { vllm, sglang };
 
@@ -30,15 +33,22 @@ struct Policy {
   PackedVariant packed = PackedVariant::vllm;
   uint32_t split_align = 0;  // packed (vllm): split points are multiples of this; 0 = the page size
   EvenSplitVariant even_split = EvenSplitVariant::vllm;
+  // waves: the attention launch's shape it fills, as FlashAttention's grid has it: (query tile, head)
+  // blocks, `waves_slots` of them at once (SMs x blocks per SM). The defaults are DeepSeek-V3 at TP 8
+  // (16 heads) on an H100 or H200 (132 SMs), FlashAttention's 128-query tiles.
+  uint32_t waves_heads = 16;
+  uint32_t waves_slots = 132;
+  uint32_t waves_tile = 128;
 
-  // "max", "packed", "packed/trtllm", "packed/align-1", "even-split/vllm", "even-split/sglang".
+  // "max", "packed", "packed/trtllm", "packed/align-1", "even-split/vllm", "even-split/sglang", "waves"
+  // ("waves/h128-s132" for another shape than the default).
   std::string name() const;
   // True when the policy streams cache + new tokens padded to pages (max); false when it streams the
   // cached context only, as the engines' chunked-context loops do.
   bool streams_new_tokens() const { return kind == PolicyKind::max; }
 };
 
-// "max", "packed" or "even-split" (also "even_split"), with the variant options applied by the caller.
+// "max", "packed", "even-split" (also "even_split") or "waves", with the variant options applied by the caller.
 // Throws InputError naming `option` and the valid names.
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
 // A comma list of policies, each a kind (its variant taken from `defaults`) or a kind/variant:
