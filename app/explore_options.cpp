@@ -20,7 +20,8 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
     cmd.add_option("--policy", o.policy,
                    "Chunking policies to compare, a comma list: max (MAX's plan of cache + new tokens, padded to pages, "
                    "capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); a "
-                   "variant by name (packed/trtllm, even-split/sglang, ...); all (the three), variants (all five)")
+                   "variant by name (packed/trtllm, even-split/sglang, ...); waves (mlaplan's own, docs/policies.md); "
+                   "all (the three), variants (the engines' five)")
         ->type_name("LIST")
         ->default_str("all");
   } else {
@@ -28,8 +29,9 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
                    "Chunking policy: max (MAX's plan of cache + new tokens, padded to pages, capped at max_chunks), "
                    "packed (vLLM since PR 50613: the cached context packed in order) or even-split (the buffer "
                    "divided evenly, vLLM before PR 50613 or SGLang); a variant by name (packed/trtllm, "
-                   "even-split/sglang, ...); or a comma list to compare them on the same batch: all (the three), "
-                   "variants (all five)")
+                   "even-split/sglang, ...); waves (mlaplan's own: full chunks, narrow sequences streamed in groups "
+                   "that fill the attention's waves; docs/policies.md); or a comma list to compare them on the same "
+                   "batch: all (the three), variants (the engines' five)")
         ->type_name("NAME|LIST")
         ->default_str("max");
   }

@@ -30,6 +30,22 @@ struct Draw {
   }
 };
 
+// Up to 12 sequences, one in four without context and one in four without queries (it has no
+// blocks, wherever it is in the batch), pages of 1-64 tokens, buffers of 256-8,255 rows.
+Batch random_batch(Draw& draw, uint64_t max_context, uint64_t max_new) {
+  Batch b;
+  b.page_size = 1 + static_cast<uint32_t>(draw(64));
+  b.max_chunks = 1;
+  const uint32_t B = 1 + static_cast<uint32_t>(draw(12));
+  b.input_row_offsets = {0};
+  for (uint32_t i = 0; i < B; ++i) {
+    b.cache_lengths.push_back(draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(max_context)));
+    b.input_row_offsets.push_back(b.input_row_offsets.back() + (draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(max_new))));
+  }
+  b.buffer_token_size = 256 + static_cast<uint32_t>(draw(8000));
+  return b;
+}
+
 Batch one_sequence(uint32_t cached, uint32_t fresh, uint32_t buffer) {
   Batch b;
   b.page_size = 1;
@@ -228,17 +244,8 @@ TEST(CostFeatures, EvenSplitGroupsEqualChunkByChunk) {
   const Geometry g{16, 132, 1, 128};
   Draw draw{12345};
   for (int trial = 0; trial < 300; ++trial) {
-    Batch b;
-    b.page_size = 1 + static_cast<uint32_t>(draw(64));
-    b.max_chunks = 1;
-    const uint32_t B = 1 + static_cast<uint32_t>(draw(12));
-    b.input_row_offsets = {0};
-    for (uint32_t i = 0; i < B; ++i) {
-      b.cache_lengths.push_back(draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(5000)));
-      // A sequence without queries now and then: it has no blocks, wherever it is in the batch.
-      b.input_row_offsets.push_back(b.input_row_offsets.back() + (draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(700))));
-    }
-    b.buffer_token_size = 256 + static_cast<uint32_t>(draw(8000));
+    const Batch b = random_batch(draw, 5000, 700);
+    const uint32_t B = b.batch_size();
     for (const char* name : {"even-split/vllm", "even-split/sglang"}) {
       const explore::Policy p = explore::parse_policies(name, explore::Policy{}).front();
       if (explore::policy_outcome(b, p).refused) continue;
@@ -269,16 +276,8 @@ TEST(CostFeatures, WavesTermsAreItsTablesOwnLaunches) {
     const Geometry g{16, 132, 1, 128, sched};
     Draw draw{4242};
     for (int trial = 0; trial < 300; ++trial) {
-      Batch b;
-      b.page_size = 1 + static_cast<uint32_t>(draw(64));
-      b.max_chunks = 1;
-      const uint32_t B = 1 + static_cast<uint32_t>(draw(12));
-      b.input_row_offsets = {0};
-      for (uint32_t i = 0; i < B; ++i) {
-        b.cache_lengths.push_back(draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(20000)));
-        b.input_row_offsets.push_back(b.input_row_offsets.back() + (draw(4) == 0 ? 0 : static_cast<uint32_t>(draw(900))));
-      }
-      b.buffer_token_size = 256 + static_cast<uint32_t>(draw(8000));
+      const Batch b = random_batch(draw, 20000, 900);
+      const uint32_t B = b.batch_size();
       const explore::Policy p = explore::parse_policies("waves", explore::Policy{}).front();
       const Features f = explore::policy_features(b, p, g);
       Features want = explore::new_tokens_features(b, g);

@@ -74,12 +74,14 @@ Clock new_step_clock(const EagerTime& e, const Features& ns, bool gather, bool m
   return cost::eager_step(e.coefficients, e.host, s);
 }
 
-// A chunk through the buffer: `rows` gathered, one launch (`launch`: its terms), merged or taken.
-Clock chunk_clock(const EagerTime& e, double rows, const Features& launch, double merged) {
+// A chunk through the buffer: `rows` gathered, one launch (`launch`: its terms), merged or taken;
+// `scattered`: its requests are not one run (a waves group a member skips), their queries gathered.
+Clock chunk_clock(const EagerTime& e, double rows, const Features& launch, double merged, bool scattered = false) {
   StepCounts s;
   s.gather = true;
   s.rows = rows;
   if (launch[Term::query] > 0) s.attention[0] = &launch;
+  s.query_gather[0] = scattered && s.attention[0];
   s.merged[0] = merged;
   s.overhead_us = e.coefficient(Term::iteration);
   return cost::eager_step(e.coefficients, e.host, s);
@@ -219,6 +221,8 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     bool operator==(const Piece& o) const { return seq == o.seq && len == o.len; }
   };
   Piece first, repeated;  // the chunk's first piece; the last one-piece chunk counted
+  uint32_t prev_seq = 0;
+  bool scattered = false;  // the chunk's requests are not one run
   Features repeated_terms;
   Clock repeated_clock;  // eager: the repeated chunk's
   uint32_t pieces = 0;
@@ -253,8 +257,9 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     if (eager) {
       // vLLM's packed loop takes a first chunk that holds every query as it is (policy_features).
       const bool taken = own && done == 1 && first_queries == T;
-      clock = chunk_clock(*eager, chunk_rows, terms, terms[Term::merged_query]);
-      chunks_clock->then(taken ? chunk_clock(*eager, chunk_rows, terms, 0) : clock);  // a repeat of it merges
+      const bool gathered = own && scattered;
+      clock = chunk_clock(*eager, chunk_rows, terms, terms[Term::merged_query], gathered);
+      chunks_clock->then(taken ? chunk_clock(*eager, chunk_rows, terms, 0, gathered) : clock);  // a repeat of it merges
     }
     if (one) {
       repeated = first;
@@ -267,7 +272,11 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     if (c != current) {
       close();
       current = c;
+      scattered = false;
+    } else if (seq != prev_seq + 1) {
+      scattered = true;
     }
+    prev_seq = seq;
     f[Term::row] += static_cast<double>(len);
     rows += len;
     const Piece p{seq, len};

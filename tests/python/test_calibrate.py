@@ -103,7 +103,9 @@ def test_features_are_the_executors_counts():
     pytest.importorskip("torch", reason="the executor needs torch")
     from mlaplan.prefill.inputs import lengths_of
 
-    for p in make_grid(150, 7, 16):
+    from mlaplan.prefill.schedule import POLICIES
+
+    for p in make_grid(150, 7, 16, policies=POLICIES):  # mlaplan's waves too
         n = lengths_of(p.cache, p.offsets, p.page_size)
         s = _schedule(p, n, sglang_path="chunked", trtllm_path="sm100")
         _expect_schedule_counts(_terms(p), s, n, f"{p.policy} B={len(p.cache)} buffer {p.buffer_tokens}")
@@ -124,10 +126,10 @@ def test_dispatched_features_are_the_executors_counts():
     pytest.importorskip("torch", reason="the executor needs torch")
     from mlaplan.calibrate.grid import Point
     from mlaplan.prefill.inputs import lengths_of
-    from mlaplan.prefill.schedule import ENGINES
+    from mlaplan.prefill.schedule import POLICIES as ENGINES  # the engines and mlaplan's waves
 
     rng = np.random.default_rng(11)
-    points = list(make_grid(120, 17, 16))
+    points = list(make_grid(120, 17, 16, policies=ENGINES))
     for _ in range(40):  # small prefixes (absorbed), prefixes at the threshold, buffers around the batch
         b = int(rng.integers(1, 6))
         cache = [int(v) for v in rng.integers(0, 3000, b)]

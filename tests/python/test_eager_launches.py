@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch", reason="the executor needs torch")
 from mlaplan.prefill import executor  # noqa: E402
 from mlaplan.prefill.inputs import host_page_table, random_inputs  # noqa: E402
 from mlaplan.prefill.model import model_dims  # noqa: E402
-from mlaplan.prefill.schedule import ENGINES, build_schedule  # noqa: E402
+from mlaplan.prefill.schedule import POLICIES as ENGINES, build_schedule  # noqa: E402
 
 
 def _executed_launches(cache, new, page, buffer, engine, paths):

@@ -57,7 +57,7 @@ def test_fused_merge_equals_eager_merge():
 
 def test_graph_replay_computes_what_eager_does():
     x = mp.random_inputs([5000, 0, 2000], [0, 100, 150, 180], 64, DIMS, torch.bfloat16, "cuda", 5)
-    for engine in mp.ENGINES:
+    for engine in mp.POLICIES:
         s = schedule.build_schedule(engine, x.lengths, mp.host_page_table(x), 2048, None, x.device,
                                     sglang_path="chunked" if engine == "even-split/sglang" else "auto")
         p = prepare(x, s)
@@ -127,7 +127,7 @@ def test_calibration_point_is_timed_eager_and_replayed():
     from mlaplan.calibrate.grid import Point, features, record_sm
     from mlaplan.calibrate.measure import measure_point
 
-    for engine in schedule.ENGINES:
+    for engine in schedule.POLICIES:
         p = Point([40000, 0, 9000], [1500, 700, 300], 64, 8192, engine)
         rec = measure_point(p, DIMS, torch.bfloat16, torch.device("cuda"), reps=3, warmup=1, kernel="flash", seed=5)
         assert "refused" not in rec, rec

@@ -10,7 +10,7 @@ from typing import Iterable, List
 
 from .._files import read_json
 from ..prefill.__main__ import UsageError
-from ..prefill.schedule import ENGINES
+from ..prefill.schedule import POLICIES, engine_named
 
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
 
@@ -39,8 +39,12 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
     for key in ("page_size", "buffer_tokens"):
         if not _whole(r.get(key), 1):
             raise UsageError(f"{where}.{key}: expected a whole number >= 1, got {r.get(key)!r}")
-    if r.get("policy") not in ENGINES:
-        raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(ENGINES)}")
+    try:  # an engine, or mlaplan's waves with its launch shape
+        known = isinstance(r.get("policy"), str) and engine_named(r["policy"]) == r["policy"]
+    except ValueError:
+        known = False
+    if not known:
+        raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(POLICIES)}")
     for key in ("eager_ms", "graph_ms"):
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
