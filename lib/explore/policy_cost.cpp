@@ -334,16 +334,9 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     chunks = walked_chunks(b, false, g, f, first_queries, largest, eager, &loop,
                            [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
     f[Term::merged_query] += T;  // the new tokens' step merges into the context's state
-  } else if (policy.kind == PolicyKind::waves) {  // vLLM's packed loop over its own plan
+  } else {  // vLLM's packed loop, over packed's plan or waves'
     chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop,
-                           [&](auto&& emit) { return detail::walk_waves(b, policy, emit); });
-    if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;
-    f[Term::merged_query] += T;
-    f[Term::fixed_step] += 1;
-  } else {
-    const uint64_t align = detail::packed_align(b, policy);
-    chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop,
-                           [&](auto&& emit) { return detail::walk_packed_vllm(b, align, emit); });
+                           [&](auto&& emit) { return detail::walk_packed_loop(b, policy, emit); });
     if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;  // a first chunk with every query is taken as it is
     f[Term::merged_query] += T;  // the final merge
     f[Term::fixed_step] += 1;
@@ -355,7 +348,7 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     // starts empty is filled first: TensorRT-LLM's context, vLLM packed's unless chunk 0 is taken.
     const Features& ns = new_step ? *new_step : new_tokens_features(b, g);
     const bool trtllm = policy.kind == PolicyKind::packed && policy.packed == PackedVariant::trtllm;
-    const bool packed_vllm = (policy.kind == PolicyKind::packed && !trtllm) || policy.kind == PolicyKind::waves;
+    const bool packed_vllm = detail::runs_packed_loop(policy);
     Clock layer = cost::eager_fills(eager->host, trtllm || (packed_vllm && first_queries != new_tokens(b)));
     if (!trtllm) layer.then(new_step_clock(*eager, ns, false, false));
     layer.then(loop);

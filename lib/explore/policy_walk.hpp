@@ -212,6 +212,17 @@ inline bool below_split_align(const Batch& batch, const Policy& policy) {
          batch.buffer_token_size < packed_align(batch, policy);
 }
 
+// vLLM's packed loop (each chunk's own requests attend it) runs over packed's plan and over waves'.
+inline bool runs_packed_loop(const Policy& p) {
+  return (p.kind == PolicyKind::packed && p.packed == PackedVariant::vllm) || p.kind == PolicyKind::waves;
+}
+// The walk of a policy for which runs_packed_loop holds.
+template <typename Emit>
+uint64_t walk_packed_loop(const Batch& batch, const Policy& policy, Emit&& emit) {
+  return policy.kind == PolicyKind::waves ? walk_waves(batch, policy, emit)
+                                          : walk_packed_vllm(batch, packed_align(batch, policy), emit);
+}
+
 // Runs the policy's walk; returns false with `why` set for a batch the engine would refuse.
 template <typename Emit>
 bool walk(const Batch& batch, const Policy& policy, uint64_t& chunks, std::string& why, Emit&& emit) {

@@ -91,8 +91,8 @@ QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
     q.add(chunks + 1, T);
     return q;
   }
-  // vLLM packed (and waves, which runs its loop): only the chunk's own requests attend it, and every row merges once more at the end;
-  // the first chunk is taken as it is where it holds every query (policy_features' first_queries).
+  // vLLM's packed loop (packed and waves): only the chunk's own requests attend it, and every row
+  // merges once more at the end; the first chunk is taken as it is where it holds every query (policy_features' first_queries).
   struct Seq {
     uint64_t chunks = 0;
     bool first = false;  // in the first chunk
@@ -100,16 +100,13 @@ QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
   thread_local std::vector<Seq> seqs;
   seqs.assign(b.batch_size(), Seq{});
   uint64_t first_queries = 0;
-  auto count = [&](uint64_t c, uint32_t seq, uint64_t, uint64_t) {
+  detail::walk_packed_loop(b, policy, [&](uint64_t c, uint32_t seq, uint64_t, uint64_t) {
     ++seqs[seq].chunks;  // the walk emits a sequence once per chunk
     if (c == 0) {
       seqs[seq].first = true;
       first_queries += b.input_length(seq);
     }
-  };
-  // waves runs vLLM's packed loop over its own plan
-  if (policy.kind == PolicyKind::waves) detail::walk_waves(b, policy, count);
-  else detail::walk_packed_vllm(b, detail::packed_align(b, policy), count);
+  });
   const bool taken = first_queries == T;
   for (uint32_t i = 0; i < b.batch_size(); ++i) q.add(seqs[i].chunks + 1 - (taken && seqs[i].first), b.input_length(i));
   return q;
