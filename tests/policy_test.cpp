@@ -336,6 +336,15 @@ TEST(PolicyWaves, ShapeByName) {
   EXPECT_EQ(p.name(), "waves/h128-s132");
   EXPECT_EQ(parse_policies("waves/h16-s264-t64", Policy{}).front().name(), "waves/h16-s264-t64");
   EXPECT_EQ(parse_policies("waves/h16-s132", Policy{}).front().name(), "waves");
+  // The engines' variant options, given for another policy of the list, leave waves as it is.
+  Policy trtllm_defaults;
+  trtllm_defaults.packed = PackedVariant::trtllm;
+  trtllm_defaults.split_align = 64;
+  trtllm_defaults.even_split = EvenSplitVariant::sglang;
+  const Policy w = parse_policies("packed,waves", trtllm_defaults).back();
+  EXPECT_EQ(w.packed, PackedVariant::vllm);
+  EXPECT_EQ(w.split_align, 0u);
+  EXPECT_EQ(w.even_split, EvenSplitVariant::vllm);
   for (const char* bad : {"waves/x", "waves/h0-s132", "waves/h16", "waves/h16-s132-", "waves/h16-s99999999", "waves/s1-h1"})
     EXPECT_THROW(parse_policies(bad, Policy{}), InputError) << bad;
 }

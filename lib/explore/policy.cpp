@@ -104,6 +104,13 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
       }
     }
     if (p.kind == PolicyKind::packed && p.packed == PackedVariant::trtllm) p.split_align = 0;  // TensorRT-LLM has none
+    // waves has none of the engines' variants: --packed trtllm beside it must not make it priced,
+    // dispatched or named as TensorRT-LLM's.
+    if (p.kind == PolicyKind::waves) {
+      p.packed = PackedVariant::vllm;
+      p.split_align = 0;
+      p.even_split = EvenSplitVariant::vllm;
+    }
     bool seen = false;
     for (const Policy& x : policies) seen = seen || x.name() == p.name();
     if (!seen) policies.push_back(p);
