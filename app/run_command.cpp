@@ -275,7 +275,9 @@ int run(const RunOptions& opt) {
   }
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
-  const std::vector<explore::Policy> policies = make_policies(opt.policy);
+  std::vector<explore::Policy> policies = make_policies(opt.policy);
+  attach_guides(policies, cost ? std::vector<cost::CostModel>{cost->model} : std::vector<cost::CostModel>{},
+                cost && cost->eager);
   const bool compare = policies.size() > 1;
   if (opt.max_sequences_given && opt.format != RunFormat::table && opt.html.empty())
     throw InputError(fmt::format("--max-sequences: it shortens the table output (and --html's tables), and --format {} "

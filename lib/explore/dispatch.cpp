@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
+#include "policy_walk.hpp"
+
 namespace mlaplan::explore {
 
 namespace {
@@ -26,6 +30,7 @@ const char* engine_title(const Policy& p) {
     case PolicyKind::packed: return is_trtllm(p) ? "TensorRT-LLM" : "vLLM";
     case PolicyKind::even_split: return is_sglang(p) ? "SGLang" : "vLLM";
     case PolicyKind::waves: return "mlaplan's waves (vLLM's packed loop)";
+    case PolicyKind::guided: return "mlaplan's guided (vLLM's packed loop)";
   }
   return "?";
 }
@@ -43,14 +48,17 @@ const char* path_name(EnginePath path) {
 
 std::string sm_name(uint32_t sm) { return fmt::format("SM{}", sm); }
 
-bool dispatches(const Policy& policy, uint32_t sm) { return sm != 0 && (is_sglang(policy) || is_trtllm(policy)); }
+bool dispatches(const Policy& policy, uint32_t sm) {
+  return policy.kind == PolicyKind::guided || (sm != 0 && (is_sglang(policy) || is_trtllm(policy)));
+}
 
 bool whole_without_buffer(const Policy& policy, uint32_t sm) {
   return sm != 0 && is_trtllm(policy) && sm < kTrtllmChunkedPrefillMinSm;
 }
 
 EnginePath engine_path(const Policy& policy, uint64_t prefix, uint64_t total, uint64_t buffer, uint32_t sm) {
-  if (!dispatches(policy, sm)) return EnginePath::chunked;
+  // guided's path needs the batch itself (engine_path(batch, ...)); from sums alone, its loop.
+  if (!dispatches(policy, sm) || policy.kind == PolicyKind::guided) return EnginePath::chunked;
   if (is_trtllm(policy)) return sm < kTrtllmChunkedPrefillMinSm ? EnginePath::one_shot : EnginePath::chunked;
   // SGLang compares the sum of the prefix lengths with the threshold, and the sum of every sequence's
   // cached + new tokens with the chunk capacity.
@@ -60,12 +68,19 @@ EnginePath engine_path(const Policy& policy, uint64_t prefix, uint64_t total, ui
 
 EnginePath engine_path(const Batch& batch, const Policy& policy, uint32_t sm) {
   if (!dispatches(policy, sm)) return EnginePath::chunked;
+  if (policy.kind == PolicyKind::guided)  // its own choice, by its cost model, on any GPU
+    return detail::guided_choice(batch, policy).one_shot ? EnginePath::one_shot : EnginePath::chunked;
   const Sums s = sums_of(batch);
   return engine_path(policy, s.prefix, s.total, batch.buffer_token_size, sm);
 }
 
 EnginePath unbounded_path(const Batch& batch, const Policy& policy, uint32_t sm) {
   if (!dispatches(policy, sm)) return EnginePath::chunked;
+  if (policy.kind == PolicyKind::guided) {  // a buffer that holds the whole batch: one shot where the model says so
+    Batch wide = batch;
+    wide.buffer_token_size = std::numeric_limits<int32_t>::max();
+    return engine_path(wide, policy, sm);
+  }
   const Sums s = sums_of(batch);
   return engine_path(policy, s.prefix, s.total, UINT64_MAX, sm);
 }
@@ -80,6 +95,11 @@ std::string whole_context_reason(const Policy& policy, uint32_t sm) {
 std::string path_reason(const Batch& batch, const Policy& policy, uint32_t sm) {
   if (sm == 0) return "no GPU named: the policy's own loop";
   const char* engine = engine_title(policy);
+  if (policy.kind == PolicyKind::guided)
+    return engine_path(batch, policy, sm) == EnginePath::one_shot
+               ? "guided runs the whole context at once: every cached and new token fits the buffer, and its cost model "
+                 "prices that below every plan's loop"
+               : "guided runs vLLM's packed loop over the plan its cost model prices lowest";
   if (!dispatches(policy, sm)) return fmt::format("{} runs its chunk loop on every GPU", engine);
   if (is_trtllm(policy)) {
     if (whole_without_buffer(policy, sm)) return whole_context_reason(policy, sm);

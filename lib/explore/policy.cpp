@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
 
 namespace mlaplan::explore {
@@ -20,9 +21,17 @@ std::string Policy::name() const {
       return even_split == EvenSplitVariant::sglang ? "even-split/sglang" : "even-split/vllm";
     case PolicyKind::waves: {
       const Policy d;
-      if (waves_heads == d.waves_heads && waves_slots == d.waves_slots && waves_tile == d.waves_tile) return "waves";
-      return waves_tile == d.waves_tile ? fmt::format("waves/h{}-s{}", waves_heads, waves_slots)
-                                        : fmt::format("waves/h{}-s{}-t{}", waves_heads, waves_slots, waves_tile);
+      const char* even = waves_shares == WavesShares::even ? "even" : "";
+      if (waves_heads == d.waves_heads && waves_slots == d.waves_slots && waves_tile == d.waves_tile)
+        return *even ? "waves/even" : "waves";
+      const std::string shape = waves_tile == d.waves_tile
+                                    ? fmt::format("h{}-s{}", waves_heads, waves_slots)
+                                    : fmt::format("h{}-s{}-t{}", waves_heads, waves_slots, waves_tile);
+      return fmt::format("waves/{}{}{}", shape, *even ? "-" : "", even);
+    }
+    case PolicyKind::guided: {
+      const std::string head = guide_eager ? "guided/eager" : "guided";
+      return guide_path.empty() ? head : head + ":" + guide_path;
     }
   }
   return "?";
@@ -31,11 +40,17 @@ std::string Policy::name() const {
 namespace {
 
 // "h16-s132" or "h16-s132-t64": the heads, slots and query tile of waves' launch.
-void parse_waves_shape(const std::string& text, Policy& p, const std::string& option, const std::string& item) {
+void parse_waves_shape(std::string text, Policy& p, const std::string& option, const std::string& item) {
+  const std::string even = "even";
+  if (text == even || (text.size() > even.size() + 1 && text.compare(text.size() - even.size() - 1, std::string::npos, "-" + even) == 0)) {
+    p.waves_shares = WavesShares::even;
+    if (text == even) return;
+    text.resize(text.size() - even.size() - 1);
+  }
   auto bad = [&] {
-    return InputError(fmt::format("{} {}: waves takes its launch's shape as waves/h<heads>-s<slots>[-t<tile>], each a "
-                                  "whole number from 1 to 65536 (e.g. waves/h128-s132 for DeepSeek-V3 at TP 1 on an "
-                                  "H200); plain waves is h16-s132-t128",
+    return InputError(fmt::format("{} {}: waves takes its launch's shape as waves/h<heads>-s<slots>[-t<tile>][-even], "
+                                  "each a whole number from 1 to 65536 (e.g. waves/h128-s132 for DeepSeek-V3 at TP 1 on "
+                                  "an H200), or waves/even; plain waves is h16-s132-t128",
                                   option, item));
   };
   size_t at = 0;
@@ -68,27 +83,68 @@ PolicyKind parse_policy_kind(const std::string& name, const std::string& option)
   if (name == "packed") return PolicyKind::packed;
   if (name == "even-split" || name == "even_split") return PolicyKind::even_split;
   if (name == "waves") return PolicyKind::waves;
-  throw InputError(fmt::format("{} {}: unknown policy; choose max, packed, even-split or waves, a variant (packed/vllm, "
-                               "packed/trtllm, even-split/vllm, even-split/sglang), a comma list of them, all (the "
-                               "three) or variants (all five)",
+  if (name == "guided") return PolicyKind::guided;
+  throw InputError(fmt::format("{} {}: unknown policy; choose max, packed, even-split, waves or guided, a variant "
+                               "(packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang, waves/even, "
+                               "guided:COST.json), a comma list of them, all (the three) or variants (all five)",
                                option, name));
 }
 
 std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option) {
-  // Names in any case, as every named value of the command line: --policy MAX is max.
-  std::string spelled = list;
-  std::transform(spelled.begin(), spelled.end(), spelled.begin(), [](unsigned char c) { return std::tolower(c); });
+  // Names in any case, as every named value of the command line: --policy MAX is max. A guided
+  // policy's cost file keeps its case: the text after its ':' is a path.
+  auto lower = [](std::string t) {
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+    return t;
+  };
+  std::string spelled = lower(list);
   if (spelled == "all") spelled = "max,packed,even-split";
-  if (spelled == "variants") spelled = "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
+  else if (spelled == "variants") spelled = "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
+  else spelled = list;
   std::vector<Policy> policies;
   size_t start = 0;
   while (start <= spelled.size()) {
     const size_t comma = std::min(spelled.find(',', start), spelled.size());
-    const std::string item = spelled.substr(start, comma - start);
+    std::string item = spelled.substr(start, comma - start);
     start = comma + 1;
+    std::string path;
+    if (const size_t colon = item.find(':'); colon != std::string::npos) {
+      path = item.substr(colon + 1);
+      item = item.substr(0, colon);
+    }
+    item = lower(item);
     const size_t slash = item.find('/');
     Policy p = defaults;
     p.kind = parse_policy_kind(item.substr(0, slash), option);
+    if (p.kind != PolicyKind::guided && !path.empty())
+      throw InputError(fmt::format("{} {}:{}: only guided takes a cost file after ':' (guided:COST.json)", option, item, path));
+    if (p.kind == PolicyKind::guided) {
+      p.guide_eager = false;
+      if (slash != std::string::npos) {
+        if (item.substr(slash + 1) != "eager")
+          throw InputError(fmt::format("{} {}: unknown variant '{}'; guided/eager chooses by eager time, plain guided by "
+                                       "graph time",
+                                       option, item, item.substr(slash + 1)));
+        p.guide_eager = true;
+      }
+      if (!path.empty()) {
+        auto model = std::make_shared<cost::CostModel>(cost::read_cost_model(path));
+        if (p.guide_eager && !model->host)
+          throw InputError(fmt::format("{} {}:{}: host: missing, and guided/eager chooses by eager time, which needs the "
+                                       "host's dispatch costs; choose by graph time (guided:FILE) or calibrate them "
+                                       "(python -m mlaplan.calibrate)",
+                                       option, item, path));
+        p.guide = std::move(model);
+        p.guide_path = path;
+      }
+      p.packed = PackedVariant::vllm;
+      p.split_align = 0;
+      p.even_split = EvenSplitVariant::vllm;
+      bool seen = false;
+      for (const Policy& x : policies) seen = seen || x.name() == p.name();
+      if (!seen) policies.push_back(p);
+      continue;
+    }
     if (slash != std::string::npos) {
       const std::string variant = item.substr(slash + 1);
       if (p.kind == PolicyKind::packed && (variant == "vllm" || variant == "trtllm")) {
@@ -116,6 +172,45 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
     if (!seen) policies.push_back(p);
   }
   return policies;
+}
+
+void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
+                  const std::string& option) {
+  for (Policy& p : policies) {
+    if (p.kind != PolicyKind::guided || p.guide) continue;
+    if (!model)
+      throw InputError(fmt::format("{} guided: it chooses each batch's plan by a cost model; give --cost FILE, or name "
+                                   "the file: guided:COST.json (costs/ has H200 files)",
+                                   option));
+    if (eager && !model->host)
+      throw InputError(fmt::format("{}: host: missing, and guided chooses by eager time under --timing eager, which needs "
+                                   "the host's dispatch costs",
+                                   model->path));
+    p.guide = model;
+    p.guide_eager = p.guide_eager || eager;
+  }
+}
+
+std::vector<Policy> guided_candidates(const Policy& guided) {
+  Policy packed;
+  packed.kind = PolicyKind::packed;
+  Policy waves;
+  waves.kind = PolicyKind::waves;
+  if (guided.guide) {
+    const cost::Geometry& g = guided.guide->geometry;
+    waves.waves_heads = g.heads;
+    waves.waves_slots = g.sms * g.blocks_per_sm;
+    waves.waves_tile = g.tile_queries;
+  }
+  Policy even = waves;
+  even.waves_shares = WavesShares::even;
+  std::vector<Policy> out{packed, waves, even};
+  for (double f : {0.0, 0.5, 0.97, 2.0, 4.0, 1e18}) {
+    Policy w = waves;
+    w.waves_fill = f;
+    out.push_back(w);
+  }
+  return out;
 }
 
 }  // namespace mlaplan::explore

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "max_segment.hpp"
+#include "mlaplan/errors.hpp"
 #include "policy_walk.hpp"
 
 namespace mlaplan::explore {
@@ -34,6 +35,12 @@ using detail::eager_layer;
 using detail::new_tokens;
 
 namespace {
+
+Policy even_split_policy() {
+  Policy p;
+  p.kind = PolicyKind::even_split;
+  return p;
+}
 
 // The grid of a launch that holds every sequence's queries (the even split's and TensorRT-LLM's
 // chunks): every sequence is in it, also one without keys in the chunk or without queries. Worked
@@ -362,7 +369,8 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     }
     eager_layer(*eager, f, layer);
   }
-  if (outcome && (policy.kind == PolicyKind::packed || policy.kind == PolicyKind::waves)) {  // the walk's own count: what policy_outcome walks for
+  if (outcome && (policy.kind == PolicyKind::packed || policy.kind == PolicyKind::waves ||
+                  policy.kind == PolicyKind::guided)) {  // the walk's own count: what policy_outcome walks for
     *outcome = PolicyOutcome{};
     outcome->chunks = chunks;
     outcome->payload_tokens = outcome->streamed_rows = context;
@@ -373,7 +381,7 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
 
 PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f,
                                     const Features* new_step, EagerTime* eager) {
-  if (policy.kind == PolicyKind::packed || policy.kind == PolicyKind::waves) {
+  if (policy.kind == PolicyKind::packed || policy.kind == PolicyKind::waves || policy.kind == PolicyKind::guided) {
     uint64_t context = 0;
     for (uint32_t len : b.cache_lengths) context += len;
     // Where the policy refuses, policy_outcome says why; otherwise one walk gives both.
@@ -451,6 +459,43 @@ Features dispatched_unbounded_features(const Batch& b, const Policy& policy, con
   return unbounded_features(b, policy, g, new_step, eager);
 }
 
+detail::GuidedChoice detail::guided_choice(const Batch& b, const Policy& guided) {
+  if (!guided.guide)
+    throw InputError("guided: it chooses each batch's plan by a cost model; give --cost FILE, or name the file: "
+                     "guided:COST.json");
+  const cost::CostModel& m = *guided.guide;
+  const std::vector<Policy> candidates = guided_candidates(guided);
+  const Features ns = new_tokens_features(b, m.geometry);
+  auto price = [&](auto&& features) {
+    if (!guided.guide_eager) return m.predict_us(features(nullptr));
+    EagerTime e(m);
+    features(&e);
+    return e.clock.dev;
+  };
+  GuidedChoice choice{candidates[1], false};  // waves, which plans every batch
+  double best = std::numeric_limits<double>::infinity();
+  for (const Policy& c : candidates) {
+    std::string why;
+    if (detail::below_split_align(b, c)) continue;
+    if (c.kind == PolicyKind::waves && c.waves_shares == WavesShares::even &&
+        detail::even_split_share(b, EvenSplitVariant::vllm, why) == 0)
+      continue;
+    const double us = price([&](EagerTime* e) { return policy_features(b, c, m.geometry, nullptr, &ns, e); });
+    if (us < best) {
+      best = us;
+      choice.plan = c;
+    }
+  }
+  uint64_t total = b.input_row_offsets.back() - b.input_row_offsets.front();
+  for (uint32_t len : b.cache_lengths) total += len;
+  if (total <= b.buffer_token_size &&
+      price([&](EagerTime* e) { return whole_context_features(b, m.geometry, e); }) < best) {
+    choice.plan = candidates[1];
+    choice.one_shot = true;
+  }
+  return choice;
+}
+
 bool streams_whole(const Batch& b, const Policy& policy) {
   const uint64_t n = b.buffer_token_size;
   uint64_t total = 0;
@@ -459,8 +504,13 @@ bool streams_whole(const Batch& b, const Policy& policy) {
       if (b.max_chunks == 0) return false;
       for (uint32_t s = 0; s < b.batch_size(); ++s) total += b.padded_length(s);
       return total <= n;
+    case PolicyKind::guided:  // a candidate of two chunks may price below one: each batch is priced
+      return false;
+    case PolicyKind::waves:
+      if (policy.waves_shares == WavesShares::even) return streams_whole(b, even_split_policy());
+      [[fallthrough]];
     case PolicyKind::packed:  // no context is split: the walk never reads the buffer's size
-    case PolicyKind::waves:   // one chunk: every group ends in it, whole
+      // waves: one chunk: every group ends in it, whole
       for (uint32_t len : b.cache_lengths) total += len;
       return total <= n && !detail::below_split_align(b, policy);
     case PolicyKind::even_split: {  // one chunk: a share that holds the longest context

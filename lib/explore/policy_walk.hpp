@@ -130,7 +130,9 @@ uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
     for (; b < B; ++b) {
       const uint64_t len = batch.cache_lengths[b];
       if (len == 0) continue;
-      if (!group.empty() && wave_fill(blocks, slots) >= kWavesFill) break;
+      if (!group.empty() && (policy.waves_fill > 1 ? static_cast<double>(blocks) / static_cast<double>(slots)
+                                                  : wave_fill(blocks, slots)) >= policy.waves_fill)
+        break;
       group.push_back(b);
       left.push_back(len);
       rest += len;
@@ -212,13 +214,31 @@ inline bool below_split_align(const Batch& batch, const Policy& policy) {
          batch.buffer_token_size < packed_align(batch, policy);
 }
 
-// vLLM's packed loop (each chunk's own requests attend it) runs over packed's plan and over waves'.
+// vLLM's packed loop (each chunk's own requests attend it) runs over packed's plan, waves' and guided's.
 inline bool runs_packed_loop(const Policy& p) {
-  return (p.kind == PolicyKind::packed && p.packed == PackedVariant::vllm) || p.kind == PolicyKind::waves;
+  return (p.kind == PolicyKind::packed && p.packed == PackedVariant::vllm) || p.kind == PolicyKind::waves ||
+         p.kind == PolicyKind::guided;
 }
+
+// guided's choice for the batch (policy_cost.cpp): of the candidates (guided_candidates), the plan its
+// model prices lowest at the batch's buffer, or, where every cached and new token fits the buffer
+// and its model prices that lower, the whole context at once (one_shot, SGLang's one-shot MHA); then
+// `plan` is waves', one chunk. O(B + chunks) per candidate.
+struct GuidedChoice {
+  Policy plan;
+  bool one_shot = false;
+};
+GuidedChoice guided_choice(const Batch& batch, const Policy& guided);
+
 // The walk of a policy for which runs_packed_loop holds.
 template <typename Emit>
 uint64_t walk_packed_loop(const Batch& batch, const Policy& policy, Emit&& emit) {
+  if (policy.kind == PolicyKind::guided) return walk_packed_loop(batch, guided_choice(batch, policy).plan, emit);
+  if (policy.kind == PolicyKind::waves && policy.waves_shares == WavesShares::even) {
+    std::string why;  // the even split's share, which a buffer of at least one page per context never makes 0
+    const uint64_t share = std::max<uint64_t>(even_split_share(batch, EvenSplitVariant::vllm, why), 1);
+    return walk_even_split(batch, share, emit);
+  }
   return policy.kind == PolicyKind::waves ? walk_waves(batch, policy, emit)
                                           : walk_packed_vllm(batch, packed_align(batch, policy), emit);
 }
@@ -249,7 +269,13 @@ bool walk(const Batch& batch, const Policy& policy, uint64_t& chunks, std::strin
       return true;
     }
     case PolicyKind::waves:
-      chunks = walk_waves(batch, policy, emit);
+      if (policy.waves_shares == WavesShares::even && even_split_share(batch, EvenSplitVariant::vllm, why) == 0) {
+        why.replace(0, std::string("even-split/vllm").size(), "waves/even");
+        return false;
+      }
+      [[fallthrough]];
+    case PolicyKind::guided:
+      chunks = walk_packed_loop(batch, policy, emit);
       return true;
     case PolicyKind::max:
       break;

@@ -160,8 +160,10 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     // engines that dispatch (vLLM and MAX always run their loops).
     bool any_loop = !costs;  // some cost model prices the policy's loop
     for (size_t k = 0; k < costs; ++k) {
-      paths[k] = dispatching[k] ? engine_path(s.policy, shared.prefix[i], shared.total[i], s.n, grid.costs[k].sm)
-                                : EnginePath::chunked;
+      paths[k] = !dispatching[k]                      ? EnginePath::chunked
+                 : s.policy.kind == PolicyKind::guided ? engine_path(b, s.policy, grid.costs[k].sm)
+                                                       : engine_path(s.policy, shared.prefix[i], shared.total[i], s.n,
+                                                                     grid.costs[k].sm);
       any_loop = any_loop || paths[k] == EnginePath::chunked;
     }
     // A setting that streams the batch whole has the lower bound's terms, worked out already, where

@@ -36,6 +36,9 @@ policies (the engine that runs each one's plan; docs/prefill.md):
   packed/trtllm      TensorRT-LLM: the whole context at once on SM90, the chunk loop on SM100 (--trtllm-path)
   waves              mlaplan's own (docs/policies.md), run by vLLM's packed loop; waves/h<heads>-s<slots> for
                      another launch shape than 16 heads on 132 SMs (e.g. waves/h128-s132 at TP 1)
+  guided:COST.json   mlaplan's own: per batch, the plan the cost file prices cheapest on vLLM's packed loop, or
+                     the whole context at once where it fits the buffer and is cheaper (guided/eager:COST.json:
+                     by eager time)
 
 exit status: 0 ok, 1 a policy missed one-shot attention by more than --tolerance, 2 bad usage or input,
 3 device failure (out of memory included), 130 interrupted."""
@@ -293,7 +296,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         del x, reference
     from .report import json_report, text_report
 
-    header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES.get(e, ENGINE_TITLES.get(e.split('/')[0], e))}" for e in engines)
+    header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES.get(e, ENGINE_TITLES.get(e.split(':')[0].split('/')[0], e))}" for e in engines)
     text = (json_report if args.format == "json" else text_report)(header, batches)
     if args.json:
         write_output(args.json, json_report(header, batches))

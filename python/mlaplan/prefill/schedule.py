@@ -15,7 +15,7 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-from .. import plan_policy, InfeasibleBatch
+from .. import engine_path, plan_policy, InfeasibleBatch
 from .attention import VarlenCall, make_call
 from .inputs import Lengths, flat_rows
 
@@ -30,9 +30,12 @@ ENGINE_TITLES = {
 }
 # mlaplan's own policy (docs/policies.md), run by vLLM's packed loop over its plan; "waves/h<heads>-s<slots>"
 # names another launch shape than the default (16 heads, 132 slots).
-OWN_POLICIES = ("waves",)
+# "guided:COST.json" chooses per batch, by that cost file, the cheapest of the plans vLLM's packed loop
+# runs, or the whole context at once where the batch fits the buffer.
+OWN_POLICIES = ("waves", "guided")
 POLICIES = ENGINES + OWN_POLICIES
 ENGINE_TITLES["waves"] = "mlaplan's waves (vLLM's packed loop)"
+ENGINE_TITLES["guided"] = "mlaplan's guided (vLLM's packed loop, or one shot where its cost file says so)"
 ALIASES = {"even-split/vllm": "even-split", "packed/vllm": "packed"}
 SGLANG_PATHS = ("auto", "chunked", "one-shot", "absorbed")
 TRTLLM_PATHS = ("auto", "sm90", "sm100")
@@ -113,7 +116,13 @@ def merge_stats(counts) -> tuple:
 
 def engine_named(name: str) -> str:
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key.startswith("waves/"):
+    if key.split(":")[0] in ("guided", "guided/eager"):
+        head, _, path = name.strip().partition(":")  # the cost file's path keeps its case
+        if not path:
+            raise ValueError(f"--policy {name}: guided chooses each batch's plan by a cost file; name it: "
+                             f"guided:COST.json (costs/h200/ has the H200 files)")
+        key = f"{head.lower()}:{path}"
+    if key.startswith(("waves/", "guided")):
         try:  # the planner reads the shape, and names what it takes
             plan_policy(np.zeros(1, np.uint32), np.zeros(2, np.uint32), 1, 1, 1, key)
         except ValueError as e:
@@ -312,9 +321,17 @@ def build_schedule(engine: str, n: Lengths, table: np.ndarray, buffer_tokens: in
         steps += _context_steps(n, table, plan.tables, "all", "out", False, device)
         return Schedule(engine, "chunked", steps, plan.chunks_used, max(s.n_rows for s in steps))
 
+    if engine.startswith("guided"):
+        # Its own choice by its cost file (the C++ rule run and sweep price): one shot where every
+        # cached and new token fits the buffer and that is cheapest, else vLLM's loop below.
+        path, _ = engine_path(cache_u32, offsets_u32, n.page_size, buffer_tokens, engine, 90)
+        if path == "one-shot" and has_context:
+            step = _whole_context_step(n, table, device, "whole context")
+            return Schedule(engine, "one-shot", [step], 0, step.n_rows)
+
     # vLLM: the new tokens' causal attention, the context loop into its own state, one merge at the end.
-    # waves runs that loop over its own plan.
-    own = engine == "packed" or engine.startswith("waves")
+    # waves and guided run that loop over their own plans.
+    own = engine == "packed" or engine.startswith(("waves", "guided"))
     policy = engine if own else "even-split/vllm"
     steps = [_new_tokens_step(n, "out", True, device)]
     if not has_context:

@@ -11,20 +11,29 @@
 //   waves       mlaplan's own (docs/policies.md): full chunks in request order, as packed, but a sequence
 //               whose queries leave the GPU's block slots idle streams together with the next ones, each
 //               chunk's rows shared in proportion to what each has left, until the launch fills its waves.
+//               Variant even: the even split's plan (vLLM's share), run by vLLM's packed loop.
+//   guided      mlaplan's own (docs/policies.md): per batch, the cheapest by a cost model of the plans
+//               vLLM's packed loop can run (packed, waves, waves/even), the model's launch shape.
 // Every policy reports its plan in the one table form of PlanTables: chunk c holds sequence b in buffer
 // rows [row_offset(c, b), row_offset(c, b + 1)), reading its tokens from cache_offset(c, b) on.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/plan_tables.hpp"
 
+namespace mlaplan::cost {
+struct CostModel;
+}
+
 namespace mlaplan::explore {
 
-enum class PolicyKind { max, packed, even_split, waves };
+enum class PolicyKind { max, packed, even_split, waves, guided };
+enum class WavesShares { fill, even };
 enum class PackedVariant { vllm, trtllm };
 enum class EvenSplitVariant { vllm, sglang };
 
@@ -39,9 +48,22 @@ struct Policy {
   uint32_t waves_heads = 16;
   uint32_t waves_slots = 132;
   uint32_t waves_tile = 128;
+  // waves: how it shares a chunk's rows: groups that fill the waves (fill), or the even split's
+  // shares (even).
+  WavesShares waves_shares = WavesShares::fill;
+  // waves: how full (in waves of `waves_slots`) a group's blocks must make the launch before the
+  // group closes.
+  double waves_fill = 0.9;
+  // guided: the cost model it chooses by (its file's path, as named: guided:PATH), and whether by
+  // eager time (guided/eager:PATH) rather than graph time. No model yet: run and sweep give it
+  // their --cost file's (attach_guide).
+  std::shared_ptr<const cost::CostModel> guide;
+  std::string guide_path;
+  bool guide_eager = false;
 
   // "max", "packed", "packed/trtllm", "packed/align-1", "even-split/vllm", "even-split/sglang", "waves"
-  // ("waves/h128-s132" for another shape than the default).
+  // ("waves/h128-s132" for another shape than the default, "waves/even"), "guided:PATH" ("guided" with
+  // no model yet, "guided/eager:PATH").
   std::string name() const;
   // True when the policy streams cache + new tokens padded to pages (max); false when it streams the
   // cached context only, as the engines' chunked-context loops do.
@@ -53,8 +75,19 @@ struct Policy {
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
 // A comma list of policies, each a kind (its variant taken from `defaults`) or a kind/variant:
 // packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang. "all" is max,packed,even-split;
-// "variants" is every engine's variant, five policies. Repeats are dropped. InputError names `option`.
+// "variants" is every engine's variant, five policies. guided:PATH reads the cost file at PATH (its
+// case kept). Repeats are dropped. InputError names `option`.
 std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option = "--policy");
+
+// Gives each guided policy without a model `model` (run's and sweep's --cost file for the batch's
+// model and TP), choosing by eager time where `eager`. A guided policy with no model and none given
+// is an InputError naming `option`.
+void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
+                  const std::string& option = "--policy");
+
+// The plans guided chooses from, in its order (a tie goes to the first): packed, waves and
+// waves/even, waves' shape the model's launch's.
+std::vector<Policy> guided_candidates(const Policy& guided);
 
 // What one policy makes of one batch, without the tables: what sweeps aggregate.
 struct PolicyOutcome {
