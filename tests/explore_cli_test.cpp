@@ -111,7 +111,7 @@ TEST(ExploreCli, SweepOverScenarioFiles) {
 
 TEST(ExploreCli, BadInputNamesTheOptionAndTheFix) {
   const std::string we = "run " + kScenarios + "/worked-example.json --backend cpu";
-  expect_bad_input(we + " --policy evensplit", "--policy evensplit: unknown policy; choose max, packed, even-split or waves");
+  expect_bad_input(we + " --policy evensplit", "--policy evensplit: unknown policy; choose max, packed, even-split, waves or guided");
   expect_bad_input(we + " --policy waves/h0-s132", "--policy waves/h0-s132: waves takes its launch's shape as waves/h<heads>-s<slots>");
   expect_bad_input("sweep --workload coding-agent --batches 2 --policy packed,waves/h16", "waves/h16: waves takes its launch's shape");
   expect_bad_input(we + " --model deepseek-v4", "--model deepseek-v4: unknown model");

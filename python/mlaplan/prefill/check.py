@@ -29,7 +29,7 @@ from .executor import state_dtype
 from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
 from .reference import one_shot
-from .schedule import POLICIES, build_schedule, merge_stats
+from .schedule import POLICIES, build_schedule, engine_named, merge_stats
 
 # Every engine and mlaplan's own policy, and each of the other paths an engine can take, so all of
 # them are checked.
@@ -210,6 +210,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--small", action="store_true", help="CPU-sized batches: B <= 8, contexts <= 2,000, 64 new tokens")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the attention kernel on CUDA (default auto: FlashAttention-3 on SM90 where a build imports)")
+    p.add_argument("--guide", metavar="COST.json",
+                   help="also check guided:COST.json, mlaplan's policy that chooses each batch's plan by that cost file")
     p.add_argument("--skip", type=_count(0), default=0, help="draw but do not run the first SKIP batches (to resume)")
     p.add_argument("--dtype", choices=("bf16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
     p.add_argument("--state", choices=("bf16", "fp16", "fp32"),
@@ -230,6 +232,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     most = (0, "")  # the most merges of a query row in a run, and where
     kw = dict(max_batch=8, max_context=2000, max_total_context=6000, max_new=64, max_total_new=128) if args.small else {}
     max_steps = args.max_steps or 2000
+    variants = VARIANTS
+    if args.guide:
+        try:
+            engine_named("guided:" + args.guide)  # reads the file: a bad one stops here with the reason
+        except ValueError as e:
+            p.error(f"--guide: {e}")
+        variants = VARIANTS + [("guided:" + args.guide, {})]
     for i in range(args.batches):
         batch = random_batch(rng, **kw)
         # The small buffers draw from their own generator, so the batches above are those of earlier
@@ -244,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if b is None:
                 continue
             x = random_inputs(b.cache, b.offsets, b.page_size, dims, dtype, device, args.seed + i)
-            for j in judge_batch(x, b.buffer_tokens, tolerance, kernel=kernel, state=args.state):
+            for j in judge_batch(x, b.buffer_tokens, tolerance, variants, kernel=kernel, state=args.state):
                 if j.err is None:
                     continue
                 runs += 1

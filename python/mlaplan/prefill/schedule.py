@@ -31,8 +31,9 @@ ENGINE_TITLES = {
 # mlaplan's own policy (docs/policies.md), run by vLLM's packed loop over its plan; "waves/h<heads>-s<slots>"
 # names another launch shape than the default (16 heads, 132 slots).
 # "guided:COST.json" chooses per batch, by that cost file, the cheapest of the plans vLLM's packed loop
-# runs, or the whole context at once where the batch fits the buffer.
-OWN_POLICIES = ("waves", "guided")
+# runs, or the whole context at once where the batch fits the buffer; it needs its file, so "all" leaves
+# it out.
+OWN_POLICIES = ("waves",)
 POLICIES = ENGINES + OWN_POLICIES
 ENGINE_TITLES["waves"] = "mlaplan's waves (vLLM's packed loop)"
 ENGINE_TITLES["guided"] = "mlaplan's guided (vLLM's packed loop, or one shot where its cost file says so)"
@@ -129,7 +130,8 @@ def engine_named(name: str) -> str:
             raise ValueError(str(e).replace("policy ", "--policy ", 1)) from None
         return key
     if key not in POLICIES:
-        raise ValueError(f"--policy {name}: unknown policy; choose all or a comma list of {', '.join(POLICIES)}")
+        raise ValueError(f"--policy {name}: unknown policy; choose all or a comma list of {', '.join(POLICIES)}, "
+                         f"guided:COST.json")
     return key
 
 

@@ -1,0 +1,133 @@
+// guided, mlaplan's own policy: per batch the cheapest, by its cost model, of the plans vLLM's packed
+// loop runs, or the whole context at once where it fits the buffer and is cheaper. Checked against
+// its candidates priced one by one, against the invariants of every plan, and by name.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "mlaplan/check/batch_generator.hpp"
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/explore/dispatch.hpp"
+#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/explore/policy_check.hpp"
+#include "mlaplan/explore/policy_cost.hpp"
+#include "test_batches.hpp"
+
+namespace mlaplan::explore {
+namespace {
+
+const std::string kFa3 = std::string(MLAPLAN_SOURCE_DIR) + "/costs/h200/deepseek-v3-tp8-bf16-fa3.json";
+const std::string kFa2 = std::string(MLAPLAN_SOURCE_DIR) + "/costs/h200/deepseek-v3-tp8-bf16.json";
+
+Policy guided(const std::string& file, bool eager = false) {
+  return parse_policies(std::string(eager ? "guided/eager:" : "guided:") + file, Policy{}).front();
+}
+
+// One layer's price under the model: graph (the terms' sum) or eager (the two clocks).
+double price(const Batch& b, const Policy& p, const cost::CostModel& m, bool eager, bool one_shot = false) {
+  std::optional<EagerTime> e;
+  if (eager) e.emplace(m);
+  const cost::Features f = one_shot ? whole_context_features(b, m.geometry, e ? &*e : nullptr)
+                                    : dispatched_features(b, p, m.geometry, m.sm, nullptr, nullptr, e ? &*e : nullptr);
+  return e ? e->clock.dev : m.predict_us(f);
+}
+
+uint64_t all_tokens(const Batch& b) {
+  uint64_t t = b.input_row_offsets.back() - b.input_row_offsets.front();
+  for (uint32_t len : b.cache_lengths) t += len;
+  return t;
+}
+
+// Its price is the least of its candidates' (and of one shot's where the batch fits), both timings,
+// both kernel stacks; its plan holds every policy's invariants.
+TEST(PolicyGuided, TakesTheCheapestCandidateOnRandomBatches) {
+  check::BatchGeneratorOptions options;
+  options.large_batch_size = 64;
+  options.max_chunks = 64;
+  size_t one_shots = 0, loops = 0;
+  for (const std::string& file : {kFa3, kFa2}) {
+    for (bool eager : {false, true}) {
+      const Policy g = guided(file, eager);
+      const cost::CostModel& m = *g.guide;
+      check::BatchGenerator gen(eager ? 41 : 40, options);
+      for (int i = 0; i < 300; ++i) {
+        const Batch b = gen.next();
+        const PolicyOutcome o = policy_outcome(b, g);
+        if (o.refused || o.chunks > 2048) continue;
+        double least = std::numeric_limits<double>::infinity();
+        for (const Policy& c : guided_candidates(g)) {
+          const PolicyOutcome co = policy_outcome(b, c);
+          if (!co.refused) least = std::min(least, price(b, c, m, eager));
+        }
+        if (all_tokens(b) <= b.buffer_token_size) least = std::min(least, price(b, g, m, eager, true));
+        const double mine = price(b, g, m, eager);
+        ASSERT_NEAR(mine, least, 1e-9 * least) << "batch " << i << " of " << file;
+        if (!policy_outcome(b, Policy{PolicyKind::packed}).refused)
+          ASSERT_LE(mine, price(b, Policy{PolicyKind::packed}, m, eager) * (1 + 1e-12));
+        const bool shot = engine_path(b, g, m.sm) == EnginePath::one_shot;
+        ASSERT_TRUE(!shot || all_tokens(b) <= b.buffer_token_size) << "one shot past the buffer";
+        (shot ? one_shots : loops)++;
+        const PolicyPlan plan = plan_policy(b, g);
+        const InvariantReport r = check_policy_invariants(b, g, plan.tables, plan.outcome.chunks);
+        ASSERT_TRUE(r.ok()) << (r.messages.empty() ? "" : r.messages.front());
+      }
+    }
+  }
+  EXPECT_GT(one_shots, 20u);  // both paths exercised
+  EXPECT_GT(loops, 400u);
+}
+
+// Short contexts that fit the buffer whole: one launch over cached and new tokens beats a loop that
+// attends the new tokens apart and merges; past the buffer it is never taken.
+TEST(PolicyGuided, RunsOneShotWhereTheBatchFitsAndThatIsCheaper) {
+  const Policy g = guided(kFa3);
+  const Batch fits = test::make_batch(64, 16384, 16, {1024, 2048, 512}, {0, 100, 300, 400});
+  EXPECT_EQ(engine_path(fits, g, 90), EnginePath::one_shot);
+  EXPECT_NE(path_reason(fits, g, 90).find("whole context at once"), std::string::npos);
+  const Batch past = test::make_batch(64, 4096, 16, {1024, 2048, 512}, {0, 100, 300, 4000});
+  EXPECT_EQ(engine_path(past, g, 90), EnginePath::chunked);
+}
+
+// waves/even streams the even split's pieces; only the loop that runs them differs.
+TEST(PolicyGuided, WavesEvenHasTheEvenSplitsPieces) {
+  const Batch b = test::make_batch(64, 8192, 64, {30000, 700, 9000, 0, 128}, {0, 10, 20, 30, 40, 50});
+  Policy even_split{PolicyKind::even_split};
+  const PolicyPlan e = plan_policy(b, even_split);
+  const PolicyPlan w = plan_policy(b, parse_policies("waves/even", Policy{}).front());
+  EXPECT_EQ(w.outcome.chunks, e.outcome.chunks);
+  EXPECT_EQ(w.tables.buffer_row_offsets, e.tables.buffer_row_offsets);
+  EXPECT_EQ(w.tables.cache_offsets, e.tables.cache_offsets);
+  EXPECT_EQ(parse_policies("waves/h128-s132-even", Policy{}).front().name(), "waves/h128-s132-even");
+  EXPECT_THROW(plan_policy(test::make_batch(64, 64, 16, {100, 100}, {0, 1, 2}), parse_policies("waves/even", Policy{}).front()),
+               InputError);  // a share of 0 pages, as vLLM's even split refuses
+}
+
+TEST(PolicyGuided, Names) {
+  const Policy g = guided(kFa3);
+  EXPECT_EQ(g.name(), "guided:" + kFa3);
+  EXPECT_EQ(guided(kFa3, true).name(), "guided/eager:" + kFa3);
+  EXPECT_EQ(parse_policies("GUIDED:" + kFa3, Policy{}).front().guide_path, kFa3);  // the path keeps its case
+  std::vector<Policy> plain = parse_policies("packed,guided", Policy{});
+  EXPECT_EQ(plain.back().name(), "guided");
+  EXPECT_THROW(attach_guide(plain, nullptr, false), InputError);
+  attach_guide(plain, g.guide, true);
+  EXPECT_TRUE(plain.back().guide_eager);
+  EXPECT_THROW(parse_policies("guided/fast:" + kFa3, Policy{}), InputError);
+  EXPECT_THROW(parse_policies("packed:" + kFa3, Policy{}), InputError);
+  try {
+    parse_policies("guided:/nonexistent/cost.json", Policy{});
+    FAIL() << "a missing cost file was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/cost.json"), std::string::npos) << e.what();
+  }
+  // Without a model there is nothing to choose by: planning says so rather than guessing.
+  EXPECT_THROW(plan_policy(test::make_batch(64, 4096, 16, {1000}, {0, 10}), Policy{PolicyKind::guided}), InputError);
+}
+
+}  // namespace
+}  // namespace mlaplan::explore
