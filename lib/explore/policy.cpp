@@ -76,6 +76,28 @@ void parse_waves_shape(std::string text, Policy& p, const std::string& option, c
   if (at != text.size()) throw bad();
 }
 
+// guided's variant (eager or none) and its cost file, read here: "guided/eager" and PATH of
+// "guided/eager:PATH".
+void parse_guided(const std::string& item, size_t slash, const std::string& path, Policy& p, const std::string& option) {
+  p.guide_eager = false;
+  if (slash != std::string::npos) {
+    if (item.substr(slash + 1) != "eager")
+      throw InputError(fmt::format("{} {}: unknown variant '{}'; guided/eager chooses by eager time, plain guided by "
+                                   "graph time",
+                                   option, item, item.substr(slash + 1)));
+    p.guide_eager = true;
+  }
+  if (path.empty()) return;
+  auto model = std::make_shared<cost::CostModel>(cost::read_cost_model(path));
+  if (p.guide_eager && !model->host)
+    throw InputError(fmt::format("{} {}:{}: host: missing, and guided/eager chooses by eager time, which needs the "
+                                 "host's dispatch costs; choose by graph time (guided:FILE) or calibrate them "
+                                 "(python -m mlaplan.calibrate)",
+                                 option, item, path));
+  p.guide = std::move(model);
+  p.guide_path = path;
+}
+
 }  // namespace
 
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option) {
@@ -119,33 +141,8 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
     if (p.kind != PolicyKind::guided && !path.empty())
       throw InputError(fmt::format("{} {}:{}: only guided takes a cost file after ':' (guided:COST.json)", option, item, path));
     if (p.kind == PolicyKind::guided) {
-      p.guide_eager = false;
-      if (slash != std::string::npos) {
-        if (item.substr(slash + 1) != "eager")
-          throw InputError(fmt::format("{} {}: unknown variant '{}'; guided/eager chooses by eager time, plain guided by "
-                                       "graph time",
-                                       option, item, item.substr(slash + 1)));
-        p.guide_eager = true;
-      }
-      if (!path.empty()) {
-        auto model = std::make_shared<cost::CostModel>(cost::read_cost_model(path));
-        if (p.guide_eager && !model->host)
-          throw InputError(fmt::format("{} {}:{}: host: missing, and guided/eager chooses by eager time, which needs the "
-                                       "host's dispatch costs; choose by graph time (guided:FILE) or calibrate them "
-                                       "(python -m mlaplan.calibrate)",
-                                       option, item, path));
-        p.guide = std::move(model);
-        p.guide_path = path;
-      }
-      p.packed = PackedVariant::vllm;
-      p.split_align = 0;
-      p.even_split = EvenSplitVariant::vllm;
-      bool seen = false;
-      for (const Policy& x : policies) seen = seen || x.name() == p.name();
-      if (!seen) policies.push_back(p);
-      continue;
-    }
-    if (slash != std::string::npos) {
+      parse_guided(item, slash, path, p, option);
+    } else if (slash != std::string::npos) {
       const std::string variant = item.substr(slash + 1);
       if (p.kind == PolicyKind::packed && (variant == "vllm" || variant == "trtllm")) {
         p.packed = variant == "trtllm" ? PackedVariant::trtllm : PackedVariant::vllm;
@@ -160,9 +157,9 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
       }
     }
     if (p.kind == PolicyKind::packed && p.packed == PackedVariant::trtllm) p.split_align = 0;  // TensorRT-LLM has none
-    // waves has none of the engines' variants: --packed trtllm beside it must not make it priced,
-    // dispatched or named as TensorRT-LLM's.
-    if (p.kind == PolicyKind::waves) {
+    // waves and guided have none of the engines' variants: --packed trtllm beside them must not make
+    // them priced, dispatched or named as TensorRT-LLM's.
+    if (p.kind == PolicyKind::waves || p.kind == PolicyKind::guided) {
       p.packed = PackedVariant::vllm;
       p.split_align = 0;
       p.even_split = EvenSplitVariant::vllm;
@@ -204,6 +201,8 @@ std::vector<Policy> guided_candidates(const Policy& guided) {
   }
   Policy even = waves;
   even.waves_shares = WavesShares::even;
+  // The fill thresholds searched with the H200 cost files (docs/policies.md): together they remove
+  // more of the engines' excess than any one of them; a threshold past 1 counts waves, 1e18 none.
   std::vector<Policy> out{packed, waves, even};
   for (double f : {0.0, 0.5, 0.97, 2.0, 4.0, 1e18}) {
     Policy w = waves;

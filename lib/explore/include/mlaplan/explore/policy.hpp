@@ -13,7 +13,8 @@
 //               chunk's rows shared in proportion to what each has left, until the launch fills its waves.
 //               Variant even: the even split's plan (vLLM's share), run by vLLM's packed loop.
 //   guided      mlaplan's own (docs/policies.md): per batch, the cheapest by a cost model of the plans
-//               vLLM's packed loop can run (packed, waves, waves/even), the model's launch shape.
+//               vLLM's packed loop can run (packed, waves at several fill thresholds, waves/even, in the
+//               model's launch shape), or the whole context at once where it fits the buffer.
 // Every policy reports its plan in the one table form of PlanTables: chunk c holds sequence b in buffer
 // rows [row_offset(c, b), row_offset(c, b + 1)), reading its tokens from cache_offset(c, b) on.
 #pragma once
@@ -85,8 +86,9 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
 void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
                   const std::string& option = "--policy");
 
-// The plans guided chooses from, in its order (a tie goes to the first): packed, waves and
-// waves/even, waves' shape the model's launch's.
+// The plans guided chooses from, in its order (a tie goes to the first): packed; waves closing its
+// groups at 0.9, then 0, 0.5 and 0.97 of whole waves, at 2 and 4 waves and never (one group); and
+// waves/even; waves' shape the model's launch's.
 std::vector<Policy> guided_candidates(const Policy& guided);
 
 // What one policy makes of one batch, without the tables: what sweeps aggregate.
