@@ -220,7 +220,7 @@ inline bool runs_packed_loop(const Policy& p) {
          p.kind == PolicyKind::guided;
 }
 
-// guided's choice for the batch (policy_cost.cpp): of the candidates (guided_candidates), the plan its
+// guided's choice for the batch (guided_choice.cpp): of the candidates (guided_candidates), the plan its
 // model prices lowest at the batch's buffer, or, where every cached and new token fits the buffer
 // and its model prices that lower, the whole context at once (one_shot, SGLang's one-shot MHA); then
 // `plan` is waves', one chunk. O(B + chunks) per candidate.
