@@ -29,9 +29,12 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
                    "Chunking policy: max (MAX's plan of cache + new tokens, padded to pages, capped at max_chunks), "
                    "packed (vLLM since PR 50613: the cached context packed in order) or even-split (the buffer "
                    "divided evenly, vLLM before PR 50613 or SGLang); a variant by name (packed/trtllm, "
-                   "even-split/sglang, ...); waves (mlaplan's own: full chunks, narrow sequences streamed in groups "
-                   "that fill the attention's waves; docs/policies.md); or a comma list to compare them on the same "
-                   "batch: all (the three), variants (the engines' five)")
+                   "even-split/sglang, ...); guided (mlaplan's own: per batch the plan --cost prices cheapest on vLLM's "
+                   "packed loop, or the whole context at once where it fits; guided:COST.json names another file, "
+                   "guided/eager:COST.json chooses by eager time; docs/policies.md); waves (one of its plans: full "
+                   "chunks, narrow sequences streamed in groups that fill the attention's waves; waves/even: the even "
+                   "split's shares on that loop); or a comma list to compare them on the same batch: all (the three), "
+                   "variants (the engines' five)")
         ->type_name("NAME|LIST")
         ->default_str("max");
   }
