@@ -20,8 +20,9 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
     cmd.add_option("--policy", o.policy,
                    "Chunking policies to compare, a comma list: max (MAX's plan of cache + new tokens, padded to pages, "
                    "capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); a "
-                   "variant by name (packed/trtllm, even-split/sglang, ...); waves (mlaplan's own, docs/policies.md); "
-                   "all (the three), variants (the engines' five)")
+                   "variant by name (packed/trtllm, even-split/sglang, ...); guided (mlaplan's own: per batch the plan "
+                   "the --cost file prices cheapest; guided:COST.json names its file; docs/policies.md), waves and "
+                   "waves/even (plans guided chooses from); all (the three), variants (the engines' five)")
         ->type_name("LIST")
         ->default_str("all");
   } else {
