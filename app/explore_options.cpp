@@ -169,18 +169,6 @@ std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
   return costs;
 }
 
-void attach_guides(std::vector<explore::Policy>& policies, const std::vector<cost::CostModel>& costs, bool eager) {
-  const bool unnamed = std::any_of(policies.begin(), policies.end(), [](const explore::Policy& p) {
-    return p.kind == explore::PolicyKind::guided && !p.guide;
-  });
-  if (!unnamed) return;
-  if (costs.size() > 1)
-    throw InputError(fmt::format("--policy guided: it chooses by one cost model, and --cost gives {}; name the one: "
-                                 "guided:FILE",
-                                 costs.size()));
-  explore::attach_guide(policies, costs.empty() ? nullptr : std::make_shared<const cost::CostModel>(costs.front()), eager);
-}
-
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& o, bool tp_given,
                          std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager) {
   if (costs.empty()) return;

@@ -55,9 +55,6 @@ void add_timing_option(CLI::App& cmd, std::string& timing);
 bool eager_timing(const std::string& timing, bool with_cost);
 std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files);
 
-// guided without its own file (guided:FILE) chooses by the one --cost file, by eager time under
-// --timing eager; with none, or several (one per model and TP), it must name its file.
-void attach_guides(std::vector<explore::Policy>& policies, const std::vector<cost::CostModel>& costs, bool eager);
 // The models and TPs to predict for: --model/--tp where given, else the cost files' own (their models
 // as presets); then every file must match a (model, TP) and every (model, TP) have a file
 // (explore::check_costs). `tp_given`: --tp on the line; `command` ("run", "sweep") names it in the messages.

@@ -276,8 +276,8 @@ int run(const RunOptions& opt) {
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
   std::vector<explore::Policy> policies = make_policies(opt.policy);
-  attach_guides(policies, cost ? std::vector<cost::CostModel>{cost->model} : std::vector<cost::CostModel>{},
-                cost && cost->eager);
+  explore::attach_guide(policies, cost ? std::vector<cost::CostModel>{cost->model} : std::vector<cost::CostModel>{},
+                        cost && cost->eager);
   const bool compare = policies.size() > 1;
   if (opt.max_sequences_given && opt.format != RunFormat::table && opt.html.empty())
     throw InputError(fmt::format("--max-sequences: it shortens the table output (and --html's tables), and --format {} "

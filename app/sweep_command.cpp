@@ -146,7 +146,7 @@ int sweep(const SweepOptions& opt) {
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
   grid.eager = eager_timing(opt.timing, !grid.costs.empty());
-  attach_guides(grid.policies, grid.costs, grid.eager);
+  explore::attach_guide(grid.policies, grid.costs, grid.eager);
   resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep", grid.eager);
   for (const explore::ModelDims& m : grid.models)
     for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads

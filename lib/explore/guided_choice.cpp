@@ -6,6 +6,7 @@
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/explore/policy_cost.hpp"
+#include "max_segment.hpp"
 #include "policy_walk.hpp"
 
 namespace mlaplan::explore {
@@ -39,7 +40,7 @@ detail::GuidedChoice detail::guided_choice(const Batch& b, const Policy& guided)
       choice.plan = c;
     }
   }
-  uint64_t total = b.input_row_offsets.back() - b.input_row_offsets.front();
+  uint64_t total = detail::new_tokens(b);
   for (uint32_t len : b.cache_lengths) total += len;
   if (total <= b.buffer_token_size &&
       price([&](EagerTime* e) { return whole_context_features(b, m.geometry, e); }) < best) {

@@ -172,13 +172,13 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
 }
 
 void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
-                  const std::string& option) {
+                  const std::string& option, const std::string& give) {
   for (Policy& p : policies) {
     if (p.kind != PolicyKind::guided || p.guide) continue;
     if (!model)
-      throw InputError(fmt::format("{} guided: it chooses each batch's plan by a cost model; give --cost FILE, or name "
+      throw InputError(fmt::format("{} guided: it chooses each batch's plan by a cost model; give {}, or name "
                                    "the file: guided:COST.json (costs/ has H200 files)",
-                                   option));
+                                   option, give));
     if (eager && !model->host)
       throw InputError(fmt::format("{}: host: missing, and guided chooses by eager time under --timing eager, which needs "
                                    "the host's dispatch costs",
@@ -186,6 +186,19 @@ void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cos
     p.guide = model;
     p.guide_eager = p.guide_eager || eager;
   }
+}
+
+void attach_guide(std::vector<Policy>& policies, const std::vector<cost::CostModel>& costs, bool eager,
+                  const std::string& option, const std::string& give) {
+  const bool unnamed = std::any_of(policies.begin(), policies.end(),
+                                   [](const Policy& p) { return p.kind == PolicyKind::guided && !p.guide; });
+  if (!unnamed) return;
+  if (costs.size() > 1)
+    throw InputError(fmt::format("{} guided: it chooses by one cost model, and {} cost files are given ({}, one per "
+                                 "model and TP); name the one: guided:FILE",
+                                 option, costs.size(), give));
+  attach_guide(policies, costs.empty() ? nullptr : std::make_shared<const cost::CostModel>(costs.front()), eager, option,
+               give);
 }
 
 std::vector<Policy> guided_candidates(const Policy& guided) {

@@ -93,11 +93,7 @@ void bind_explore(nb::module_& m) {
         for (const std::string& path : costs) grid.costs.push_back(cost::read_cost_model(path));
         grid.eager = timing == "eager";  // before take_cost_models: it refuses a file without a host section
         // guided without its own file chooses by the one cost file, as the CLI's sweep does.
-        const bool unnamed = std::any_of(grid.policies.begin(), grid.policies.end(),
-                                         [](const Policy& p) { return p.kind == PolicyKind::guided && !p.guide; });
-        if (unnamed && grid.costs.size() != 1)
-          throw InputError("policies: guided chooses by one cost model; give costs=[FILE] or name it: guided:FILE");
-        if (unnamed) attach_guide(grid.policies, std::make_shared<const cost::CostModel>(grid.costs.front()), grid.eager, "policies");
+        attach_guide(grid.policies, grid.costs, grid.eager, "policies", "cost=FILE");
         if (!grid.costs.empty()) {
           grid.dtype = parse_dtype(grid.costs.front().dtype);
           take_cost_models(grid, false);

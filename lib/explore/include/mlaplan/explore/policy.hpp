@@ -84,7 +84,11 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
 // model and TP), choosing by eager time where `eager`. A guided policy with no model and none given
 // is an InputError naming `option`.
 void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
-                  const std::string& option = "--policy");
+                  const std::string& option = "--policy", const std::string& give = "--cost FILE");
+// The same from the cost files a run or sweep was given: a guided policy without a model takes the
+// one file; with several (one per model and TP) it must name its own. `give` says how to give one.
+void attach_guide(std::vector<Policy>& policies, const std::vector<cost::CostModel>& costs, bool eager,
+                  const std::string& option = "--policy", const std::string& give = "--cost FILE");
 
 // The plans guided chooses from, in its order (a tie goes to the first): packed; waves closing its
 // groups at 0.9, then 0, 0.5 and 0.97 of whole waves, at 2 and 4 waves and never (one group); and
