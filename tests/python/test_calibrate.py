@@ -212,6 +212,29 @@ def test_fit_recovers_known_coefficients():
     assert not r.not_identifiable
 
 
+def test_workload_weight_pulls_the_fit_toward_the_workload_points():
+    # Grid points made with TRUE, workload points with a per-iteration cost three times higher: the
+    # terms cannot fit both, and the heavier the workload points weigh, the closer they are fitted.
+    grid = synthetic(120, 0.0, seed=7)
+    shifted = dict(TRUE, per_iteration_us=3 * TRUE["per_iteration_us"])
+    work = []
+    for p in make_grid(40, 9, 16):
+        f = features(p, 16)
+        work.append(dict(p.as_dict(), workload="w", graph_ms=sum(shifted[k] * v for k, v in f.items()) / 1e3))
+    errors = []
+    for weight in (1.0, 4.0, 16.0):
+        r = fit.fit_records(grid + work, 16, 132, geometries=[(128, 1)], workload_weight=weight)
+        assert r.workload_weight == weight and r.summary()["workload_weight"] == weight
+        errors.append(float(np.median(np.abs(r.errors[len(grid):]))))
+    assert errors[0] > errors[1] > errors[2]
+    # Weight 1 is the unweighted fit.
+    plain = fit.fit_records(grid + work, 16, 132, geometries=[(128, 1)])
+    assert plain.coefficients == fit.fit_records(grid + work, 16, 132, geometries=[(128, 1)], workload_weight=1.0).coefficients
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="workload weight"):
+            fit.fit_records(grid + work, 16, 132, geometries=[(128, 1)], workload_weight=bad)
+
+
 def test_fit_picks_the_geometry_that_made_the_times():
     rng = np.random.default_rng(3)
     recs = []

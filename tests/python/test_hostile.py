@@ -389,6 +389,11 @@ def test_max_seconds_is_a_positive_number(module, value):
     one_error_line(run(module, "--max-seconds", value), 2, "--max-seconds", "positive number of seconds")
 
 
+@pytest.mark.parametrize("value", ["nan", "-1", "0", "inf", "x"])
+def test_workload_weight_is_a_positive_number(value):
+    one_error_line(run("mlaplan.calibrate", "-o", "c.json", "--workload-weight", value), 2, "--workload-weight", "positive weight")
+
+
 def test_replay_past_its_memory_limit_speaks_of_steps_and_keywords():
     with pytest.raises(ValueError) as e:
         mlaplan.replay(TRACE, token_budget=1, memory_limit="1MiB")

@@ -44,13 +44,14 @@ def _nnls():
     return nnls
 
 
-def fit_coefficients(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Coefficients c >= 0 minimising sum(((X c - y) / y)^2): each point weighs by its relative error,
-    so a 1 ms batch counts as much as a 100 ms one."""
-    A = X / y[:, None]
+def fit_coefficients(X: np.ndarray, y: np.ndarray, weights: Optional[np.ndarray] = None) -> np.ndarray:
+    """Coefficients c >= 0 minimising sum(w * ((X c - y) / y)^2): each point weighs by its relative error,
+    so a 1 ms batch counts as much as a 100 ms one, times its weight w (default 1)."""
+    root = np.ones(len(y)) if weights is None else np.sqrt(np.asarray(weights, dtype=np.float64))
+    A = X / y[:, None] * root[:, None]
     scale = np.linalg.norm(A, axis=0)
     scale[scale == 0] = 1.0
-    c, _ = _nnls()(A / scale, np.ones(len(y)), maxiter=50 * X.shape[1])
+    c, _ = _nnls()(A / scale, root, maxiter=50 * X.shape[1])
     return c / scale
 
 
@@ -103,14 +104,16 @@ class FitResult:
     not_identifiable: Dict[str, str] = field(default_factory=dict)
     errors: List[float] = field(default_factory=list)
     scheduler: str = "grid"
+    workload_weight: float = 1.0          # the weight of each workload-shaped point against a grid point's 1
 
     def summary(self) -> dict:
         return {"points": self.points, "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
                 "max_abs_error": self.max_abs_error, "cross_validated_median_abs_error": self.cv_median_abs_error,
-                "cross_validated_p90_abs_error": self.cv_p90_abs_error, "not_identifiable": self.not_identifiable}
+                "cross_validated_p90_abs_error": self.cv_p90_abs_error, "not_identifiable": self.not_identifiable,
+                "workload_weight": self.workload_weight}
 
 
-def _cross_validated(X: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
+def _cross_validated(X: np.ndarray, y: np.ndarray, weights: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
     order = np.random.default_rng(seed).permutation(len(y))
     errs = np.empty(len(y))
     for k in range(folds):
@@ -118,7 +121,7 @@ def _cross_validated(X: np.ndarray, y: np.ndarray, folds: int = 5, seed: int = 0
         train = np.setdiff1d(order, test)
         if len(train) < X.shape[1] or len(test) == 0:
             continue
-        c = fit_coefficients(X[train], y[train])
+        c = fit_coefficients(X[train], y[train], weights[train])
         errs[test] = relative_errors(X[test], y[test], c)
     return errs
 
@@ -137,25 +140,30 @@ def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int
 
 
 def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "graph",
-                geometries: Sequence[Tuple[int, int]] = GEOMETRIES, scheduler: str = "grid") -> FitResult:
+                geometries: Sequence[Tuple[int, int]] = GEOMETRIES, scheduler: str = "grid",
+                workload_weight: float = 1.0) -> FitResult:
     """Fits measured records (measure.py's) to their `timing` ("eager" or "graph") ms, trying each
-    geometry and keeping the one with the smallest root-mean-square relative error; scheduler: the
-    kernel's (scheduler_for)."""
+    geometry and keeping the one with the smallest (weighted) root-mean-square relative error;
+    scheduler: the kernel's (scheduler_for); workload_weight: what a workload-shaped point (a record
+    with a `workload`, from --scenarios) weighs against a grid point's 1."""
+    if not (np.isfinite(workload_weight) and workload_weight > 0):
+        raise ValueError(f"workload weight {workload_weight!r}: give a number > 0")
     key = f"{timing}_ms"
     usable = [r for r in records if r.get(key)]
     if len(usable) < len(term_names()) + 1:
         raise ValueError(f"{len(usable)} measured points with {key}: the fit needs more than {len(term_names())}")
     y = np.asarray([r[key] * 1e3 for r in usable])  # microseconds
+    w = np.asarray([workload_weight if r.get("workload") else 1.0 for r in usable])
     best = None
     for tile, blocks in geometries:
         X, names = design(usable, heads, sms, tile, blocks, scheduler)
-        c = fit_coefficients(X, y)
+        c = fit_coefficients(X, y, w)
         e = relative_errors(X, y, c)
-        rms = float(np.sqrt(np.mean(e**2)))
+        rms = float(np.sqrt(np.average(e**2, weights=w)))
         if best is None or rms < best[0]:
             best = (rms, tile, blocks, X, c, e)
     _, tile, blocks, X, c, e = best
-    cv = _cross_validated(X, y)
+    cv = _cross_validated(X, y, w)
     names = term_names()
     return FitResult(
         coefficients={n: float(v) for n, v in zip(names, c)}, tile_queries=tile, blocks_per_sm=blocks, points=len(usable),
@@ -163,7 +171,7 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
         median_abs_error=float(np.median(np.abs(e))), p90_abs_error=float(np.quantile(np.abs(e), 0.9)),
         max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=float(np.median(np.abs(cv))),
         cv_p90_abs_error=float(np.quantile(np.abs(cv), 0.9)), not_identifiable=identifiability(X, y, names, c),
-        errors=[float(v) for v in e])
+        errors=[float(v) for v in e], workload_weight=float(workload_weight))
 
 
 LAUNCH_KINDS = ("gather", "up_projection", "concat", "attention", "merge", "fill")  # executor.LAUNCH_KINDS, without torch
