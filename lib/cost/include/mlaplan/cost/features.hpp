@@ -229,12 +229,22 @@ inline double Launch::sorted_span() const {
   size_t head = 0;  // groups[head..] are the live ones, sorted by time
   for (const auto& [d, per_head] : runs) {
     double left = per_head * heads;
-    if (const double waves = std::floor(left / slots); waves > 0) {  // every slot takes `waves` blocks
-      for (size_t i = head; i < groups.size(); ++i) groups[i].first += waves * d;
-      left -= waves * slots;
-    }
-    // The rest, fewer than the slots, each to the earliest-freeing group.
     while (left > 0) {
+      // Whole rounds over the groups that free within one block of the earliest: each of their slots
+      // takes a block per round, as long as no later group frees before a round's last block starts
+      // (slots busy with a long sequence's blocks take none of a short one's meanwhile).
+      size_t end = head;
+      double band = 0;
+      for (; end < groups.size() && groups[end].first < groups[head].first + d; ++end) band += groups[end].second;
+      double rounds = std::floor(left / band);
+      if (end < groups.size()) rounds = std::min(rounds, std::floor((groups[end].first - groups[end - 1].first) / d));
+      if (rounds > 0) {
+        for (size_t i = head; i < end; ++i) groups[i].first += rounds * d;
+        left -= rounds * band;
+        continue;
+      }
+      // Fewer blocks than a round, or a later group frees first: one block to each slot of the
+      // earliest-freeing group.
       auto& front = groups[head];
       const double take = std::min(left, front.second);
       const double at = front.first + d;
