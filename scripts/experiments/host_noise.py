@@ -61,17 +61,20 @@ def main():
         os.sched_setaffinity(0, set(cpus))
         gc.enable()
         time.sleep(args.pause_s)
+    # The figures first, so that a failed print leaves them.
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "layers": out}, f)
     print(f"{args.rounds} rounds in {time.monotonic() - t0:.0f} s; {len(cpus)} CPUs; {os.cpu_count()} on the machine")
     for lname, by in out.items():
         for sname, d in by.items():
             for k, v in d.items():
                 v = np.asarray([a for a in v if a is not None])
+                if v.size == 0:  # time_host gives None where the host waited for the GPU anyway
+                    print(f"{lname:28} {sname:16} {k:9} no honest sample (the host waited for the GPU)")
+                    continue
                 p10, p50, p90 = np.quantile(v, [0.1, 0.5, 0.9])
                 print(f"{lname:28} {sname:16} {k:9} p10 {p10:7.3f}  p50 {p50:7.3f}  p90 {p90:7.3f} ms  (p90-p10)/p50 {(p90 - p10) / p50:6.1%}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "layers": out}, f)
-
 
 if __name__ == "__main__":
     main()
