@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""The measured table of docs/policies.md (`guided` against the best engine on the executor): one row
+per report of `python -m mlaplan.calibrate.validate --cost FILE --measured M.json --json R.json`, a
+cell per buffer with the best engine's and guided's measured ms, the model's difference between the
+same two and guided's own prediction error. The graph report's guided is `guided:FILE`, the eager
+report's `guided/eager:FILE` (the plan chosen by the timing it is measured at).
+
+    scripts/guided_table.py LABEL=REPORT.json [LABEL=REPORT.json ...]
+
+Prints Markdown on stdout; a bold cell is one where guided measured faster than the best engine.
+"""
+import json
+import sys
+
+ENGINES = {"max": "max", "packed": "packed", "even-split": "even split", "even-split/sglang": "SGLang"}
+
+
+def cells(report):
+    eager = report["timing"] == "eager"
+    want = "guided/eager:" if eager else "guided:"
+    by = {}
+    for s in report["settings"]:
+        p = s["policy"]
+        if p in ENGINES or p.startswith(want):
+            by.setdefault((s["workload"], s["buffer_tokens"]), {})["guided" if p.startswith(want) else p] = s
+    rows = {}
+    for (workload, buffer), got in sorted(by.items()):
+        engines = {p: s for p, s in got.items() if p in ENGINES}
+        if "guided" not in got or not engines:
+            raise SystemExit(f"guided_table: {workload} at {buffer} rows lacks guided or every engine")
+        best = min(engines, key=lambda p: engines[p]["measured_ms"])
+        g, b = got["guided"], engines[best]
+        measured = g["measured_ms"] / b["measured_ms"] - 1
+        model = g["predicted_ms"] / b["predicted_ms"] - 1
+        text = f"{ENGINES[best]} {b['measured_ms']:.2f} / {g['measured_ms']:.2f} ({measured:+.1%})"
+        if measured < 0:
+            text = f"**{text}**"
+        rows.setdefault(workload, []).append(f"{text}; model {model:+.1%}, guided's error {g['error']:+.1%}")
+    return rows
+
+
+def main():
+    if len(sys.argv) < 2 or any("=" not in a for a in sys.argv[1:]):
+        raise SystemExit(__doc__)
+    for arg in sys.argv[1:]:
+        label, path = arg.split("=", 1)
+        with open(path) as f:
+            for workload, row in cells(json.load(f)).items():
+                print(f"| {label} | {workload} | " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
