@@ -5,6 +5,7 @@ TensorRT-LLM runs too, and its absorbed path is a float32 reference here, not a 
 TensorRT-LLM what it runs on this GPU (the whole context at once on SM90, its loop on SM100)."""
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 from typing import Iterable, List, Optional
@@ -74,4 +75,26 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
         out.append(rec)
         if progress and (i + 1) % 25 == 0:
             print(f"{progress}: {i + 1} of {len(points)} points, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+    return out
+
+
+def combine_rounds(recs: List[dict]) -> dict:
+    """One setting measured in several rounds, spread over time, as one record: each time the median of
+    the rounds' (their medians of reps), with each round's eager time (`eager_rounds_ms`) and their
+    spread (`eager_round_spread_ms`, max - min). A host that drifts between moments moves a setting's
+    eager time by more than one run's repetitions show; the median over rounds is what it typically
+    costs, and the spread what one measurement of it can be off by. A round refused is the record."""
+    if len(recs) == 1:
+        return recs[0]
+    refused = [r for r in recs if "refused" in r]
+    if refused:
+        return refused[0]
+    out = dict(recs[0])
+    for key in ("eager_ms", "graph_ms", "host_ms"):
+        got = [r[key] for r in recs if r.get(key) is not None]
+        if key in out:
+            out[key] = statistics.median(got) if got else None
+    eager = [r["eager_ms"] for r in recs]
+    out["eager_spread_ms"] = statistics.median(r["eager_spread_ms"] for r in recs)
+    out.update(eager_rounds_ms=eager, eager_round_spread_ms=max(eager) - min(eager))
     return out

@@ -45,7 +45,7 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         known = False
     if not known:
         raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(POLICIES)}")
-    for key in ("eager_ms", "graph_ms"):
+    for key in ("eager_ms", "graph_ms", "eager_spread_ms", "eager_round_spread_ms"):
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")

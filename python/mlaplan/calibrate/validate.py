@@ -38,6 +38,9 @@ def parser() -> Parser:
     p.add_argument("--tp", type=_count(1), default=8, metavar="N")
     p.add_argument("--reps", type=_count(1), default=5, metavar="N")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N")
+    p.add_argument("--rounds", type=_count(1, 1000), default=1, metavar="N",
+                   help="measure each batch's settings N times over, the order reversed every other round, and "
+                        "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--measured", nargs="+", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
@@ -58,7 +61,7 @@ def measure(args) -> dict:
     from .device_info import describe
     from .grid import Point, scenario_batches
     from ..prefill.attention import kernel_title
-    from .measure import AUTO_PATHS, measure_point
+    from .measure import AUTO_PATHS, combine_rounds, measure_point
 
     if not args.scenarios:
         raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
@@ -78,17 +81,23 @@ def measure(args) -> dict:
             print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
             stopped = workload
             continue
-        for buffer in args.buffer_tokens:
-            for engine in engines:
+        settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
+        rounds = {k: [] for k in settings}
+        for r in range(args.rounds):
+            # Every other round backwards, so that a drift of the machine falls on every setting alike.
+            for buffer, engine in settings if r % 2 == 0 else reversed(settings):
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
-                rec = measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
-                                    args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms)
-                rec.update(workload=workload, scenario=s["name"])
-                records.append(rec)
+                rounds[buffer, engine].append(
+                    measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
+                                  args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms))
+        for k in settings:
+            rec = combine_rounds(rounds[k])
+            rec.update(workload=workload, scenario=s["name"])
+            records.append(rec)
         print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
-            "settle_ms": args.settle_ms, "records": records}
+            "settle_ms": args.settle_ms, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
 
 
 def read_cost(path: str) -> dict:
@@ -153,6 +162,12 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         if timing == "eager" and spreads:
             out["workloads"][w].update(eager_spread_median=float(np.median(spreads)),
                                        eager_spread_p90=float(np.quantile(spreads, 0.9)))
+        # And between rounds of the same setting (--rounds), where the host's drift shows.
+        drift = [r["eager_round_spread_ms"] / r["eager_ms"] for r in rs
+                 if r.get("eager_round_spread_ms") is not None and r.get("eager_ms")]
+        if timing == "eager" and drift:
+            out["workloads"][w].update(eager_round_spread_median=float(np.median(drift)),
+                                       eager_round_spread_p90=float(np.quantile(drift, 0.9)))
     if all_errors:
         out["overall"] = {"runs": len(all_errors), "median_abs_error": float(np.median(all_errors)),
                           "p90_abs_error": float(np.quantile(all_errors, 0.9))}
@@ -175,6 +190,11 @@ def markdown(rep: dict, cost_path: str) -> str:
     if spread:
         lines += ["", "The eager runs' spread, (max - min) / median over each run's repetitions, median per workload: "
                   + "; ".join(spread) + "."]
+    drift = [f"{w} {100 * s['eager_round_spread_median']:.1f}% (p90 {100 * s['eager_round_spread_p90']:.1f}%)"
+             for w, s in rep["workloads"].items() if "eager_round_spread_median" in s]
+    if drift:
+        lines += ["", "Between rounds, (max - min) / median of each setting's rounds (the time compared is their median): "
+                  + "; ".join(drift) + "."]
     lines += ["", "| workload | policy | buffer | measured ms | predicted ms | error |", "|---|---|---:|---:|---:|---:|"]
     for s in rep["settings"]:
         lines.append(f"| {s['workload']} | {s['policy']} | {s['buffer_tokens']} | {s['measured_ms']:.3f} | "

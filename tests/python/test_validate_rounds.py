@@ -1,0 +1,77 @@
+"""validate --rounds: each setting measured in several rounds spread over time, kept as their median
+with each round's eager time and their spread, and the report saying how far the rounds spread."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from mlaplan.calibrate.measure import combine_rounds
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EAGER_COST = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-eager-example.json")
+
+
+def rec(eager, graph=None, spread=0.1, **kw):
+    return {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "iterations": 2,
+            "eager_ms": eager, "eager_spread_ms": spread, "graph_ms": graph, **kw}
+
+
+def test_combine_rounds_keeps_the_median_and_the_spread():
+    got = combine_rounds([rec(3.0, 1.0, 0.2), rec(5.5, 1.2, 0.1), rec(4.0, 0.9, 0.4)])
+    assert got["eager_ms"] == 4.0 and got["graph_ms"] == 1.0 and got["eager_spread_ms"] == 0.2
+    assert got["eager_rounds_ms"] == [3.0, 5.5, 4.0] and got["eager_round_spread_ms"] == pytest.approx(2.5)
+    # No graph time in any round (the CPU): none kept.
+    assert combine_rounds([rec(1.0), rec(2.0)])["graph_ms"] is None
+    # One round is the record as it was: no new fields.
+    one = rec(2.0)
+    assert combine_rounds([one]) is one
+    # A round refused (out of memory, say) is what the setting records.
+    refused = dict(rec(1.0), refused="out of memory")
+    assert combine_rounds([rec(2.0), refused])["refused"] == "out of memory"
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "mlaplan.calibrate.validate", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=600)
+
+
+def test_validate_rounds_measures_every_setting_n_times(tmp_path):
+    pytest.importorskip("torch", reason="the executor needs torch")
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    scen = tmp_path / "tiny.json"
+    scen.write_text(json.dumps({"scenarios": [
+        {"name": "a", "page_size": 16, "buffer_token_size": 64, "max_chunks": 64, "cache_lengths": [200, 40],
+         "input_row_offsets": [0, 12, 20]}]}))
+    saved, report = tmp_path / "m.json", tmp_path / "r.json"
+    r = run("--model", "deepseek-v2-lite", "--tp", "8", "--device", "cpu", "--attention", "flash", "--reps", "1",
+            "--warmup", "0", "--settle-ms", "0", "--rounds", "3", "--policy", "packed,even-split", "--buffer-tokens",
+            "32,64", "--scenarios", str(scen), "--save", str(saved))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(saved.read_text())
+    assert doc["rounds"] == 3 and len(doc["records"]) == 4
+    for x in doc["records"]:
+        assert len(x["eager_rounds_ms"]) == 3 and x["eager_ms"] == statistics.median(x["eager_rounds_ms"])
+        assert x["eager_round_spread_ms"] == pytest.approx(max(x["eager_rounds_ms"]) - min(x["eager_rounds_ms"]))
+    # The rounds' spread in the eager report, as a line and in the JSON.
+    r = run("--cost", EAGER_COST, "--measured", str(saved), "--timing", "eager", "--json", str(report))
+    assert r.returncode in (0, 1), r.stderr
+    assert "Between rounds" in r.stdout
+    w = json.loads(report.read_text())["workloads"]["tiny"]
+    assert 0 <= w["eager_round_spread_median"] <= w["eager_round_spread_p90"]
+
+
+def test_validate_rounds_refused_outside_its_range(tmp_path):
+    r = run("--rounds", "0", "--scenarios", "x.json")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error:") and "--rounds" in lines[0]
+
+
+def test_a_bad_round_spread_is_one_line(tmp_path):
+    bad = rec(2.0, eager_round_spread_ms="wide", workload="w", scenario="s")
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [bad]}))
+    r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "records[0].eager_round_spread_ms" in lines[0], r.stderr
