@@ -27,7 +27,7 @@ def cells(report):
     for (workload, buffer), got in sorted(by.items()):
         engines = {p: s for p, s in got.items() if p in ENGINES}
         if "guided" not in got or not engines:
-            raise SystemExit(f"guided_table: {workload} at {buffer} rows lacks guided or every engine")
+            fail(f"{workload} at {buffer} rows lacks guided or every engine; validate --policy must name both")
         best = min(engines, key=lambda p: engines[p]["measured_ms"])
         g, b = got["guided"], engines[best]
         measured = g["measured_ms"] / b["measured_ms"] - 1
@@ -39,14 +39,28 @@ def cells(report):
     return rows
 
 
+def fail(message):
+    print(f"mlaplan: error: guided_table: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     if len(sys.argv) < 2 or any("=" not in a for a in sys.argv[1:]):
-        raise SystemExit(__doc__)
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    out = []
     for arg in sys.argv[1:]:
         label, path = arg.split("=", 1)
-        with open(path) as f:
-            for workload, row in cells(json.load(f)).items():
-                print(f"| {label} | {workload} | " + " | ".join(row) + " |")
+        try:
+            with open(path) as f:
+                report = json.load(f)
+            rows = cells(report)
+        except (OSError, ValueError) as e:
+            fail(f"{path}: cannot read it ({e}); give a report of validate --json")
+        except (KeyError, TypeError) as e:
+            fail(f"{path}: {e} missing or malformed; give a report of validate --json")
+        out += [f"| {label} | {workload} | " + " | ".join(row) + " |" for workload, row in rows.items()]
+    print("\n".join(out))  # nothing printed unless every report reads
 
 
 if __name__ == "__main__":
