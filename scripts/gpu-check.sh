@@ -29,7 +29,15 @@
 # validated on the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and
 # raw measurements come beside the logs (cost-*.json, measurements-*.json).
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more]
+# The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
+# parts heldout and heldout-more, each within one 10-minute slot, with the kernel $ATTENTION: in
+# heldout, DeepSeek-V3 and Kimi-K2 at TP 8, every policy at five buffers, graph and eager reports
+# (heldout-*.md, heldout-measured-*.json); in heldout-more, DeepSeek-V3 at TP 1, mlaplan's `guided`
+# against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
+# (scripts/experiments/host_noise.py, host-noise.json). ROUNDS=N measures every setting in N rounds
+# (validate --rounds; eager time drifts with the host).
+#
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|heldout|heldout-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -40,15 +48,15 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-case $part in all | base | max | perf | prefill | calibrate | calibrate-more) ;;
-  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate or calibrate-more" >&2; exit 2 ;;
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more | heldout | heldout-more) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, heldout or heldout-more" >&2; exit 2 ;;
 esac
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
 gpu_tests="$build_dir/tests/mlaplan_gpu_tests"
 exe="$build_dir/mlaplan"
-if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate* ]]; then
+if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate* && $part != heldout* ]]; then
   echo "gpu-check: $gpu_tests not found; build with CUDA first: cmake -S . -B $build_dir && cmake --build $build_dir" >&2
   exit 2
 fi
@@ -213,6 +221,45 @@ validate_cost() {
      --json "$log_dir/validation-report.json" -o "$log_dir/validation.md"; local rc=$?; cat "$log_dir/validation.md"; return $rc)
 }
 
+# The shipped file of $attention's stack for MODEL at TP N: the FA3 file unless FlashAttention-2 runs.
+shipped_file() { echo "$source_dir/costs/h200/$1-tp$2-bf16$([[ $attention == flash ]] || echo -fa3).json"; }
+
+# validate_heldout MODEL TP SECONDS CODING: the seed-71 batches measured with the executor (CODING:
+# coding-agent, or coding-agent-tp1 for 128-head steps), every policy at five buffers, then the
+# shipped file's graph and eager reports of the same runs.
+validate_heldout() {
+  local d=$source_dir/docs/data/cost-validation/seed-71 tag=$1-tp$2 cost t rc=0
+  cost=$(shipped_file "$1" "$2")
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$1" --tp "$2" --attention "$attention" \
+     --scenarios "$d/mooncake-replay.json" "$d/short-chat.json" "$d/$4.json" --reps 3 --warmup 1 \
+     --rounds "${ROUNDS:-1}" --max-seconds "$3" --save "$log_dir/heldout-measured-$tag.json") || return 1
+  for t in graph eager; do
+    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --cost "$cost" --timing $t \
+       --measured "$log_dir/heldout-measured-$tag.json" --json "$log_dir/heldout-$tag-$t.json" \
+       -o "$log_dir/heldout-$tag-$t.md") || { [[ $t == graph ]] && rc=1; }
+    [[ -e $log_dir/heldout-$tag-$t.md ]] && head -n 9 "$log_dir/heldout-$tag-$t.md"
+  done
+  return $rc
+}
+
+# guided_measured SECONDS: mlaplan's guided (by the shipped DeepSeek-V3 TP 8 file) against the engines
+# on seed-71's coding-agent and Mooncake batches at 8K-64K rows, graph and eager, and the table rows
+# of docs/policies.md (scripts/guided_table.py).
+guided_measured() {
+  local d=$source_dir/docs/data/cost-validation/seed-71 f k t
+  f=$(shipped_file deepseek-v3 8)
+  k=$([[ $attention == flash ]] && echo FA2 || echo FA3)
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 --attention "$attention" \
+     --policy "max,packed,even-split,even-split/sglang,guided:$f,guided/eager:$f" --buffer-tokens 8192,16384,32768,65536 \
+     --scenarios "$d/mooncake-replay.json" "$d/coding-agent.json" --reps 3 --warmup 1 --rounds "${ROUNDS:-1}" \
+     --max-seconds "$1" --save "$log_dir/guided-measured.json") || return 1
+  for t in graph eager; do
+    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --cost "$f" --timing $t \
+       --measured "$log_dir/guided-measured.json" --json "$log_dir/guided-$t.json" -o "$log_dir/guided-$t.md")
+  done
+  python3 "$source_dir/scripts/guided_table.py" "$k, graph=$log_dir/guided-graph.json" "$k, eager=$log_dir/guided-eager.json"
+}
+
 # MAX's kernel is instantiated for these (scripts/max-reference/max_planner.mojo).
 max_planner=${MAX_PLANNER:-$source_dir/build-max/max-planner}
 max_only=(--only-page-sizes 1,2,16,64,128,256,1024 --only-max-chunks 1,2,3,4,5,6,8,16,32,64)
@@ -356,7 +403,7 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
   step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
 fi
 
-if [[ $part == calibrate* ]]; then
+if [[ $part == calibrate* || $part == heldout* ]]; then
   step "python package (no CUDA planner)" python-build.log python_cpu_build
   [[ $attention == flash || $attention == cudnn ]] || step "FlashAttention-3 importable" fa3.log fa3_install
 fi
@@ -373,8 +420,18 @@ if [[ $part == calibrate-more ]]; then
   step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 200 140
   step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 120
 fi
+if [[ $part == heldout ]]; then
+  step "held out: deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 215 coding-agent
+  step "held out: kimi-k2 TP 8" heldout-kimi-tp8.log validate_heldout kimi-k2 8 215 coding-agent
+fi
+if [[ $part == heldout-more ]]; then
+  step "held out: deepseek-v3 TP 1" heldout-v3-tp1.log validate_heldout deepseek-v3 1 195 coding-agent-tp1
+  step "held out: guided against the engines" guided.log guided_measured 200
+  step "host drift (host_noise.py)" host-noise.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
+    timeout 150 python3 $source_dir/scripts/experiments/host_noise.py --rounds 30 --json $log_dir/host-noise.json"
+fi
 
-if [[ $part == base || $part == perf || $part == prefill || $part == calibrate* ]]; then
+if [[ $part == base || $part == perf || $part == prefill || $part == calibrate* || $part == heldout* ]]; then
   :
 elif ((have_exe)) && [[ -x $max_planner ]]; then
   step "MAX kernel, verify fuzz 100k" verify-max.log "$exe" verify --external "$max_planner" "${max_only[@]}" \
