@@ -425,8 +425,8 @@ if [[ $part == heldout ]]; then
   step "held out: kimi-k2 TP 8" heldout-kimi-tp8.log validate_heldout kimi-k2 8 215 coding-agent
 fi
 if [[ $part == heldout-more ]]; then
-  step "held out: deepseek-v3 TP 1" heldout-v3-tp1.log validate_heldout deepseek-v3 1 195 coding-agent-tp1
-  step "held out: guided against the engines" guided.log guided_measured 200
+  step "held out: deepseek-v3 TP 1" heldout-v3-tp1.log validate_heldout deepseek-v3 1 180 coding-agent-tp1
+  step "held out: guided against the engines" guided.log guided_measured 180
   step "host drift (host_noise.py)" host-noise.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
     timeout 150 python3 $source_dir/scripts/experiments/host_noise.py --rounds 30 --json $log_dir/host-noise.json"
 fi
