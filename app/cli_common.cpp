@@ -19,7 +19,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/io/file_error.hpp"
 #include "output_files.hpp"
-#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/io/printable.hpp"
 #include "mlaplan/profile/stop_request.hpp"
@@ -223,7 +223,7 @@ void add_memory_limit_option(CLI::App& cmd, MemoryLimit& limit) {
          "--memory-limit",
          [&limit](const std::string& v) {
            constexpr uint64_t kLeast = uint64_t{1} << 20;
-           const uint64_t bytes = explore::parse_byte_size(v, "--memory-limit");
+           const uint64_t bytes = sweeps::parse_byte_size(v, "--memory-limit");
            if (bytes < kLeast)
              throw InputError(fmt::format("--memory-limit {}: below the least of {}; give e.g. 512MiB or 4GiB", v,
                                           io::format_bytes(kLeast)));

@@ -7,8 +7,8 @@
 
 #include "mlaplan/bench/size_list.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/lengths_csv.hpp"
-#include "mlaplan/explore/sweep.hpp"
+#include "mlaplan/workloads/lengths_csv.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
 #include "mlaplan/replay/replay_source.hpp"
 #include "cli_common.hpp"
 
@@ -54,24 +54,24 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
       ->default_str("vllm");
 }
 
-explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& o) {
-  explore::Policy p;
+policies::Policy make_policy(policies::PolicyKind kind, const PolicyOptions& o) {
+  policies::Policy p;
   p.kind = kind;
-  p.packed = o.packed == "trtllm" ? explore::PackedVariant::trtllm : explore::PackedVariant::vllm;
+  p.packed = o.packed == "trtllm" ? policies::PackedVariant::trtllm : policies::PackedVariant::vllm;
   p.split_align = o.split_align;
-  p.even_split = o.even_split == "sglang" ? explore::EvenSplitVariant::sglang : explore::EvenSplitVariant::vllm;
-  if (p.packed == explore::PackedVariant::trtllm && o.split_align)
+  p.even_split = o.even_split == "sglang" ? policies::EvenSplitVariant::sglang : policies::EvenSplitVariant::vllm;
+  if (p.packed == policies::PackedVariant::trtllm && o.split_align)
     throw InputError("--split-align: TensorRT-LLM's packing has no alignment; drop --split-align or use --packed vllm");
   return p;
 }
 
-std::vector<explore::Policy> make_policies(const PolicyOptions& o) {
-  std::vector<explore::Policy> policies = explore::parse_policies(o.policy, make_policy(explore::PolicyKind::max, o));
+std::vector<policies::Policy> make_policies(const PolicyOptions& o) {
+  std::vector<policies::Policy> policies = policies::parse_policies(o.policy, make_policy(policies::PolicyKind::max, o));
   // A variant option that changes no policy of the list is refused rather than dropped: the list is
   // planned again with the option's other value, and the same names mean it had no effect.
   auto names = [&](const PolicyOptions& changed) {
     std::vector<std::string> out;
-    for (const explore::Policy& p : explore::parse_policies(o.policy, make_policy(explore::PolicyKind::max, changed))) out.push_back(p.name());
+    for (const policies::Policy& p : policies::parse_policies(o.policy, make_policy(policies::PolicyKind::max, changed))) out.push_back(p.name());
     return out;
   };
   const std::vector<std::string> planned = names(o);
@@ -97,7 +97,7 @@ std::vector<explore::Policy> make_policies(const PolicyOptions& o) {
 
 void add_model_options(CLI::App& cmd, ModelOptions& o, bool list) {
   cmd.add_option("--model", o.models,
-                 fmt::format("Model for the buffer's memory{}: {}", list ? " (a comma list)" : "", explore::model_preset_names()))
+                 fmt::format("Model for the buffer's memory{}: {}", list ? " (a comma list)" : "", models::model_preset_names()))
       ->type_name(list ? "LIST" : "NAME");
   cmd.add_option("--model-config", o.config, "A Hugging Face config.json of any other MLA model, instead of --model")
       ->type_name("FILE");
@@ -107,15 +107,15 @@ void add_model_options(CLI::App& cmd, ModelOptions& o, bool list) {
   cmd.add_option("--dtype", o.dtype, "Element type of the buffers")->transform(one_of({"bf16", "fp8"}))->default_str("bf16");
 }
 
-std::vector<explore::ModelDims> make_models(const ModelOptions& o) {
-  std::vector<explore::ModelDims> models;
+std::vector<models::ModelDims> make_models(const ModelOptions& o) {
+  std::vector<models::ModelDims> models;
   if (!o.models.empty() && !o.config.empty())
     throw InputError("--model-config: give either --model or --model-config, not both");
-  if (!o.config.empty()) models.push_back(explore::read_model_config(o.config));
+  if (!o.config.empty()) models.push_back(models::read_model_config(o.config));
   size_t start = 0;
   while (!o.models.empty() && start <= o.models.size()) {
     const size_t comma = std::min(o.models.find(',', start), o.models.size());
-    models.push_back(explore::find_model_preset(o.models.substr(start, comma - start)));
+    models.push_back(models::find_model_preset(o.models.substr(start, comma - start)));
     start = comma + 1;
   }
   return models;
@@ -124,16 +124,16 @@ std::vector<explore::ModelDims> make_models(const ModelOptions& o) {
 std::vector<uint32_t> make_tps(const ModelOptions& o) { return bench::parse_sizes(o.tps, "--tp", 1024); }
 
 std::optional<io::MemoryFigures> memory_figures(const ModelOptions& o, uint32_t rows) {
-  const std::vector<explore::ModelDims> models = make_models(o);
+  const std::vector<models::ModelDims> models = make_models(o);
   if (models.empty()) {
     if (o.tps != "1" || o.dtype != "bf16") throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
     return std::nullopt;
   }
   const std::vector<uint32_t> tps = make_tps(o);
   if (models.size() > 1 || tps.size() > 1) throw InputError("--model/--tp: run takes one model and one TP; sweep compares several");
-  const explore::Dtype dtype = explore::parse_dtype(o.dtype);
-  const explore::BufferMemory m = explore::buffer_memory(models[0], tps[0], dtype);
-  return io::MemoryFigures{models[0].name, m.tp, explore::to_string(dtype), m.kv_bytes_per_row,
+  const models::Dtype dtype = models::parse_dtype(o.dtype);
+  const models::BufferMemory m = models::buffer_memory(models[0], tps[0], dtype);
+  return io::MemoryFigures{models[0].name, m.tp, models::to_string(dtype), m.kv_bytes_per_row,
                        m.kv_bytes(rows), m.k_bytes(rows), m.latent_bytes(rows)};
 }
 
@@ -170,15 +170,15 @@ std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files) {
 }
 
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& o, bool tp_given,
-                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager) {
+                         std::vector<models::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager) {
   if (costs.empty()) return;
-  explore::SweepGrid grid;
+  sweeps::SweepGrid grid;
   grid.eager = eager;
   grid.models = models;
   grid.tps = tps;
-  grid.dtype = explore::parse_dtype(o.dtype);
+  grid.dtype = models::parse_dtype(o.dtype);
   grid.costs = costs;
-  explore::take_cost_models(grid, tp_given, command);
+  sweeps::take_cost_models(grid, tp_given, command);
   models = grid.models;
   tps = grid.tps;
 }
@@ -186,7 +186,7 @@ void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelO
 void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
   cmd.add_option("--workload", o.workload,
                  fmt::format("Request lengths from a preset fitted to published statistics (docs/workloads.md): {}",
-                             explore::workload_preset_names()))
+                             workloads::workload_preset_names()))
       ->type_name("NAME");
   cmd.add_option("--lengths", o.lengths, "Request lengths from your own trace: a CSV with columns cached_tokens,new_tokens")
       ->type_name("FILE.csv");
@@ -268,15 +268,15 @@ void require_replay_options(const WorkloadOptions& o) {
 
 }  // namespace
 
-std::string replay_summary(const explore::RequestSource& source) {
+std::string replay_summary(const workloads::RequestSource& source) {
   const auto* replay = dynamic_cast<const replay::ReplaySource*>(&source);
   return replay ? replay->stats().describe() : std::string();
 }
 
-std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& o) {
+std::unique_ptr<workloads::RequestSource> make_source(const WorkloadOptions& o) {
   require_replay_options(o);
   if (!o.workload.empty() && !o.lengths.empty()) throw InputError("--lengths: give either --workload or --lengths, not both");
-  std::unique_ptr<explore::RequestSource> source;
+  std::unique_ptr<workloads::RequestSource> source;
   if (!o.replay.empty()) {
     replay::ReplayOptions r;
     r.block_size = o.replay_block_size;
@@ -291,26 +291,26 @@ std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& o) {
         std::make_unique<replay::TraceReader>(o.replay, replay::parse_trace_format(o.replay_format), r.block_size), r);
   }
   if (!o.lengths.empty()) {
-    source = explore::list_source(explore::read_lengths_csv(o.lengths), o.lengths);
+    source = workloads::list_source(workloads::read_lengths_csv(o.lengths), o.lengths);
   } else if (!o.workload.empty()) {
-    source = explore::preset_source(explore::find_workload_preset(o.workload), o.seed);
+    source = workloads::preset_source(workloads::find_workload_preset(o.workload), o.seed);
   } else {
     throw InputError(fmt::format("--workload: no requests to form batches from; add --workload NAME ({}), --lengths "
                                  "FILE.csv or --replay TRACE",
-                                 explore::workload_preset_names()));
+                                 workloads::workload_preset_names()));
   }
-  return o.max_model_len ? explore::capped_source(std::move(source), o.max_model_len) : std::move(source);
+  return o.max_model_len ? workloads::capped_source(std::move(source), o.max_model_len) : std::move(source);
 }
 
-explore::BatchFormation make_formation(const WorkloadOptions& o) {
+workloads::BatchFormation make_formation(const WorkloadOptions& o) {
   if (o.seed_given && o.workload.empty() && o.batch_size.empty())
     throw InputError("--seed: it draws a --workload's requests and --batch-size's sizes, and a --lengths or --replay "
                      "trace formed by --token-budget uses neither; drop --seed");
-  explore::BatchFormation f;
+  workloads::BatchFormation f;
   f.token_budget = o.token_budget;
   f.max_sequences = o.max_sequences;
   if (!o.batch_size.empty()) {
-    f.mode = explore::BatchFormation::Mode::batch_size;
+    f.mode = workloads::BatchFormation::Mode::batch_size;
     const size_t colon = o.batch_size.find(':');
     const std::string lo = o.batch_size.substr(0, colon), hi = colon == std::string::npos ? lo : o.batch_size.substr(colon + 1);
     const std::vector<uint32_t> a = bench::parse_sizes(lo, "--batch-size", 1u << 24), b = bench::parse_sizes(hi, "--batch-size", 1u << 24);

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "mlaplan/cost/cost_model.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
-#include "mlaplan/explore/model.hpp"
-#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/models/model.hpp"
+#include "mlaplan/policies/policy.hpp"
 #include "mlaplan/io/plan_report.hpp"
 
 namespace mlaplan::cli {
@@ -27,10 +27,10 @@ struct PolicyOptions {
   std::string even_split;  // "" (not given): vllm
 };
 void add_policy_options(CLI::App& cmd, PolicyOptions& options, bool list);
-explore::Policy make_policy(explore::PolicyKind kind, const PolicyOptions& options);
+policies::Policy make_policy(policies::PolicyKind kind, const PolicyOptions& options);
 // The list of --policy; InputError for a variant option (--packed, --split-align, --even-split) that
 // changes none of its policies.
-std::vector<explore::Policy> make_policies(const PolicyOptions& options);
+std::vector<policies::Policy> make_policies(const PolicyOptions& options);
 
 // --model NAME (a list for sweep), --model-config FILE, --tp N (a list for sweep), --dtype bf16|fp8.
 struct ModelOptions {
@@ -40,7 +40,7 @@ struct ModelOptions {
   std::string dtype = "bf16";
 };
 void add_model_options(CLI::App& cmd, ModelOptions& options, bool list);
-std::vector<explore::ModelDims> make_models(const ModelOptions& options);  // empty when none is given
+std::vector<models::ModelDims> make_models(const ModelOptions& options);  // empty when none is given
 std::vector<uint32_t> make_tps(const ModelOptions& options);
 // The memory figures of `run` for one model (the first given) at N rows; nothing without a model.
 std::optional<io::MemoryFigures> memory_figures(const ModelOptions& options, uint32_t buffer_token_size);
@@ -57,9 +57,9 @@ std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files);
 
 // The models and TPs to predict for: --model/--tp where given, else the cost files' own (their models
 // as presets); then every file must match a (model, TP) and every (model, TP) have a file
-// (explore::check_costs). `tp_given`: --tp on the line; `command` ("run", "sweep") names it in the messages.
+// (sweeps::check_costs). `tp_given`: --tp on the line; `command` ("run", "sweep") names it in the messages.
 void resolve_cost_models(const std::vector<cost::CostModel>& costs, const ModelOptions& options, bool tp_given,
-                         std::vector<explore::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager = false);
+                         std::vector<models::ModelDims>& models, std::vector<uint32_t>& tps, const std::string& command, bool eager = false);
 
 // --workload NAME | --lengths FILE.csv, --seed, and the batch formation: --token-budget T
 // (default) | --batch-size LO[:HI], --max-sequences S.
@@ -82,10 +82,10 @@ struct WorkloadOptions {
 };
 void add_workload_options(CLI::App& cmd, WorkloadOptions& options);
 bool has_workload(const WorkloadOptions& options);
-std::unique_ptr<explore::RequestSource> make_source(const WorkloadOptions& options);  // InputError when none is given
+std::unique_ptr<workloads::RequestSource> make_source(const WorkloadOptions& options);  // InputError when none is given
 // The replay's statistics ("12,031 requests: 37.4% of input tokens cached (...)"), for a note, when
 // the source replays a trace; empty otherwise.
-std::string replay_summary(const explore::RequestSource& source);
-explore::BatchFormation make_formation(const WorkloadOptions& options);
+std::string replay_summary(const workloads::RequestSource& source);
+workloads::BatchFormation make_formation(const WorkloadOptions& options);
 
 }  // namespace mlaplan::cli

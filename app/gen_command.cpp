@@ -22,7 +22,7 @@ struct GenOptions {
   WorkloadOptions workload;
   size_t batches = 1;
   bool batches_given = false;  // without it, --replay writes every step of the trace (a finite source)
-  explore::BatchSettings settings;
+  workloads::BatchSettings settings;
   std::string name;
   std::string output;
   MemoryLimit memory_limit;
@@ -30,8 +30,8 @@ struct GenOptions {
 
 // Before forming anything: even the smallest batches must make a file run can read. After forming,
 // require_tables_fit_all: every batch one that run and verify plan within the memory limit.
-void require_gen_fits(const GenOptions& opt, const explore::BatchFormation& formation) {
-  const bool by_size = formation.mode == explore::BatchFormation::Mode::batch_size;
+void require_gen_fits(const GenOptions& opt, const workloads::BatchFormation& formation) {
+  const bool by_size = formation.mode == workloads::BatchFormation::Mode::batch_size;
   // A scenario in a list takes at least ~100 bytes of keys and at least 4 bytes a sequence ("0, " twice, less the commas).
   const uint64_t least = static_cast<uint64_t>(opt.batches) * (100 + 4 * uint64_t{by_size ? formation.min_batch : 1});
   if (opt.batches > 1 && least > io::kMaxInputBytes)
@@ -105,8 +105,8 @@ int gen(GenOptions opt) {
   outputs().claim_input(opt.workload.replay, "the --replay trace");
   outputs().claim_output(opt.output, "-o");
   InterruptScope interrupt_scope;  // Ctrl-C: forming batches and building the text stop; nothing written (exit 130)
-  std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
-  explore::BatchFormation formation = make_formation(opt.workload);
+  std::unique_ptr<workloads::RequestSource> source = make_source(opt.workload);
+  workloads::BatchFormation formation = make_formation(opt.workload);
   if (!whole_trace) require_gen_fits(opt, formation);  // a bound for --batches K; the whole trace is checked as formed
   formation.memory_limit = opt.memory_limit.bytes;  // the formed batches themselves, counted as they come
   formation.batches_given = !whole_trace;
@@ -115,7 +115,7 @@ int gen(GenOptions opt) {
   {
     profile::PhaseTimer timer;
     auto scope = timer.phase("form batches");
-    batches = explore::form_batches(*source, formation, opt.settings, opt.batches, opt.workload.seed);
+    batches = workloads::form_batches(*source, formation, opt.settings, opt.batches, opt.workload.seed);
   }
   if (batches.empty())
     throw InputError(opt.workload.replay.empty()

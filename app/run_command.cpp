@@ -7,12 +7,12 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
-#include "mlaplan/explore/policy_check.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
-#include "mlaplan/explore/policy_report.hpp"
+#include "mlaplan/policies/policy_check.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
+#include "mlaplan/policies/policy_report.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/policies/policy.hpp"
 #include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/check/plan_check.hpp"
 #include "mlaplan/io/plan_report.hpp"
@@ -51,12 +51,12 @@ struct RunOptions {
 
 // A policy other than max, planned on the CPU and checked against its invariants (the expected
 // block describes max's plan, so it is not compared).
-void plan_with_policy(const check::Scenario& s, const explore::Policy& policy, bool verify, io::PlanReport& r, profile::PhaseTimer& timer) {
+void plan_with_policy(const check::Scenario& s, const policies::Policy& policy, bool verify, io::PlanReport& r, profile::PhaseTimer& timer) {
   r.device.reset();
   {
     auto scope = timer.phase("plan");
     try {
-      io::PlanReport planned = explore::policy_report(s, policy);
+      io::PlanReport planned = policies::policy_report(s, policy);
       r.backend = planned.backend;
       r.planner = planned.planner;
       r.tables = std::move(planned.tables);
@@ -69,7 +69,7 @@ void plan_with_policy(const check::Scenario& s, const explore::Policy& policy, b
   }
   if (!verify) return;
   auto scope = timer.phase("check");
-  const explore::InvariantReport inv = explore::check_policy_invariants(s.batch, policy, r.tables, r.shape.chunks_used);
+  const policies::InvariantReport inv = policies::check_policy_invariants(s.batch, policy, r.tables, r.shape.chunks_used);
   r.verification.properties = inv.ok() ? "pass" : "fail";
   r.verification.expected = s.expected ? "skipped" : "absent";
   r.verification.status = inv.ok() ? "pass" : "fail";
@@ -78,7 +78,7 @@ void plan_with_policy(const check::Scenario& s, const explore::Policy& policy, b
 
 // Plans one scenario under one policy. With `compare` (several policies), a refusal is reported in
 // the report instead of stopping the run, since it is one of the outcomes being compared.
-io::PlanReport plan_scenario(const check::Scenario& s, const explore::Policy& policy, profile::Planner& planner,
+io::PlanReport plan_scenario(const check::Scenario& s, const policies::Policy& policy, profile::Planner& planner,
                              const RunOptions& opt, const profile::PhaseTimer& load_timer, bool compare) {
   profile::PhaseTimer timer = load_timer;
   io::PlanReport r;
@@ -88,7 +88,7 @@ io::PlanReport plan_scenario(const check::Scenario& s, const explore::Policy& po
   r.device = planner.device();
   r.policy = policy.name();
   r.memory = memory_figures(opt.model, s.batch.buffer_token_size);
-  if (policy.kind != explore::PolicyKind::max) {
+  if (policy.kind != policies::PolicyKind::max) {
     try {
       plan_with_policy(s, policy, !opt.no_verify, r, timer);
     } catch (const InputError& e) {
@@ -119,25 +119,25 @@ io::PlanReport plan_scenario(const check::Scenario& s, const explore::Policy& po
 // What a run predicts times with: the cost model and the model it is for.
 struct RunCost {
   cost::CostModel model;
-  explore::ModelDims dims;
+  models::ModelDims dims;
   bool eager = false;  // --timing eager: the two clocks' times (the model has a host section)
 };
 
 // The plan's predicted time under the cost model (a refused plan has none).
-void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c) {
+void predict(io::PlanReport& r, const policies::Policy& policy, const RunCost& c) {
   if (!r.refused.empty()) return;
   const Batch& b = r.scenario->batch;
   const cost::Geometry& g = c.model.geometry;
   const uint32_t sm = c.model.sm;  // the cost file's GPU: the path each engine runs there
-  explore::EnginePath path = explore::EnginePath::chunked;
+  policies::EnginePath path = policies::EnginePath::chunked;
   cost::Features f;
-  std::optional<explore::EagerTime> eager;
+  std::optional<policies::EagerTime> eager;
   if (c.eager) eager.emplace(c.model);
-  explore::EagerTime* clocks = eager ? &*eager : nullptr;
-  if (policy.kind == explore::PolicyKind::max) {
-    f = explore::max_features(b, explore::max_tables_view(r.tables), g, clocks);
+  policies::EagerTime* clocks = eager ? &*eager : nullptr;
+  if (policy.kind == policies::PolicyKind::max) {
+    f = policies::max_features(b, policies::max_tables_view(r.tables), g, clocks);
   } else {
-    f = explore::dispatched_features(b, policy, g, sm, &path, nullptr, clocks);
+    f = policies::dispatched_features(b, policy, g, sm, &path, nullptr, clocks);
   }
   io::TimeFigures t;
   t.cost_file = c.model.path;
@@ -156,21 +156,21 @@ void predict(io::PlanReport& r, const explore::Policy& policy, const RunCost& c)
   // whole and this one (the sweep's, over its grid): chunks can fill the GPU's slots better than one
   // long launch, so a buffer holding it whole is not always the cheaper.
   // Under eager timing, priced eagerly too.
-  const cost::Features whole = explore::dispatched_unbounded_features(b, policy, g, sm, nullptr, clocks);
+  const cost::Features whole = policies::dispatched_unbounded_features(b, policy, g, sm, nullptr, clocks);
   t.lower_bound_us = std::min(t.layer_us, eager ? eager->clock.dev : c.model.predict_us(whole));
-  t.path = explore::path_name(path);
-  t.path_reason = explore::path_reason(b, policy, sm);
+  t.path = policies::path_name(path);
+  t.path_reason = policies::path_reason(b, policy, sm);
   r.time = t;
 }
 
 // plan_scenario, then the plan's predicted time where a cost model is given.
-io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy, profile::Planner& planner, const RunOptions& opt,
+io::PlanReport plan_one(const check::Scenario& s, const policies::Policy& policy, profile::Planner& planner, const RunOptions& opt,
                     const profile::PhaseTimer& load_timer, bool compare, const std::optional<RunCost>& cost) {
   io::PlanReport r = plan_scenario(s, policy, planner, opt, load_timer, compare);
   if (cost) predict(r, policy, *cost);
   if (r.refused.empty()) {  // on the path the cost file's GPU dispatches the batch to, as predict prices it
-    const explore::MaxTablesView view = explore::max_tables_view(r.tables);
-    explore::QueryMerges q = explore::dispatched_query_merges(s.batch, policy, cost ? cost->model.sm : 0, &view);
+    const policies::MaxTablesView view = policies::max_tables_view(r.tables);
+    policies::QueryMerges q = policies::dispatched_query_merges(s.batch, policy, cost ? cost->model.sm : 0, &view);
     r.merges_per_query = std::make_pair(q.max(), q.quantile(0.99));
   }
   return r;
@@ -178,7 +178,7 @@ io::PlanReport plan_one(const check::Scenario& s, const explore::Policy& policy,
 
 // Checks, before anything is planned, that the tables of every scenario under every policy, with the
 // text and pictures made from them, fit in --memory-limit: run holds them all until it prints.
-void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::vector<explore::Policy>& policies,
+void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::vector<policies::Policy>& policies,
                       const RunOptions& opt) {
   const bool pictures = !opt.svg.empty() || !opt.html.empty();
   std::string extra_what = opt.format == RunFormat::json ? "--format json text" : opt.format == RunFormat::csv ? "--format csv text" : "";
@@ -189,10 +189,10 @@ void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::
     const uint64_t B = s.batch.batch_size();
     const uint64_t extra = (opt.format == RunFormat::table ? 0 : io::plan_text_bytes_per_row(B, opt.format == RunFormat::csv)) +
                            (pictures ? sizeof(render::ChunkPicture) : 0);
-    for (const explore::Policy& p : policies) {
+    for (const policies::Policy& p : policies) {
       uint64_t rows = s.batch.max_chunks;
-      if (p.kind != explore::PolicyKind::max) {  // its tables hold max(max_chunks, chunks) rows
-        const explore::PolicyOutcome o = explore::policy_outcome(s.batch, p);
+      if (p.kind != policies::PolicyKind::max) {  // its tables hold max(max_chunks, chunks) rows
+        const policies::PolicyOutcome o = policies::policy_outcome(s.batch, p);
         if (o.refused) continue;  // refused: no tables
         rows = std::max<uint64_t>(rows, o.chunks);
       }
@@ -257,7 +257,7 @@ int run(const RunOptions& opt) {
     if (opt.costs.size() > 1)
       throw InputError("--cost: run takes one cost file (for its one model and TP); sweep takes one per model and TP");
     std::vector<cost::CostModel> costs = load_costs(opt.costs);
-    std::vector<explore::ModelDims> models = make_models(opt.model);
+    std::vector<models::ModelDims> models = make_models(opt.model);
     std::vector<uint32_t> tps = make_tps(opt.model);
     const bool eager = eager_timing(opt.timing, true);
     resolve_cost_models(costs, opt.model, opt.tp_given, models, tps, "run", eager);
@@ -275,8 +275,8 @@ int run(const RunOptions& opt) {
   }
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
-  std::vector<explore::Policy> policies = make_policies(opt.policy);
-  explore::attach_guide(policies, cost ? std::vector<cost::CostModel>{cost->model} : std::vector<cost::CostModel>{},
+  std::vector<policies::Policy> policies = make_policies(opt.policy);
+  policies::attach_guide(policies, cost ? std::vector<cost::CostModel>{cost->model} : std::vector<cost::CostModel>{},
                         cost && cost->eager);
   const bool compare = policies.size() > 1;
   if (opt.max_sequences_given && opt.format != RunFormat::table && opt.html.empty())
@@ -287,9 +287,9 @@ int run(const RunOptions& opt) {
     throw InputError("--format csv: the cells of one plan; with several policies use --format json (each plan names its "
                      "policy) or --svg/--html to see them side by side");
   bool any_max = false;
-  for (const explore::Policy& p : policies) {
-    any_max = any_max || p.kind == explore::PolicyKind::max;
-    if (p.kind != explore::PolicyKind::max && opt.backend.backend == profile::Backend::gpu)
+  for (const policies::Policy& p : policies) {
+    any_max = any_max || p.kind == policies::PolicyKind::max;
+    if (p.kind != policies::PolicyKind::max && opt.backend.backend == profile::Backend::gpu)
       note(fmt::format("policy {} is planned on the CPU; only max has a GPU planner", p.name()));
   }
   if (!any_max && opt.kernel_given)  // harmless, but the user asked for a planner that plans nothing here
@@ -306,7 +306,7 @@ int run(const RunOptions& opt) {
   };
   reports.reserve(scenarios.size() * policies.size());
   for (const check::Scenario& s : scenarios)
-    for (const explore::Policy& p : policies) {
+    for (const policies::Policy& p : policies) {
       stop_if_asked("planning");
       reports.push_back(plan_one(s, p, *choice.planner, opt, load_timer, compare, cost));
     }

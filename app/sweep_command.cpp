@@ -14,10 +14,10 @@
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/io/memory_limit.hpp"
-#include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/explore/sweep.hpp"
-#include "mlaplan/explore/sweep_footprint.hpp"
-#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/sweeps/sweep_footprint.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
 #include "mlaplan/render/sweep_html.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
 #include "mlaplan/io/scenario_io.hpp"
@@ -84,8 +84,8 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
     out.formation = "batches as the scenario files give them";
     return out;
   }
-  std::unique_ptr<explore::RequestSource> source = make_source(opt.workload);
-  explore::BatchFormation formation = make_formation(opt.workload);
+  std::unique_ptr<workloads::RequestSource> source = make_source(opt.workload);
+  workloads::BatchFormation formation = make_formation(opt.workload);
   formation.memory_limit = opt.memory_limit.bytes;
   formation.bytes_per_batch = bytes_per_batch;
   // A preset never runs dry, so its default count is formed too; a trace's may never be reached.
@@ -93,9 +93,9 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
                             std::find(opt.formation_given.begin(), opt.formation_given.end(), "--batches") !=
                                 opt.formation_given.end();
   formation.memory_limit_text = io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given);
-  explore::BatchSettings settings;
+  workloads::BatchSettings settings;
   settings.page_size = opt.page_size;
-  out.batches = explore::form_batches(*source, formation, settings, opt.batches, opt.workload.seed);
+  out.batches = workloads::form_batches(*source, formation, settings, opt.batches, opt.workload.seed);
   if (out.batches.empty())
     throw InputError(opt.workload.replay.empty()
                          ? fmt::format("--lengths {}: no requests, so no batch to sweep", opt.workload.lengths)
@@ -108,9 +108,9 @@ Batches load_batches(const SweepOptions& opt, uint64_t bytes_per_batch) {
   return out;
 }
 
-// The sweep's memory check (explore/sweep_footprint.hpp) in the CLI's words.
-void require_sweep_fits(const SweepOptions& opt, const explore::SweepGrid& grid, const explore::SweepFootprint& f) {
-  explore::require_sweep_fits(explore::sweep_shape(grid, opt.backend == "gpu"), grid, f, opt.memory_limit.bytes,
+// The sweep's memory check (sweeps/sweep_footprint.hpp) in the CLI's words.
+void require_sweep_fits(const SweepOptions& opt, const sweeps::SweepGrid& grid, const sweeps::SweepFootprint& f) {
+  sweeps::require_sweep_fits(sweeps::sweep_shape(grid, opt.backend == "gpu"), grid, f, opt.memory_limit.bytes,
                               {opt.paths.empty() ? fmt::format("--batches {}", opt.batches) : opt.paths.front(),
                                "--max-chunks", " ", io::describe_memory_limit(opt.memory_limit.bytes, opt.memory_limit.given),
                                "--memory-limit"});
@@ -128,12 +128,12 @@ int sweep(const SweepOptions& opt) {
   outputs().claim_output(opt.svg, "--svg");
   outputs().claim_output(opt.html, "--html");
   // Every option is checked before the batches are formed, so a typo fails at once.
-  explore::SweepGrid grid;
+  sweeps::SweepGrid grid;
   grid.buffer_tokens = bench::parse_sizes(opt.buffer_tokens, "--buffer-tokens", 0x7fffffffu);
   grid.max_chunks = bench::parse_sizes(opt.max_chunks, "--max-chunks", 1u << 20);
   grid.policies = make_policies(opt.policy);
   const bool any_max = std::any_of(grid.policies.begin(), grid.policies.end(),
-                                   [](const explore::Policy& p) { return p.kind == explore::PolicyKind::max; });
+                                   [](const policies::Policy& p) { return p.kind == policies::PolicyKind::max; });
   if (!any_max && (opt.max_chunks_given || opt.backend_given))
     throw InputError(fmt::format("{}: it applies to the max policy only, and --policy {} has none; add max to --policy "
                                  "or drop {}",
@@ -141,17 +141,17 @@ int sweep(const SweepOptions& opt) {
                                  opt.max_chunks_given ? "--max-chunks" : "--backend"));
   grid.models = make_models(opt.model);
   grid.tps = make_tps(opt.model);
-  grid.dtype = explore::parse_dtype(opt.model.dtype);
+  grid.dtype = models::parse_dtype(opt.model.dtype);
   grid.costs = load_costs(opt.costs);
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
   grid.eager = eager_timing(opt.timing, !grid.costs.empty());
-  explore::attach_guide(grid.policies, grid.costs, grid.eager);
+  policies::attach_guide(grid.policies, grid.costs, grid.eager);
   resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep", grid.eager);
-  for (const explore::ModelDims& m : grid.models)
-    for (uint32_t tp : grid.tps) explore::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
+  for (const models::ModelDims& m : grid.models)
+    for (uint32_t tp : grid.tps) models::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
 
-  std::optional<explore::RecommendOptions> rec;
+  std::optional<sweeps::RecommendOptions> rec;
   const bool by_time = opt.objective == "time";
   if (opt.recommend || opt.max_iterations || !opt.memory_budget.empty() || opt.quantile_given || opt.objective_given ||
       opt.within_given) {
@@ -169,18 +169,18 @@ int sweep(const SweepOptions& opt) {
       throw InputError("--recommend: say how many iterations a batch may take with --max-iterations K (e.g. 1 for one-shot "
                        "prefill), or recommend by time with --objective time --cost FILE");
     rec.emplace();
-    rec->objective = by_time ? explore::Objective::time : explore::Objective::iterations;
+    rec->objective = by_time ? sweeps::Objective::time : sweeps::Objective::iterations;
     rec->max_iterations = opt.max_iterations;
-    rec->within = explore::parse_within(opt.within);
-    rec->quantile = explore::parse_quantile(opt.quantile);
+    rec->within = sweeps::parse_within(opt.within);
+    rec->quantile = sweeps::parse_quantile(opt.quantile);
     if (!opt.memory_budget.empty()) {
-      rec->memory_budget = explore::parse_byte_size(opt.memory_budget);
+      rec->memory_budget = sweeps::parse_byte_size(opt.memory_budget);
       if (grid.models.empty())
         throw InputError("--memory-budget: the buffer's memory needs a model; add --model (e.g. deepseek-v3) or --model-config");
     }
   }
 
-  explore::SweepOptions run_options;
+  sweeps::SweepOptions run_options;
   if (opt.backend == "gpu") {
     profile::PlannerChoice choice = profile::choose_planner(profile::Backend::gpu, GpuKernel::fast);  // DeviceError (exit 3) without a GPU
     run_options.max_planner = std::shared_ptr<profile::Planner>(std::move(choice.planner));
@@ -196,33 +196,33 @@ int sweep(const SweepOptions& opt) {
   Batches in;
   {
     auto scope = timer.phase("form batches");
-    in = load_batches(opt, explore::sweep_shape(grid, opt.backend == "gpu").bytes_per_batch());
+    in = load_batches(opt, sweeps::sweep_shape(grid, opt.backend == "gpu").bytes_per_batch());
   }
   {
-    explore::SweepFootprint formed;
+    sweeps::SweepFootprint formed;
     for (const Batch& b : in.batches) formed.add(b);
     require_sweep_fits(opt, grid, formed);
   }
-  explore::SweepResult result;
+  sweeps::SweepResult result;
   {
     auto scope = timer.phase("sweep");
-    result = explore::run_sweep(in.batches, grid, run_options);
+    result = sweeps::run_sweep(in.batches, grid, run_options);
   }
   result.source = in.source;
   result.formation = in.formation;
 
-  explore::SweepReport report;
+  sweeps::SweepReport report;
   report.sweep = &result;
   if (rec && !result.interrupted) {  // no recommendation from part of the grid
     report.recommend_options = rec;
-    report.recommendations = explore::recommend(result, *rec);
+    report.recommendations = sweeps::recommend(result, *rec);
   }
   std::string text;
   switch (opt.format) {
-    case SweepFormat::md: text = explore::format_sweep_markdown(report); break;
-    case SweepFormat::csv: text = explore::format_sweep_csv(report); break;
-    case SweepFormat::json: text = explore::format_sweep_json(report); break;
-    case SweepFormat::table: text = explore::format_sweep_table(report); break;
+    case SweepFormat::md: text = sweeps::format_sweep_markdown(report); break;
+    case SweepFormat::csv: text = sweeps::format_sweep_csv(report); break;
+    case SweepFormat::json: text = sweeps::format_sweep_json(report); break;
+    case SweepFormat::table: text = sweeps::format_sweep_table(report); break;
   }
   if (result.interrupted) {  // the finished settings on stdout, no output file
     write_output("", text);
@@ -232,7 +232,7 @@ int sweep(const SweepOptions& opt) {
                           : "no output file written"));
     return kInterrupted;
   }
-  if (!opt.json.empty()) write_output(opt.json, explore::format_sweep_json(report));
+  if (!opt.json.empty()) write_output(opt.json, sweeps::format_sweep_json(report));
   if (!opt.svg.empty()) write_output(opt.svg, render::sweep_svg(report));
   if (!opt.html.empty()) write_output(opt.html, render::sweep_html(report, command_line()));
   write_output(opt.output, text);

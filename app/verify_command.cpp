@@ -15,7 +15,7 @@
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/plan_file_check.hpp"
+#include "mlaplan/policies/plan_file_check.hpp"
 #include "mlaplan/check/external_planner.hpp"
 #include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/io/plan_tables_io.hpp"
@@ -237,7 +237,7 @@ int verify_plan_file(const VerifyOptions& opt) {
   check::VerifyRun run;
   run.backend = "external";
   run.planners = {opt.plan_file};
-  run.cases = explore::check_plan_file(file, scenarios, {opt.plan_file, opt.paths[0], !opt.scenario.empty()},
+  run.cases = policies::check_plan_file(file, scenarios, {opt.plan_file, opt.paths[0], !opt.scenario.empty()},
                                        [](const check::VerifyCaseRecord& rec) {
                                          if (!rec.passed) print_failure(rec);
                                        });

@@ -7,11 +7,11 @@
 
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
-#include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/explore/sweep.hpp"
-#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/workloads/workload.hpp"
 #include "cost_examples.hpp"
 
 namespace mlaplan::cost {
@@ -189,9 +189,9 @@ TEST(CostFeatures, BlocksAndTheGridsEmptyBlocks) {
 // 128: 128 x 100 causal + 128 x 1,000. Idle with 16 heads on 132 slots: each launch lasts its one block.
 TEST(CostFeatures, PackedByHand) {
   const Geometry g{16, 132, 1, 128};
-  explore::Policy packed;
-  packed.kind = explore::PolicyKind::packed;
-  const Features f = explore::policy_features(one_sequence(1000, 100, 400), packed, g);
+  policies::Policy packed;
+  packed.kind = policies::PolicyKind::packed;
+  const Features f = policies::policy_features(one_sequence(1000, 100, 400), packed, g);
   EXPECT_DOUBLE_EQ(f[Term::batch], 1);
   EXPECT_DOUBLE_EQ(f[Term::fixed_step], 2);
   EXPECT_DOUBLE_EQ(f[Term::iteration], 3);
@@ -210,9 +210,9 @@ TEST(CostFeatures, EvenSplitCountsEveryQueryInEveryChunk) {
   Batch b = one_sequence(1000, 50, 800);
   b.cache_lengths = {1000, 300};
   b.input_row_offsets = {0, 50, 60};
-  explore::Policy even;
-  even.kind = explore::PolicyKind::even_split;
-  const Features f = explore::policy_features(b, even, g);
+  policies::Policy even;
+  even.kind = policies::PolicyKind::even_split;
+  const Features f = policies::policy_features(b, even, g);
   EXPECT_DOUBLE_EQ(f[Term::iteration], 3);
   EXPECT_DOUBLE_EQ(f[Term::row], 1300 + 60);
   EXPECT_DOUBLE_EQ(f[Term::query], 60 + 3 * 60);
@@ -228,13 +228,13 @@ TEST(CostFeatures, MaxOneChunkIsItsUnboundedPlan) {
   const Batch b = one_sequence(1000, 100, 2048);
   const std::vector<uint32_t> rows{0, 1100}, cache{0};
   const std::vector<int32_t> lengths{1100};
-  const Features f = explore::max_features(b, {rows.data(), cache.data(), lengths.data(), 1}, g);
+  const Features f = policies::max_features(b, {rows.data(), cache.data(), lengths.data(), 1}, g);
   EXPECT_DOUBLE_EQ(f[Term::iteration], 1);
   EXPECT_DOUBLE_EQ(f[Term::row], 1100);
   EXPECT_DOUBLE_EQ(f[Term::query], 100);
   EXPECT_DOUBLE_EQ(f[Term::merged_query], 100);
   EXPECT_DOUBLE_EQ(f[Term::mpair], 128.0 * 1100 / 1e6);  // one whole tile up to key 1,100
-  const Features u = explore::unbounded_features(b, explore::Policy{}, g);
+  const Features u = policies::unbounded_features(b, policies::Policy{}, g);
   EXPECT_EQ(u.values, f.values);
 }
 
@@ -247,11 +247,11 @@ TEST(CostFeatures, EvenSplitGroupsEqualChunkByChunk) {
     const Batch b = random_batch(draw, 5000, 700);
     const uint32_t B = b.batch_size();
     for (const char* name : {"even-split/vllm", "even-split/sglang"}) {
-      const explore::Policy p = explore::parse_policies(name, explore::Policy{}).front();
-      if (explore::policy_outcome(b, p).refused) continue;
-      const Features f = explore::policy_features(b, p, g);
-      Features want = explore::new_tokens_features(b, g);
-      const explore::PolicyPlan plan = explore::plan_policy(b, p);
+      const policies::Policy p = policies::parse_policies(name, policies::Policy{}).front();
+      if (policies::policy_outcome(b, p).refused) continue;
+      const Features f = policies::policy_features(b, p, g);
+      Features want = policies::new_tokens_features(b, g);
+      const policies::PolicyPlan plan = policies::plan_policy(b, p);
       const uint64_t T = b.input_row_offsets.back();
       for (uint64_t c = 0; c < plan.outcome.chunks; ++c) {
         Launch launch(g);
@@ -278,10 +278,10 @@ TEST(CostFeatures, WavesTermsAreItsTablesOwnLaunches) {
     for (int trial = 0; trial < 300; ++trial) {
       const Batch b = random_batch(draw, 20000, 900);
       const uint32_t B = b.batch_size();
-      const explore::Policy p = explore::parse_policies("waves", explore::Policy{}).front();
-      const Features f = explore::policy_features(b, p, g);
-      Features want = explore::new_tokens_features(b, g);
-      const explore::PolicyPlan plan = explore::plan_policy(b, p);
+      const policies::Policy p = policies::parse_policies("waves", policies::Policy{}).front();
+      const Features f = policies::policy_features(b, p, g);
+      Features want = policies::new_tokens_features(b, g);
+      const policies::PolicyPlan plan = policies::plan_policy(b, p);
       for (uint64_t c = 0; c < plan.outcome.chunks; ++c) {
         Launch launch(g);
         for (uint32_t s = 0; s < B; ++s) {
@@ -315,11 +315,11 @@ TEST(CostFeatures, StreamingWholeIsTheUnboundedPlan) {
       b.input_row_offsets.push_back(b.input_row_offsets.back() + static_cast<uint32_t>(draw(400)));
     }
     b.buffer_token_size = std::max<uint32_t>(b.page_size, static_cast<uint32_t>(draw(40000)) / b.page_size * b.page_size);
-    for (const explore::Policy& p : explore::parse_policies("max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang,waves", explore::Policy{})) {
-      const bool max = p.kind == explore::PolicyKind::max;
-      const explore::PolicyOutcome o = explore::policy_outcome(b, p);
-      const bool streams = explore::streams_whole(b, p);
-      if (p.kind == explore::PolicyKind::even_split)  // the sweep reads it off the closed-form outcome
+    for (const policies::Policy& p : policies::parse_policies("max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang,waves", policies::Policy{})) {
+      const bool max = p.kind == policies::PolicyKind::max;
+      const policies::PolicyOutcome o = policies::policy_outcome(b, p);
+      const bool streams = policies::streams_whole(b, p);
+      if (p.kind == policies::PolicyKind::even_split)  // the sweep reads it off the closed-form outcome
         EXPECT_EQ(streams, !o.refused && o.chunks <= 1) << p.name() << " trial " << trial;
       if (!streams) {
         split += !o.refused;
@@ -327,10 +327,10 @@ TEST(CostFeatures, StreamingWholeIsTheUnboundedPlan) {
       }
       ++whole;
       ASSERT_FALSE(o.refused) << p.name() << " trial " << trial;
-      const explore::PolicyPlan plan = explore::plan_policy(b, p);
-      const Features f = max ? explore::max_features(b, explore::max_tables_view(plan.tables), g)
-                             : explore::policy_features(b, p, g);
-      const Features u = explore::unbounded_features(b, p, g);
+      const policies::PolicyPlan plan = policies::plan_policy(b, p);
+      const Features f = max ? policies::max_features(b, policies::max_tables_view(plan.tables), g)
+                             : policies::policy_features(b, p, g);
+      const Features u = policies::unbounded_features(b, p, g);
       EXPECT_EQ(f.values, u.values) << p.name() << " trial " << trial;
       EXPECT_EQ(static_cast<double>(plan.outcome.chunks), u[Term::iteration]) << p.name() << " trial " << trial;
     }
@@ -395,16 +395,16 @@ TEST(CostFile, BlockTermsMayBeLeftOut) {
 
 // 300 coding-agent batches and a grid over them with the example cost model, DeepSeek-V3 at TP 8.
 std::vector<Batch> coding_agent_batches() {
-  auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
-  return explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
+  auto source = workloads::preset_source(workloads::find_workload_preset("coding-agent"), 5);
+  return workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 300, 5);
 }
 
-explore::SweepGrid timed_grid(std::vector<uint32_t> buffers, uint32_t max_chunks, const char* policies) {
-  explore::SweepGrid grid;
+sweeps::SweepGrid timed_grid(std::vector<uint32_t> buffers, uint32_t max_chunks, const char* policies) {
+  sweeps::SweepGrid grid;
   grid.buffer_tokens = std::move(buffers);
   grid.max_chunks = {max_chunks};
-  grid.policies = explore::parse_policies(policies, explore::Policy{});
-  grid.models = {explore::find_model_preset("deepseek-v3")};
+  grid.policies = policies::parse_policies(policies, policies::Policy{});
+  grid.models = {models::find_model_preset("deepseek-v3")};
   grid.tps = {8};
   grid.costs = {read_cost_model(kExample)};
   return grid;
@@ -415,19 +415,19 @@ explore::SweepGrid timed_grid(std::vector<uint32_t> buffers, uint32_t max_chunks
 // none, SGLang's one-shot and absorbed paths none).
 TEST(CostSweep, PerIterationCoefficientMovesTheMeanByIterations) {
   const std::vector<Batch> batches = coding_agent_batches();
-  explore::SweepGrid grid = timed_grid({8192, 65536, 262144}, 1024, "variants");
-  const explore::SweepResult a = explore::run_sweep(batches, grid);
+  sweeps::SweepGrid grid = timed_grid({8192, 65536, 262144}, 1024, "variants");
+  const sweeps::SweepResult a = sweeps::run_sweep(batches, grid);
   const double d = 37.5;
   grid.costs[0].coefficients[static_cast<size_t>(Term::iteration)] += d;
-  const explore::SweepResult b = explore::run_sweep(batches, grid);
+  const sweeps::SweepResult b = sweeps::run_sweep(batches, grid);
   ASSERT_EQ(a.rows.size(), b.rows.size());
   size_t checked = 0;
   for (size_t i = 0; i < a.rows.size(); ++i) {
-    const explore::SweepRow &x = a.rows[i], &y = b.rows[i];
+    const sweeps::SweepRow &x = a.rows[i], &y = b.rows[i];
     ASSERT_TRUE(x.time && y.time);
     if (x.refused) continue;
     EXPECT_NEAR(y.time->mean_us - x.time->mean_us, x.time->mean_iterations * d, 1e-9 * y.time->mean_us) << x.setting();
-    if (x.policy.kind == explore::PolicyKind::max || x.policy.name() == "packed" || x.policy.name() == "even-split/vllm")
+    if (x.policy.kind == policies::PolicyKind::max || x.policy.name() == "packed" || x.policy.name() == "even-split/vllm")
       EXPECT_DOUBLE_EQ(x.time->mean_iterations, x.mean_iterations) << x.setting();  // they loop on every GPU
     EXPECT_EQ(x.time->layers, 61u);
     // The bound is each batch's least price on the grid or holding it whole: never above the row.
@@ -448,18 +448,18 @@ TEST(CostSweep, NoRowIsBelowTheLowerBoundUnderAnyShippedFile) {
     const CostModel c = read_cost_model(entry.path().string());
     ++files;
     for (const char* workload : {"coding-agent-claude", "mooncake-conv", "short-chat"}) {
-      auto source = explore::preset_source(explore::find_workload_preset(workload), 7);
+      auto source = workloads::preset_source(workloads::find_workload_preset(workload), 7);
       const std::vector<Batch> batches =
-          explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 150, 7);
-      explore::SweepGrid grid;
+          workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 150, 7);
+      sweeps::SweepGrid grid;
       grid.buffer_tokens = {1024, 4096, 16384, 65536, 262144};
       grid.max_chunks = {16, 4096};
-      grid.policies = explore::parse_policies("variants", explore::Policy{});
-      grid.models = {explore::find_model_preset(c.model)};
+      grid.policies = policies::parse_policies("variants", policies::Policy{});
+      grid.models = {models::find_model_preset(c.model)};
       grid.tps = {c.tp};
       grid.costs = {c};
-      const explore::SweepResult r = explore::run_sweep(batches, grid);
-      for (const explore::SweepRow& row : r.rows) {
+      const sweeps::SweepResult r = sweeps::run_sweep(batches, grid);
+      for (const sweeps::SweepRow& row : r.rows) {
         ASSERT_TRUE(row.time);
         EXPECT_GE(row.time->over_lower_bound, 0) << entry.path().filename() << " " << workload << " " << row.setting();
         // Against the one-chunk time alone, the old bound.
@@ -467,7 +467,7 @@ TEST(CostSweep, NoRowIsBelowTheLowerBoundUnderAnyShippedFile) {
         for (size_t i = 0; i < batches.size(); ++i) {
           if (std::isinf(row.time->layer_us[i])) continue;
           total += row.time->layer_us[i];
-          one_chunk += c.predict_us(explore::dispatched_unbounded_features(batches[i], row.policy, c.geometry, c.sm));
+          one_chunk += c.predict_us(policies::dispatched_unbounded_features(batches[i], row.policy, c.geometry, c.sm));
         }
         beat_one_chunk += total < one_chunk * (1 - 1e-6);
         ++rows;
@@ -482,18 +482,18 @@ TEST(CostSweep, NoRowIsBelowTheLowerBoundUnderAnyShippedFile) {
 // Recommendation by time: the chosen buffer is the smallest within P% of the group's best p99, and
 // every smaller one is named with what it costs over the best.
 TEST(CostSweep, RecommendByTimeTakesTheSmallestWithinP) {
-  const explore::SweepResult s =
-      explore::run_sweep(coding_agent_batches(), timed_grid({2048, 4096, 8192, 16384, 65536, 262144}, 16, "packed,even-split"));
-  explore::RecommendOptions o;
-  o.objective = explore::Objective::time;
+  const sweeps::SweepResult s =
+      sweeps::run_sweep(coding_agent_batches(), timed_grid({2048, 4096, 8192, 16384, 65536, 262144}, 16, "packed,even-split"));
+  sweeps::RecommendOptions o;
+  o.objective = sweeps::Objective::time;
   o.within = 0.02;
-  const std::vector<explore::Recommendation> recs = explore::recommend(s, o);
+  const std::vector<sweeps::Recommendation> recs = sweeps::recommend(s, o);
   ASSERT_EQ(recs.size(), 2u);
-  for (const explore::Recommendation& r : recs) {
+  for (const sweeps::Recommendation& r : recs) {
     ASSERT_TRUE(r.row && r.best) << r.group;
     const double best = s.rows[*r.best].time->at(0.99), chosen = s.rows[*r.row].time->at(0.99);
     EXPECT_LE(chosen, best * 1.02) << r.group;
-    for (const explore::Rejection& x : r.rejected) {
+    for (const sweeps::Rejection& x : r.rejected) {
       EXPECT_LT(x.buffer_tokens, s.rows[*r.row].buffer_tokens);
       EXPECT_NE(x.why.find("over the best"), std::string::npos) << x.why;
     }

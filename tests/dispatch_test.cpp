@@ -10,17 +10,20 @@
 
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
-#include "mlaplan/explore/dispatch.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
-#include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/explore/sweep.hpp"
-#include "mlaplan/explore/sweep_format.hpp"
-#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/policies/dispatch.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
+#include "mlaplan/workloads/workload.hpp"
 #include "cost_examples.hpp"
 #include "test_batches.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::policies {
+using namespace mlaplan::workloads;
+using namespace mlaplan::sweeps;
+
 namespace {
 
 using cost::Features;
@@ -248,16 +251,16 @@ TEST(CostFileCapability, RefusedNamingTheField) {
 
 // Coding-agent batches and a grid over them with the example cost model (an H200), DeepSeek-V3 TP 8.
 std::vector<Batch> coding_agent_batches(size_t n = 200) {
-  auto source = preset_source(find_workload_preset("coding-agent"), 5);
-  return form_batches(*source, BatchFormation{}, BatchSettings{}, n, 5);
+  auto source = workloads::preset_source(workloads::find_workload_preset("coding-agent"), 5);
+  return workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, n, 5);
 }
 
-SweepGrid grid_on(const std::string& cost_text, std::vector<uint32_t> buffers, const char* policies) {
-  SweepGrid grid;
+sweeps::SweepGrid grid_on(const std::string& cost_text, std::vector<uint32_t> buffers, const char* policies) {
+  sweeps::SweepGrid grid;
   grid.buffer_tokens = std::move(buffers);
   grid.max_chunks = {1024};
   grid.policies = parse_policies(policies, Policy{});
-  grid.models = {find_model_preset("deepseek-v3")};
+  grid.models = {models::find_model_preset("deepseek-v3")};
   grid.tps = {8};
   grid.costs = {cost::parse_cost_model(cost_text, "c.json")};
   return grid;
@@ -275,11 +278,11 @@ TEST(DispatchSweep, TensorRtLlmOnSm90TakesEveryBatchWhole) {
     for (uint32_t len : b.cache_lengths) total += len;
     largest = std::max(largest, total);
   }
-  const SweepResult h200 = run_sweep(batches, grid_on(example_text(), {4096, 65536}, "packed/trtllm"));
+  const sweeps::SweepResult h200 = sweeps::run_sweep(batches, grid_on(example_text(), {4096, 65536}, "packed/trtllm"));
   ASSERT_EQ(h200.rows.size(), 2u);
-  for (const SweepRow& r : h200.rows) {
+  for (const sweeps::SweepRow& r : h200.rows) {
     ASSERT_TRUE(r.time);
-    const TimeStats& t = *r.time;
+    const sweeps::TimeStats& t = *r.time;
     EXPECT_EQ(t.path(), "one-shot") << r.setting();
     EXPECT_EQ(t.on(EnginePath::one_shot), batches.size());
     EXPECT_EQ(t.mean_iterations, 0);
@@ -292,9 +295,9 @@ TEST(DispatchSweep, TensorRtLlmOnSm90TakesEveryBatchWhole) {
   }
   EXPECT_EQ(h200.rows[0].time->layer_us, h200.rows[1].time->layer_us);
 
-  const SweepResult b200 = run_sweep(batches, grid_on(edited("NVIDIA H200", kB200), {4096, 65536}, "packed/trtllm"));
-  for (const SweepRow& r : b200.rows) {
-    const TimeStats& t = *r.time;
+  const sweeps::SweepResult b200 = sweeps::run_sweep(batches, grid_on(edited("NVIDIA H200", kB200), {4096, 65536}, "packed/trtllm"));
+  for (const sweeps::SweepRow& r : b200.rows) {
+    const sweeps::TimeStats& t = *r.time;
     EXPECT_EQ(t.path(), "chunked") << r.setting();
     EXPECT_DOUBLE_EQ(t.mean_iterations, r.mean_iterations);
     EXPECT_GT(t.over_lower_bound, 0);
@@ -313,18 +316,18 @@ TEST(DispatchSweep, EachBatchIsPricedOnItsPath) {
   batches.push_back(batch_of({100, 0, 3000}, {50, 20, 7}, 64));
   batches.push_back(batch_of({0, 0}, {500, 3000}, 64));
   batches.push_back(batch_of({8000, 192}, {1000, 1}, 64));
-  SweepGrid grid = grid_on(example_text(), {2048, 16384, 131072}, "packed,packed/trtllm,even-split/vllm,even-split/sglang");
+  sweeps::SweepGrid grid = grid_on(example_text(), {2048, 16384, 131072}, "packed,packed/trtllm,even-split/vllm,even-split/sglang");
   std::string tp1 = edited("\"tp\": 8", "\"tp\": 1");
   tp1.replace(tp1.find("\"heads\": 16"), 11, "\"heads\": 128");
   tp1.replace(tp1.find("NVIDIA H200"), 11, kB200);
   grid.costs.push_back(cost::parse_cost_model(tp1, "b200.json"));
   grid.tps = {8, 1};
-  const SweepResult s = run_sweep(batches, grid);
+  const sweeps::SweepResult s = sweeps::run_sweep(batches, grid);
   size_t absorbed = 0, one_shot = 0, chunked = 0;
   std::vector<std::vector<double>> priced(s.rows.size());  // per row and batch; NaN where refused
   std::map<std::pair<std::string, size_t>, std::vector<double>> floors;  // per (policy, cost model)
   for (size_t n = 0; n < s.rows.size(); ++n) {
-    const SweepRow& r = s.rows[n];
+    const sweeps::SweepRow& r = s.rows[n];
     ASSERT_TRUE(r.time);
     const cost::CostModel& c = s.costs[r.time->cost];
     std::vector<double>& floor = floors[{r.policy.name(), r.time->cost}];
@@ -356,7 +359,7 @@ TEST(DispatchSweep, EachBatchIsPricedOnItsPath) {
   }
   size_t below_one_chunk = 0;  // rows some batch of which is cheaper than with a buffer holding it whole
   for (size_t n = 0; n < s.rows.size(); ++n) {
-    const SweepRow& r = s.rows[n];
+    const sweeps::SweepRow& r = s.rows[n];
     const std::vector<double>& floor = floors.at({r.policy.name(), r.time->cost});
     double total = 0, lower = 0, one_chunk = 0;
     for (size_t i = 0; i < batches.size(); ++i) {
@@ -380,12 +383,12 @@ TEST(DispatchSweep, EachBatchIsPricedOnItsPath) {
 // takes it whole, and refused where it loops.
 TEST(DispatchSweep, RefusedByTheLoopButNotWhereItDoesNotRun) {
   const std::vector<Batch> batches{batch_of({(1u << 24) + 100}, {10}, 1), batch_of({300}, {10}, 1)};
-  const SweepResult h200 = run_sweep(batches, grid_on(example_text(), {1}, "packed/trtllm"));
+  const sweeps::SweepResult h200 = sweeps::run_sweep(batches, grid_on(example_text(), {1}, "packed/trtllm"));
   ASSERT_EQ(h200.rows.size(), 1u);
   EXPECT_EQ(h200.rows[0].refused, 1u);  // the policy's loop
   EXPECT_EQ(h200.rows[0].time->refused, 0u);
   EXPECT_TRUE(std::isfinite(h200.rows[0].time->mean_us));
-  const SweepResult b200 = run_sweep(batches, grid_on(edited("NVIDIA H200", kB200), {1}, "packed/trtllm"));
+  const sweeps::SweepResult b200 = sweeps::run_sweep(batches, grid_on(edited("NVIDIA H200", kB200), {1}, "packed/trtllm"));
   EXPECT_EQ(b200.rows[0].time->refused, 1u);
   EXPECT_TRUE(std::isinf(b200.rows[0].time->mean_us));
 }
@@ -394,29 +397,29 @@ TEST(DispatchSweep, RefusedByTheLoopButNotWhereItDoesNotRun) {
 // size instead of choosing one; on a B200 it chooses one.
 TEST(DispatchSweep, RecommendationSaysThereIsNoBufferToSize) {
   const std::vector<Batch> batches = coding_agent_batches(100);
-  const SweepResult s = run_sweep(batches, grid_on(example_text(), {4096, 16384, 65536}, "packed/trtllm,packed"));
-  RecommendOptions o;
-  o.objective = Objective::time;
-  const std::vector<Recommendation> recs = recommend(s, o);
+  const sweeps::SweepResult s = sweeps::run_sweep(batches, grid_on(example_text(), {4096, 16384, 65536}, "packed/trtllm,packed"));
+  sweeps::RecommendOptions o;
+  o.objective = sweeps::Objective::time;
+  const std::vector<sweeps::Recommendation> recs = sweeps::recommend(s, o);
   ASSERT_EQ(recs.size(), 2u);
   EXPECT_FALSE(recs[0].row);
   ASSERT_TRUE(recs[0].whole_row);
   EXPECT_NE(recs[0].whole_context.find("TensorRT-LLM runs the whole context at once on SM90"), std::string::npos);
   EXPECT_TRUE(recs[1].row);  // vLLM loops on every GPU
   EXPECT_TRUE(recs[1].whole_context.empty());
-  SweepReport report;
+  sweeps::SweepReport report;
   report.sweep = &s;
   report.recommend_options = o;
   report.recommendations = recs;
-  const std::string table = format_sweep_table(report);
+  const std::string table = sweeps::format_sweep_table(report);
   EXPECT_NE(table.find("packed/trtllm deepseek-v3 TP8: no buffer to size: TensorRT-LLM runs the whole context at once"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("holding the largest batch's whole context"), std::string::npos) << table;
-  const std::string json = format_sweep_json(report);
+  const std::string json = sweeps::format_sweep_json(report);
   EXPECT_NE(json.find("\"path\": \"one-shot\""), std::string::npos);
   EXPECT_NE(json.find("\"whole_context\": \"TensorRT-LLM"), std::string::npos);
-  const std::string csv = format_sweep_csv(report);
+  const std::string csv = sweeps::format_sweep_csv(report);
   EXPECT_NE(csv.find(",path,paths_chunked,paths_one_shot,paths_absorbed,paths_refused,dispatched_mean_iterations,most_rows,"
                      "memory_rows,memory_bytes,"),
             std::string::npos)
@@ -425,16 +428,16 @@ TEST(DispatchSweep, RecommendationSaysThereIsNoBufferToSize) {
   // A memory budget below the whole context: no buffer changes it, and the text says so.
   o.memory_budget = 1024;
   report.recommend_options = o;
-  report.recommendations = recommend(s, o);
-  EXPECT_NE(format_sweep_table(report).find("which no buffer changes"), std::string::npos);
+  report.recommendations = sweeps::recommend(s, o);
+  EXPECT_NE(sweeps::format_sweep_table(report).find("which no buffer changes"), std::string::npos);
 
-  const SweepResult b200 = run_sweep(batches, grid_on(edited("NVIDIA H200", kB200), {4096, 16384, 65536}, "packed/trtllm"));
+  const sweeps::SweepResult b200 = sweeps::run_sweep(batches, grid_on(edited("NVIDIA H200", kB200), {4096, 16384, 65536}, "packed/trtllm"));
   o.memory_budget.reset();
-  const std::vector<Recommendation> looped = recommend(b200, o);
+  const std::vector<sweeps::Recommendation> looped = sweeps::recommend(b200, o);
   ASSERT_EQ(looped.size(), 1u);
   EXPECT_TRUE(looped[0].row);
   EXPECT_FALSE(looped[0].whole_row);
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::policies

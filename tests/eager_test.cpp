@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "mlaplan/cost/eager.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "test_batches.hpp"
@@ -74,20 +74,20 @@ TEST(EagerTime, DeviceTimesAddUpToTheGraphTime) {
       for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted}) {
         cost::Geometry g{16, 132, 1, 128, sched};
         Batch b = test::make_batch(page, buffer, 1, cache, offsets);
-        const explore::Policy p = explore::parse_policies(name, explore::Policy{})[0];
-        explore::EagerTime zero(coef, none), eager(coef, some);
+        const policies::Policy p = policies::parse_policies(name, policies::Policy{})[0];
+        policies::EagerTime zero(coef, none), eager(coef, some);
         cost::Features plain, f0, f1;
-        if (p.kind == explore::PolicyKind::max) {
+        if (p.kind == policies::PolicyKind::max) {
           b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
           const PlanTables t = plan_fast_cpu(b);
-          plain = explore::max_features(b, explore::max_tables_view(t), g);
-          f0 = explore::max_features(b, explore::max_tables_view(t), g, &zero);
-          f1 = explore::max_features(b, explore::max_tables_view(t), g, &eager);
+          plain = policies::max_features(b, policies::max_tables_view(t), g);
+          f0 = policies::max_features(b, policies::max_tables_view(t), g, &zero);
+          f1 = policies::max_features(b, policies::max_tables_view(t), g, &eager);
         } else {
-          if (explore::policy_outcome(b, p).refused) continue;
-          plain = explore::policy_features(b, p, g);
-          f0 = explore::policy_features(b, p, g, nullptr, nullptr, &zero);
-          f1 = explore::policy_features(b, p, g, nullptr, nullptr, &eager);
+          if (policies::policy_outcome(b, p).refused) continue;
+          plain = policies::policy_features(b, p, g);
+          f0 = policies::policy_features(b, p, g, nullptr, nullptr, &zero);
+          f1 = policies::policy_features(b, p, g, nullptr, nullptr, &eager);
         }
         EXPECT_EQ(plain.values, f0.values);
         EXPECT_EQ(plain.values, f1.values);

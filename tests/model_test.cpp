@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/model.hpp"
+#include "mlaplan/models/model.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::models {
+
 namespace {
 
 // Runs fn, which must throw an InputError whose message holds every one of `parts`.
@@ -479,4 +480,4 @@ TEST(ModelConfig, AKeyGivenTwiceIsRefused) {
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::models

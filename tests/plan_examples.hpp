@@ -10,8 +10,8 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/check/scenario.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_report.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/policies/policy_report.hpp"
 #include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -51,9 +51,9 @@ inline io::PlanReport max_report(const check::Scenario& s) {
 }
 
 // Another policy's plan, as `run --policy ...` reports it (a refusal sets `refused`).
-inline io::PlanReport report_or_refusal(const check::Scenario& s, const explore::Policy& policy) {
+inline io::PlanReport report_or_refusal(const check::Scenario& s, const policies::Policy& policy) {
   try {
-    return explore::policy_report(s, policy);
+    return policies::policy_report(s, policy);
   } catch (const InputError& e) {
     io::PlanReport r;
     r.scenario = &s;
@@ -63,9 +63,9 @@ inline io::PlanReport report_or_refusal(const check::Scenario& s, const explore:
   }
 }
 
-inline explore::Policy packed_policy() {
-  explore::Policy p;
-  p.kind = explore::PolicyKind::packed;
+inline policies::Policy packed_policy() {
+  policies::Policy p;
+  p.kind = policies::PolicyKind::packed;
   return p;
 }
 

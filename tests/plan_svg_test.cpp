@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mlaplan/check/scenario.hpp"
-#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/policies/policy.hpp"
 #include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/render/palette.hpp"
 #include "mlaplan/render/plan_html.hpp"

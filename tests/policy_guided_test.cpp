@@ -12,13 +12,14 @@
 #include "mlaplan/check/batch_generator.hpp"
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/dispatch.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_check.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/policies/dispatch.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/policies/policy_check.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
 #include "test_batches.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::policies {
+
 namespace {
 
 const std::string kFa3 = std::string(MLAPLAN_SOURCE_DIR) + "/costs/h200/deepseek-v3-tp8-bf16-fa3.json";
@@ -130,4 +131,4 @@ TEST(PolicyGuided, Names) {
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::policies

@@ -6,11 +6,12 @@
 
 #include "mlaplan/check/batch_generator.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_check.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/policies/policy_check.hpp"
 #include "test_batches.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::policies {
+
 namespace {
 
 using test::make_batch;
@@ -350,4 +351,4 @@ TEST(PolicyWaves, ShapeByName) {
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::policies

@@ -9,12 +9,13 @@
 #include <random>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "test_batches.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::policies {
+
 namespace {
 
 Policy named(PolicyKind kind, PackedVariant packed = PackedVariant::vllm, EvenSplitVariant even = EvenSplitVariant::vllm) {
@@ -156,4 +157,4 @@ TEST(QueryMerges, WholeContextPathsMergeNothingAndBatchesAddUp) {
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::policies

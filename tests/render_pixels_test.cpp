@@ -24,8 +24,8 @@
 #include "cli_runner.hpp"
 #include "mlaplan/batch.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_report.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/policies/policy_report.hpp"
 #include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/reference_planner.hpp"
@@ -65,19 +65,19 @@ check::Scenario pixels_scenario() {
 // The reports `run --backend cpu` makes under `policies`, one panel each.
 std::vector<PlanPicture> library_panels(const check::Scenario& s, const std::string& policies) {
   std::vector<PlanPicture> panels;
-  for (const explore::Policy& policy : explore::parse_policies(policies, explore::Policy{})) {
+  for (const policies::Policy& policy : policies::parse_policies(policies, policies::Policy{})) {
     io::PlanReport r;
     r.scenario = &s;
     r.policy = policy.name();
     r.backend = "cpu";
-    if (policy.kind == explore::PolicyKind::max) {
+    if (policy.kind == policies::PolicyKind::max) {
       r.planner = "cpu-reference";
       r.shape = plan_shape(s.batch);
       r.tables = plan_reference(s.batch);
     } else {
       r.planner = "cpu-" + policy.name();
       try {
-        r = explore::policy_report(s, policy);
+        r = policies::policy_report(s, policy);
       } catch (const InputError& e) {
         r.refused = e.what();
       }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
 #include "mlaplan/replay/prefix_cache.hpp"
 #include "mlaplan/replay/replay_source.hpp"
 #include "mlaplan/replay/trace_reader.hpp"
@@ -151,12 +151,12 @@ struct Replayed {
 Replayed replay_text(const std::string& text, ReplayOptions o, uint32_t budget, uint32_t max_sequences = 256) {
   auto in = std::make_shared<std::istringstream>(text);
   ReplaySource source(std::make_unique<TraceReader>(*in, "hand.jsonl", TraceFormat::mooncake, o.block_size), o);
-  explore::BatchFormation f;
+  workloads::BatchFormation f;
   f.token_budget = budget;
   f.max_sequences = max_sequences;
-  explore::BatchSettings s;
+  workloads::BatchSettings s;
   s.page_size = 16;
-  Replayed r{explore::form_batches(source, f, s, 1000, 1), source.stats()};
+  Replayed r{workloads::form_batches(source, f, s, 1000, 1), source.stats()};
   return r;
 }
 
@@ -246,10 +246,10 @@ TEST(Replay, AzureRequestsCacheOnlyWhatChunkedPrefillCarries) {
   std::istringstream in("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-01-01 00:00:00,100,1\n2023-01-01 00:00:01,30,1\n");
   ReplayOptions o;
   ReplaySource source(std::make_unique<TraceReader>(in, "a.csv", TraceFormat::automatic, 512), o);
-  explore::BatchFormation f;
+  workloads::BatchFormation f;
   f.token_budget = 64;
-  explore::BatchSettings s;
-  const auto batches = explore::form_batches(source, f, s, 100, 1);
+  workloads::BatchSettings s;
+  const auto batches = workloads::form_batches(source, f, s, 100, 1);
   ASSERT_EQ(batches.size(), 3u);
   EXPECT_EQ(batches[0].cache_lengths, (std::vector<uint32_t>{0}));
   EXPECT_EQ(batches[1].cache_lengths, (std::vector<uint32_t>{64, 0}));

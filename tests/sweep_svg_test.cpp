@@ -19,12 +19,12 @@
 
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/cost_model.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
-#include "mlaplan/explore/model.hpp"
-#include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/explore/sweep.hpp"
-#include "mlaplan/explore/sweep_format.hpp"
-#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/models/model.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
+#include "mlaplan/workloads/workload.hpp"
 #include "mlaplan/render/sweep_picture.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
 #include "mlaplan/render/svg_writer.hpp"
@@ -33,12 +33,12 @@
 namespace mlaplan::render {
 namespace {
 
-using explore::Policy;
-using explore::PolicyKind;
-using explore::RecommendOptions;
-using explore::SweepReport;
-using explore::SweepResult;
-using explore::SweepRow;
+using policies::Policy;
+using policies::PolicyKind;
+using sweeps::RecommendOptions;
+using sweeps::SweepReport;
+using sweeps::SweepResult;
+using sweeps::SweepRow;
 using mlaplan::test::clean_utf8;
 using mlaplan::test::count;
 using mlaplan::test::parser_accepts;
@@ -181,7 +181,7 @@ TEST(SweepSvg, OnePointWithItsSettingPerRowAndOneSeriesPerGroup) {
 
   // As many series as recommend() has groups (it is the same grouping).
   RecommendOptions o;
-  EXPECT_EQ(count(svg, "class=\"series\""), explore::recommend(s, o).size());
+  EXPECT_EQ(count(svg, "class=\"series\""), sweeps::recommend(s, o).size());
   EXPECT_EQ(count(svg, "class=\"series\""), 2u);
   EXPECT_EQ(count(svg, "class=\"point"), s.rows.size());
 
@@ -218,7 +218,7 @@ TEST(SweepSvg, RecommendationDrawsTheLimitAndRingsTheChoices) {
   SweepReport report;
   report.sweep = &s;
   report.recommend_options = o;
-  report.recommendations = explore::recommend(s, o);
+  report.recommendations = sweeps::recommend(s, o);
   ASSERT_EQ(report.recommendations.size(), 2u);
   const std::string svg = sweep_svg(report);
   expect_valid_svg(svg);
@@ -236,7 +236,7 @@ TEST(SweepSvg, RecommendationDrawsTheLimitAndRingsTheChoices) {
   // A limit no buffer meets: no ring, and the legend says so for each group.
   o.max_iterations = 0;
   report.recommend_options = o;
-  report.recommendations = explore::recommend(s, o);
+  report.recommendations = sweeps::recommend(s, o);
   const std::string none = sweep_svg(report);
   expect_valid_svg(none);
   EXPECT_EQ(count(none, "class=\"recommended\""), 0u);
@@ -296,13 +296,13 @@ TEST(SweepSvg, GroupsSplitByModelAndTp) {
   SweepResult s;
   s.source = "two TPs";
   s.batches = 400;
-  explore::ModelDims model;
+  models::ModelDims model;
   model.name = "deepseek-v3";
   for (uint32_t tp : {1u, 8u})
     for (uint32_t n : {8192u, 65536u}) {
       SweepRow r = row(PolicyKind::packed, n, n == 8192 ? 8 : 1, 0.5);
       r.model = model;
-      r.memory = explore::BufferMemory{};
+      r.memory = models::BufferMemory{};
       r.memory->tp = tp;
       r.memory->kv_bytes_per_row = 65536 / tp;
       s.rows.push_back(r);
@@ -322,11 +322,11 @@ TEST(SweepSvg, HostileNamesComeOutEscapedAndClipped) {
   SweepResult s = two_policies();
   s.source = hostile + std::string(10000, 'A');
   s.formation = hostile;
-  explore::ModelDims model;
+  models::ModelDims model;
   model.name = hostile + std::string(5000, 'B');
   for (SweepRow& r : s.rows) {
     r.model = model;
-    r.memory = explore::BufferMemory{};
+    r.memory = models::BufferMemory{};
     if (r.refused) r.first_refusal = hostile + std::string(5000, 'C');
   }
   RecommendOptions o;
@@ -334,7 +334,7 @@ TEST(SweepSvg, HostileNamesComeOutEscapedAndClipped) {
   SweepReport report;
   report.sweep = &s;
   report.recommend_options = o;
-  report.recommendations = explore::recommend(s, o);
+  report.recommendations = sweeps::recommend(s, o);
   const std::string svg = sweep_svg(report);
   expect_valid_svg(svg);
   EXPECT_EQ(svg.find("<script"), std::string::npos);
@@ -409,13 +409,13 @@ TEST(SweepSvg, DrawsARealSweep) {
     b.input_row_offsets = {0, 10, 50 + k, 60 + k};
     batches.push_back(b);
   }
-  explore::SweepGrid grid;
+  sweeps::SweepGrid grid;
   grid.buffer_tokens = {64, 128, 256, 1024};
   grid.max_chunks = {2, 8};
   grid.policies = {policy(PolicyKind::max), policy(PolicyKind::packed), policy(PolicyKind::even_split)};
-  explore::SweepOptions options;
+  sweeps::SweepOptions options;
   options.threads = 1;
-  SweepResult s = explore::run_sweep(batches, grid, options);
+  SweepResult s = sweeps::run_sweep(batches, grid, options);
   s.source = "four hand-made batches";
   ASSERT_EQ(s.rows.size(), 16u);  // max x 2 M + packed + even-split, x 4 buffers
   RecommendOptions o;
@@ -423,14 +423,14 @@ TEST(SweepSvg, DrawsARealSweep) {
   SweepReport report;
   report.sweep = &s;
   report.recommend_options = o;
-  report.recommendations = explore::recommend(s, o);
+  report.recommendations = sweeps::recommend(s, o);
   const std::string svg = sweep_svg(report);
   expect_valid_svg(svg);
   EXPECT_EQ(count(svg, "class=\"series\""), 4u);
   EXPECT_EQ(count(svg, "class=\"point"), s.rows.size());
   size_t refused = 0, chosen = 0;
   for (const SweepRow& r : s.rows) refused += r.refused > 0 ? 1 : 0;
-  for (const explore::Recommendation& r : report.recommendations) chosen += r.row ? 1 : 0;
+  for (const sweeps::Recommendation& r : report.recommendations) chosen += r.row ? 1 : 0;
   EXPECT_EQ(count(svg, "class=\"point refused\""), refused);
   EXPECT_EQ(count(svg, "class=\"recommended\""), chosen);
   const std::vector<std::string> tips = titles(svg);
@@ -445,20 +445,20 @@ const std::string kCostFile = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cos
 // A real sweep with the example cost model: max at M=16 refuses most batches at 4K (its p99 time is
 // then infinite), packed and even-split never refuse.
 SweepResult timed_sweep(const std::string& cost_file = kCostFile, bool eager = false) {
-  auto source = explore::preset_source(explore::find_workload_preset("coding-agent"), 5);
+  auto source = workloads::preset_source(workloads::find_workload_preset("coding-agent"), 5);
   const std::vector<Batch> batches =
-      explore::form_batches(*source, explore::BatchFormation{}, explore::BatchSettings{}, 300, 5);
-  explore::SweepGrid grid;
+      workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 300, 5);
+  sweeps::SweepGrid grid;
   grid.buffer_tokens = {4096, 16384, 65536, 262144};
   grid.max_chunks = {16};
-  grid.policies = explore::parse_policies("max,packed,even-split", explore::Policy{});
-  grid.models = {explore::find_model_preset("deepseek-v3")};
+  grid.policies = policies::parse_policies("max,packed,even-split", policies::Policy{});
+  grid.models = {models::find_model_preset("deepseek-v3")};
   grid.tps = {8};
   grid.costs = {cost::read_cost_model(cost_file)};
   grid.eager = eager;
-  explore::SweepOptions options;
+  sweeps::SweepOptions options;
   options.threads = 1;
-  SweepResult s = explore::run_sweep(batches, grid, options);
+  SweepResult s = sweeps::run_sweep(batches, grid, options);
   s.source = "coding-agent with a cost model";
   return s;
 }
@@ -483,7 +483,7 @@ size_t polylines(const std::string& svg, std::string_view dash) {
 
 TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
   const SweepResult s = timed_sweep();
-  ASSERT_TRUE(explore::sweep_has_time(s));
+  ASSERT_TRUE(sweeps::sweep_has_time(s));
   SweepReport report;
   report.sweep = &s;
   const std::string svg = sweep_svg(report);
@@ -493,7 +493,7 @@ TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
   // Under the title: what the times were calibrated on.
   EXPECT_NE(svg.find(s.costs.at(0).describe()), std::string::npos);
 
-  const size_t groups = explore::recommend(s, RecommendOptions{}).size();
+  const size_t groups = sweeps::recommend(s, RecommendOptions{}).size();
   ASSERT_EQ(groups, 3u);
   const auto [iterations, time] = panels(svg);
   ASSERT_FALSE(time.empty());
@@ -507,7 +507,7 @@ TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
   EXPECT_EQ(polylines(time, "none"), groups);
   size_t runs = 0, run = 0;
   std::string group;
-  for (const explore::SweepRow& r : s.rows) {  // policy-major, buffer sizes ascending: a series' rows in a row
+  for (const sweeps::SweepRow& r : s.rows) {  // policy-major, buffer sizes ascending: a series' rows in a row
     const std::string g = r.policy.name() + (r.max_chunks ? " M=" + std::to_string(*r.max_chunks) : "");
     if (g != group || std::isinf(r.time->mean_us)) {
       runs += run >= 2;
@@ -536,7 +536,7 @@ TEST(SweepSvgTime, SecondPanelWithOneLinePerSeriesAndStyle) {
       EXPECT_NE(t.find("predicted ms per step (61 layers): p50 "), std::string::npos) << t;
       EXPECT_NE(t.find(", p99 "), std::string::npos) << t;
       EXPECT_NE(t.find(", max "), std::string::npos) << t;
-      EXPECT_NE(t.find("(mean " + explore::format_ms(r.time->mean_us * 61 / 1e3) + ")"), std::string::npos) << t;
+      EXPECT_NE(t.find("(mean " + sweeps::format_ms(r.time->mean_us * 61 / 1e3) + ")"), std::string::npos) << t;
       EXPECT_NE(t.find("per-iteration share "), std::string::npos) << t;
       EXPECT_NE(t.find("over bound "), std::string::npos) << t;
     }
@@ -607,14 +607,14 @@ TEST(SweepSvgTime, PointsStayInsideTheirPanelsAndRefusedTimesGoOnTheNeverBand) {
 TEST(SweepSvgTime, RecommendationByTimeRingsItsChoiceInBothPanels) {
   const SweepResult s = timed_sweep();
   RecommendOptions o;
-  o.objective = explore::Objective::time;
+  o.objective = sweeps::Objective::time;
   o.within = 0.05;
   SweepReport report;
   report.sweep = &s;
   report.recommend_options = o;
-  report.recommendations = explore::recommend(s, o);
+  report.recommendations = sweeps::recommend(s, o);
   size_t chosen = 0;
-  for (const explore::Recommendation& r : report.recommendations) chosen += r.row ? 1 : 0;
+  for (const sweeps::Recommendation& r : report.recommendations) chosen += r.row ? 1 : 0;
   ASSERT_GT(chosen, 0u);
   const std::string svg = sweep_svg(report);
   expect_valid_svg(svg);
@@ -632,10 +632,10 @@ TEST(SweepSvgTime, RecommendationByTimeRingsItsChoiceInBothPanels) {
   EXPECT_EQ(marked, chosen);
 
   // By iterations: the rings stay in the iterations panel, with K.
-  o.objective = explore::Objective::iterations;
+  o.objective = sweeps::Objective::iterations;
   o.max_iterations = 8;
   report.recommend_options = o;
-  report.recommendations = explore::recommend(s, o);
+  report.recommendations = sweeps::recommend(s, o);
   const std::string by_k = sweep_svg(report);
   expect_valid_svg(by_k);
   EXPECT_GT(count(panels(by_k).first, "class=\"recommended\""), 0u);
@@ -647,7 +647,7 @@ TEST(SweepSvgTime, RecommendationByTimeRingsItsChoiceInBothPanels) {
 TEST(SweepSvgTime, LogAxisOnlyForTimesSpanningMoreThanEight) {
   SweepResult s = two_policies();
   for (size_t i = 0; i < s.rows.size(); ++i) {
-    explore::TimeStats t;
+    sweeps::TimeStats t;
     t.layers = 10;
     t.mean_us = 100 + 10.0 * static_cast<double>(i);
     t.p50_us = t.mean_us;
@@ -721,7 +721,7 @@ TEST(SweepSvgTime, WithoutTimesTheChartIsUnchanged) {
   const SweepResult timed = timed_sweep();
   SweepResult stripped = timed;
   for (SweepRow& r : stripped.rows) r.time.reset();
-  ASSERT_FALSE(explore::sweep_has_time(stripped));
+  ASSERT_FALSE(sweeps::sweep_has_time(stripped));
   SweepResult bare = stripped;
   bare.costs.clear();
   SweepReport a, b;

@@ -5,13 +5,15 @@
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
-#include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/explore/sweep.hpp"
-#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
 #include "test_batches.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::sweeps {
+using namespace mlaplan::workloads;
+
 namespace {
 
 std::vector<uint32_t> input_lengths(const Batch& b) {
@@ -23,10 +25,10 @@ std::vector<uint32_t> input_lengths(const Batch& b) {
 // By hand: budget 8,192. Step 0: r0's 5,000 new tokens, then 3,192 of r1's 5,000. Step 1: r1's other
 // 1,808 (its 100 cached plus the 3,192 prefilled), then 6,384 of r2's 10,000. Step 2: r2's other 3,616.
 TEST(BatchFormation, TokenBudgetSplitsLikeChunkedPrefill) {
-  auto source = list_source({{0, 5000}, {100, 5000}, {0, 10000}}, "three");
-  BatchFormation f;
+  auto source = workloads::list_source({{0, 5000}, {100, 5000}, {0, 10000}}, "three");
+  workloads::BatchFormation f;
   f.token_budget = 8192;
-  const std::vector<Batch> b = form_batches(*source, f, BatchSettings{}, 100, 1);
+  const std::vector<Batch> b = workloads::form_batches(*source, f, workloads::BatchSettings{}, 100, 1);
   ASSERT_EQ(b.size(), 3u);
   EXPECT_EQ(b[0].cache_lengths, (std::vector<uint32_t>{0, 100}));
   EXPECT_EQ(input_lengths(b[0]), (std::vector<uint32_t>{5000, 3192}));
@@ -38,27 +40,27 @@ TEST(BatchFormation, TokenBudgetSplitsLikeChunkedPrefill) {
 }
 
 TEST(BatchFormation, MaxSequencesAndBatchSizes) {
-  std::vector<Request> five(5, Request{7, 3});
-  BatchFormation f;
+  std::vector<workloads::Request> five(5, workloads::Request{7, 3});
+  workloads::BatchFormation f;
   f.max_sequences = 2;
-  auto s1 = list_source(five, "five");
-  const std::vector<Batch> by_seqs = form_batches(*s1, f, BatchSettings{}, 100, 1);
+  auto s1 = workloads::list_source(five, "five");
+  const std::vector<Batch> by_seqs = workloads::form_batches(*s1, f, workloads::BatchSettings{}, 100, 1);
   ASSERT_EQ(by_seqs.size(), 3u);  // 2 + 2 + 1 sequences, the budget never reached
   EXPECT_EQ(by_seqs[2].batch_size(), 1u);
-  f.mode = BatchFormation::Mode::batch_size;
+  f.mode = workloads::BatchFormation::Mode::batch_size;
   f.min_batch = f.max_batch = 3;
-  auto s2 = list_source(five, "five");
-  const std::vector<Batch> by_size = form_batches(*s2, f, BatchSettings{}, 100, 1);
+  auto s2 = workloads::list_source(five, "five");
+  const std::vector<Batch> by_size = workloads::form_batches(*s2, f, workloads::BatchSettings{}, 100, 1);
   ASSERT_EQ(by_size.size(), 2u);
   EXPECT_EQ(by_size[0].batch_size(), 3u);
   EXPECT_EQ(by_size[1].batch_size(), 2u);
   EXPECT_EQ(by_size[1].cache_lengths[0], 7u);
-  auto s3 = list_source(five, "five");
-  EXPECT_EQ(form_batches(*s3, f, BatchSettings{}, 1, 1).size(), 1u);  // max_batches caps
+  auto s3 = workloads::list_source(five, "five");
+  EXPECT_EQ(workloads::form_batches(*s3, f, workloads::BatchSettings{}, 1, 1).size(), 1u);  // max_batches caps
 }
 
 TEST(BatchFormation, CappedSourceDropsLongRequests) {
-  auto s = capped_source(list_source({{100, 10}, {5, 5}, {200, 1}}, "t"), 50);
+  auto s = workloads::capped_source(workloads::list_source({{100, 10}, {5, 5}, {200, 1}}, "t"), 50);
   ASSERT_EQ(s->next()->cached_tokens, 5u);
   EXPECT_FALSE(s->next().has_value());
   EXPECT_NE(s->describe().find("2 requests over max_model_len 50 dropped"), std::string::npos) << s->describe();
@@ -71,7 +73,7 @@ SweepGrid small_grid() {
   SweepGrid g;
   g.buffer_tokens = {64, 128};
   g.max_chunks = {2};
-  g.policies = {Policy{}, Policy{PolicyKind::packed}};
+  g.policies = {policies::Policy{}, policies::Policy{policies::PolicyKind::packed}};
   return g;
 }
 
@@ -108,12 +110,12 @@ TEST(Sweep, HandComputedIterations) {
 
 TEST(Sweep, ThreadsDoNotChangeResults) {
   std::vector<Batch> batches;
-  auto source = preset_source(find_workload_preset("mooncake-conv"), 3);
-  batches = form_batches(*source, BatchFormation{}, BatchSettings{}, 300, 3);
+  auto source = workloads::preset_source(workloads::find_workload_preset("mooncake-conv"), 3);
+  batches = workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 300, 3);
   SweepGrid g = small_grid();
   g.buffer_tokens = {4096, 16384, 65536};
   g.max_chunks = {4, 16};
-  g.policies.push_back(Policy{PolicyKind::even_split});
+  g.policies.push_back(policies::Policy{policies::PolicyKind::even_split});
   SweepOptions one;
   one.threads = 1;
   SweepOptions two;
@@ -151,7 +153,7 @@ TEST(Recommend, MemoryBudgetNeedsAModelAndRejectsLargeBuffers) {
   o.max_iterations = 2;
   o.memory_budget = 10u << 20;
   EXPECT_THROW(recommend(run_sweep({two_contexts()}, g), o), InputError);
-  g.models = {find_model_preset("deepseek-v3")};  // 64 KiB + 48 KiB per row at TP 1 in bf16
+  g.models = {models::find_model_preset("deepseek-v3")};  // 64 KiB + 48 KiB per row at TP 1 in bf16
   const SweepResult r = run_sweep({two_contexts(), one_short()}, g);
   const std::vector<Recommendation> rec = recommend(r, o);
   EXPECT_FALSE(rec[0].row.has_value());  // 128 rows x 112 KiB = 14 MiB > 10 MiB
@@ -194,7 +196,7 @@ TEST(Recommend, ParseQuantileAndBytes) {
 
 TEST(SweepFormat, EveryFormatCarriesTheRowsAndTheRecommendation) {
   SweepGrid g = small_grid();
-  g.models = {find_model_preset("kimi-k2")};
+  g.models = {models::find_model_preset("kimi-k2")};
   g.tps = {1, 8};
   SweepResult r = run_sweep({two_contexts(), one_short()}, g);
   r.source = "test";
@@ -214,4 +216,4 @@ TEST(SweepFormat, EveryFormatCarriesTheRowsAndTheRecommendation) {
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::sweeps

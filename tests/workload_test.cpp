@@ -16,11 +16,12 @@
 #include <vector>
 
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/lengths_csv.hpp"
-#include "mlaplan/explore/quantile_distribution.hpp"
-#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/workloads/lengths_csv.hpp"
+#include "mlaplan/workloads/quantile_distribution.hpp"
+#include "mlaplan/workloads/workload.hpp"
 
-namespace mlaplan::explore {
+namespace mlaplan::workloads {
+
 
 void PrintTo(const Request& r, std::ostream* os) { *os << "{" << r.cached_tokens << ", " << r.new_tokens << "}"; }
 
@@ -411,4 +412,4 @@ TEST(LengthsCsv, FilesThatCannotBeRead) {
 }
 
 }  // namespace
-}  // namespace mlaplan::explore
+}  // namespace mlaplan::workloads

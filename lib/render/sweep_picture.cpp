@@ -14,12 +14,12 @@
 #include <utility>
 #include <vector>
 
-#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/render/sweep_measure.hpp"
 
 namespace mlaplan::render {
 
-SweepPicture measure_sweep(const explore::SweepReport& report) {
+SweepPicture measure_sweep(const sweeps::SweepReport& report) {
   using namespace sweep_detail;
   static const SweepResult kNoSweep;
   const SweepResult& sweep = report.sweep ? *report.sweep : kNoSweep;
@@ -35,10 +35,10 @@ SweepPicture measure_sweep(const explore::SweepReport& report) {
   const std::string common_model = one_model && !models.empty() ? *models.begin() : std::string();
 
   std::vector<bool> recommended(rows.size(), false);
-  std::vector<const explore::Recommendation*> choice(rows.size(), nullptr);  // the recommendation choosing the row
+  std::vector<const sweeps::Recommendation*> choice(rows.size(), nullptr);  // the recommendation choosing the row
   std::set<std::string> unmet;  // groups where no buffer in the sweep qualifies
   if (rec) {
-    for (const explore::Recommendation& r : report.recommendations) {
+    for (const sweeps::Recommendation& r : report.recommendations) {
       if (r.row && *r.row < rows.size()) {
         recommended[*r.row] = true;
         choice[*r.row] = &r;

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/render/palette.hpp"
 #include "mlaplan/render/svg_writer.hpp"
@@ -70,7 +70,7 @@ std::vector<std::vector<size_t>> group_rows(const std::vector<SweepRow>& rows, c
   // SM100): their time does not depend on the buffer, and the legend says so.
   std::map<std::string, bool> one_shot;
   for (const SweepRow& r : rows) {
-    const bool all = r.time && r.time->on(explore::EnginePath::one_shot) == r.batches && r.batches > 0;
+    const bool all = r.time && r.time->on(policies::EnginePath::one_shot) == r.batches && r.batches > 0;
     auto [it, fresh] = one_shot.emplace(group_of(r, true), all);
     if (!fresh) it->second = it->second && all;
   }
@@ -128,7 +128,7 @@ void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendO
       L.legend.push_back({LegendEntry::Kind::host,
                           fmt::format("dashed square: host-bound, the device waits {:g}%+ of the step", 100.0 * kHostBoundMark), 0});
     if (rec) {
-      const std::string q = explore::quantile_name(rec->quantile);
+      const std::string q = sweeps::quantile_name(rec->quantile);
       if (by_time(rec))  // K plays no part: no limit line
         L.legend.push_back({LegendEntry::Kind::text, fmt::format("recommend: {} step time within {:g}% of the best", q,
                                                                  100.0 * rec->within), 0});

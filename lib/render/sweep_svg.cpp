@@ -317,6 +317,6 @@ std::string draw(const SweepPicture& L, bool standalone) {
 
 }  // namespace
 
-std::string sweep_svg(const explore::SweepReport& report, bool standalone) { return draw(measure_sweep(report), standalone); }
+std::string sweep_svg(const sweeps::SweepReport& report, bool standalone) { return draw(measure_sweep(report), standalone); }
 
 }  // namespace mlaplan::render

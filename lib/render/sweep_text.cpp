@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/render/svg_writer.hpp"
 #include "mlaplan/render/sweep_measure.hpp"
@@ -38,8 +38,8 @@ namespace {
 
 // What the ring means, said once for the legend and the tooltips.
 std::string recommended_text(const RecommendOptions& rec) {
-  const std::string q = explore::quantile_name(rec.quantile);
-  if (rec.objective == explore::Objective::time)
+  const std::string q = sweeps::quantile_name(rec.quantile);
+  if (rec.objective == sweeps::Objective::time)
     return fmt::format("the smallest buffer of its group whose {} step time is within {:g}% of the group's best", q,
                        100.0 * rec.within);
   return fmt::format("the smallest buffer of its group with at most {} iterations at {}", rec.max_iterations, q);
@@ -62,9 +62,9 @@ std::string point_tip(const SweepRow& r, bool recommended, const std::optional<R
 }
 
 // A time point's tooltip: the setting, its step times and how much of them the iterations are.
-std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, const std::optional<RecommendOptions>& options) {
-  const explore::TimeStats& t = *r.time;
-  using explore::format_ms;
+std::string time_tip(const SweepRow& r, const sweeps::Recommendation* rec, const std::optional<RecommendOptions>& options) {
+  const sweeps::TimeStats& t = *r.time;
+  using sweeps::format_ms;
   std::string s = clip_text(r.setting(), kTipChars);
   s += fmt::format("\npredicted ms per step ({} layers): p50 {}, p99 {}, max {} (mean {})", t.layers,
                    format_ms(t.step_ms(t.p50_us)), format_ms(t.step_ms(t.p99_us)), format_ms(t.step_ms(t.max_us)),
@@ -74,8 +74,8 @@ std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, cons
   if (t.eager)
     s += fmt::format("\nhost-bound {:.1f}% (eager timing: the share of the step the device waits for the host)",
                      100.0 * finite_or_zero(t.host_bound_share));
-  s += fmt::format("\npath: {} (chunked {}, one-shot {}, absorbed {}){}", t.path(), t.on(explore::EnginePath::chunked),
-                   t.on(explore::EnginePath::one_shot), t.on(explore::EnginePath::absorbed),
+  s += fmt::format("\npath: {} (chunked {}, one-shot {}, absorbed {}){}", t.path(), t.on(policies::EnginePath::chunked),
+                   t.on(policies::EnginePath::one_shot), t.on(policies::EnginePath::absorbed),
                    t.buffer_free ? ": the whole context at once, no buffer" : "");
   if (r.refused > 0)
     s += fmt::format("\nrefused {:.2f}% ({} of {} batches), counted as never done", 100.0 * r.refused_share(), r.refused,

@@ -62,7 +62,7 @@ void ReplaySource::step_begins() {
   started_ = true;
 }
 
-std::optional<explore::Request> ReplaySource::next() {
+std::optional<workloads::Request> ReplaySource::next() {
   if (!fetch()) return std::nullopt;
   if (options_.step_ms > 0 && lookahead_->arrival_ms > step_start_) return std::nullopt;  // not arrived yet
   TraceRequest r = std::move(*lookahead_);
@@ -74,7 +74,7 @@ std::optional<explore::Request> ReplaySource::next() {
   stats_.per_request_cached.push_back(static_cast<uint32_t>(hit));
   stats_.per_request_hit.push_back(static_cast<float>(static_cast<double>(hit) / r.input_tokens));
   admitted_.push_back(std::move(r.blocks));
-  return explore::Request{static_cast<uint32_t>(hit), static_cast<uint32_t>(r.input_tokens - hit)};
+  return workloads::Request{static_cast<uint32_t>(hit), static_cast<uint32_t>(r.input_tokens - hit)};
 }
 
 void ReplaySource::request_done() {

@@ -1,6 +1,6 @@
 // The two public trace formats, read line by line so a trace of any length streams. Mooncake's lines
 // are JSON objects (nlohmann/json); Azure's rows are three plain fields, split here, with the CSV
-// strictness of the lengths reader (explore/lengths_csv.cpp): no quotes in these files.
+// strictness of the lengths reader (workloads/lengths_csv.cpp): no quotes in these files.
 #include "mlaplan/replay/trace_reader.hpp"
 
 #include <fmt/format.h>

@@ -12,7 +12,7 @@
 #include "bindings.hpp"
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 
@@ -30,10 +30,10 @@ nb::dict features_dict(const cost::Features& f) {
 
 // The terms (and, with `eager`, its two clocks) of one layer, as cost_features and cost_launches
 // count them: the path the engine dispatches the batch to on sm, the loop's refusals raised.
-explore::EnginePath layer_terms(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
+policies::EnginePath layer_terms(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
                                 const std::string& policy, const cost::Geometry& g, uint32_t max_chunks, bool unbounded,
-                                uint32_t sm, cost::Features& f, explore::EagerTime* eager) {
-  using namespace mlaplan::explore;
+                                uint32_t sm, cost::Features& f, policies::EagerTime* eager) {
+  using namespace mlaplan::policies;
   Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
   const Policy p = policy_named(policy);
   // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
@@ -98,10 +98,10 @@ void bind_cost(nb::module_& m) {
          uint32_t sm, const std::string& scheduler) {
         const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
         cost::Features f;
-        const explore::EnginePath path = layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks,
+        const policies::EnginePath path = layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks,
                                                      unbounded, sm, f, nullptr);
         nb::dict d = features_dict(f);
-        if (sm != 0) d["path"] = explore::path_name(path);  // without a GPU every policy runs its loop
+        if (sm != 0) d["path"] = policies::path_name(path);  // without a GPU every policy runs its loop
         return d;
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
@@ -120,7 +120,7 @@ void bind_cost(nb::module_& m) {
         const std::array<double, cost::kTerms> none{};
         cost::HostCosts host;
         host.pad_v = pad_v;
-        explore::EagerTime eager(none, host);
+        policies::EagerTime eager(none, host);
         cost::Features f;
         layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks, unbounded, sm, f, &eager);
         return launches_dict(eager.clock);
@@ -144,7 +144,7 @@ void bind_cost(nb::module_& m) {
         host.pad_v = pad_v;
         for (size_t k = 0; k < cost::kLaunchKinds; ++k)
           host.us[k] = number_of(launch_us, cost::launch_kind_name(static_cast<cost::LaunchKind>(k)), "launch_us");
-        explore::EagerTime eager(c, host);
+        policies::EagerTime eager(c, host);
         cost::Features f;
         layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, 0, false, sm, f, &eager);
         nb::dict d;
@@ -166,7 +166,7 @@ void bind_cost(nb::module_& m) {
       "merges_per_query",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t max_chunks, uint32_t sm) {
-        using namespace mlaplan::explore;
+        using namespace mlaplan::policies;
         Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
         const Policy p = policy_named(policy);
         QueryMerges q;
@@ -200,7 +200,7 @@ void bind_cost(nb::module_& m) {
       "engine_path",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t sm) {
-        using namespace mlaplan::explore;
+        using namespace mlaplan::policies;
         const Batch b = host_batch(cache, offsets, page_size, buffer_token_size, 1);
         const Policy p = policy_named(policy);
         return nb::make_tuple(path_name(engine_path(b, p, sm)), path_reason(b, p, sm));

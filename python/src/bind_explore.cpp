@@ -12,11 +12,11 @@
 #include "bindings.hpp"
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/batch_formation.hpp"
-#include "mlaplan/explore/sweep.hpp"
-#include "mlaplan/explore/sweep_footprint.hpp"
-#include "mlaplan/explore/sweep_format.hpp"
-#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/sweeps/sweep_footprint.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
+#include "mlaplan/workloads/workload.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/replay/replay_source.hpp"
 
@@ -27,7 +27,7 @@ using namespace nb::literals;
 namespace {
 
 // A trace replayed through a prefix cache (mlaplan::replay), as gen and sweep --replay make it.
-std::unique_ptr<explore::RequestSource> replay_source(const std::string& path, const std::string& format, uint32_t block_size,
+std::unique_ptr<workloads::RequestSource> replay_source(const std::string& path, const std::string& format, uint32_t block_size,
                                                       uint64_t cache_tokens, double step_ms, uint64_t max_model_len) {
   replay::ReplayOptions o;
   o.block_size = block_size;
@@ -41,7 +41,7 @@ std::unique_ptr<explore::RequestSource> replay_source(const std::string& path, c
 std::string limit_text(uint64_t limit) { return fmt::format("memory_limit={}", io::format_bytes(limit)); }
 
 // Before forming: even batches of one sequence would pass the limit.
-void require_batches_fit(size_t batches, const explore::SweepShape& s, uint64_t limit) {
+void require_batches_fit(size_t batches, const sweeps::SweepShape& s, uint64_t limit) {
   const long double least = static_cast<long double>(batches) * (sizeof(Batch) + 8.0L + 12.0L + s.bytes_per_batch());
   if (least > static_cast<long double>(limit))
     throw InputError(fmt::format("batches={}: {} batches x {} settings take at least {}, above {}; sweep fewer batches "
@@ -50,8 +50,9 @@ void require_batches_fit(size_t batches, const explore::SweepShape& s, uint64_t 
                                  limit_text(limit), static_cast<uint64_t>(limit / (least / batches))));
 }
 
-nb::list rows_of(const explore::SweepResult& result) {
-  using namespace mlaplan::explore;
+nb::list rows_of(const sweeps::SweepResult& result) {
+  using namespace mlaplan::policies;
+  using namespace mlaplan::sweeps;
   nb::list rows;
   const bool timed = sweep_has_time(result), eager = sweep_has_eager(result);
   for (const SweepRow& r : result.rows) {
@@ -79,7 +80,10 @@ void bind_explore(nb::module_& m) {
          const std::string& policies, const std::string& replay, const std::string& replay_format,
          uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms, const std::vector<std::string>& costs,
          uint64_t memory_limit, const std::string& timing) {
-        using namespace mlaplan::explore;
+        using namespace mlaplan::models;
+        using namespace mlaplan::workloads;
+        using namespace mlaplan::policies;
+        using namespace mlaplan::sweeps;
         if (timing != "graph" && timing != "eager") throw InputError("timing: \"" + timing + "\" is not graph or eager");
         if (timing == "eager" && costs.empty())
           throw InputError("timing: eager prices the host's dispatch with a cost file's host section; add cost=FILE");
@@ -114,7 +118,7 @@ void bind_explore(nb::module_& m) {
               replay.empty() ? preset_source(find_workload_preset(workload), seed)
                              : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
           const std::vector<Batch> formed = form_batches(*source, formation, settings, batches, seed);
-          explore::SweepFootprint footprint;
+          sweeps::SweepFootprint footprint;
           for (const Batch& b : formed) footprint.add(b);
           require_sweep_fits(shape, grid, footprint, memory_limit,
                              {fmt::format("batches={}", formed.size()), "max_chunks", "=", limit_text(memory_limit), "memory_limit"});
@@ -132,7 +136,7 @@ void bind_explore(nb::module_& m) {
       "replay",
       [](const std::string& path, const std::string& format, uint32_t block_size, uint64_t cache_tokens, double step_ms,
          uint32_t token_budget, uint32_t max_sequences, uint64_t max_model_len, uint64_t memory_limit) {
-        explore::BatchFormation formation;
+        workloads::BatchFormation formation;
         formation.token_budget = token_budget;
         formation.max_sequences = max_sequences;
         formation.memory_limit = memory_limit;  // every step is held as a batch until the count
@@ -140,10 +144,10 @@ void bind_explore(nb::module_& m) {
         formation.batches_given = false;  // the whole trace: SIZE_MAX below is no count the caller gave
         formation.limit_subject = "replay";  // every step is held as a batch only until it is counted
         formation.limit_fix = "give a larger token_budget (fewer steps) or raise memory_limit";
-        std::unique_ptr<explore::RequestSource> source;
+        std::unique_ptr<workloads::RequestSource> source;
         const size_t steps = interruptible([&] {
           source = replay_source(path, format, block_size, cache_tokens, step_ms, max_model_len);
-          return explore::form_batches(*source, formation, explore::BatchSettings{}, SIZE_MAX, 0).size();
+          return workloads::form_batches(*source, formation, workloads::BatchSettings{}, SIZE_MAX, 0).size();
         });
         const auto& st = static_cast<const replay::ReplaySource&>(*source).stats();
         nb::dict d;

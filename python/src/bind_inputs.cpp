@@ -5,9 +5,9 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
-#include "mlaplan/explore/model.hpp"
-#include "mlaplan/explore/recommend.hpp"
-#include "mlaplan/explore/workload.hpp"
+#include "mlaplan/models/model.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/workloads/workload.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/io/input_file.hpp"
 #include "mlaplan/io/printable.hpp"
@@ -21,7 +21,7 @@ void bind_inputs(nb::module_& m) {
   m.def(
       "model_dims",
       [](const std::string& name, const std::string& config) {
-        const explore::ModelDims d = config.empty() ? explore::find_model_preset(name) : explore::read_model_config(config);
+        const models::ModelDims d = config.empty() ? models::find_model_preset(name) : models::read_model_config(config);
         nb::dict r;
         r["name"] = d.name;
         r["title"] = d.title();
@@ -36,7 +36,7 @@ void bind_inputs(nb::module_& m) {
       "name"_a, "config"_a = "", "A model preset by name, or the MLA dimensions of a config.json (config non-empty).");
   m.def("model_names", [] {
     std::vector<std::string> names;
-    for (const auto& p : explore::model_presets()) names.push_back(p.name);
+    for (const auto& p : models::model_presets()) names.push_back(p.name);
     return names;
   });
   m.def(
@@ -60,11 +60,11 @@ void bind_inputs(nb::module_& m) {
       "path"_a, "The batches of a scenario file (one, or a {\"scenarios\": [...]} list), checked as `mlaplan run` checks them.");
   m.def("workload_names", [] {
     std::vector<std::string> names;
-    for (const auto& p : explore::workload_presets()) names.push_back(p.name);
+    for (const auto& p : workloads::workload_presets()) names.push_back(p.name);
     return names;
   });
   m.def(
-      "parse_byte_size", [](const std::string& text, const std::string& name) { return explore::parse_byte_size(text, name); },
+      "parse_byte_size", [](const std::string& text, const std::string& name) { return sweeps::parse_byte_size(text, name); },
       "text"_a, "name"_a, "A size as --memory-limit takes it (512MiB, 4GiB, 2GB), in bytes; ValueError naming `name`.");
   m.def("format_bytes", [](uint64_t bytes) { return io::format_bytes(bytes); }, "bytes"_a, "2.00 GiB, as the CLI writes sizes.");
   m.def("printable", [](const std::string& text) { return io::printable(text); }, "text"_a,

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "mlaplan/batch.hpp"
-#include "mlaplan/explore/policy.hpp"
+#include "mlaplan/policies/policy.hpp"
 #include "mlaplan/plan_tables.hpp"
 
 namespace mlaplan::python {
@@ -37,7 +37,7 @@ nb::ndarray<nb::numpy, T> numpy_of(const std::vector<T>& values, std::initialize
 
 nb::tuple tables_tuple(const PlanTables& t);
 
-explore::Policy policy_named(const std::string& name);
+policies::Policy policy_named(const std::string& name);
 
 // Runs `work` (pure C++, no Python objects) on a worker thread with the GIL released, while the
 // calling thread checks Python's signals every 50 ms. A signal whose handler raises (Ctrl-C's

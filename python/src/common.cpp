@@ -31,8 +31,8 @@ nb::tuple tables_tuple(const PlanTables& t) {
                         numpy_of(t.buffer_lengths, {m}));
 }
 
-explore::Policy policy_named(const std::string& name) {
-  const auto policies = explore::parse_policies(name, explore::Policy{}, "policy");
+policies::Policy policy_named(const std::string& name) {
+  const auto policies = policies::parse_policies(name, policies::Policy{}, "policy");
   if (policies.size() != 1) throw InputError("policy: name one policy (max, packed, packed/trtllm, even-split/vllm, ...)");
   return policies[0];
 }

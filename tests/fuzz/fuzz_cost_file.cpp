@@ -12,8 +12,8 @@
 #include "fuzz_check.hpp"
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_cost.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/policies/policy_cost.hpp"
 
 using namespace mlaplan;
 
@@ -42,16 +42,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   b.max_chunks = 64;
   b.cache_lengths = {0, 300, 17};
   b.input_row_offsets = {0, 5, 205, 206};
-  for (const explore::Policy& p : explore::parse_policies("variants", explore::Policy{})) {
+  for (const policies::Policy& p : policies::parse_policies("variants", policies::Policy{})) {
     cost::Features f;
-    if (p.kind == explore::PolicyKind::max) {
-      const PlanTables t = explore::plan_policy(b, p).tables;
-      f = explore::max_features(b, explore::max_tables_view(t), g);
+    if (p.kind == policies::PolicyKind::max) {
+      const PlanTables t = policies::plan_policy(b, p).tables;
+      f = policies::max_features(b, policies::max_tables_view(t), g);
     } else {
-      f = explore::dispatched_features(b, p, g, m.sm);
+      f = policies::dispatched_features(b, p, g, m.sm);
     }
     for (double v : f.values) FUZZ_CHECK(std::isfinite(v) && v >= 0, "a term below 0 or not finite");
-    const double us = m.predict_us(f), lower = m.predict_us(explore::dispatched_unbounded_features(b, p, g, m.sm));
+    const double us = m.predict_us(f), lower = m.predict_us(policies::dispatched_unbounded_features(b, p, g, m.sm));
     FUZZ_CHECK(!std::isnan(us) && !std::isnan(lower), "a prediction that is NaN");
     FUZZ_CHECK(us >= 0 && lower >= 0, "a negative prediction");
   }

@@ -9,10 +9,10 @@
 
 #include "fuzz_check.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/lengths_csv.hpp"
+#include "mlaplan/workloads/lengths_csv.hpp"
 
 using namespace mlaplan;
-using namespace mlaplan::explore;
+using namespace mlaplan::workloads;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

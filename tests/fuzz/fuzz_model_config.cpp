@@ -11,10 +11,10 @@
 #include "fuzz_check.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/model.hpp"
+#include "mlaplan/models/model.hpp"
 
 using namespace mlaplan;
-using namespace mlaplan::explore;
+using namespace mlaplan::models;
 
 namespace {
 

@@ -21,15 +21,15 @@
 #include "fuzz_check.hpp"
 #include "mlaplan/batch.hpp"
 #include "mlaplan/errors.hpp"
-#include "mlaplan/explore/policy.hpp"
-#include "mlaplan/explore/policy_check.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/policies/policy_check.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
 #include "mlaplan/check/property_check.hpp"
 #include "mlaplan/reference_planner.hpp"
 
 using namespace mlaplan;
-using namespace mlaplan::explore;
+using namespace mlaplan::policies;
 
 namespace {
 

@@ -28,7 +28,7 @@ struct CostModel {
   std::string gpu;                       // "NVIDIA H200"
   // The GPU's compute capability x10 (90 for 9.0, 100 for 10.0): the file's compute_capability, or
   // where it has none, known_gpu_sm(gpu). Which path TensorRT-LLM runs depends on it
-  // (explore/dispatch.hpp). 0 (never from a file) names no GPU: every policy's own loop.
+  // (policies/dispatch.hpp). 0 (never from a file) names no GPU: every policy's own loop.
   uint32_t sm = 0;
   std::string attention;                 // the attention kernel: "flash (torch varlen_attn, FlashAttention-2)"
   std::string merge;                     // "fused (Triton)"

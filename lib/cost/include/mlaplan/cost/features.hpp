@@ -1,7 +1,7 @@
 // What one MLA layer's chunked prefill does, counted in the units a cost model charges for: the
 // iterations, the rows gathered and up-projected, the query-key pairs the attention computes and the
 // SM time its launches leave idle, the queries each launch reads and the queries merged by LSE.
-// docs/cost-model.md defines each term; explore/policy_cost.hpp counts them for every policy.
+// docs/cost-model.md defines each term; policies/policy_cost.hpp counts them for every policy.
 #pragma once
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 
 namespace mlaplan::io {
 
-// The buffer's memory for a model, when `run --model` gives one (plain figures; lib/explore computes them).
+// The buffer's memory for a model, when `run --model` gives one (plain figures; lib/models computes them).
 struct MemoryFigures {
   std::string model;  // "deepseek-v3"
   uint32_t tp = 1;
@@ -26,7 +26,7 @@ struct MemoryFigures {
 };
 
 // The plan's predicted time under a cost model, when `run --cost` gives one (plain figures;
-// lib/explore counts the terms and lib/cost prices them).
+// lib/policies counts the terms and lib/cost prices them).
 struct TimeFigures {
   std::string cost_file;     // the --cost file
   std::string holds_for;     // what the file was calibrated on: GPU, kernels, timing, date
@@ -53,12 +53,12 @@ struct TimeFigures {
 
 struct PlanReport {
   const check::Scenario* scenario = nullptr;
-  // The chunking policy (lib/explore/policy.hpp): "max" is the seed's plan of cache + new tokens;
+  // The chunking policy (lib/policies/policy.hpp): "max" is the seed's plan of cache + new tokens;
   // the others stream the cached context only, and their tables may hold more than max_chunks rows.
   std::string policy = "max";
   std::optional<MemoryFigures> memory;
   std::optional<TimeFigures> time;
-  // LSE merges of one query row's running output under the policy's loop (explore's QueryMerges): the
+  // LSE merges of one query row's running output under the policy's loop (policies' QueryMerges): the
   // most and p99 over the batch's query rows. Each rounds a bf16 state (docs/prefill.md, Many merges).
   std::optional<std::pair<uint64_t, uint64_t>> merges_per_query;
   // Set when the policy cannot plan the batch, with why (a run comparing several policies shows a

@@ -1,6 +1,6 @@
 // JSON text of a document that may carry user strings (file names, scenario names, commands, model
 // names). Here, in the lowest layer that writes JSON, so every writer above (check, io, bench,
-// explore) shares it. A build-only header (detail/, never installed): it needs nlohmann/json.
+// policies, sweeps) shares it. A build-only header (detail/, never installed): it needs nlohmann/json.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -16,15 +16,15 @@
 #include <utility>
 #include <vector>
 
-#include "mlaplan/explore/recommend.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/render/sweep_picture.hpp"
 #include "mlaplan/render/svg_writer.hpp"
 
 namespace mlaplan::render::sweep_detail {
 
-using explore::RecommendOptions;
-using explore::SweepResult;
-using explore::SweepRow;
+using sweeps::RecommendOptions;
+using sweeps::SweepResult;
+using sweeps::SweepRow;
 
 // Sizes in px. The plot area is fixed so that charts of different sweeps compare side by side; the
 // legend column and the height grow with what they hold.
@@ -49,7 +49,7 @@ inline constexpr size_t kMaxCostLines = 3;      // a grid of many models and TPs
 
 inline double finite_or_zero(double v) { return std::isfinite(v) ? v : 0.0; }
 
-inline bool by_time(const std::optional<RecommendOptions>& rec) { return rec && rec->objective == explore::Objective::time; }
+inline bool by_time(const std::optional<RecommendOptions>& rec) { return rec && rec->objective == sweeps::Objective::time; }
 
 // A label's width, so ticks can drop labels that would run into their neighbours.
 inline double label_width(const std::string& s, double size) { return text_width(s, size); }
@@ -65,7 +65,7 @@ std::string tokens_label(uint64_t n);
 std::string model_of(const SweepRow& r);
 std::string group_of(const SweepRow& r, bool with_model);
 std::string point_tip(const SweepRow& r, bool recommended, const std::optional<RecommendOptions>& rec);
-std::string time_tip(const SweepRow& r, const explore::Recommendation* rec, const std::optional<RecommendOptions>& options);
+std::string time_tip(const SweepRow& r, const sweeps::Recommendation* rec, const std::optional<RecommendOptions>& options);
 
 // The series and the legend (sweep_series.cpp).
 std::vector<std::vector<size_t>> group_rows(const std::vector<SweepRow>& rows, const std::set<std::string>& unmet,

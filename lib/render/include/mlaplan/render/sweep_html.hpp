@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
 
 namespace mlaplan::render {
 
-std::string sweep_html(const explore::SweepReport& report, const std::string& command);
+std::string sweep_html(const sweeps::SweepReport& report, const std::string& command);
 
 }  // namespace mlaplan::render

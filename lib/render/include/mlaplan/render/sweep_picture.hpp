@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
 #include "mlaplan/render/palette.hpp"
 
 namespace mlaplan::render {
@@ -64,7 +64,7 @@ struct TimePoint {
 
 // The host-bound share from which the time panel marks a point (a dashed square around it).
 inline constexpr double kHostBoundMark = 0.05;
-inline bool marked_host_bound(const explore::TimeStats& t) { return t.eager && t.host_bound_share >= kHostBoundMark; }
+inline bool marked_host_bound(const sweeps::TimeStats& t) { return t.eager && t.host_bound_share >= kHostBoundMark; }
 
 struct SweepPoint {
   size_t row = 0;      // index into SweepResult::rows
@@ -136,6 +136,6 @@ struct SweepPicture {
 
 // Measures the chart of `report` (see sweep_svg): a report with no sweep or no rows gives a frame
 // and a note saying so.
-SweepPicture measure_sweep(const mlaplan::explore::SweepReport& report);
+SweepPicture measure_sweep(const mlaplan::sweeps::SweepReport& report);
 
 }  // namespace mlaplan::render

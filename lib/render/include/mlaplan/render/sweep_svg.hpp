@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "mlaplan/explore/sweep_format.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
 
 namespace mlaplan::render {
 
@@ -18,6 +18,6 @@ namespace mlaplan::render {
 // top, and the choices ringed there too when the recommendation is by time. A sweep with no rows
 // (or no sweep) still gives a valid picture that says so. `standalone` adds the XML
 // declaration a .svg file carries; leave it out to inline the chart in HTML.
-std::string sweep_svg(const mlaplan::explore::SweepReport& report, bool standalone = true);
+std::string sweep_svg(const mlaplan::sweeps::SweepReport& report, bool standalone = true);
 
 }  // namespace mlaplan::render

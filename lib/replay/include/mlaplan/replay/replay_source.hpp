@@ -1,4 +1,4 @@
-// A request trace replayed through a prefix cache, as a request source for explore's batch
+// A request trace replayed through a prefix cache, as a request source for the workloads' batch
 // formation (form_batches): the scheduler's steps decide what each request finds cached.
 // docs/workloads.md ("Replaying a trace") has the rules.
 #pragma once
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mlaplan/explore/batch_formation.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
 #include "mlaplan/replay/prefix_cache.hpp"
 #include "mlaplan/replay/trace_reader.hpp"
 
@@ -44,10 +44,10 @@ struct ReplayStats {
 // block_size, capped so that at least one token is new (a hit refreshes the run's blocks). Its
 // blocks enter the cache when the step that prefills its last token ends, so the requests of one
 // step do not see each other's blocks. A request without blocks (Azure's) finds nothing cached.
-class ReplaySource : public explore::RequestSource {
+class ReplaySource : public workloads::RequestSource {
  public:
   ReplaySource(std::unique_ptr<TraceReader> reader, const ReplayOptions& options);
-  std::optional<explore::Request> next() override;
+  std::optional<workloads::Request> next() override;
   std::string describe() const override;
   bool exhausted() const override { return done_ && !lookahead_; }
   void step_begins() override;

@@ -1,0 +1,130 @@
+// A cost model's terms (cost/features.hpp) for one layer's prefill of a batch under each policy,
+// counted as the executor (python/mlaplan/prefill) runs each engine's chunked loop: which queries
+// attend each chunk, how many launches and merges there are, and the new tokens' own step; and of
+// the path that takes the whole context at once, where the engine dispatches the batch there on the
+// cost file's GPU (dispatch.hpp). docs/cost-model.md gives each engine's pattern with the code it
+// follows.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "mlaplan/batch.hpp"
+#include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/cost/eager.hpp"
+#include "mlaplan/cost/features.hpp"
+#include "mlaplan/policies/dispatch.hpp"
+#include "mlaplan/policies/policy.hpp"
+#include "mlaplan/plan_tables.hpp"
+
+namespace mlaplan::policies {
+
+// A max plan's tables, read only, in the planners' layout: `chunks` rows.
+struct MaxTablesView {
+  const uint32_t* row_offsets = nullptr;    // chunks x (B + 1)
+  const uint32_t* cache_offsets = nullptr;  // chunks x B
+  const int32_t* lengths = nullptr;         // chunks
+  uint32_t chunks = 0;
+};
+
+// A planner's tables, viewed.
+inline MaxTablesView max_tables_view(const PlanTables& t) {
+  return {t.buffer_row_offsets.data(), t.cache_offsets.data(), t.buffer_lengths.data(), t.max_chunks};
+}
+
+// Eager time (cost/eager.hpp): a cost model's coefficients and host costs, and the layer's two clocks,
+// which the functions below run over the executor's launches, in its order, where given one (the
+// same walk that counts the terms: O(iterations), nothing stored per launch).
+struct EagerTime {
+  const std::array<double, cost::kTerms>& coefficients;
+  const cost::HostCosts& host;
+  cost::Clock clock;  // the layer's, set by the call
+  // The model must have a host section.
+  explicit EagerTime(const cost::CostModel& m) : coefficients(m.coefficients), host(*m.host) {}
+  EagerTime(const std::array<double, cost::kTerms>& c, const cost::HostCosts& h) : coefficients(c), host(h) {}
+  double coefficient(cost::Term t) const { return coefficients[static_cast<size_t>(t)]; }
+};
+
+// The terms of a policy that streams the cached context only (packed, even-split and their
+// variants), for a batch it does not refuse (policy_outcome). With `outcome`, also the policy's
+// outcome, from the same walk.
+// `new_step`: new_tokens_features of the batch, where the caller has it (a sweep works it out once per
+// batch: it does not depend on the buffer).
+cost::Features policy_features(const Batch& batch, const Policy& policy, const cost::Geometry& g,
+                               PolicyOutcome* outcome = nullptr, const cost::Features* new_step = nullptr, EagerTime* eager = nullptr);
+
+// The new tokens' own step, which every policy but max runs whatever the buffer: their rows
+// up-projected and one causal launch over each sequence's queries.
+cost::Features new_tokens_features(const Batch& batch, const cost::Geometry& g);
+
+// policy_outcome and, where the policy plans the batch, its terms in `f`: one walk of packed's
+// chunks for both (a sweep with a cost model would otherwise walk them twice).
+PolicyOutcome outcome_with_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, cost::Features& f,
+                                    const cost::Features* new_step = nullptr, EagerTime* eager = nullptr);
+
+// Max's terms, from the tables a planner wrote for the batch.
+cost::Features max_features(const Batch& batch, const MaxTablesView& tables, const cost::Geometry& g, EagerTime* eager = nullptr);
+
+// The terms of the batch under the same policy with a buffer that holds all of it at once (max: one
+// chunk and no cap on chunks): the floor that "time over the lower bound" is measured from. vLLM's
+// packed policy still ends a chunk at a request without context, as it does at any buffer.
+cost::Features unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g,
+                                  const cost::Features* new_step = nullptr, EagerTime* eager = nullptr);
+
+// Whether the policy, at the batch's buffer, streams every context in one piece and so plans it as a
+// buffer holding all of it would: its terms are then unbounded_features' (max: its planner's one
+// chunk; packed: no context split; the even split: one chunk). A sweep reuses the lower bound's
+// terms for such settings, most of a grid's larger buffers. False for a batch the policy refuses.
+bool streams_whole(const Batch& batch, const Policy& policy);
+
+// The terms of the path that takes the whole context at once (TensorRT-LLM's
+// forward_context_with_cached_kv below SM100, SGLang's one-shot MHA, and its absorbed MLA priced as
+// the one-shot MHA it replaces), as the executor's _whole_context_step runs it: every sequence's cached
+// and new rows gathered and up-projected in one step (no iteration, nothing merged), and one causal
+// launch in which each sequence's new tokens attend all its keys (a sequence without new tokens still
+// has its place in the grid). O(B). Without context it is the new tokens' step.
+cost::Features whole_context_features(const Batch& batch, const cost::Geometry& g, EagerTime* eager = nullptr);
+
+// The terms of a policy other than max on the path its engine dispatches the batch to on a GPU of
+// compute capability `sm` (engine_path; 0: the policy's own loop, policy_features): the whole
+// context's terms, or the loop's for a batch the policy does not refuse. `path`, when given, gets the
+// path.
+cost::Features dispatched_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, uint32_t sm,
+                                   EnginePath* path = nullptr, const cost::Features* new_step = nullptr, EagerTime* eager = nullptr);
+
+// The lower bound under dispatch: the terms with a buffer that holds the batch whole on the path that
+// buffer gives (unbounded_path): the whole context's for SGLang and for TensorRT-LLM below SM100,
+// unbounded_features' otherwise.
+cost::Features dispatched_unbounded_features(const Batch& batch, const Policy& policy, const cost::Geometry& g, uint32_t sm,
+                                             const cost::Features* new_step = nullptr, EagerTime* eager = nullptr);
+
+// Merges per query row: how many times each new token's running output is merged by log-sum-exp, as
+// the executor's loop merges it (python/mlaplan/prefill/schedule.py, Schedule.merges_per_query): one
+// per merged launch that holds the row (a step taken as it is merges nothing; a merge where the row
+// has no keys in the chunk still runs), and vLLM's final merge. Summed over the rows it is the cost
+// model's merged_query term. Kept as (merges, rows) counts, so batches add up without a row each.
+struct QueryMerges {
+  std::vector<std::pair<uint64_t, uint64_t>> counts;  // (merges, query rows); sorted by merges once compacted
+  bool sorted = true;
+
+  void add(uint64_t merges, uint64_t rows);
+  void add(const QueryMerges& other);
+  void compact();  // sorted, one entry per merge count
+  uint64_t rows() const;
+  uint64_t max() const;
+  uint64_t quantile(double q);  // nearest rank over the rows; 0 without rows
+};
+
+// The loop of a policy that streams the cached context only, for a batch it does not refuse
+// (policy_outcome): even splits and TensorRT-LLM's loop merge every row equally, vLLM's packed loop
+// the rows of each chunk's own requests.
+QueryMerges policy_query_merges(const Batch& batch, const Policy& policy);
+// Max's, from the tables a planner wrote: a query at position p merges once per chunk whose keys it sees.
+QueryMerges max_query_merges(const Batch& batch, const MaxTablesView& tables);
+// On the path the engine dispatches the batch to on a GPU of compute capability sm (engine_path; 0:
+// the loop): none where it takes the whole context at once. Max needs its tables (none given: empty).
+QueryMerges dispatched_query_merges(const Batch& batch, const Policy& policy, uint32_t sm,
+                                    const MaxTablesView* max_tables = nullptr);
+
+}  // namespace mlaplan::policies

@@ -1,0 +1,206 @@
+#include "mlaplan/policies/plan_file_check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <utility>
+
+#include "mlaplan/errors.hpp"
+#include "mlaplan/policies/policy_check.hpp"
+
+namespace mlaplan::policies {
+
+namespace {
+
+using PlanPairs = std::vector<std::pair<const io::PlanEntry*, const check::Scenario*>>;
+
+// Pairs each plan of the file with the scenario it plans: by its "scenario" name, else the one
+// scenario selected (the file's only one, or --scenario's).
+PlanPairs match_plans(const io::PlanFile& file, const std::vector<check::Scenario>& scenarios, const PlanFileSources& src) {
+  const std::string& path = src.scenario_path;
+  auto names = [&] {
+    std::string list;
+    for (const auto& s : scenarios) list += (list.empty() ? "" : ", ") + s.name;
+    return list;
+  };
+  PlanPairs pairs;
+  for (const io::PlanEntry& e : file.plans) {
+    const check::Scenario* match = nullptr;
+    if (e.scenario)
+      for (const check::Scenario& s : scenarios)
+        if (!match && s.name == *e.scenario) match = &s;
+    if (!match) {
+      if (!file.is_list) {  // one plan: the tables of the one scenario selected, whatever they are named
+        if (scenarios.size() != 1)
+          throw InputError(fmt::format("{}: holds {} scenarios; pick the one the tables belong to with --scenario NAME", path,
+                                       scenarios.size()));
+        match = &scenarios[0];
+      } else if (!e.scenario) {
+        if (scenarios.size() != 1)
+          throw InputError(fmt::format("{}: {}scenario: missing, and {} holds {} scenarios; name the scenario each plan "
+                                       "belongs to (run writes it), or pick one with --scenario NAME",
+                                       src.plan_path, e.field_prefix, path, scenarios.size()));
+        match = &scenarios[0];
+      } else if (src.scenario_picked) {
+        continue;  // under --scenario, the plan of another scenario
+      } else {
+        throw InputError(fmt::format("{}: {}scenario: '{}' is not a scenario of {} (it holds: {}); check that the two "
+                                     "files belong together, or pick one scenario with --scenario NAME",
+                                     src.plan_path, e.field_prefix, *e.scenario, path, names()));
+      }
+    }
+    pairs.emplace_back(&e, match);
+  }
+  if (pairs.empty())
+    throw InputError(file.plans.empty()
+                         ? fmt::format("{}: holds no plan (an empty \"scenarios\" list); give the plans to check", src.plan_path)
+                         : fmt::format("{}: holds no plan for scenario '{}'; its plans name other scenarios", src.plan_path,
+                                       scenarios[0].name));
+  return pairs;
+}
+
+}  // namespace
+
+Policy plan_entry_policy(const io::PlanEntry& e, const std::string& path) {
+  std::string spelled = e.policy;
+  uint32_t align = 0;
+  const std::string align_prefix = "packed/align-";
+  if (spelled.rfind(align_prefix, 0) == 0) {
+    const char* begin = spelled.data() + align_prefix.size();
+    const char* end = spelled.data() + spelled.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, align);
+    if (ec != std::errc() || ptr != end || align == 0) align = 0, spelled = "?";
+    else spelled = "packed/vllm";
+  }
+  if (spelled.find(',') == std::string::npos && spelled != "all" && spelled != "variants") {
+    try {
+      const std::vector<Policy> named = parse_policies(spelled, Policy{});
+      if (named.size() == 1) {
+        Policy p = named[0];
+        if (align) p.split_align = align;
+        return p;
+      }
+    } catch (const InputError&) {  // named below, with the file and the field
+    }
+  }
+  throw InputError(fmt::format("{}: {}policy: unknown policy '{}'; run writes max, packed, packed/trtllm, packed/align-A, "
+                               "even-split/vllm or even-split/sglang",
+                               path, e.field_prefix, e.policy));
+}
+
+check::CaseResult check_policy_plan(const check::Scenario& s, const io::PlanEntry& e, const Policy& policy,
+                                    profile::PhaseTimer& timer) {
+  check::CaseResult r;
+  check::PlanClaims echo;
+  echo.batch_size = e.claims.batch_size;
+  echo.page_size = e.claims.page_size;
+  echo.buffer_token_size = e.claims.buffer_token_size;
+  echo.max_chunks = e.claims.max_chunks;
+  if (auto wrong = check::compare_claims(s.batch, echo, 0, 0, 0, std::nullopt)) {
+    r.detail = *wrong;
+    return r;
+  }
+  std::optional<PolicyPlan> ref;
+  std::string why;
+  {
+    auto scope = timer.phase("reference");
+    try {
+      ref = plan_policy(s.batch, policy);
+    } catch (const InputError& refusal) {
+      why = refusal.what();
+    }
+  }
+  auto scope = timer.phase("check");
+  r.refused = e.refused;
+  if (e.refused || !ref) {
+    if (e.refused && ref)
+      r.detail = fmt::format("the plan refuses a batch policy {} plans in {} chunks", policy.name(), ref->outcome.chunks);
+    else if (!e.refused)
+      r.detail = fmt::format("the plan holds tables for a batch policy {} refuses: {}", policy.name(), why);
+    r.passed = r.detail.empty();
+    return r;
+  }
+  const uint32_t rows = ref->tables.max_chunks;  // max(max_chunks, chunks used)
+  const io::LoadedPlan plan = io::shape_plan_tables(
+      e, s.batch.batch_size(), rows,
+      fmt::format("policy {}'s plan of this scenario has {} (max_chunks, or its chunks when more)", policy.name(), rows));
+  if (!plan.problem.empty()) {
+    r.detail = plan.problem;
+    return r;
+  }
+  const check::TableDiff diff = check::diff_tables(ref->tables, *plan.tables);
+  if (!diff.equal()) r.detail = diff.describe();
+  const InvariantReport inv =
+      check_policy_invariants(s.batch, policy, *plan.tables, ref->outcome.chunks);  // claims: below
+  if (r.detail.empty() && !inv.ok()) r.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
+  if (r.detail.empty()) {
+    check::PlanClaims facts = e.claims;
+    facts.batch_size = facts.page_size = facts.buffer_token_size = facts.max_chunks = std::nullopt;
+    // min_max_chunks is max's notion (the chunks it needs); another policy has no such bound to state.
+    if (facts.min_max_chunks)
+      r.detail = fmt::format("min_max_chunks: stated for policy {}, which has no such bound; leave it out", policy.name());
+    else if (auto wrong = check::compare_claims(s.batch, facts, ref->outcome.chunks, ref->outcome.streamed_rows,
+                                         ref->outcome.payload_tokens, std::nullopt))
+      r.detail = *wrong;
+  }
+  r.passed = r.detail.empty();
+  r.diff = diff;
+  return r;
+}
+
+std::vector<check::VerifyCaseRecord> check_plan_file(const io::PlanFile& file, const std::vector<check::Scenario>& scenarios,
+                                                     const PlanFileSources& src,
+                                                     const std::function<void(const check::VerifyCaseRecord&)>& on_case) {
+  const PlanPairs pairs = match_plans(file, scenarios, src);
+  std::vector<Policy> policies;  // parsed before any check: a bad name is bad input
+  for (const auto& [entry, scenario] : pairs)
+    policies.push_back(entry->policy == "max" ? Policy{} : plan_entry_policy(*entry, src.plan_path));
+
+  std::vector<check::VerifyCaseRecord> records;
+  auto record = [&](check::VerifyCaseRecord rec) {
+    if (on_case) on_case(rec);
+    records.push_back(std::move(rec));
+  };
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const io::PlanEntry& e = *pairs[i].first;
+    const check::Scenario& s = *pairs[i].second;
+    check::VerifyCaseRecord rec;
+    rec.group = src.scenario_path;
+    rec.name = s.name;
+    rec.planner = e.where;
+    profile::PhaseTimer timer;
+    check::CaseResult r;
+    if (policies[i].kind != PolicyKind::max) {
+      rec.shape = "policy " + policies[i].name();
+      r = check_policy_plan(s, e, policies[i], timer);
+    } else {
+      const io::LoadedPlan plan = io::shape_plan_tables(e, s.batch.batch_size(), s.batch.max_chunks,
+                                                        fmt::format("the scenario has max_chunks = {}", s.batch.max_chunks));
+      if (!plan.problem.empty())
+        r.detail = plan.problem;
+      else
+        r = check::check_plan_claims(s, plan.tables, e.claims, timer);
+    }
+    rec.passed = r.passed;
+    rec.refused = r.refused;
+    rec.detail = r.detail;
+    for (const auto& [phase, us] : timer.phases()) rec.check_us += us;
+    record(std::move(rec));
+  }
+  // A list file is the producer's plans of the scenarios: one it left out is a failure, not a pass.
+  for (const check::Scenario& s : scenarios) {
+    if (!file.is_list) break;
+    if (std::any_of(pairs.begin(), pairs.end(), [&](const auto& p) { return p.second == &s; })) continue;
+    check::VerifyCaseRecord rec;
+    rec.group = src.scenario_path;
+    rec.name = s.name;
+    rec.planner = src.plan_path;
+    rec.detail = fmt::format("no plan for this scenario in {}", src.plan_path);
+    record(std::move(rec));
+  }
+  return records;
+}
+
+}  // namespace mlaplan::policies

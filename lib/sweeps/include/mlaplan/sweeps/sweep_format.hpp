@@ -1,0 +1,62 @@
+// The four ways to print a sweep: a table for people, Markdown for reports, CSV for spreadsheets and
+// JSON for scripts (scripts/plot_sweep.py reads it). Each includes the recommendation when given.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+
+namespace mlaplan::sweeps {
+
+struct SweepReport {
+  const SweepResult* sweep = nullptr;
+  std::optional<RecommendOptions> recommend_options;  // set with --recommend
+  std::vector<Recommendation> recommendations;
+};
+
+std::string format_sweep_table(const SweepReport& report);
+
+// The parts the formats are made of, for other renderings (the HTML report): the cells of the table
+// format (titles, which columns hold numbers, one row of text per sweep row), its header lines and
+// its recommendation text ("" without recommend_options).
+struct SweepCells {
+  std::vector<std::string> titles;
+  std::vector<bool> numeric;
+  std::vector<std::vector<std::string>> rows;
+};
+SweepCells sweep_cells(const SweepReport& report);
+std::string sweep_summary(const SweepResult& sweep);
+std::string sweep_recommendation(const SweepReport& report);
+std::string format_sweep_markdown(const SweepReport& report);
+
+// The values of a sweep row as CSV, JSON and the Python binding's dicts write them: one list, in the
+// order all three write it, so a field is named, read and left out in one place. A value is none
+// where the row has none (max_chunks of a policy other than max, the memory of a row without a model).
+using SweepValue = std::variant<std::monostate, std::string, uint64_t, double>;
+constexpr unsigned kSweepCsv = 1, kSweepJson = 2, kSweepPython = 4;  // SweepField::outputs
+struct SweepField {
+  const char* key;   // the CSV column, the JSON key and the Python key
+  unsigned outputs;  // which of them write it (kSweep* bits)
+  SweepValue (*value)(const SweepRow& row);
+  int csv_decimals = 0;               // a real number's digits after the point in CSV
+  const char* json_object = nullptr;  // JSON nests it in this object of the row ("iterations")
+  const char* json_key = nullptr;     // under this key
+  bool json_when_set = false;         // JSON leaves it out where none (else null)
+  bool timed = false;                 // a predicted time: written only for a sweep with a cost model
+  bool eager = false;                 // written only for a sweep with eager timing (--timing eager)
+};
+const std::vector<SweepField>& sweep_fields();
+// Whether a sweep's rows have predicted times (a cost model was given), so timed fields are written.
+bool sweep_has_time(const SweepResult& sweep);
+// Whether those times are eager (--timing eager), so eager fields are written.
+bool sweep_has_eager(const SweepResult& sweep);
+
+std::string format_sweep_csv(const SweepReport& report);
+std::string format_sweep_json(const SweepReport& report);
+
+}  // namespace mlaplan::sweeps
