@@ -224,39 +224,41 @@ validate_cost() {
 # The shipped file of $attention's stack for MODEL at TP N: the FA3 file unless FlashAttention-2 runs.
 shipped_file() { echo "$source_dir/costs/h200/$1-tp$2-bf16$([[ $attention == flash ]] || echo -fa3).json"; }
 
+# cost_reports COST MEASURED PREFIX: COST's graph and eager reports of saved measurements,
+# PREFIX-{graph,eager}.{md,json}, each's summary printed; the status is the graph report's.
+cost_reports() {
+  local t rc=0
+  for t in graph eager; do
+    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --cost "$1" --timing $t \
+       --measured "$2" --json "$3-$t.json" -o "$3-$t.md") || { [[ $t == graph ]] && rc=1; }
+    [[ -e $3-$t.md ]] && head -n 9 "$3-$t.md"
+  done
+  return $rc
+}
+
 # validate_heldout MODEL TP SECONDS CODING: the seed-71 batches measured with the executor (CODING:
 # coding-agent, or coding-agent-tp1 for 128-head steps), every policy at five buffers, then the
 # shipped file's graph and eager reports of the same runs.
 validate_heldout() {
-  local d=$source_dir/docs/data/cost-validation/seed-71 tag=$1-tp$2 cost t rc=0
-  cost=$(shipped_file "$1" "$2")
+  local d=$source_dir/docs/data/cost-validation/seed-71 tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$1" --tp "$2" --attention "$attention" \
      --scenarios "$d/mooncake-replay.json" "$d/short-chat.json" "$d/$4.json" --reps 3 --warmup 1 \
      --rounds "${ROUNDS:-1}" --max-seconds "$3" --save "$log_dir/heldout-measured-$tag.json") || return 1
-  for t in graph eager; do
-    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --cost "$cost" --timing $t \
-       --measured "$log_dir/heldout-measured-$tag.json" --json "$log_dir/heldout-$tag-$t.json" \
-       -o "$log_dir/heldout-$tag-$t.md") || { [[ $t == graph ]] && rc=1; }
-    [[ -e $log_dir/heldout-$tag-$t.md ]] && head -n 9 "$log_dir/heldout-$tag-$t.md"
-  done
-  return $rc
+  cost_reports "$(shipped_file "$1" "$2")" "$log_dir/heldout-measured-$tag.json" "$log_dir/heldout-$tag"
 }
 
 # guided_measured SECONDS: mlaplan's guided (by the shipped DeepSeek-V3 TP 8 file) against the engines
 # on seed-71's coding-agent and Mooncake batches at 8K-64K rows, graph and eager, and the table rows
 # of docs/policies.md (scripts/guided_table.py).
 guided_measured() {
-  local d=$source_dir/docs/data/cost-validation/seed-71 f k t
+  local d=$source_dir/docs/data/cost-validation/seed-71 f k
   f=$(shipped_file deepseek-v3 8)
   k=$([[ $attention == flash ]] && echo FA2 || echo FA3)
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 --attention "$attention" \
      --policy "max,packed,even-split,even-split/sglang,guided:$f,guided/eager:$f" --buffer-tokens 8192,16384,32768,65536 \
      --scenarios "$d/mooncake-replay.json" "$d/coding-agent.json" --reps 3 --warmup 1 --rounds "${ROUNDS:-1}" \
      --max-seconds "$1" --save "$log_dir/guided-measured.json") || return 1
-  for t in graph eager; do
-    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --cost "$f" --timing $t \
-       --measured "$log_dir/guided-measured.json" --json "$log_dir/guided-$t.json" -o "$log_dir/guided-$t.md")
-  done
+  cost_reports "$f" "$log_dir/guided-measured.json" "$log_dir/guided"
   python3 "$source_dir/scripts/guided_table.py" "$k, graph=$log_dir/guided-graph.json" "$k, eager=$log_dir/guided-eager.json"
 }
 

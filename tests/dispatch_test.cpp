@@ -21,8 +21,6 @@
 #include "test_batches.hpp"
 
 namespace mlaplan::policies {
-using namespace mlaplan::workloads;
-using namespace mlaplan::sweeps;
 
 namespace {
 

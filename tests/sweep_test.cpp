@@ -12,7 +12,6 @@
 #include "test_batches.hpp"
 
 namespace mlaplan::sweeps {
-using namespace mlaplan::workloads;
 
 namespace {
 

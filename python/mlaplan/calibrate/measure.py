@@ -91,8 +91,8 @@ def combine_rounds(recs: List[dict]) -> dict:
         return refused[0]
     out = dict(recs[0])
     for key in ("eager_ms", "graph_ms", "host_ms"):
-        got = [r[key] for r in recs if r.get(key) is not None]
         if key in out:
+            got = [r[key] for r in recs if r.get(key) is not None]
             out[key] = statistics.median(got) if got else None
     eager = [r["eager_ms"] for r in recs]
     out["eager_spread_ms"] = statistics.median(r["eager_spread_ms"] for r in recs)

@@ -69,6 +69,7 @@ def measure(args) -> dict:
     dims = model_dims(args.model, args.tp)
     device = _device(torch, args.device)
     kernel = attention_kernel(args.attention, device)
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     records = []
     import time
 
@@ -87,9 +88,8 @@ def measure(args) -> dict:
             # Every other round backwards, so that a drift of the machine falls on every setting alike.
             for buffer, engine in settings if r % 2 == 0 else reversed(settings):
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
-                rounds[buffer, engine].append(
-                    measure_point(p, dims, torch.bfloat16 if device.type == "cuda" else torch.float32, device,
-                                  args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms))
+                rounds[buffer, engine].append(measure_point(p, dims, dtype, device, args.reps, args.warmup, kernel,
+                                                            1000 + i, AUTO_PATHS, args.settle_ms))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
