@@ -35,7 +35,8 @@
 # (heldout-*.md, heldout-measured-*.json); in heldout-more, DeepSeek-V3 at TP 1, mlaplan's `guided`
 # against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
 # (scripts/experiments/host_noise.py, host-noise.json). ROUNDS=N measures every setting in N rounds
-# (validate --rounds; eager time drifts with the host).
+# (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
+# workload (validate --batches), so that N rounds fit the slot.
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|heldout|heldout-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
@@ -243,7 +244,7 @@ validate_heldout() {
   local d=$source_dir/docs/data/cost-validation/seed-71 tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$1" --tp "$2" --attention "$attention" \
      --scenarios "$d/mooncake-replay.json" "$d/short-chat.json" "$d/$4.json" --reps 3 --warmup 1 \
-     --rounds "${ROUNDS:-1}" --max-seconds "$3" --save "$log_dir/heldout-measured-$tag.json") || return 1
+     --rounds "${ROUNDS:-1}" ${BATCHES:+--batches "$BATCHES"} --max-seconds "$3" --save "$log_dir/heldout-measured-$tag.json") || return 1
   cost_reports "$(shipped_file "$1" "$2")" "$log_dir/heldout-measured-$tag.json" "$log_dir/heldout-$tag"
 }
 

@@ -75,3 +75,22 @@ def test_a_bad_round_spread_is_one_line(tmp_path):
     r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "records[0].eager_round_spread_ms" in lines[0], r.stderr
+
+
+def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
+    pytest.importorskip("torch", reason="the executor needs torch")
+    files = []
+    for w in ("one", "two"):
+        f = tmp_path / f"{w}.json"
+        f.write_text(json.dumps({"scenarios": [
+            {"name": f"{w}-{i}", "page_size": 16, "buffer_token_size": 64, "max_chunks": 64, "cache_lengths": [100 + i],
+             "input_row_offsets": [0, 8]} for i in range(3)]}))
+        files.append(str(f))
+    saved = tmp_path / "m.json"
+    r = run("--model", "deepseek-v2-lite", "--tp", "8", "--device", "cpu", "--attention", "flash", "--reps", "1",
+            "--warmup", "0", "--settle-ms", "0", "--batches", "2", "--policy", "packed", "--buffer-tokens", "64",
+            "--scenarios", *files, "--save", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert [x["scenario"] for x in json.loads(saved.read_text())["records"]] == ["one-0", "one-1", "two-0", "two-1"]
+    r = run("--batches", "0", "--scenarios", "x.json")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--batches" in r.stderr

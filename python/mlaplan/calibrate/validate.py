@@ -48,6 +48,8 @@ def parser() -> Parser:
     p.add_argument("-o", "--output", metavar="FILE.md", help="write the report (Markdown) to FILE instead of stdout")
     p.add_argument("--json", metavar="FILE.json", help="also write the report's figures as JSON")
     p.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop measuring after S seconds (whole batches)")
+    p.add_argument("--batches", type=_count(1), metavar="N",
+                   help="measure only the first N batches of each scenario file (every workload gets its share of the time)")
     p.add_argument("--device", default="auto", metavar="DEV")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports)")
@@ -76,7 +78,7 @@ def measure(args) -> dict:
     start = time.monotonic()
     stopped = None  # the workload whose scenarios --max-seconds cut off
     for workload, i, s in scenario_batches(args.scenarios):
-        if workload == stopped:
+        if workload == stopped or (args.batches is not None and i >= args.batches):
             continue
         if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
             print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
