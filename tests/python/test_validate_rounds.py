@@ -94,18 +94,3 @@ def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
     assert [x["scenario"] for x in json.loads(saved.read_text())["records"]] == ["one-0", "one-1", "two-0", "two-1"]
     r = run("--batches", "0", "--scenarios", "x.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--batches" in r.stderr
-
-
-def test_validate_warmup_seconds_is_checked_and_recorded(tmp_path):
-    r = run("--warmup-seconds", "-1", "--scenarios", "x.json")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--warmup-seconds" in r.stderr
-    pytest.importorskip("torch", reason="the executor needs torch")
-    f = tmp_path / "one.json"
-    f.write_text(json.dumps({"scenarios": [{"name": "a", "page_size": 16, "buffer_token_size": 64, "max_chunks": 64,
-                                            "cache_lengths": [50], "input_row_offsets": [0, 8]}]}))
-    saved = tmp_path / "m.json"
-    r = run("--model", "deepseek-v2-lite", "--tp", "8", "--device", "cpu", "--attention", "flash", "--reps", "1",
-            "--warmup", "0", "--settle-ms", "0", "--policy", "packed", "--buffer-tokens", "64", "--scenarios", str(f),
-            "--save", str(saved))
-    assert r.returncode == 0, r.stderr
-    assert json.loads(saved.read_text())["warmup_seconds"] == 0  # no warm-up off the GPU

@@ -25,10 +25,6 @@ from ..prefill.schedule import parse_engines
 
 MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
 MEASURED_FORMAT = "mlaplan-validation-measurements"
-# The first batch measured in a process once timed its graph replays 6.7% slower than its eager runs,
-# in two runs, where the same batch measured second did not (1.1-3.1%): a warm-up run keeps the first
-# batch's times like the others' (docs/cost-model.md).
-WARMUP_SECONDS = 10
 
 
 def parser() -> Parser:
@@ -46,9 +42,6 @@ def parser() -> Parser:
                    help="measure each batch's settings N times over, the order reversed every other round, and "
                         "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
-    p.add_argument("--warmup-seconds", type=_count(0, 600), default=WARMUP_SECONDS, metavar="S",
-                   help="on the GPU, run the first batch's first setting this long, untimed, before anything is measured "
-                        "(module loads, the allocator's growth and the GPU's temperature out of the first batch's times; default 10)")
     p.add_argument("--measured", nargs="+", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
@@ -82,12 +75,6 @@ def measure(args) -> dict:
     records = []
     import time
 
-    if device.type == "cuda" and args.warmup_seconds > 0:
-        first = next(iter(scenario_batches(args.scenarios)), None)
-        if first is not None:
-            s = first[2]
-            p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), args.buffer_tokens[0], engines[0])
-            measure_point(p, dims, dtype, device, 1, 1, kernel, 999, AUTO_PATHS, args.warmup_seconds * 1e3, host_reps=0)
     start = time.monotonic()
     stopped = None  # the workload whose scenarios --max-seconds cut off
     for workload, i, s in scenario_batches(args.scenarios):
@@ -112,7 +99,7 @@ def measure(args) -> dict:
         print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
-            "settle_ms": args.settle_ms, "warmup_seconds": args.warmup_seconds if device.type == "cuda" else 0, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
+            "settle_ms": args.settle_ms, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
 
 
 def read_cost(path: str) -> dict:
