@@ -94,3 +94,31 @@ def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
     assert [x["scenario"] for x in json.loads(saved.read_text())["records"]] == ["one-0", "one-1", "two-0", "two-1"]
     r = run("--batches", "0", "--scenarios", "x.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--batches" in r.stderr
+
+
+def test_validate_alternates_which_timing_comes_first(monkeypatch):
+    """A step at the card's power cap times slower in whichever timing comes second: validate replays
+    the graph first at every other setting, and at each setting in every other round."""
+    pytest.importorskip("torch", reason="the executor needs torch")
+    import mlaplan.calibrate.measure as m
+    from mlaplan.calibrate import validate
+
+    seen = []
+
+    def fake(p, *args, graph_first=False, **kw):
+        seen.append((p.buffer_tokens, p.policy, graph_first))
+        return {"cache": p.cache, "new": p.new, "page_size": p.page_size, "buffer_tokens": p.buffer_tokens,
+                "policy": p.policy, "eager_ms": 1.0, "eager_spread_ms": 0.0, "graph_ms": None}
+
+    monkeypatch.setattr(m, "measure_point", fake)
+    scen = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-71", "short-chat.json")
+    args = validate.parser().parse_args(["--scenarios", scen, "--device", "cpu", "--model", "deepseek-v2-lite",
+                                         "--policy", "packed,even-split", "--buffer-tokens", "8192,16384",
+                                         "--rounds", "2", "--batches", "1"])
+    validate.measure(args)
+    assert len(seen) == 8
+    first = {}
+    for buffer, policy, g in seen:
+        first.setdefault((buffer, policy), []).append(g)
+    assert all(v in ([False, True], [True, False]) for v in first.values()), first  # each setting both ways
+    assert sum(g for _, _, g in seen[:4]) == 2  # and half of a round's settings each way

@@ -25,11 +25,13 @@ AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
-                  paths: Optional[dict] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS) -> dict:
+                  paths: Optional[dict] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
+                  graph_first: bool = False) -> dict:
     """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path,
     on the GPU host_ms (the host's dispatch alone, None where it could not be told apart) and
     launches by kind; or refused with why (out of memory included). paths: build_schedule's
-    sglang_path and trtllm_path (default ENGINE_PATHS)."""
+    sglang_path and trtllm_path (default ENGINE_PATHS); graph_first: the graph replays timed before
+    the eager runs (timing.measure), recorded as `graph_first` where set."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -41,7 +43,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
             return rec
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
                       graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms,
-                      host_reps=host_reps if cuda else 0)
+                      host_reps=host_reps if cuda else 0, graph_first=graph_first)
     except ValueError as e:
         rec["refused"] = str(e)
         return rec
@@ -51,6 +53,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         return rec
     rec.update(path=run.path, iterations=run.iterations, eager_ms=run.eager_ms, eager_spread_ms=run.eager_spread_ms,
                graph_ms=run.graph_ms)
+    if graph_first and run.graph_ms is not None:
+        rec["graph_first"] = True
     if cuda and host_reps:
         rec.update(host_ms=run.host_ms, launches=run.launches)
     del x, sched
@@ -69,7 +73,9 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
             print(f"{progress or 'measure'}: --max-seconds {max_seconds:g} reached after {i} of {len(points)} points",
                   file=sys.stderr, flush=True)
             break
-        rec = measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms, host_reps=host_reps)
+        # Every other point replays its graph first (timing.measure's graph_first).
+        rec = measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms, host_reps=host_reps,
+                            graph_first=i % 2 == 1)
         if p.scenario:
             rec.update(workload=p.workload, scenario=p.scenario)
         out.append(rec)
@@ -90,6 +96,7 @@ def combine_rounds(recs: List[dict]) -> dict:
     if refused:
         return refused[0]
     out = dict(recs[0])
+    out.pop("graph_first", None)  # the rounds alternate it
     for key in ("eager_ms", "graph_ms", "host_ms"):
         if key in out:
             got = [r[key] for r in recs if r.get(key) is not None]

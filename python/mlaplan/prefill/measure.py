@@ -94,7 +94,7 @@ def merge_tolerance(tolerance: float, merges_per_query, state: torch.dtype, devi
 def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: float = 1e-2, reps: int = 10,
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
             trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
-            settle_ms: float = 0.0, state=None, host_reps: int = 0) -> Run:
+            settle_ms: float = 0.0, state=None, host_reps: int = 0, graph_first: bool = False) -> Run:
     """host_reps: on the GPU, also time the host's dispatch alone (host_ms, the median of that many
     layers) and count the layer's launches by kind (launches), what eager time is fitted on."""
     p = prepare(x, s, fused_merge, kernel, state)
@@ -107,7 +107,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
         run.max_abs_error, run.max_abs_lse_error, run.ok = errors(out, lse, *reference, tolerance)
         del out, lse
     if reps > 0:
-        t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts, settle_ms)
+        t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts, settle_ms,
+                            graph_first)
         run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
         run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
         run.gpu_busy_ms = t.gpu_busy_ms
