@@ -3,7 +3,8 @@ executor, one layer, CUDA graph) is replayed once after an idle pause, as the ca
 replays see it, then back to back for SECONDS, each replay timed alone, while nvidia-smi samples the
 SM clock, the power draw and the throttle reasons every 50 ms. Prints one line per phase (first
 replays, the first and last second of the sustained run) and writes the series to OUT.json.
-Usage: python3 scripts/experiments/steady_clock.py SCENARIOS.json POLICY BUFFER [SECONDS] [OUT.json]
+Usage: python3 scripts/experiments/steady_clock.py SCENARIOS.json POLICY BUFFER [SECONDS] [OUT.json] [TP]
+(TP: DeepSeek-V3's tensor parallelism, default 8; 1 gives the 128-head steps that sit at the power cap)
 (needs the installed package and a GPU; attention: FlashAttention-3 where it imports)."""
 import json
 import statistics
@@ -25,7 +26,7 @@ seconds = float(sys.argv[4]) if len(sys.argv) > 4 else 3.0
 out_path = sys.argv[5] if len(sys.argv) > 5 else "steady-clock.json"
 device = torch.device("cuda")
 kernel = attention_kernel("auto", device)
-dims = model_dims("deepseek-v3", 8)
+dims = model_dims("deepseek-v3", int(sys.argv[6]) if len(sys.argv) > 6 else 8)
 smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active",
                         "--format=csv,noheader,nounits", "-lms", "50"], stdout=subprocess.PIPE, text=True)
 t0 = time.time()
