@@ -15,16 +15,15 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mlaplan.calibrate.fit import HOST_LOSS, HOST_SCALE, LAUNCH_KINDS
-from mlaplan.calibrate.grid import Point, eager_us, features, record_sm
-from mlaplan.calibrate.validate import read_cost
+from mlaplan.calibrate.grid import Point, eager_us, record_sm
+from mlaplan.calibrate.validate import predict_us, read_cost
 
 cost = read_cost(sys.argv[1])
 g, pad_v = cost["geometry"], cost["host"]["pad_v"]
 shape = (g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"])
-coefficients = dict(cost["coefficients"])
 # The host paths alone: per_batch_us (device time before the first launch) taken out, so that a
 # fixed host cost h0 delays them and not the device's own sum.
-no_batch = dict(coefficients, per_batch_us=0.0)
+no_batch = dict(cost["coefficients"], per_batch_us=0.0)
 
 
 def runs(paths):
@@ -32,12 +31,9 @@ def runs(paths):
 
 
 def priced(records):
-    out = []
-    for r in records:
-        p, sm = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r)
-        graph = sum(coefficients[k] * v for k, v in features(p, *shape, sm, g.get("scheduler", "grid")).items())
-        out.append((p, sm, graph))
-    return out
+    """(point, its compute capability's dispatch, its graph time as validate predicts it) per run."""
+    return [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r),
+             predict_us(cost, r, "graph")) for r in records]
 
 
 def predict(points, h, h0):

@@ -86,9 +86,10 @@ def measure(args) -> dict:
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
         rounds = {k: [] for k in settings}
+        order = list(enumerate(settings))
         for r in range(args.rounds):
             # Every other round backwards, so that a drift of the machine falls on every setting alike.
-            for k, (buffer, engine) in (list(enumerate(settings)) if r % 2 == 0 else reversed(list(enumerate(settings)))):
+            for k, (buffer, engine) in order if r % 2 == 0 else reversed(order):
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
                 # Every other setting, and each setting every other round, replays its graph first: a
                 # step at the card's power cap times slower in whichever timing comes second
