@@ -19,6 +19,7 @@ from typing import List, Optional
 from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive, _positive_list, _seconds, attention_kernel,
                                 claim_outputs)
 from ..prefill.attention import KERNELS, KERNEL_TITLES
+from ..prefill import cpu_speed
 from ..prefill.timing import SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 from ..prefill.__main__ import write_output
@@ -66,6 +67,7 @@ def parser() -> Parser:
     p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per point, the median kept (default 5)")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
+    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
                    help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
     p.add_argument("--max-seconds", type=_seconds, metavar="S",
@@ -161,11 +163,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         points = [p for pair in zip(grid, workload_points) for p in pair] + grid[len(workload_points):] + workload_points[len(grid):]
         records = measure_points(points, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
                                  progress="calibrate", max_seconds=args.max_seconds, settle_ms=args.settle_ms,
-                                 host_reps=args.host_reps)
+                                 host_reps=args.host_reps, cpu_wait_s=args.cpu_wait_s)
         doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
                "dtype": args.dtype, "attention": kernel, "attention_title": kernel_title(kernel), "merge": "fused (Triton)", **info,
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
-               "settle_ms": args.settle_ms, "records": records}
+               "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, "records": records}
         if args.measurements:
             write_output(args.measurements, json_text(doc))
     try:

@@ -26,12 +26,13 @@ AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
                   paths: Optional[dict] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
-                  graph_first: bool = False) -> dict:
+                  graph_first: bool = False, cpu_wait_s: float = 0.0) -> dict:
     """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path,
     on the GPU host_ms (the host's dispatch alone, None where it could not be told apart) and
     launches by kind; or refused with why (out of memory included). paths: build_schedule's
     sglang_path and trtllm_path (default ENGINE_PATHS); graph_first: the graph replays timed before
-    the eager runs (timing.measure), recorded as `graph_first` where set."""
+    the eager runs (timing.measure), recorded as `graph_first` where set; cpu_wait_s: the eager runs
+    wait up to that long for the host CPU's full speed, the probe's ms recorded (`cpu_probe_ms`)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -43,7 +44,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
             return rec
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
                       graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms,
-                      host_reps=host_reps if cuda else 0, graph_first=graph_first)
+                      host_reps=host_reps if cuda else 0, graph_first=graph_first, cpu_wait_s=cpu_wait_s)
     except ValueError as e:
         rec["refused"] = str(e)
         return rec
@@ -55,6 +56,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
                graph_ms=run.graph_ms)
     if graph_first and run.graph_ms is not None:
         rec["graph_first"] = True
+    if run.cpu_probe_ms is not None:
+        rec["cpu_probe_ms"] = run.cpu_probe_ms
     if cuda and host_reps:
         rec.update(host_ms=run.host_ms, launches=run.launches)
     del x, sched
@@ -63,7 +66,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
 
 def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
                    kernel: str = "auto", seed: int = 1, progress: Optional[str] = None,
-                   max_seconds: Optional[float] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS) -> List[dict]:
+                   max_seconds: Optional[float] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
+                   cpu_wait_s: float = 0.0) -> List[dict]:
     """The points measured in order; with max_seconds, those measured by then (the grid is random, so
     a prefix of it is a smaller grid of the same spread)."""
     points = list(points)
@@ -75,7 +79,7 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
             break
         # Every other point replays its graph first (timing.measure's graph_first).
         rec = measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms, host_reps=host_reps,
-                            graph_first=i % 2 == 1)
+                            graph_first=i % 2 == 1, cpu_wait_s=cpu_wait_s)
         if p.scenario:
             rec.update(workload=p.workload, scenario=p.scenario)
         out.append(rec)
@@ -104,4 +108,7 @@ def combine_rounds(recs: List[dict]) -> dict:
     eager = [r["eager_ms"] for r in recs]
     out["eager_spread_ms"] = statistics.median(r["eager_spread_ms"] for r in recs)
     out.update(eager_rounds_ms=eager, eager_round_spread_ms=max(eager) - min(eager))
+    probes = [r["cpu_probe_ms"] for r in recs if r.get("cpu_probe_ms") is not None]
+    if probes:
+        out["cpu_probe_ms"] = max(probes)  # the slowest CPU any round was timed at
     return out

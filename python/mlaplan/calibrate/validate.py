@@ -20,6 +20,7 @@ import numpy as np
 from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs,
                                write_output)
 from ..prefill.attention import KERNELS
+from ..prefill import cpu_speed
 from ..prefill.timing import SETTLE_MS
 from ..prefill.schedule import parse_engines
 
@@ -42,6 +43,7 @@ def parser() -> Parser:
                    help="measure each batch's settings N times over, the order reversed every other round, and "
                         "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
+    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
     p.add_argument("--measured", nargs="+", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
@@ -96,7 +98,7 @@ def measure(args) -> dict:
                 # (docs/cost-model.md), so neither always is.
                 rounds[buffer, engine].append(measure_point(p, dims, dtype, device, args.reps, args.warmup, kernel,
                                                             1000 + i, AUTO_PATHS, args.settle_ms,
-                                                            graph_first=(k + r) % 2 == 1))
+                                                            graph_first=(k + r) % 2 == 1, cpu_wait_s=args.cpu_wait_s))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
@@ -104,7 +106,7 @@ def measure(args) -> dict:
         print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
-            "settle_ms": args.settle_ms, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
+            "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
 
 
 def read_cost(path: str) -> dict:

@@ -18,7 +18,7 @@ import sys
 from typing import List, Optional
 
 from .. import _files
-from . import merge
+from . import cpu_speed, merge
 from .attention import KERNELS
 from .schedule import SGLANG_PATHS, TRTLLM_PATHS
 from .timing import SETTLE_MS
@@ -115,6 +115,7 @@ def parser() -> Parser:
                    help="timed runs; the median is reported (default 10; 0: check only; at most 1000000)")
     p.add_argument("--warmup", type=_count(0), default=3, metavar="N", help="untimed runs first (default 3; at most 1000000)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
+    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
     p.add_argument("--no-graph", action="store_true", help="leave out the CUDA-graph replay timing")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the attention kernel on CUDA: auto (the default: what the engines run on this GPU, "
@@ -284,7 +285,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 try:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
-                                        args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state)
+                                        args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state,
+                                        cpu_wait_s=args.cpu_wait_s)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from .. import _files
-from . import executor
+from . import cpu_speed, executor
 from .executor import PARTS, RANGE_PREFIX
 
 
@@ -38,6 +38,7 @@ class Timing:
     kernels: int
     graph_error: Optional[str] = None
     samples: List[float] = field(default_factory=list)
+    cpu_probe_ms: Optional[float] = None  # cpu_speed's probe just before the eager runs (cpu_wait_s > 0)
 
 
 def _events_ms(fn: Callable[[], object], reps: int) -> List[float]:
@@ -278,13 +279,14 @@ def _launched_us(e) -> float:
 
 def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
             trace: Optional[str] = None, ranges: bool = False, parts: bool = True, settle_ms: float = 0.0,
-            graph_first: bool = False) -> Timing:
+            graph_first: bool = False, cpu_wait_s: float = 0.0) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
     the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only).
     settle_ms: on the GPU, each timing (eager, graph) starts after that long running back to back.
     graph_first: replay the graph before the eager runs (a layer that holds the card at its power cap
     times a few percent slower in whichever timing comes second; alternating the order spreads that
-    over both)."""
+    over both). cpu_wait_s: on the GPU, the eager runs wait up to that long for the host CPU's full
+    speed (cpu_speed), and are timed again, up to twice, where it ended slow."""
     fn = lambda: run(ranges)  # noqa: E731
     graph_ms, graph_error = None, None
 
@@ -298,7 +300,15 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
 
     if graph_first:
         replayed()
-    eager = time_eager(fn, cuda, reps, warmup, settle_ms)
+    probe = None  # the slower of the probes before and after the eager runs kept
+    for _ in range(3 if cuda and cpu_wait_s > 0 else 1):
+        before = cpu_speed.wait_for_full_speed(cpu_wait_s) if cuda and cpu_wait_s > 0 else None
+        eager = time_eager(fn, cuda, reps, warmup, settle_ms)
+        if before is None:
+            break
+        probe = max(before, cpu_speed.current_ms())
+        if cpu_speed.full_speed(probe):
+            break
     if not graph_first:
         replayed()
     if parts:
@@ -306,4 +316,4 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     else:
         by_part, busy, span, count = {}, None, None, 0
     return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, by_part, busy, span, count,
-                  graph_error, eager)
+                  graph_error, eager, probe)

@@ -1,0 +1,59 @@
+"""The wait for the host CPU's full speed (mlaplan.prefill.cpu_speed), with the probe made up."""
+import pytest
+
+from mlaplan.prefill import cpu_speed
+
+
+@pytest.fixture
+def probes(monkeypatch):
+    """cpu_speed's probe replaced by a list of times (ms), the fastest seen reset."""
+    times = []
+
+    def fake():
+        ms = times.pop(0)
+        cpu_speed._fastest_ms = min(cpu_speed._fastest_ms, ms)
+        return ms
+
+    monkeypatch.setattr(cpu_speed, "_fastest_ms", float("inf"))
+    monkeypatch.setattr(cpu_speed, "probe_ms", fake)
+    monkeypatch.setattr(cpu_speed.time, "sleep", lambda s: None)
+    return times
+
+
+def test_the_real_probe_runs_and_sets_the_fastest(monkeypatch):
+    monkeypatch.setattr(cpu_speed, "_fastest_ms", float("inf"))
+    ms = cpu_speed.probe_ms()
+    assert 0 < ms < 1e4 and cpu_speed._fastest_ms == ms
+    assert cpu_speed.full_speed(ms) and not cpu_speed.full_speed(ms * 1.3)
+
+
+def test_a_slow_phase_is_waited_out(probes):
+    probes += [1.0, 1.0, 2.0, 2.1, 2.0, 1.9, 1.1, 2.0]  # fast, then a slow phase, then fast again
+    assert cpu_speed.wait_for_full_speed(60) == 1.0
+    assert cpu_speed.wait_for_full_speed(60) == 1.1  # two slow pairs skipped, then min(1.1, 2.0)
+    assert probes == []
+
+
+def test_the_wait_ends_at_its_limit_and_says_it_stayed_slow(probes, monkeypatch):
+    clock = iter(range(0, 1000, 3))  # each perf_counter call 3 s later
+    monkeypatch.setattr(cpu_speed.time, "perf_counter", lambda: float(next(clock)))
+    probes += [1.0, 1.0] + [2.0] * 40
+    cpu_speed.wait_for_full_speed(60)
+    ms = cpu_speed.wait_for_full_speed(10)
+    assert ms == 2.0 and not cpu_speed.full_speed(ms)
+    assert len(probes) > 30  # it stopped probing at the limit
+
+
+def test_an_interrupted_probe_does_not_count_as_slow(probes):
+    probes += [1.0, 1.0, 5.0, 1.05]  # the faster of each pair is what counts
+    cpu_speed.wait_for_full_speed(60)
+    assert cpu_speed.wait_for_full_speed(60) == 1.05
+
+
+def test_the_cpu_path_never_waits(monkeypatch):
+    torch = pytest.importorskip("torch", reason="the executor needs torch")
+    from mlaplan.prefill import timing
+
+    monkeypatch.setattr(cpu_speed, "wait_for_full_speed", lambda *a: pytest.fail("waited on the CPU path"))
+    t = timing.measure(lambda r: torch.ones(4).sum(), False, reps=2, warmup=0, graph=False, parts=False, cpu_wait_s=10)
+    assert t.cpu_probe_ms is None and t.eager_ms > 0
