@@ -57,3 +57,24 @@ def test_the_cpu_path_never_waits(monkeypatch):
     monkeypatch.setattr(cpu_speed, "wait_for_full_speed", lambda *a: pytest.fail("waited on the CPU path"))
     t = timing.measure(lambda r: torch.ones(4).sum(), False, reps=2, warmup=0, graph=False, parts=False, cpu_wait_s=10)
     assert t.cpu_probe_ms is None and t.eager_ms > 0
+
+
+def test_rounds_keep_the_slowest_probe_and_the_report_counts_slow_runs():
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    import os
+
+    from mlaplan.calibrate.measure import combine_rounds
+    from mlaplan.calibrate.validate import markdown, read_cost, report
+
+    def rec(eager, probe, **kw):
+        return {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "iterations": 2,
+                "eager_ms": eager, "eager_spread_ms": 0.1, "graph_ms": 1.0, "cpu_probe_ms": probe, "workload": "w",
+                "scenario": "s", **kw}
+
+    assert combine_rounds([rec(2.0, 1.0), rec(3.0, 2.2), rec(2.5, 1.1)])["cpu_probe_ms"] == 2.2
+    cost = read_cost(os.path.join(os.path.dirname(__file__), "..", "data", "cost", "deepseek-v3-tp8-eager-example.json"))
+    records = [rec(2.0, 1.0), rec(2.0, 1.2, buffer_tokens=32), rec(2.0, 1.3, policy="even-split"), rec(2.0, None, page_size=1)]
+    eager = report(cost, records, "eager")
+    assert (eager["cpu_slow_runs"], eager["cpu_probed_runs"]) == (1, 3)  # 1.3 > 1.25 x 1.0; the unprobed run not counted
+    assert "slow phase" in markdown(eager, "c.json") and "1 of the 3 eager runs" in markdown(eager, "c.json")
+    assert "cpu_slow_runs" not in report(cost, records, "graph")  # graph replays do not wait on the host

@@ -177,6 +177,12 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         if timing == "eager" and drift:
             out["workloads"][w].update(eager_round_spread_median=float(np.median(drift)),
                                        eager_round_spread_p90=float(np.quantile(drift, 0.9)))
+    # The host CPU's speed at the eager runs (--cpu-wait-s): how many were timed in a slow phase,
+    # against the fastest probe of the whole measurement.
+    probes = [r["cpu_probe_ms"] for rs in by_workload.values() for r in rs if r.get("cpu_probe_ms")]
+    if timing == "eager" and probes:
+        out["cpu_slow_runs"] = sum(p > cpu_speed.SLOW * min(probes) for p in probes)
+        out["cpu_probed_runs"] = len(probes)
     if all_errors:
         out["overall"] = {"runs": len(all_errors), "median_abs_error": float(np.median(all_errors)),
                           "p90_abs_error": float(np.quantile(all_errors, 0.9))}
@@ -194,6 +200,9 @@ def markdown(rep: dict, cost_path: str) -> str:
     if "overall" in rep:
         o = rep["overall"]
         lines.append(f"| all | | {o['runs']} | | {100 * o['median_abs_error']:.1f}% | {100 * o['p90_abs_error']:.1f}% | | |")
+    if "cpu_slow_runs" in rep:
+        lines += ["", f"The host CPU was in a slow phase (its probe over {cpu_speed.SLOW:g}x the fastest) at "
+                      f"{rep['cpu_slow_runs']} of the {rep['cpu_probed_runs']} eager runs probed (--cpu-wait-s)."]
     spread = [f"{w} {100 * s['eager_spread_median']:.1f}% (p90 {100 * s['eager_spread_p90']:.1f}%)"
               for w, s in rep["workloads"].items() if "eager_spread_median" in s]
     if spread:
