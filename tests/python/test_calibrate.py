@@ -381,3 +381,26 @@ def test_calibrate_names_a_bad_scenarios_file_before_asking_for_a_gpu(tmp_path):
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error:"), r.stderr
     assert "missing.json" in lines[0] and "GPU" not in lines[0], r.stderr
     assert not (tmp_path / "x.json").exists()
+
+
+def test_host_from_fits_the_host_on_other_runs(tmp_path):
+    """--host-from: the graph fit from --refit's runs, the host costs from the other runs alone."""
+    src = os.path.join(ROOT, "docs", "data", "cost-calibration", "deepseek-v3-tp8-fa3-workloads-seed62-2026-12-03.json")
+    doc = json.load(open(src))
+    # The host runs: the short-chat ones, their eager times made 1.5x slower, so that the host costs must rise.
+    host = dict(doc, records=[dict(r, eager_ms=1.5 * r["eager_ms"]) for r in doc["records"] if r.get("workload") == "short-chat"])
+    (tmp_path / "host.json").write_text(json.dumps(host))
+    plain, split = tmp_path / "plain.json", tmp_path / "split.json"
+    assert run_module("mlaplan.calibrate", "--refit", src, "-o", str(plain)).returncode == 0
+    r = run_module("mlaplan.calibrate", "--refit", src, "--host-from", str(tmp_path / "host.json"), "-o", str(split))
+    assert r.returncode == 0, r.stderr
+    a, b = json.loads(plain.read_text()), json.loads(split.read_text())
+    assert a["coefficients"] == b["coefficients"]
+    assert b["host"]["fit"]["points"] == len(host["records"]) < a["host"]["fit"]["points"]
+    assert sum(b["host"]["launch_us"].values()) > sum(a["host"]["launch_us"].values())
+    # Runs of another model are refused, in one line naming the field.
+    other = dict(host, model="kimi-k2")
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    r = run_module("mlaplan.calibrate", "--refit", src, "--host-from", str(tmp_path / "other.json"), "-o", str(tmp_path / "x.json"))
+    assert r.returncode == 2 and r.stderr.startswith("mlaplan: error:") and "model: 'kimi-k2'" in r.stderr
+    assert not (tmp_path / "x.json").exists()

@@ -75,6 +75,9 @@ def parser() -> Parser:
     p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
     p.add_argument("--refit", nargs="+", metavar="FILE.json",
                    help="fit these saved measurements instead of measuring (several: of one model, TP and GPU, pooled)")
+    p.add_argument("--host-from", nargs="+", metavar="FILE.json",
+                   help="fit the host section on these saved measurements' eager times instead (of the same model, TP, GPU and "
+                        "kernel; e.g. runs timed at the host CPU's full speed, --cpu-wait-s); the graph fit is the others'")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cuda or cuda:N")
     p.add_argument("--commit", metavar="SHA", help="the mlaplan commit to record (default: git's, where there is a checkout)")
     return p
@@ -117,7 +120,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise UsageError("--measurements: it saves what this run measures, and --refit measures nothing; drop one")
     if args.refit and args.scenarios:
         raise UsageError("--scenarios: they add points to measure, and --refit measures nothing; drop one")
-    claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()] + [(p, "a --scenarios file") for p in args.scenarios or ()],
+    if args.host_from and args.timing == "eager":
+        raise UsageError("--host-from: an eager-timed file has no host section to fit; give --timing graph (the default)")
+    claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()] + [(p, "a --scenarios file") for p in args.scenarios or ()]
+                  + [(p, "a --host-from file") for p in args.host_from or ()],
                   [(args.output, "-o"), (args.measurements, "--measurements")])
     from .records import require_scipy
 
@@ -176,12 +182,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as e:  # too few points, or a record no batch can be (the messages name no file)
         raise UsageError(f"{' '.join(args.refit) if args.refit else 'calibrate'}: {e}") from None
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
-    host = fit_host(doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash") if args.timing == "graph" else None
+    host_doc = doc
+    if args.host_from:
+        host_doc = _pooled(args.host_from)
+        for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype"):
+            if host_doc[key] != doc[key]:
+                raise UsageError(f"{args.host_from[0]}: {key}: {host_doc[key]!r}, but the fit's measurements have {doc[key]!r}; "
+                                 f"give --host-from runs of the same model, TP, GPU and kernel")
+    host = fit_host(host_doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash") if args.timing == "graph" else None
+    if args.host_from and host is None:
+        raise UsageError(f"{' '.join(args.host_from)}: too few runs with both an eager and a graph time to fit the host costs "
+                         f"(more than one per launch kind); measure more points")
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
         attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
         compute_capability=doc.get("compute_capability"), settle_ms=doc.get("settle_ms"),
-        torch_version=doc.get("torch"), triton_version=doc.get("triton"), host=host, host_cpu=doc.get("host"),
+        torch_version=doc.get("torch"), triton_version=doc.get("triton"), host=host, host_cpu=host_doc.get("host"),
         pad_v=doc["attention"] == "flash",
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
