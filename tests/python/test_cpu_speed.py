@@ -15,6 +15,7 @@ def probes(monkeypatch):
         return ms
 
     monkeypatch.setattr(cpu_speed, "_fastest_ms", float("inf"))
+    monkeypatch.setattr(cpu_speed, "_learnt", True)  # the learning is tested on its own below
     monkeypatch.setattr(cpu_speed, "probe_ms", fake)
     monkeypatch.setattr(cpu_speed.time, "sleep", lambda s: None)
     return times
@@ -78,3 +79,21 @@ def test_rounds_keep_the_slowest_probe_and_the_report_counts_slow_runs():
     assert (eager["cpu_slow_runs"], eager["cpu_probed_runs"]) == (1, 3)  # 1.3 > 1.25 x 1.0; the unprobed run not counted
     assert "slow phase" in markdown(eager, "c.json") and "1 of the 3 eager runs" in markdown(eager, "c.json")
     assert "cpu_slow_runs" not in report(cost, records, "graph")  # graph replays do not wait on the host
+
+
+def test_a_process_that_starts_slow_learns_the_full_speed_first(probes, monkeypatch):
+    monkeypatch.setattr(cpu_speed, "_learnt", False)
+    probes += [2.0, 2.1] + [2.0, 2.2] * 3 + [1.0, 1.1] + [1.05, 1.2]  # a slow phase, then the full speed
+    assert cpu_speed.wait_for_full_speed(60) == 1.05  # not the slow 2.0 the process saw first
+    assert probes == [] and cpu_speed._learnt
+
+
+def test_a_process_that_starts_fast_learns_for_its_wait_once(probes, monkeypatch):
+    clock = iter(range(0, 1000))  # each perf_counter call 1 s later
+    monkeypatch.setattr(cpu_speed.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(cpu_speed, "_learnt", False)
+    probes += [1.0] * 40
+    assert cpu_speed.wait_for_full_speed(5) == 1.0
+    left = len(probes)
+    assert 40 - left >= 8  # it probed through its 5 s before the first answer
+    assert cpu_speed.wait_for_full_speed(5) == 1.0 and len(probes) == left - 2  # and not again

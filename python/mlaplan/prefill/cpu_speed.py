@@ -18,7 +18,12 @@ SLOW = 1.25
 # How long an eager timing waits for a full-speed phase before it is timed anyway (its record says).
 WAIT_S = 10
 
+# Before its first wait a process has seen one speed only, which may be the slow one: it first
+# probes for up to its wait, or until a probe LEARNT x faster than the first shows it has seen both.
+LEARNT = 1.5
+
 _fastest_ms = math.inf
+_learnt = False
 
 
 def probe_ms() -> float:
@@ -44,13 +49,22 @@ def full_speed(ms: float) -> bool:
 
 def wait_for_full_speed(wait_s: float = WAIT_S) -> float:
     """Probes every 50 ms until the CPU runs within SLOW of the fastest probe seen, for at most
-    wait_s; returns the last probe's ms (slow where the wait ran out)."""
+    wait_s (the first call in a process first learns the fastest, for up to wait_s more); returns
+    the last probe's ms (slow where the wait ran out)."""
+    global _learnt
     start = time.perf_counter()
+    if not _learnt:
+        _learnt = True
+        first = current_ms()
+        while current_ms() * LEARNT > first and time.perf_counter() - start < wait_s:
+            time.sleep(0.05)
+        start = time.perf_counter()
     while True:
         ms = current_ms()
         if full_speed(ms) or time.perf_counter() - start >= wait_s:
             return ms
         time.sleep(0.05)
+
 
 HELP = (f"on the GPU, wait up to S seconds for the host CPU's full speed before each eager timing; 0: do not "
         f"wait (default {WAIT_S}; docs/cost-model.md)")
