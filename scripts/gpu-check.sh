@@ -27,7 +27,9 @@
 # of docs/data/cost-validation/seed-51 (validation.md, validation-*.json), and the executor's and the
 # calibration's tests on the GPU; in calibrate-more, the shipped TP 8 file of that kernel (costs/h200)
 # validated on the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and
-# raw measurements come beside the logs (cost-*.json, measurements-*.json).
+# raw measurements come beside the logs (cost-*.json, measurements-*.json). Part calibrate-host times
+# the host-bound steps of DeepSeek-V3 and Kimi-K2 at TP 8 at the host CPU's full speed, HOST_SECONDS
+# (200) each, and refits the shipped files' host sections on them (host-runs-*.json, refit-*.json).
 #
 # The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
@@ -39,7 +41,7 @@
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
 # workload (validate --batches), so that N rounds fit the slot.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|heldout|heldout-tp1|heldout-more]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|heldout|heldout-tp1|heldout-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -50,8 +52,8 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-case $part in all | base | max | perf | prefill | calibrate | calibrate-more | heldout | heldout-tp1 | heldout-more) ;;
-  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, heldout, heldout-tp1 or heldout-more" >&2; exit 2 ;;
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | heldout | heldout-tp1 | heldout-more) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, heldout, heldout-tp1 or heldout-more" >&2; exit 2 ;;
 esac
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
@@ -211,6 +213,20 @@ calibrate() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$2" --tp "$3" --points "$4" --attention "$attention" \
      --max-seconds "$5" --commit "${MLAPLAN_COMMIT:-unknown}" --measurements "$log_dir/measurements-$1.json" \
      -o "$log_dir/cost-$1.json")
+}
+
+# calibrate_host MODEL TP SECONDS: the host-bound steps (seed-62 short-chat and mooncake-conv, seed-61
+# coding-agent, at 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
+# then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
+# docs/cost-model.md).
+calibrate_host() {
+  local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
+     --scenarios "$c/workloads-seed62/short-chat.json" "$c/workloads-seed62/mooncake-conv.json" "$c/workloads-seed61/coding-agent.json" \
+     --buffer-tokens 8192,16384,65536 --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" \
+     --measurements "$log_dir/host-runs-$tag.json" -o "$log_dir/host-cost-$tag.json") || return 1
+  PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/refit_host.py" "$(shipped_file "$1" "$2")" \
+    "$log_dir/host-runs-$tag.json" -o "$log_dir/refit-$tag.json"
 }
 
 # validate_cost SECONDS COST: a DeepSeek-V3 TP 8 file predicted, then measured with the executor, on the
@@ -426,6 +442,10 @@ if [[ $part == calibrate-more ]]; then
   step "validate the shipped TP 8 file" validate.log validate_cost 140 "$shipped"
   step "calibrate deepseek-v3 TP 1" calibrate-v3-tp1.log calibrate deepseek-v3-tp1 deepseek-v3 1 200 140
   step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 120
+fi
+if [[ $part == calibrate-host ]]; then
+  step "host runs at full CPU speed: deepseek-v3 TP 8" host-v3-tp8.log calibrate_host deepseek-v3 8 "${HOST_SECONDS:-200}"
+  step "host runs at full CPU speed: kimi-k2 TP 8" host-kimi-tp8.log calibrate_host kimi-k2 8 "${HOST_SECONDS:-200}"
 fi
 if [[ $part == heldout ]]; then
   step "held out: deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 215 "" 250 mooncake-replay short-chat coding-agent

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Refits a shipped cost file's host section on new runs (timed at the host CPU's full speed), the
+graph coefficients as they are: re-runs the `--refit` the file records in its `command`, with the
+same measurement files and options, adding `--host-from` the new runs. A CPU computation.
+
+  scripts/refit_host.py COST.json HOST-RUNS.json [...] [-o OUT.json]   # default: COST.json in place
+
+Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line).
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def fail(msg: str) -> int:
+    print(f"mlaplan: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def rooted(path: str) -> str:
+    """path as calibrate, run from the checkout's root, reads it: relative to the root where inside it
+    (so the file's recorded command names no machine's folders), else absolute."""
+    p = os.path.abspath(path)
+    return os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
+
+
+def main(argv) -> int:
+    out = None
+    if "-o" in argv:
+        i = argv.index("-o")
+        if i + 1 >= len(argv):
+            return fail("-o: give the file to write")
+        out, argv = argv[i + 1], argv[:i] + argv[i + 2:]
+    if len(argv) < 2:
+        return fail("usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [-o OUT.json]")
+    cost_path, host_runs = argv[0], [rooted(p) for p in argv[1:]]
+    try:
+        with open(cost_path) as f:
+            command = json.load(f)["command"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
+    args = shlex.split(command) if isinstance(command, str) else []
+    if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
+        return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")
+    kept, skip = [], False
+    for a in args[3:]:  # the file's own options, less where it wrote to, what it recorded as its commit, and an older --host-from
+        if skip:
+            if a.startswith("-"):
+                skip = False
+            else:
+                continue
+        if a in ("-o", "--output", "--commit", "--host-from"):
+            skip = True
+            continue
+        kept.append(a)
+    run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, "-o", rooted(out or cost_path)]
+    return subprocess.run(run, cwd=ROOT).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,39 @@
+"""scripts/refit_host.py: a shipped file's host section refitted on other runs, its graph fit kept."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(ROOT, "scripts", "refit_host.py")
+SHIPPED = os.path.join(ROOT, "costs", "h200", "deepseek-v3-tp8-bf16-fa3.json")
+RUNS = os.path.join(ROOT, "docs", "data", "cost-calibration", "deepseek-v3-tp8-fa3-cpu-gated-seed62-2026-12-04.json")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=600)
+
+
+def test_the_host_section_is_refitted_and_the_graph_fit_kept(tmp_path):
+    pytest.importorskip("scipy", reason="the fit needs scipy (pip install .[calibrate])")
+    out = tmp_path / "cost.json"
+    r = run(SHIPPED, RUNS, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    old, new = json.load(open(SHIPPED)), json.loads(out.read_text())
+    assert new["coefficients"] == old["coefficients"] and new["geometry"] == old["geometry"]
+    assert new["host"]["fit"]["points"] == len(json.load(open(RUNS))["records"]) != old["host"]["fit"]["points"]
+    assert new["host"]["launch_us"] != old["host"]["launch_us"]
+    # The recorded command names the runs from the checkout's root, not this machine's folders.
+    assert "--host-from docs/data/cost-calibration/" in new["command"] and ROOT not in new["command"]
+
+
+@pytest.mark.parametrize("args,message", [
+    ([SHIPPED], "usage: scripts/refit_host.py"),
+    ([RUNS, RUNS], "command:"),  # a measurement file is not a cost file
+    ([os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-eager-example.json"), RUNS], "command:"),
+])
+def test_bad_input_is_one_line(args, message):
+    r = run(*args)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("mlaplan: error:") and message in r.stderr, r.stderr
