@@ -260,6 +260,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "state": str(state_dtype(args.state, dtype)).replace("torch.", ""),
         "timing": (f"median of {args.reps} after {args.warmup} warm-up runs"
                    + (f" and {args.settle_ms} ms back to back" if device.type == "cuda" and args.settle_ms else "")
+                   + (f"; eager at the host CPU's full speed (waiting up to {args.cpu_wait_s} s)"
+                      if device.type == "cuda" and args.cpu_wait_s else "")
                    if args.reps else "none (--reps 0)"),
     }
     batches, failed, device_failed = [], False, False
