@@ -97,3 +97,12 @@ def test_a_process_that_starts_fast_learns_for_its_wait_once(probes, monkeypatch
     left = len(probes)
     assert 40 - left >= 8  # it probed through its 5 s before the first answer
     assert cpu_speed.wait_for_full_speed(5) == 1.0 and len(probes) == left - 2  # and not again
+
+
+def test_the_learning_is_bounded_apart_from_the_wait(probes, monkeypatch):
+    clock = iter(range(0, 1000))
+    monkeypatch.setattr(cpu_speed.time, "perf_counter", lambda: float(next(clock)))
+    monkeypatch.setattr(cpu_speed, "_learnt", False)
+    probes += [1.0] * 80
+    cpu_speed.wait_for_full_speed(60)  # a long wait, but the learning stops at LEARN_S
+    assert 80 - len(probes) <= 2 * (cpu_speed.LEARN_S + 3)

@@ -15,12 +15,14 @@ import time
 PROBE_ITERATIONS = 30_000
 # A probe this much slower than the fastest seen marks a slow phase (the phases differ by ~2x).
 SLOW = 1.25
-# How long an eager timing waits for a full-speed phase before it is timed anyway (its record says).
-WAIT_S = 10
+# How long an eager timing waits for a full-speed phase before it is timed anyway (its record says):
+# slow phases of over 10 s were seen (a calibration's first 20 runs).
+WAIT_S = 30
 
 # Before its first wait a process has seen one speed only, which may be the slow one: it first
-# probes for up to its wait, or until a probe LEARNT x faster than the first shows it has seen both.
-LEARNT = 1.5
+# probes for up to LEARN_S (or its wait, if shorter), or until a probe LEARNT x faster than the first
+# shows it has seen both.
+LEARNT, LEARN_S = 1.5, 10
 
 _fastest_ms = math.inf
 _learnt = False
@@ -49,14 +51,14 @@ def full_speed(ms: float) -> bool:
 
 def wait_for_full_speed(wait_s: float = WAIT_S) -> float:
     """Probes every 50 ms until the CPU runs within SLOW of the fastest probe seen, for at most
-    wait_s (the first call in a process first learns the fastest, for up to wait_s more); returns
+    wait_s (the first call in a process first learns the fastest, for up to LEARN_S more); returns
     the last probe's ms (slow where the wait ran out)."""
     global _learnt
     start = time.perf_counter()
     if not _learnt:
         _learnt = True
         first = current_ms()
-        while current_ms() * LEARNT > first and time.perf_counter() - start < wait_s:
+        while current_ms() * LEARNT > first and time.perf_counter() - start < min(wait_s, LEARN_S):
             time.sleep(0.05)
         start = time.perf_counter()
     while True:
