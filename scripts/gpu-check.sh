@@ -444,8 +444,8 @@ if [[ $part == calibrate-more ]]; then
   step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 120
 fi
 if [[ $part == calibrate-host ]]; then
-  step "host runs, full CPU: deepseek-v3 TP 8" host-v3-tp8.log calibrate_host deepseek-v3 8 "${HOST_SECONDS:-200}"
-  step "host runs, full CPU: kimi-k2 TP 8" host-kimi-tp8.log calibrate_host kimi-k2 8 "${HOST_SECONDS:-200}"
+  step "full-speed host runs: v3 TP 8" host-v3-tp8.log calibrate_host deepseek-v3 8 "${HOST_SECONDS:-200}"
+  step "full-speed host runs: kimi TP 8" host-kimi-tp8.log calibrate_host kimi-k2 8 "${HOST_SECONDS:-200}"
 fi
 if [[ $part == heldout ]]; then
   step "held out: deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 215 "" 250 mooncake-replay short-chat coding-agent
