@@ -78,6 +78,8 @@ def test_rounds_keep_the_slowest_probe_and_the_report_counts_slow_runs():
     eager = report(cost, records, "eager")
     assert (eager["cpu_slow_runs"], eager["cpu_probed_runs"]) == (1, 3)  # 1.3 > 1.25 x 1.0; the unprobed run not counted
     assert "slow phase" in markdown(eager, "c.json") and "1 of the 3 eager runs" in markdown(eager, "c.json")
+    assert eager["workloads"]["w"]["full_speed_runs"] == 2  # the errors again over the runs at full speed
+    assert "full speed only" in markdown(eager, "c.json")
     assert "cpu_slow_runs" not in report(cost, records, "graph")  # graph replays do not wait on the host
 
 
