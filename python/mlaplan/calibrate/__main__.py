@@ -40,7 +40,8 @@ def parser() -> Parser:
                       "  python -m mlaplan.calibrate --model kimi-k2 --tp 8 --points 120 --measurements raw.json -o kimi.json\n"
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --points 150 --scenarios coding-agent.json short-chat.json "
                       "--buffer-tokens 8192,65536 -o fa3.json\n"
-                      "  python -m mlaplan.calibrate --refit raw.json --timing graph -o graph.json\n")
+                      "  python -m mlaplan.calibrate --refit raw.json --timing graph -o graph.json\n"
+                      "  python -m mlaplan.calibrate --refit raw.json --host-from full-speed.json -o graph.json\n")
     p.add_argument("--model", default="deepseek-v3", metavar="NAME", help="a model preset (default deepseek-v3; docs/models.md)")
     p.add_argument("--tp", type=_count(1), default=1, metavar="N", help="tensor-parallel ranks: local heads = num_attention_heads / TP")
     p.add_argument("--dtype", choices=("bf16",), default="bf16", help="the activations' and cache's type (bf16, as the executor runs)")
