@@ -215,14 +215,15 @@ calibrate() {
      -o "$log_dir/cost-$1.json")
 }
 
-# calibrate_host MODEL TP SECONDS: the host-bound steps (seed-62 short-chat and mooncake-conv, seed-61
-# coding-agent, at 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
+# calibrate_host MODEL TP SECONDS: the host-bound steps (seed-62 short-chat, seed-61 coding-agent, whose
+# long loops bound the costs from above, and seed-62 mooncake-conv, in that order as SECONDS allows, at
+# 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
 # then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
 # docs/cost-model.md).
 calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
-     --scenarios "$c/workloads-seed62/short-chat.json" "$c/workloads-seed62/mooncake-conv.json" "$c/workloads-seed61/coding-agent.json" \
+     --scenarios "$c/workloads-seed62/short-chat.json" "$c/workloads-seed61/coding-agent.json" "$c/workloads-seed62/mooncake-conv.json" \
      --buffer-tokens 8192,16384,65536 --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" \
      --measurements "$log_dir/host-runs-$tag.json" -o "$log_dir/host-cost-$tag.json") || return 1
   PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/refit_host.py" "$(shipped_file "$1" "$2")" \
