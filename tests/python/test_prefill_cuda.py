@@ -107,6 +107,9 @@ def test_command_on_the_gpu(tmp_path):
     assert doc["dtype"] == "bfloat16" and "H" in doc["device"] or doc["device"]
     for run in doc["batches"][0]["runs"]:
         assert run["refused"] or (run["ok"] and run["graph_ms"] > 0 and run["eager_ms"] > 0), run
+        # The eager runs waited for the host CPU's full speed (--cpu-wait-s, on by default) and say so.
+        assert run["refused"] or run["cpu_probe_ms"] > 0, run
+    assert "host CPU's full speed" in doc["timing"]
 
 
 def test_cudnn_attention_matches_one_shot():
