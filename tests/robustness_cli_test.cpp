@@ -114,7 +114,9 @@ TEST(Gate, AClosedOrFullStderrChangesNothing) {
 TEST(Gate, ABrokenPipeOnStdoutIsExit3) {
   const fs::path dir = scratch("pipe");
   const std::string err = (dir / "err").string(), rc = (dir / "rc").string();
-  const std::string cmd = std::string("{ ") + MLAPLAN_EXE + " sweep --workload short-chat --batches 50 --no-progress 2>" + err +
+  // The sweep starts after `true` has gone: otherwise its few lines can land in the pipe's buffer
+  // before the reader exits, and the write succeeds (a race this test lost once in CI).
+  const std::string cmd = std::string("{ sleep 0.5; ") + MLAPLAN_EXE + " sweep --workload short-chat --batches 50 --no-progress 2>" + err +
                           "; echo $? >" + rc + "; } | true";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   EXPECT_EQ(slurp(rc), "3\n");
