@@ -99,15 +99,19 @@ def _read_measurements(path: str) -> dict:
     return doc
 
 
+def _require_alike(path: str, doc: dict, other_name: str, other: dict, fix: str) -> None:
+    """doc (read from path) measured what other did: the same model, TP, GPU and kernel."""
+    for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype"):
+        if doc[key] != other[key]:
+            raise UsageError(f"{path}: {key}: {doc[key]!r}, but {other_name} has {other[key]!r}; {fix}")
+
+
 def _pooled(paths: List[str]) -> dict:
     """The measurements of several files, which must agree on what was measured (the latest date kept)."""
     docs = [_read_measurements(p) for p in paths]
     first = docs[0]
     for path, doc in zip(paths[1:], docs[1:]):
-        for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype"):
-            if doc[key] != first[key]:
-                raise UsageError(f"{path}: {key}: {doc[key]!r}, but {paths[0]} has {first[key]!r}; pool measurements of one "
-                                 f"model, TP, GPU and kernel")
+        _require_alike(path, doc, paths[0], first, "pool measurements of one model, TP, GPU and kernel")
         if doc.get("settle_ms") != first.get("settle_ms"):  # the clock they saw differs (docs/cost-model.md)
             raise UsageError(f"{path}: settle_ms: {doc.get('settle_ms')!r}, but {paths[0]} has {first.get('settle_ms')!r}; "
                              f"pool measurements timed at one clock (--settle-ms)")
@@ -186,10 +190,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     host_doc = doc
     if args.host_from:
         host_doc = _pooled(args.host_from)
-        for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype"):
-            if host_doc[key] != doc[key]:
-                raise UsageError(f"{args.host_from[0]}: {key}: {host_doc[key]!r}, but the fit's measurements have {doc[key]!r}; "
-                                 f"give --host-from runs of the same model, TP, GPU and kernel")
+        _require_alike(args.host_from[0], host_doc, args.refit[0] if args.refit else "this run", doc,
+                       "give --host-from runs of the same model, TP, GPU and kernel")
     host = fit_host(host_doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash") if args.timing == "graph" else None
     if args.host_from and host is None:
         raise UsageError(f"{' '.join(args.host_from)}: too few runs with both an eager and a graph time to fit the host costs "
