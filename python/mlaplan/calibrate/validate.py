@@ -181,12 +181,13 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
     # against the fastest probe of the whole measurement.
     probes = [r["cpu_probe_ms"] for rs in by_workload.values() for r in rs if r.get("cpu_probe_ms")]
     if timing == "eager" and probes:
-        out["cpu_slow_runs"] = sum(p > cpu_speed.SLOW * min(probes) for p in probes)
+        slow = cpu_speed.SLOW * min(probes)
+        out["cpu_slow_runs"] = sum(p > slow for p in probes)
         out["cpu_probed_runs"] = len(probes)
         # And each workload's error over its runs timed at full speed, where some were not.
-        for w, rs in by_workload.items():
-            fast = np.abs([r["error"] for r in rs if r.get("cpu_probe_ms") and r["cpu_probe_ms"] <= cpu_speed.SLOW * min(probes)])
-            if out["cpu_slow_runs"] and fast.size:
+        for w, rs in by_workload.items() if out["cpu_slow_runs"] else ():
+            fast = np.abs([r["error"] for r in rs if r.get("cpu_probe_ms") and r["cpu_probe_ms"] <= slow])
+            if fast.size:
                 out["workloads"][w].update(full_speed_runs=int(fast.size), full_speed_median_abs_error=float(np.median(fast)),
                                            full_speed_p90_abs_error=float(np.quantile(fast, 0.9)))
     if all_errors:

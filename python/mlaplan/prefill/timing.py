@@ -300,11 +300,12 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
 
     if graph_first:
         replayed()
+    waits = cuda and cpu_wait_s > 0
     probe = None  # the slower of the probes before and after the eager runs kept
-    for _ in range(3 if cuda and cpu_wait_s > 0 else 1):
-        before = cpu_speed.wait_for_full_speed(cpu_wait_s) if cuda and cpu_wait_s > 0 else None
+    for _ in range(3 if waits else 1):
+        before = cpu_speed.wait_for_full_speed(cpu_wait_s) if waits else None
         eager = time_eager(fn, cuda, reps, warmup, settle_ms)
-        if before is None:
+        if not waits:
             break
         probe = max(before, cpu_speed.current_ms())
         if cpu_speed.full_speed(probe):
