@@ -8,22 +8,12 @@ import io
 import pstats
 import time
 
-import numpy as np
 import torch
 
-from mlaplan.prefill.executor import execute, prepare
-from mlaplan.prefill.inputs import host_page_table, random_inputs
-from mlaplan.prefill.model import model_dims
-from mlaplan.prefill.schedule import build_schedule
+from mlaplan.prefill.executor import execute
+from warmed_layer import warmed_layer
 
-dims = model_dims("deepseek-v3", 8)
-cache, new = [200_000, 50_000, 3_000], [4000, 3000, 1192]
-x = random_inputs(cache, np.concatenate([[0], np.cumsum(new)]), 64, dims, torch.bfloat16, "cuda", 1)
-s = build_schedule("packed", x.lengths, host_page_table(x), 16384, None, torch.device("cuda"))
-p = prepare(x, s, True, "fa3")
-for _ in range(3):
-    execute(p)
-torch.cuda.synchronize()
+p = warmed_layer([200_000, 50_000, 3_000], [4000, 3000, 1192], "packed", 16384)
 y = torch.zeros(1024, device="cuda")
 torch.cuda._sleep(2_000_000_000 // 10)
 t0 = time.perf_counter()
@@ -38,7 +28,7 @@ t0 = time.perf_counter()
 prof.enable()
 execute(p)
 prof.disable()
-print(f"one layer ({s.iterations} iterations, {len(s.steps)} steps): host {1e3 * (time.perf_counter() - t0):.2f} ms under cProfile")
+print(f"one layer ({p.schedule.iterations} iterations, {len(p.schedule.steps)} steps): host {1e3 * (time.perf_counter() - t0):.2f} ms under cProfile")
 torch.cuda.synchronize()
 out = io.StringIO()
 pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)

@@ -14,12 +14,10 @@ import statistics
 import time
 
 import numpy as np
-import torch
 
-from mlaplan.prefill.executor import execute, prepare
-from mlaplan.prefill.inputs import host_page_table, random_inputs
-from mlaplan.prefill.model import model_dims
+from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_eager, time_host
+from warmed_layer import warmed_layer
 
 LAYERS = {
     "short-chat packed": ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384),
@@ -33,18 +31,7 @@ def main():
     ap.add_argument("--pause-s", type=float, default=0.5)
     ap.add_argument("--json")
     args = ap.parse_args()
-    dims = model_dims("deepseek-v3", 8)
-    from mlaplan.prefill.schedule import build_schedule
-
-    layers = {}
-    for name, (cache, new, policy, buffer) in LAYERS.items():
-        x = random_inputs(cache, np.concatenate([[0], np.cumsum(new)]), 64, dims, torch.bfloat16, "cuda", 1)
-        s = build_schedule(policy, x.lengths, host_page_table(x), buffer, None, torch.device("cuda"))
-        p = prepare(x, s, True, "fa3")
-        layers[name] = lambda p=p: execute(p)
-        for _ in range(3):
-            layers[name]()
-    torch.cuda.synchronize()
+    layers = {name: (lambda p=warmed_layer(*layer): execute(p)) for name, layer in LAYERS.items()}
     cpus = sorted(os.sched_getaffinity(0))
     settings = {"as is": (None, True), "one CPU, gc off": ({cpus[-1]}, False)}
     out = {name: {s: {"host_ms": [], "eager_ms": []} for s in settings} for name in layers}

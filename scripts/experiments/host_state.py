@@ -15,13 +15,10 @@ import statistics
 import time
 
 import numpy as np
-import torch
 
-from mlaplan.prefill.executor import execute, prepare
-from mlaplan.prefill.inputs import host_page_table, random_inputs
-from mlaplan.prefill.model import model_dims
-from mlaplan.prefill.schedule import build_schedule
+from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_host
+from warmed_layer import warmed_layer
 
 
 def machine_ticks():
@@ -77,14 +74,7 @@ def main():
     ap.add_argument("--pause-s", type=float, default=0.3)
     ap.add_argument("--json")
     args = ap.parse_args()
-    dims = model_dims("deepseek-v3", 8)
-    cache, new = [300 + 37 * i for i in range(40)], [200] * 40
-    x = random_inputs(cache, np.concatenate([[0], np.cumsum(new)]), 64, dims, torch.bfloat16, "cuda", 1)
-    s = build_schedule("packed", x.lengths, host_page_table(x), 16384, None, torch.device("cuda"))
-    p = prepare(x, s, True, "fa3")
-    for _ in range(3):
-        execute(p)
-    torch.cuda.synchronize()
+    p = warmed_layer([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384)
     rows = []
     for _ in range(args.rounds):
         m0, own0, sw0 = machine_ticks(), own_ticks(), involuntary_switches()
