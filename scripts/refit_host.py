@@ -5,15 +5,16 @@ same measurement files and options, adding `--host-from` the new runs. A CPU com
 
   scripts/refit_host.py COST.json HOST-RUNS.json [...] [-o OUT.json]   # default: COST.json in place
 
-Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line).
+Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line). The refit runs as
+calibrate itself (this process becomes it), so Ctrl-C, SIGTERM and the output's rules are its own.
 """
 import json
 import os
 import shlex
-import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_BYTES = 256 << 20  # as the CLI reads a cost file
 
 
 def fail(msg: str) -> int:
@@ -38,12 +39,14 @@ def main(argv) -> int:
     if len(argv) < 2:
         return fail("usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [-o OUT.json]")
     cost_path, host_runs = argv[0], [rooted(p) for p in argv[1:]]
+    if not os.path.isfile(cost_path) or os.path.getsize(cost_path) > MAX_BYTES:
+        return fail(f"{cost_path}: not a regular file of at most 256 MiB; give a cost file written by python -m mlaplan.calibrate")
     try:
         with open(cost_path) as f:
             command = json.load(f)["command"]
+        args = shlex.split(command) if isinstance(command, str) else []
     except (OSError, ValueError, KeyError, TypeError) as e:
         return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
-    args = shlex.split(command) if isinstance(command, str) else []
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")
     kept, skip = [], False
@@ -58,7 +61,8 @@ def main(argv) -> int:
             continue
         kept.append(a)
     run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, "-o", rooted(out or cost_path)]
-    return subprocess.run(run, cwd=ROOT).returncode
+    os.chdir(ROOT)
+    os.execv(sys.executable, run)
 
 
 if __name__ == "__main__":

@@ -37,3 +37,10 @@ def test_the_host_section_is_refitted_and_the_graph_fit_kept(tmp_path):
 def test_bad_input_is_one_line(args, message):
     r = run(*args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("mlaplan: error:") and message in r.stderr, r.stderr
+
+
+def test_a_cost_path_that_is_no_regular_file_is_refused(tmp_path):
+    fifo = tmp_path / "cost.fifo"
+    os.mkfifo(fifo)
+    r = run(str(fifo), RUNS)  # refused before anything opens it (which would wait for a writer)
+    assert r.returncode == 2 and r.stderr.startswith("mlaplan: error:") and "not a regular file" in r.stderr, r.stderr
