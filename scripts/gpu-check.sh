@@ -35,13 +35,14 @@
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
 # $ATTENTION: in heldout, DeepSeek-V3 and Kimi-K2 at TP 8, every policy at five buffers, graph and eager
 # reports (heldout-*.md, heldout-measured-*.json); in heldout-tp1, DeepSeek-V3 at TP 1 (Mooncake at a
-# 3 s settle, its first two batches); in heldout-more, mlaplan's `guided`
+# 3 s settle, its first two batches); in heldout-eager, both TP 8 files on seed-81's batches (drawn after
+# their host sections' refit; two batches a workload); in heldout-more, mlaplan's `guided`
 # against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
 # (scripts/experiments/host_noise.py, host-noise.json). ROUNDS=N measures every setting in N rounds
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
 # workload (validate --batches), so that N rounds fit the slot.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|heldout|heldout-tp1|heldout-more]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|heldout|heldout-tp1|heldout-eager|heldout-more]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -52,9 +53,13 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | heldout | heldout-tp1 | heldout-more) ;;
-  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, heldout, heldout-tp1 or heldout-more" >&2; exit 2 ;;
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | heldout | heldout-tp1 | heldout-eager | heldout-more) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, heldout, heldout-tp1, heldout-eager or heldout-more" >&2; exit 2 ;;
 esac
+# The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager and
+# HELDOUT_SEED=81 seed 81's (drawn after their host sections' refit at full CPU speed).
+heldout_seed=${HELDOUT_SEED:-71}
+[[ $part == heldout-eager ]] && heldout_seed=81 && BATCHES=${BATCHES:-2}
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
@@ -255,12 +260,12 @@ cost_reports() {
   return $rc
 }
 
-# validate_heldout MODEL TP SECONDS TAG SETTLE_MS WORKLOAD...: the seed-71 batches of each WORKLOAD
+# validate_heldout MODEL TP SECONDS TAG SETTLE_MS WORKLOAD...: the held-out batches (seed-71, or $HELDOUT_SEED) of each WORKLOAD
 # (mooncake-replay, short-chat, coding-agent, or coding-agent-tp1 for 128-head steps) measured with the
 # executor, every policy at five buffers, each timing after SETTLE_MS back to back, then the shipped
 # file's graph and eager reports of the same runs (heldout-MODEL-tpTP[TAG]-*).
 validate_heldout() {
-  local d=$source_dir/docs/data/cost-validation/seed-71 tag=$1-tp$2$4 model=$1 tp=$2 seconds=$3 settle=$5 w files=()
+  local d=$source_dir/docs/data/cost-validation/seed-$heldout_seed tag=$1-tp$2$4 model=$1 tp=$2 seconds=$3 settle=$5 w files=()
   shift 5
   for w; do files+=("$d/$w.json"); done
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$model" --tp "$tp" --attention "$attention" \
@@ -270,10 +275,10 @@ validate_heldout() {
 }
 
 # guided_measured SECONDS: mlaplan's guided (by the shipped DeepSeek-V3 TP 8 file) against the engines
-# on seed-71's coding-agent and Mooncake batches at 8K-64K rows, graph and eager, and the table rows
+# on the held-out seed's coding-agent and Mooncake batches at 8K-64K rows, graph and eager, and the table rows
 # of docs/policies.md (scripts/guided_table.py).
 guided_measured() {
-  local d=$source_dir/docs/data/cost-validation/seed-71 f k
+  local d=$source_dir/docs/data/cost-validation/seed-$heldout_seed f k
   f=$(shipped_file deepseek-v3 8)
   k=$([[ $attention == flash ]] && echo FA2 || echo FA3)
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model deepseek-v3 --tp 8 --attention "$attention" \
@@ -457,6 +462,10 @@ if [[ $part == heldout-tp1 ]]; then
   # Its first Mooncake batch holds the card at the power cap, where a 250 ms settle left whichever
   # timing came second 7% slow; 3 s reaches the sustained clock (docs/cost-model.md). Two batches.
   step "held out: deepseek-v3 TP 1, Mooncake" heldout-v3-tp1-mooncake.log validate_heldout deepseek-v3 1 300 -mooncake 3000 mooncake-replay
+fi
+if [[ $part == heldout-eager ]]; then
+  step "held out (seed 81): deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 210 "" 250 short-chat mooncake-replay coding-agent
+  step "held out (seed 81): kimi-k2 TP 8" heldout-kimi-tp8.log validate_heldout kimi-k2 8 210 "" 250 short-chat mooncake-replay coding-agent
 fi
 if [[ $part == heldout-more ]]; then
   step "held out: guided against the engines" guided.log guided_measured 180
