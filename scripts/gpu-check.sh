@@ -36,13 +36,15 @@
 # $ATTENTION: in heldout, DeepSeek-V3 and Kimi-K2 at TP 8, every policy at five buffers, graph and eager
 # reports (heldout-*.md, heldout-measured-*.json); in heldout-tp1, DeepSeek-V3 at TP 1 (Mooncake at a
 # 3 s settle, its first two batches); in heldout-eager, both TP 8 files on seed-81's batches (drawn after
-# their host sections' refit; two batches a workload); in heldout-more, mlaplan's `guided`
+# their host sections' refit; two batches a workload; HELDOUT_MODELS, HELDOUT_WORKLOADS and HELDOUT_SECONDS
+# narrow it); in heldout-more, mlaplan's `guided`
 # against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
-# (scripts/experiments/host_noise.py, host-noise.json). ROUNDS=N measures every setting in N rounds
+# (scripts/experiments/host_noise.py, host-noise.json); heldout-guided, the first of those alone
+# (GUIDED_SECONDS, default 180). ROUNDS=N measures every setting in N rounds
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
 # workload (validate --batches), so that N rounds fit the slot.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|heldout|heldout-tp1|heldout-eager|heldout-more]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -53,8 +55,8 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | heldout | heldout-tp1 | heldout-eager | heldout-more) ;;
-  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, heldout, heldout-tp1, heldout-eager or heldout-more" >&2; exit 2 ;;
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | heldout | heldout-tp1 | heldout-eager | heldout-more | heldout-guided) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, heldout, heldout-tp1, heldout-eager, heldout-more or heldout-guided" >&2; exit 2 ;;
 esac
 # The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager and
 # HELDOUT_SEED=81 seed 81's (drawn after their host sections' refit at full CPU speed).
@@ -464,11 +466,16 @@ if [[ $part == heldout-tp1 ]]; then
   step "held out: deepseek-v3 TP 1, Mooncake" heldout-v3-tp1-mooncake.log validate_heldout deepseek-v3 1 300 -mooncake 3000 mooncake-replay
 fi
 if [[ $part == heldout-eager ]]; then
-  step "held out (seed 81): deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 210 "" 250 short-chat mooncake-replay coding-agent
-  step "held out (seed 81): kimi-k2 TP 8" heldout-kimi-tp8.log validate_heldout kimi-k2 8 210 "" 250 short-chat mooncake-replay coding-agent
+  for m in ${HELDOUT_MODELS:-deepseek-v3 kimi-k2}; do
+    # shellcheck disable=SC2086  # the workloads are words
+    step "held out (seed $heldout_seed): $m TP 8" "heldout-$m-tp8.log" validate_heldout "$m" 8 "${HELDOUT_SECONDS:-210}" "" 250 \
+      ${HELDOUT_WORKLOADS:-short-chat mooncake-replay coding-agent}
+  done
+fi
+if [[ $part == heldout-more || $part == heldout-guided ]]; then
+  step "held out: guided against the engines" guided.log guided_measured "${GUIDED_SECONDS:-180}"
 fi
 if [[ $part == heldout-more ]]; then
-  step "held out: guided against the engines" guided.log guided_measured 180
   step "host drift (host_noise.py)" host-noise.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
     timeout 150 python3 $source_dir/scripts/experiments/host_noise.py --rounds 30 --json $log_dir/host-noise.json"
 fi

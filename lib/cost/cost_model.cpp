@@ -24,6 +24,8 @@ constexpr uint32_t kMaxMajor = 30;            // compute capabilities reach 12.x
 // finite: a batch's terms stay below about 1e20 units, so a sweep's sums stay far below a double's
 // (and a float's) range, where 1e308 made the times inf and their shares NaN.
 constexpr double kMaxCoefficient = 1e6;
+// A CPU probe (mlaplan.prefill.cpu_speed, ~1 ms on the H200's host) past this is a unit slip.
+constexpr double kMaxProbeMs = 1e4;
 
 // "9.0" -> 90; 0 for text that is not MAJOR.MINOR (one or two digits, a point, one digit).
 uint32_t parse_capability_text(const std::string& t) {
@@ -130,6 +132,14 @@ class Reader {
       fail("host.pad_v", fmt::format("{}; say whether the up-projection pads V (FlashAttention-2 through varlen_attn: true)",
                                      h.contains("pad_v") ? io::json_preview(h["pad_v"]) + " is not true or false" : "missing"));
     out.pad_v = h["pad_v"].get<bool>();
+    if (h.contains("probe_ms") && !h["probe_ms"].is_null()) {
+      const json& v = h["probe_ms"];
+      if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > kMaxProbeMs)
+        fail("host.probe_ms", fmt::format("{} is not a number above 0 and at most {:.0f}; it is the CPU probe's ms the host costs "
+                                          "are stated at (python -m mlaplan.calibrate writes it), or leave it out",
+                                          io::json_preview(v), kMaxProbeMs));
+      out.probe_ms = v.get<double>();
+    }
     const json& us = object(h, "launch_us", "host.launch_us");
     for (auto it = us.begin(); it != us.end(); ++it) {
       bool known = false;

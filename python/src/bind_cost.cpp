@@ -234,6 +234,8 @@ void bind_cost(nb::module_& m) {
           h["pad_v"] = c.host->pad_v;
           for (size_t k = 0; k < cost::kLaunchKinds; ++k) us[cost::launch_kind_name(static_cast<cost::LaunchKind>(k))] = c.host->us[k];
           h["launch_us"] = us;
+          if (c.host->probe_ms > 0) h["probe_ms"] = c.host->probe_ms;
+          else h["probe_ms"] = nb::none();
           d["host"] = h;
         } else {
           d["host"] = nb::none();

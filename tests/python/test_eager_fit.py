@@ -5,6 +5,7 @@ compares eager time by the two clocks and refuses a graph file without host cost
 host's dispatch is timed behind a sleeping GPU."""
 import json
 import os
+from collections import defaultdict
 import subprocess
 import sys
 
@@ -102,6 +103,31 @@ def test_host_fit_recovers_planted_costs():
     assert fit.fit_host([dict(r, eager_ms=None) for r in recs], _graph_fit(), 16, 132, False) is None
 
 
+def test_host_fit_scales_each_run_by_its_cpu_probe():
+    """Runs timed at two CPU speeds (probe 1.0 and 1.5 ms, the slow ones' dispatch 1.5x as long): the
+    fit states the costs at the runs' median probe and recovers them, where a fit blind to the probe
+    is pulled between the speeds; validate prices each run at its own probe."""
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    recs = []
+    for i, p in enumerate(make_grid(150, 11, 16)):
+        probe = 1.5 if i % 3 == 0 else 1.0  # a third slow: the median probe is the fast one
+        e = _eager(p, c, {k: 10 * v * probe for k, v in HOST.items()}, pad_v=False)  # host-bound, as on the H200
+        recs.append(dict(p.as_dict(), launches=e["launches"], path="chunked", graph_ms=e["device_us"] / 1e3,
+                         eager_ms=e["eager_us"] / 1e3, cpu_probe_ms=probe))
+    h = fit.fit_host(recs, _graph_fit(), 16, 132, False)
+    assert h.probe_ms == 1.0 and h.p90_abs_error < 1e-3
+    blind = fit.fit_host([{k: v for k, v in r.items() if k != "cpu_probe_ms"} for r in recs], _graph_fit(), 16, 132, False)
+    assert blind.probe_ms is None and blind.p90_abs_error > 0.05
+    assert fit.probe_scale({"cpu_probe_ms": 1.5}, 1.0) == 1.5
+    assert fit.probe_scale({"cpu_probe_ms": None}, 1.0) == fit.probe_scale({"cpu_probe_ms": 1.5}, None) == 1.0
+    cost = _mlaplan.read_cost_model(EXAMPLE)
+    cost["host"] = dict(cost["host"], launch_us=h.launch_us, probe_ms=h.probe_ms, pad_v=False)
+    for r in recs[:30]:
+        assert predict_us(cost, r, "eager") == pytest.approx(r["eager_ms"] * 1e3, rel=0.02)
+    # One run without a probe among probed ones: the costs are stated as they are.
+    assert fit.fit_host([dict(recs[0], cpu_probe_ms=None)] + recs[1:], _graph_fit(), 16, 132, False).probe_ms is None
+
+
 def _run(*args):
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
 
@@ -121,9 +147,14 @@ def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
     assert doc["host"]["pad_v"] is False and doc["host"]["holds_for"].startswith("Some CPU 9000, Python 3.12.3, torch 2.11.0")
     read = _mlaplan.read_cost_model(str(out))  # the CLI's reader takes it
     assert read["host"]["launch_us"] == pytest.approx(doc["host"]["launch_us"])
+    assert "probe_ms" not in doc["host"] and read["host"]["probe_ms"] is None  # the runs were not probed
     # The file prices eager time: with its host costs, at least the graph time.
     rec = dict(recs[0], path="chunked")
     assert predict_us(read, rec, "eager") >= predict_us(read, rec, "graph") - 1e-6
+    # Probed runs: the section states the CPU speed its costs hold at, and the reader returns it.
+    meas.write_text(json.dumps({**json.loads(meas.read_text()), "records": [dict(x, cpu_probe_ms=1.25) for x in recs]}))
+    assert _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out)).returncode == 0
+    assert json.loads(out.read_text())["host"]["probe_ms"] == 1.25 and _mlaplan.read_cost_model(str(out))["host"]["probe_ms"] == 1.25
     # Measurements without eager times give a file without a host section.
     for x in recs:
         x.pop("eager_ms")
@@ -157,6 +188,18 @@ def test_validate_eager_needs_host_costs(tmp_path):
     # Each eager run's spread is reported, so a reader sees how noisy the host was.
     assert rep["workloads"]["w"]["eager_spread_median"] == pytest.approx(0.2)
     assert "The eager runs' spread" in r.stdout and "w 20.0% (p90 20.0%)" in r.stdout
+    # The eager / graph ratio of each host-bound setting (8K rows and below), measured 1.5 throughout,
+    # against the file's own eager over graph prediction; the misses named.
+    q = rep["ratio"]
+    want = defaultdict(lambda: [0.0, 0.0])
+    for x in recs:
+        if x["buffer_tokens"] <= 8192:
+            want[(x["policy"], x["buffer_tokens"])][0] += predict_us(cost, x, "eager")
+            want[(x["policy"], x["buffer_tokens"])][1] += predict_us(cost, x, "graph")
+    assert q["settings"] == len(want) > 0
+    assert {(m["policy"], m["buffer_tokens"]) for m in q["misses"]} == {k for k, (e, g) in want.items() if abs(e / g - 1.5) > 0.1}
+    assert all(m["measured"] == pytest.approx(1.5) for m in q["misses"])
+    assert f"predicted within 0.1 of the measured (the same runs) at {q['within']} of {q['settings']} settings" in r.stdout
 
 
 torch = pytest.importorskip("torch", reason="timing the host's dispatch needs torch")

@@ -189,11 +189,21 @@ class HostFit:
     median_abs_error: float
     p90_abs_error: float
     not_identifiable: Dict[str, str] = field(default_factory=dict)
+    probe_ms: Optional[float] = None  # the CPU speed launch_us is stated at (None: the runs were not probed)
 
     def summary(self) -> dict:
         return {"points": self.points, "target": "eager_ms, by the two clocks over the graph coefficients",
                 "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
                 "not_identifiable": self.not_identifiable}
+
+
+def probe_scale(rec: dict, probe_ms: Optional[float]) -> float:
+    """How much slower the host ran at this record than at probe_ms: its CPU probe (cpu_speed.probe_ms,
+    recorded as cpu_probe_ms) over the reference. Dispatch is CPU work like the probe, so host costs
+    scale with it (the H200's hosts differ by 15% at full speed, docs/cost-model.md); 1 where either
+    is missing."""
+    p = rec.get("cpu_probe_ms")
+    return p / probe_ms if p and probe_ms else 1.0
 
 
 def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pad_v: bool) -> Optional[HostFit]:
@@ -210,13 +220,17 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     if len(usable) <= len(LAUNCH_KINDS):
         return None
     y = np.asarray([r["eager_ms"] * 1e3 for r in usable])
+    # The costs are stated at the runs' median CPU speed, each run's scaled by its own probe.
+    probes = [r["cpu_probe_ms"] for r in usable if r.get("cpu_probe_ms")]
+    probe_ms = float(np.median(probes)) if len(probes) == len(usable) else None
     # The points once, each priced at every step of the search.
-    points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r)) for r in usable]
+    points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r), probe_scale(r, probe_ms))
+              for r in usable]
 
     def residuals(h):
-        launch = dict(zip(LAUNCH_KINDS, map(float, h)))
-        return np.asarray([eager_us(p, graph.coefficients, launch, pad_v, heads, sms, graph.blocks_per_sm, graph.tile_queries,
-                                    sm, graph.scheduler) for p, sm in points]) / y - 1
+        return np.asarray([eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
+                                    graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler)
+                           for p, sm, scale in points]) / y - 1
 
     # The walk is piecewise linear in h: finite differences of a few percent see its kinks.
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,
@@ -225,4 +239,5 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     counts = np.asarray([[r["launches"].get(k, 0) for k in LAUNCH_KINDS] for r in usable if r.get("launches")], dtype=np.float64)
     why = identifiability(counts, np.ones(len(counts)), LAUNCH_KINDS, f.x) if len(counts) > len(LAUNCH_KINDS) else {}
     return HostFit(launch_us={k: float(v) for k, v in zip(LAUNCH_KINDS, f.x)}, points=len(usable),
-                   median_abs_error=float(np.median(e)), p90_abs_error=float(np.quantile(e, 0.9)), not_identifiable=why)
+                   median_abs_error=float(np.median(e)), p90_abs_error=float(np.quantile(e, 0.9)), not_identifiable=why,
+                   probe_ms=probe_ms)

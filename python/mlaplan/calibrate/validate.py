@@ -25,6 +25,9 @@ from ..prefill.timing import SETTLE_MS
 from ..prefill.schedule import parse_engines
 
 MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
+# Eager time's other target: on every host-bound setting (8K rows and below, where a step has the most
+# chunks), the eager / graph ratio predicted within 0.1 of the measured.
+RATIO_BUFFER, RATIO_TOLERANCE = 8192, 0.1
 MEASURED_FORMAT = "mlaplan-validation-measurements"
 
 
@@ -119,14 +122,16 @@ def read_cost(path: str) -> dict:
 def predict_us(cost: dict, rec: dict, timing: str = "graph") -> float:
     """The layer's time as `run --cost` predicts it: the terms times the coefficients, or for eager
     time from a graph-timed file the two clocks with its host section, as --timing eager prices it."""
+    from .fit import probe_scale
     from .grid import Point, eager_us, features, record_sm
 
     g = cost["geometry"]
     p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
     if timing == "eager" and cost.get("timing") != "eager":
         h = cost["host"]
-        return eager_us(p, cost["coefficients"], h["launch_us"], h["pad_v"], g["heads"], g["sms"], g["blocks_per_sm"],
-                        g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
+        scale = probe_scale(rec, h.get("probe_ms"))  # the host's speed at this run against the file's
+        return eager_us(p, cost["coefficients"], {k: v * scale for k, v in h["launch_us"].items()}, h["pad_v"], g["heads"],
+                        g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     return sum(cost["coefficients"][k] * v for k, v in f.items())
 
@@ -184,16 +189,41 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         slow = cpu_speed.SLOW * min(probes)
         out["cpu_slow_runs"] = sum(p > slow for p in probes)
         out["cpu_probed_runs"] = len(probes)
+        ref = (cost.get("host") or {}).get("probe_ms")
+        if ref:  # each run's host costs were scaled by its probe against the file's (predict_us)
+            out["host_probe_ms"] = ref
+            out["cpu_probe_median_ms"] = float(np.median(probes))
         # And each workload's error over its runs timed at full speed, where some were not.
         for w, rs in by_workload.items() if out["cpu_slow_runs"] else ():
             fast = np.abs([r["error"] for r in rs if r.get("cpu_probe_ms") and r["cpu_probe_ms"] <= slow])
             if fast.size:
                 out["workloads"][w].update(full_speed_runs=int(fast.size), full_speed_median_abs_error=float(np.median(fast)),
                                            full_speed_p90_abs_error=float(np.quantile(fast, 0.9)))
+    if timing == "eager":
+        out["ratio"] = ratio_check(cost, [r for rs in by_workload.values() for r in rs])
     if all_errors:
         out["overall"] = {"runs": len(all_errors), "median_abs_error": float(np.median(all_errors)),
                           "p90_abs_error": float(np.quantile(all_errors, 0.9))}
     return out
+
+
+def ratio_check(cost: dict, records: List[dict]) -> dict:
+    """The eager / graph ratio of each host-bound setting (workload, policy, buffer of RATIO_BUFFER rows
+    or fewer; its batches' eager time over their graph time), measured on the same runs and predicted,
+    and the settings where the two differ by more than RATIO_TOLERANCE."""
+    sums: Dict[tuple, List[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    for r in records:
+        if r["buffer_tokens"] <= RATIO_BUFFER and r.get("graph_ms") and r.get("eager_ms"):
+            s = sums[(r["workload"], r["policy"], r["buffer_tokens"])]
+            s[0] += r["eager_ms"]
+            s[1] += r["graph_ms"]
+            s[2] += r["predicted_ms"]
+            s[3] += predict_us(cost, r, "graph") / 1e3
+    rows = [{"workload": k[0], "policy": k[1], "buffer_tokens": k[2], "measured": s[0] / s[1], "predicted": s[2] / s[3]}
+            for k, s in sorted(sums.items())]
+    misses = [x for x in rows if abs(x["predicted"] - x["measured"]) > RATIO_TOLERANCE]
+    return {"buffer_at_most": RATIO_BUFFER, "tolerance": RATIO_TOLERANCE, "settings": len(rows),
+            "within": len(rows) - len(misses), "misses": misses}
 
 
 def markdown(rep: dict, cost_path: str) -> str:
@@ -214,6 +244,9 @@ def markdown(rep: dict, cost_path: str) -> str:
                 f"({s['full_speed_runs']} runs)" for w, s in rep["workloads"].items() if "full_speed_runs" in s]
         if fast:
             lines.append("Over the runs timed at full speed only, median and p90 of |error|: " + "; ".join(fast) + ".")
+        if "host_probe_ms" in rep:
+            lines.append(f"Each run's host costs are scaled by its CPU probe against the file's {rep['host_probe_ms']:.3f} ms "
+                         f"(the runs' median: {rep['cpu_probe_median_ms']:.3f} ms).")
     spread = [f"{w} {100 * s['eager_spread_median']:.1f}% (p90 {100 * s['eager_spread_p90']:.1f}%)"
               for w, s in rep["workloads"].items() if "eager_spread_median" in s]
     if spread:
@@ -224,6 +257,12 @@ def markdown(rep: dict, cost_path: str) -> str:
     if drift:
         lines += ["", "Between rounds, (max - min) / median of each setting's rounds (the time compared is their median): "
                   + "; ".join(drift) + "."]
+    q = rep.get("ratio")
+    if q and q["settings"]:
+        miss = "; ".join(f"{x['workload']} {x['policy']} at {x['buffer_tokens']}: {x['predicted']:.2f} predicted, "
+                         f"{x['measured']:.2f} measured" for x in q["misses"])
+        lines += ["", f"The eager / graph ratio at {q['buffer_at_most']} rows and below, predicted within {q['tolerance']:g} of "
+                      f"the measured (the same runs) at {q['within']} of {q['settings']} settings" + (f"; not at {miss}." if miss else ".")]
     lines += ["", "| workload | policy | buffer | measured ms | predicted ms | error |", "|---|---|---:|---:|---:|---:|"]
     for s in rep["settings"]:
         lines.append(f"| {s['workload']} | {s['policy']} | {s['buffer_tokens']} | {s['measured_ms']:.3f} | "
