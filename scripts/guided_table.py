@@ -2,7 +2,7 @@
 """The measured table of docs/policies.md (`guided` against the best engine on the executor): one row
 per report of `python -m mlaplan.calibrate.validate --cost FILE --measured M.json --json R.json`, a
 cell per buffer with the best engine's and guided's measured ms, the model's difference between the
-same two and guided's own prediction error. The graph report's guided is `guided:FILE`, the eager
+same two (eagerly, at the cost file's host speed) and guided's own prediction error. The graph report's guided is `guided:FILE`, the eager
 report's `guided/eager:FILE` (the plan chosen by the timing it is measured at).
 
     scripts/guided_table.py LABEL=REPORT.json [LABEL=REPORT.json ...]
@@ -31,7 +31,10 @@ def cells(report):
         best = min(engines, key=lambda p: engines[p]["measured_ms"])
         g, b = got["guided"], engines[best]
         measured = g["measured_ms"] / b["measured_ms"] - 1
-        model = g["predicted_ms"] / b["predicted_ms"] - 1
+        # The model's difference as guided chose by it: at the file's host speed where validate scaled
+        # each run's host costs by its own CPU probe (predicted_nominal_ms), which moves with the moment.
+        price = "predicted_nominal_ms" if "predicted_nominal_ms" in g and "predicted_nominal_ms" in b else "predicted_ms"
+        model = g[price] / b[price] - 1
         text = f"{ENGINES[best]} {b['measured_ms']:.2f} / {g['measured_ms']:.2f} ({measured:+.1%})"
         if measured < 0:
             text = f"**{text}**"

@@ -124,6 +124,14 @@ def test_host_fit_scales_each_run_by_its_cpu_probe():
     cost["host"] = dict(cost["host"], launch_us=h.launch_us, probe_ms=h.probe_ms, pad_v=False)
     for r in recs[:30]:
         assert predict_us(cost, r, "eager") == pytest.approx(r["eager_ms"] * 1e3, rel=0.02)
+    # The report prices each setting at the runs' probes and, for a policy choosing by the file, at its speed.
+    from mlaplan.calibrate.validate import report
+    rep = report(cost, [dict(r, workload="w", scenario=f"s{i}") for i, r in enumerate(recs[:30])], "eager")
+    for x in rep["settings"]:
+        same = [r for r in recs[:30] if (r["policy"], r["buffer_tokens"]) == (x["policy"], x["buffer_tokens"])]
+        assert x["predicted_nominal_ms"] == pytest.approx(np.mean([predict_us(cost, dict(r, cpu_probe_ms=None), "eager") / 1e3
+                                                                   for r in same]))
+    assert any(x["predicted_nominal_ms"] < x["predicted_ms"] - 1e-9 for x in rep["settings"])  # the slow runs cost more
     # One run without a probe among probed ones: the costs are stated as they are.
     assert fit.fit_host([dict(recs[0], cpu_probe_ms=None)] + recs[1:], _graph_fit(), 16, 132, False).probe_ms is None
 

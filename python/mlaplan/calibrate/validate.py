@@ -153,6 +153,8 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
             by_workload[r["workload"]].append(r)
     out = {"timing": timing, "workloads": {}, "settings": []}
     all_errors = []
+    # Eager predictions scaled by each run's CPU probe (predict_us) also get their price at the file's speed.
+    scaled = timing == "eager" and bool((cost.get("host") or {}).get("probe_ms"))
     for w, rs in by_workload.items():
         errs = np.abs([r["error"] for r in rs])
         all_errors.extend(errs)
@@ -167,6 +169,9 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         for k, m, p in zip(keys, measured, predicted):
             out["settings"].append({"workload": w, "policy": k[0], "buffer_tokens": k[1], "batches": len(settings[k]),
                                     "measured_ms": m, "predicted_ms": p, "error": p / m - 1})
+            if scaled:  # priced at the file's own host speed: what a policy choosing by the file compares
+                nominal = [predict_us(cost, dict(r, cpu_probe_ms=None), timing) / 1e3 for r in settings[k]]
+                out["settings"][-1]["predicted_nominal_ms"] = float(np.mean(nominal))
         out["workloads"][w] = {"runs": len(rs), "batches": len({r["scenario"] for r in rs}), "settings": len(keys),
                                "median_abs_error": float(np.median(errs)), "p90_abs_error": float(np.quantile(errs, 0.9)),
                                "max_abs_error": float(np.max(errs)), "kendall_tau": kendall_tau(measured, predicted)}
