@@ -24,6 +24,17 @@ def test_policies_md_table_is_the_scripts_output():
         assert row in doc, f"docs/policies.md lacks the row the reports give: {row[:80]}"
 
 
+def test_policies_md_seed81_rows_are_the_scripts_output():
+    # The FA3 measurement on seed-81 batches; its eager model column at the file's host speed.
+    r = run(*[f"{label}={DATA}/report-h200-{tag}-seed81-2026-12-04.json" for label, tag in LABELS[:2]])
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.strip().splitlines()
+    assert len(rows) == 4
+    doc = open(os.path.join(ROOT, "docs", "policies.md")).read()
+    for row in rows:
+        assert row in doc, f"docs/policies.md lacks the row the reports give: {row[:80]}"
+
+
 def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "r.json").write_text('{"timing": "graph"}')
     for args in ([f"x={tmp_path}/missing.json"], [f"x={tmp_path}/r.json"]):
