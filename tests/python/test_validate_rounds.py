@@ -77,6 +77,15 @@ def test_a_bad_round_spread_is_one_line(tmp_path):
     assert r.returncode == 2 and len(lines) == 1 and "records[0].eager_round_spread_ms" in lines[0], r.stderr
 
 
+@pytest.mark.parametrize("probe", [-1, 0, "fast", True, 1e9])
+def test_a_bad_cpu_probe_is_one_line(tmp_path, probe):
+    bad = rec(2.0, cpu_probe_ms=probe, workload="w", scenario="s")
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [bad]}))
+    r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "records[0].cpu_probe_ms" in lines[0], r.stderr
+
+
 def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
     pytest.importorskip("torch", reason="the executor needs torch")
     files = []

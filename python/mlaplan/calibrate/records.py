@@ -13,6 +13,7 @@ from ..prefill.__main__ import UsageError
 from ..prefill.schedule import POLICIES, engine_named
 
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
+MAX_PROBE_MS = 1e4  # as the cost file's host.probe_ms: the probe takes about 1 ms on the H200's host
 
 
 def require_scipy(purpose: str) -> None:
@@ -49,6 +50,11 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
+    # The host costs are scaled by it (fit.probe_scale): a CPU probe is a time above 0, or null.
+    v = r.get("cpu_probe_ms")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v <= MAX_PROBE_MS):
+        raise UsageError(f"{where}.cpu_probe_ms: expected the CPU probe's ms (a number above 0 and at most "
+                         f"{MAX_PROBE_MS:g}) or null, got {v!r}")
     for key in ("path", *text_keys):
         if key in r and not isinstance(r[key], str) or key in text_keys and key not in r:
             raise UsageError(f"{where}.{key}: expected a string; give a file mlaplan wrote")
