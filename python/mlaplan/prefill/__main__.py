@@ -9,7 +9,6 @@ usage or input, 3 a device failure (out of memory included), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import re
 import errno
