@@ -86,6 +86,28 @@ def test_a_bad_cpu_probe_is_one_line(tmp_path, probe):
     assert r.returncode == 2 and len(lines) == 1 and "records[0].cpu_probe_ms" in lines[0], r.stderr
 
 
+def test_a_file_given_twice_is_one_line(tmp_path):
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [rec(2.0, workload="w", scenario="s")]}))
+    same = os.path.join(str(tmp_path), ".", "m.json")  # the same file by another spelling
+    for args in (["--measured", str(m), same], ["--measured", str(m), "--measured", str(m)]):
+        r = run("--cost", EAGER_COST, *args, "--timing", "eager")
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "given twice" in lines[0] and "give each file once" in lines[0], r.stderr
+    # The option given twice takes both files (argparse would keep the last alone).
+    m2 = tmp_path / "m2.json"
+    m2.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [rec(3.0, workload="v", scenario="t")]}))
+    out = tmp_path / "r.json"
+    r = run("--cost", EAGER_COST, "--measured", str(m), "--measured", str(m2), "--timing", "eager", "--json", str(out))
+    assert r.returncode in (0, 1), r.stderr
+    assert set(json.loads(out.read_text())["workloads"]) == {"w", "v"}
+    # calibrate alike: a --refit file again as --host-from would be fitted and tested on itself
+    r = subprocess.run([sys.executable, "-m", "mlaplan.calibrate", "--refit", str(m), "--host-from", str(m), "-o",
+                        str(tmp_path / "c.json")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "given twice (--refit and --host-from)" in r.stderr, r.stderr
+    assert not (tmp_path / "c.json").exists()
+
+
 def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
     pytest.importorskip("torch", reason="the executor needs torch")
     files = []

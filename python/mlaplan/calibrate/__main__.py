@@ -46,7 +46,7 @@ def parser() -> Parser:
     p.add_argument("--dtype", choices=("bf16",), default="bf16", help="the activations' and cache's type (bf16, as the executor runs)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the cost file to write (atomically)")
     p.add_argument("--points", type=_count(10), default=160, metavar="N", help="calibration points, each a batch, buffer and policy (default 160)")
-    p.add_argument("--scenarios", nargs="+", metavar="FILE.json",
+    p.add_argument("--scenarios", nargs="+", action="extend", metavar="FILE.json",
                    help="also every batch of these scenario files (mlaplan gen, one workload each; other seeds than the held-out "
                         "batches) under every policy and --buffer-tokens: points shaped as the workloads priced")
     p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
@@ -73,9 +73,9 @@ def parser() -> Parser:
     p.add_argument("--max-seconds", type=_seconds, metavar="S",
                    help="stop measuring after S seconds and fit the points measured by then")
     p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
-    p.add_argument("--refit", nargs="+", metavar="FILE.json",
+    p.add_argument("--refit", nargs="+", action="extend", metavar="FILE.json",
                    help="fit these saved measurements instead of measuring (several: of one model, TP and GPU, pooled)")
-    p.add_argument("--host-from", nargs="+", metavar="FILE.json",
+    p.add_argument("--host-from", nargs="+", action="extend", metavar="FILE.json",
                    help="fit the host section on these saved measurements' eager times instead (of the same model, TP, GPU and "
                         "kernel; e.g. runs timed at the host CPU's full speed, --cpu-wait-s); the graph fit is the others'")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cuda or cuda:N")
@@ -126,6 +126,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise UsageError("--scenarios: they add points to measure, and --refit measures nothing; drop one")
     if args.host_from and args.timing == "eager":
         raise UsageError("--host-from: an eager-timed file has no host section to fit; give --timing graph (the default)")
+    from .records import each_once
+
+    each_once([("--refit", args.refit), ("--host-from", args.host_from), ("--scenarios", args.scenarios)])
     claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()] + [(p, "a --scenarios file") for p in args.scenarios or ()]
                   + [(p, "a --host-from file") for p in args.host_from or ()],
                   [(args.output, "-o"), (args.measurements, "--measurements")])

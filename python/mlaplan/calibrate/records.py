@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import numbers
+import os
 from typing import Iterable, List
 
 from .._files import read_json
@@ -20,6 +21,18 @@ def require_scipy(purpose: str) -> None:
     """UsageError naming scipy and the extra that brings it, where scipy cannot be imported."""
     if importlib.util.find_spec("scipy") is None:
         raise UsageError(f"{purpose} needs scipy, which is not installed: pip install 'mlaplan[calibrate]' (or pip install scipy)")
+
+
+def each_once(option_paths) -> None:
+    """UsageError where one file is given twice among (option, paths) pairs: its runs would count
+    twice, and a fit's cross-validation would test on the points it was fitted on."""
+    seen = {}
+    for option, paths in option_paths:
+        for p in paths or ():
+            key = os.path.realpath(p)
+            if key in seen:
+                raise UsageError(f"{p}: given twice ({seen[key]} and {option}); give each file once")
+            seen[key] = option
 
 
 def _whole(value, low: int) -> bool:

@@ -35,7 +35,7 @@ def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.calibrate.validate", description=__doc__.split("\n\n")[1].replace("\n", " "),
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cost", metavar="FILE.json", help="the cost file to check (without it: measure and --save only)")
-    p.add_argument("--scenarios", nargs="+", metavar="FILE.json", help="held-out batches, one file per workload (mlaplan gen)")
+    p.add_argument("--scenarios", nargs="+", action="extend", metavar="FILE.json", help="held-out batches, one file per workload (mlaplan gen)")
     p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]")
     p.add_argument("--policy", default="all", metavar="LIST", help="all (default) or a comma list of engines")
     p.add_argument("--model", default="deepseek-v3", metavar="NAME")
@@ -47,7 +47,7 @@ def parser() -> Parser:
                         "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
-    p.add_argument("--measured", nargs="+", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
+    p.add_argument("--measured", nargs="+", action="extend", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
     p.add_argument("-o", "--output", metavar="FILE.md", help="write the report (Markdown) to FILE instead of stdout")
@@ -287,6 +287,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise UsageError("--scenarios: they are measured, and --measured gives the measurements; give one of them")
     if args.measured and args.save:
         raise UsageError("--save: it saves what this run measures, and --measured measures nothing; drop one")
+    from .records import each_once
+
+    each_once([("--measured", args.measured), ("--scenarios", args.scenarios)])
     claim_outputs(args, [(args.cost, "the --cost file")] + [(p, "a --measured file") for p in args.measured or ()]
                   + [(p, "a --scenarios file") for p in args.scenarios or ()],
                   [(args.output, "-o"), (args.save, "--save"), (args.json, "--json")])
