@@ -40,7 +40,8 @@
 # narrow it); in heldout-more, mlaplan's `guided`
 # against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
 # (scripts/experiments/host_noise.py, host-noise.json); heldout-guided, the first of those alone
-# (GUIDED_SECONDS, default 180). ROUNDS=N measures every setting in N rounds
+# (GUIDED_SECONDS, default 180; the batch under way when they pass still finishes: 250 s in all on
+# seed 81). ROUNDS=N measures every setting in N rounds
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
 # workload (validate --batches), so that N rounds fit the slot.
 #
