@@ -43,9 +43,11 @@ def main(argv) -> int:
         return fail(f"{cost_path}: not a regular file of at most 256 MiB; give a cost file written by python -m mlaplan.calibrate")
     try:
         with open(cost_path) as f:
-            command = json.load(f)["command"]
-        args = shlex.split(command) if isinstance(command, str) else []
-    except (OSError, ValueError, KeyError, TypeError) as e:
+            doc = json.load(f)
+        if not isinstance(doc, dict) or "command" not in doc:
+            return fail(f"{cost_path}: command: missing; give a cost file written by python -m mlaplan.calibrate --refit")
+        args = shlex.split(doc["command"]) if isinstance(doc["command"], str) else []
+    except (OSError, ValueError) as e:
         return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")

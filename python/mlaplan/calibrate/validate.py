@@ -322,7 +322,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not rep["workloads"]:
         # A gate that measured nothing has not passed: say so, exit 1, and write no report.
         refused = sum(1 for r in records if r.get("refused"))
-        raise NothingMeasured(f"validate: nothing was measured: none of the {len(records)} runs has a {timing} time"
+        article = "an" if timing == "eager" else "a"
+        raise NothingMeasured(f"validate: nothing was measured: none of the {len(records)} runs has {article} {timing} time"
                               f"{f' ({refused} refused)' if refused else ''}; measure on a CUDA GPU"
                               f"{'' if timing == 'eager' else ', or compare --timing eager'}")
     if args.json:
