@@ -2,8 +2,9 @@
 """The measured table of docs/policies.md (`guided` against the best engine on the executor): one row
 per report of `python -m mlaplan.calibrate.validate --cost FILE --measured M.json --json R.json`, a
 cell per buffer with the best engine's and guided's measured ms, the model's difference between the
-same two (eagerly, at the cost file's host speed) and guided's own prediction error. The graph report's guided is `guided:FILE`, the eager
-report's `guided/eager:FILE` (the plan chosen by the timing it is measured at).
+same two (eagerly, at the cost file's host speed) and guided's own prediction error. The graph
+report's guided is `guided:FILE`, the eager report's `guided/eager:FILE` (the plan chosen by the
+timing it is measured at).
 
     scripts/guided_table.py LABEL=REPORT.json [LABEL=REPORT.json ...]
 

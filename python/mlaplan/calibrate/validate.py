@@ -153,8 +153,9 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
             by_workload[r["workload"]].append(r)
     out = {"timing": timing, "workloads": {}, "settings": []}
     all_errors = []
-    # Eager predictions scaled by each run's CPU probe (predict_us) also get their price at the file's speed.
-    scaled = timing == "eager" and bool((cost.get("host") or {}).get("probe_ms"))
+    # The host speed the file's costs are stated at: eager predictions scaled by each run's CPU probe
+    # against it (predict_us) also get their price at it.
+    ref = (cost.get("host") or {}).get("probe_ms") if timing == "eager" else None
     for w, rs in by_workload.items():
         errs = np.abs([r["error"] for r in rs])
         all_errors.extend(errs)
@@ -169,7 +170,7 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         for k, m, p in zip(keys, measured, predicted):
             out["settings"].append({"workload": w, "policy": k[0], "buffer_tokens": k[1], "batches": len(settings[k]),
                                     "measured_ms": m, "predicted_ms": p, "error": p / m - 1})
-            if scaled:  # priced at the file's own host speed: what a policy choosing by the file compares
+            if ref:  # priced at the file's own host speed: what a policy choosing by the file compares
                 nominal = [predict_us(cost, dict(r, cpu_probe_ms=None), timing) / 1e3 for r in settings[k]]
                 out["settings"][-1]["predicted_nominal_ms"] = float(np.mean(nominal))
         out["workloads"][w] = {"runs": len(rs), "batches": len({r["scenario"] for r in rs}), "settings": len(keys),
@@ -194,7 +195,6 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         slow = cpu_speed.SLOW * min(probes)
         out["cpu_slow_runs"] = sum(p > slow for p in probes)
         out["cpu_probed_runs"] = len(probes)
-        ref = (cost.get("host") or {}).get("probe_ms")
         if ref:  # each run's host costs were scaled by its probe against the file's (predict_us)
             out["host_probe_ms"] = ref
             out["cpu_probe_median_ms"] = float(np.median(probes))
