@@ -62,7 +62,7 @@ esac
 # The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager and
 # HELDOUT_SEED=81 seed 81's (drawn after their host sections' refit at full CPU speed).
 heldout_seed=${HELDOUT_SEED:-71}
-[[ $part == heldout-eager ]] && heldout_seed=81 && BATCHES=${BATCHES:-2}
+[[ $part == heldout-eager ]] && heldout_seed=${HELDOUT_SEED:-81} && BATCHES=${BATCHES:-2}
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"

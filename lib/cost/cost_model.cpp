@@ -140,6 +140,14 @@ class Reader {
                                           io::json_preview(v), kMaxProbeMs));
       out.probe_ms = v.get<double>();
     }
+    if (h.contains("probe") && !h["probe"].is_null()) {
+      const json& v = h["probe"];
+      if (!v.is_string() || (v.get<std::string>() != "cpu" && v.get<std::string>() != "dispatch"))
+        fail("host.probe", fmt::format("{} is not \"cpu\" or \"dispatch\"; it names the probe probe_ms is of "
+                                       "(python -m mlaplan.calibrate writes it), or leave it out for \"cpu\"",
+                                       io::json_preview(v)));
+      out.probe = v.get<std::string>();
+    }
     const json& us = object(h, "launch_us", "host.launch_us");
     for (auto it = us.begin(); it != us.end(); ++it) {
       bool known = false;

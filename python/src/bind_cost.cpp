@@ -236,6 +236,7 @@ void bind_cost(nb::module_& m) {
           h["launch_us"] = us;
           if (c.host->probe_ms > 0) h["probe_ms"] = c.host->probe_ms;
           else h["probe_ms"] = nb::none();
+          h["probe"] = c.host->probe;
           d["host"] = h;
         } else {
           d["host"] = nb::none();

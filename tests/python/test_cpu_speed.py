@@ -75,6 +75,8 @@ def test_rounds_keep_the_median_probe_and_the_report_counts_slow_runs():
     # The median probe beside the median time (validate prices the host at it), each round's kept.
     got = combine_rounds([rec(2.0, 1.0), rec(3.0, 2.2), rec(2.5, 1.1)])
     assert got["eager_ms"] == 2.5 and got["cpu_probe_ms"] == 1.1 and got["cpu_probe_rounds_ms"] == [1.0, 2.2, 1.1]
+    got = combine_rounds([rec(2.0, 1.0, dispatch_probe_ms=0.7), rec(3.0, 2.2, dispatch_probe_ms=0.9), rec(2.5, 1.1)])
+    assert got["dispatch_probe_ms"] == 0.8 and got["dispatch_probe_rounds_ms"] == [0.7, 0.9]  # a round without one left out
     cost = read_cost(os.path.join(os.path.dirname(__file__), "..", "data", "cost", "deepseek-v3-tp8-eager-example.json"))
     records = [rec(2.0, 1.0), rec(2.0, 1.2, buffer_tokens=32), rec(2.0, 1.3, policy="even-split"), rec(2.0, None, page_size=1)]
     eager = report(cost, records, "eager")

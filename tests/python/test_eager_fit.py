@@ -136,6 +136,37 @@ def test_host_fit_scales_each_run_by_its_cpu_probe():
     assert fit.fit_host([dict(recs[0], cpu_probe_ms=None)] + recs[1:], _graph_fit(), 16, 132, False).probe_ms is None
 
 
+def test_host_fit_states_its_costs_at_the_dispatch_probe_where_every_run_has_one():
+    """The dispatch probe follows the planted speeds (1.0 and 1.5) and the CPU loop does not (it reads
+    1.0 throughout, as it can on the H200's host): the fit takes the dispatch probe, which every run
+    has, recovers the costs, and says so; validate prices each run by it, as the file says."""
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    recs = []
+    for i, p in enumerate(make_grid(150, 11, 16)):
+        speed = 1.5 if i % 3 == 0 else 1.0
+        e = _eager(p, c, {k: 10 * v * speed for k, v in HOST.items()}, pad_v=False)
+        recs.append(dict(p.as_dict(), launches=e["launches"], path="chunked", graph_ms=e["device_us"] / 1e3,
+                         eager_ms=e["eager_us"] / 1e3, cpu_probe_ms=1.1, dispatch_probe_ms=0.8 * speed))
+    h = fit.fit_host(recs, _graph_fit(), 16, 132, False)
+    assert (h.probe, h.probe_ms) == ("dispatch", 0.8) and h.p90_abs_error < 1e-3
+    assert fit.probe_scale(recs[0], 0.8, "dispatch") == pytest.approx(1.5) and fit.probe_scale(recs[0], 1.1) == 1.0
+    # One run without it: the CPU loop, which all have (and which follows nothing here).
+    cpu = fit.fit_host([dict(recs[0], dispatch_probe_ms=None)] + recs[1:], _graph_fit(), 16, 132, False)
+    assert (cpu.probe, cpu.probe_ms) == ("cpu", 1.1) and cpu.p90_abs_error > 0.05
+    cost = _mlaplan.read_cost_model(EXAMPLE)
+    cost["host"] = dict(cost["host"], launch_us=h.launch_us, probe_ms=h.probe_ms, probe=h.probe, pad_v=False)
+    for r in recs[:30]:
+        assert predict_us(cost, r, "eager") == pytest.approx(r["eager_ms"] * 1e3, rel=0.02)
+    from mlaplan.calibrate.validate import markdown, report
+    rep = report(cost, [dict(r, workload="w", scenario=f"s{i}") for i, r in enumerate(recs[:30])], "eager")
+    assert (rep["host_probe"], rep["host_probe_ms"], rep["host_probe_median_ms"]) == ("dispatch", 0.8, 0.8)
+    assert "scaled by its dispatch probe" in markdown(rep, "c.json")
+    for x in rep["settings"]:  # the price at the file's speed leaves out the runs' own dispatch probes
+        same = [r for r in recs[:30] if (r["policy"], r["buffer_tokens"]) == (x["policy"], x["buffer_tokens"])]
+        assert x["predicted_nominal_ms"] == pytest.approx(np.mean([predict_us(cost, dict(r, dispatch_probe_ms=None), "eager") / 1e3
+                                                                   for r in same]))
+
+
 def _run(*args):
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
 
@@ -163,6 +194,12 @@ def test_refit_writes_a_host_section_the_cli_reads(tmp_path):
     meas.write_text(json.dumps({**json.loads(meas.read_text()), "records": [dict(x, cpu_probe_ms=1.25) for x in recs]}))
     assert _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out)).returncode == 0
     assert json.loads(out.read_text())["host"]["probe_ms"] == 1.25 and _mlaplan.read_cost_model(str(out))["host"]["probe_ms"] == 1.25
+    assert json.loads(out.read_text())["host"]["probe"] == _mlaplan.read_cost_model(str(out))["host"]["probe"] == "cpu"
+    # With the dispatch probe too, the section is stated at it, and says so.
+    meas.write_text(json.dumps({**json.loads(meas.read_text()), "records": [dict(x, dispatch_probe_ms=0.9) for x in recs]}))
+    assert _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out)).returncode == 0
+    read = _mlaplan.read_cost_model(str(out))["host"]
+    assert (read["probe"], read["probe_ms"]) == ("dispatch", 0.9)
     # Measurements without eager times give a file without a host section.
     for x in recs:
         x.pop("eager_ms")

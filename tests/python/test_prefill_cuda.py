@@ -68,6 +68,23 @@ def test_graph_replay_computes_what_eager_does():
         assert torch.equal(box["out"], eager), engine
 
 
+def test_the_dispatch_probe_issues_one_small_layer_of_the_same_setting():
+    from mlaplan.prefill import dispatch_probe
+
+    x = mp.random_inputs([5000, 0, 2000], [0, 100, 150, 180], 64, DIMS, torch.bfloat16, "cuda", 5)
+    s = schedule.build_schedule("packed", x.lengths, mp.host_page_table(x), 2048, None, x.device)
+    a, b = prepare(x, s, kernel="flash"), prepare(x, s, kernel="flash", state="fp32")
+    assert dispatch_probe.probe_ms(a) > 0 and dispatch_probe.probe_ms(b) > 0
+    layers = [layer for key, layer in dispatch_probe._layers.items() if key[0] == DIMS and key[3] == "flash"]
+    assert len(layers) == 2  # one per running-state dtype: each probes the code its runs take
+    assert {layer.state for layer in layers} == {torch.bfloat16, torch.float32}
+    assert all(layer.x.lengths.batch_size == len(dispatch_probe.CACHE) and layer.schedule.iterations == 1 for layer in layers)
+    # measure() keeps it beside the eager runs it brackets.
+    t = timing.measure(lambda r: execute(a, r), True, reps=2, warmup=1, graph=False, parts=False,
+                       dispatch_probe=lambda: dispatch_probe.probe_ms(a))
+    assert t.dispatch_probe_ms > 0 and t.eager_ms > 0
+
+
 def test_timing_settles_for_as_long_as_asked():
     # The sustained clock: warm-up goes on, back to back, until settle_ms of wall time have passed.
     import time
@@ -109,6 +126,8 @@ def test_command_on_the_gpu(tmp_path):
         assert run["refused"] or (run["ok"] and run["graph_ms"] > 0 and run["eager_ms"] > 0), run
         # The eager runs waited for the host CPU's full speed (--cpu-wait-s, on by default) and say so.
         assert run["refused"] or run["cpu_probe_ms"] > 0, run
+        # And the host's dispatch speed around them (dispatch_probe), which every eager run on a GPU records.
+        assert run["refused"] or run["dispatch_probe_ms"] > 0, run
     assert "host CPU's full speed" in doc["timing"]
 
 

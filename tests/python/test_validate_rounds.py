@@ -77,13 +77,14 @@ def test_a_bad_round_spread_is_one_line(tmp_path):
     assert r.returncode == 2 and len(lines) == 1 and "records[0].eager_round_spread_ms" in lines[0], r.stderr
 
 
+@pytest.mark.parametrize("key", ["cpu_probe_ms", "dispatch_probe_ms"])
 @pytest.mark.parametrize("probe", [-1, 0, "fast", True, 1e9])
-def test_a_bad_cpu_probe_is_one_line(tmp_path, probe):
-    bad = rec(2.0, cpu_probe_ms=probe, workload="w", scenario="s")
+def test_a_bad_probe_is_one_line(tmp_path, probe, key):
+    bad = rec(2.0, workload="w", scenario="s", **{key: probe})
     (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [bad]}))
     r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
     lines = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(lines) == 1 and "records[0].cpu_probe_ms" in lines[0], r.stderr
+    assert r.returncode == 2 and len(lines) == 1 and f"records[0].{key}" in lines[0], r.stderr
 
 
 def test_a_file_given_twice_is_one_line(tmp_path):

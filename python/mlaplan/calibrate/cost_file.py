@@ -43,7 +43,7 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
         doc["host"] = {"holds_for": f"{host_cpu or 'an unnamed CPU'}, torch {torch_version}, mlaplan.prefill's executor loop",
                        "pad_v": pad_v, "launch_us": host.launch_us, "fit": host.summary()}
         if host.probe_ms:
-            doc["host"]["probe_ms"] = host.probe_ms
+            doc["host"].update(probe_ms=host.probe_ms, probe=host.probe)
     if compute_capability is None:  # measurements saved before it was recorded: mlaplan derives it from gpu
         del doc["compute_capability"]
     return doc

@@ -189,7 +189,8 @@ class HostFit:
     median_abs_error: float
     p90_abs_error: float
     not_identifiable: Dict[str, str] = field(default_factory=dict)
-    probe_ms: Optional[float] = None  # the CPU speed launch_us is stated at (None: the runs were not probed)
+    probe_ms: Optional[float] = None  # the host speed launch_us is stated at (None: the runs were not probed)
+    probe: Optional[str] = None       # which probe probe_ms is of (PROBES)
 
     def summary(self) -> dict:
         return {"points": self.points, "target": "eager_ms, by the two clocks over the graph coefficients",
@@ -197,13 +198,27 @@ class HostFit:
                 "not_identifiable": self.not_identifiable}
 
 
-def probe_scale(rec: dict, probe_ms: Optional[float]) -> float:
-    """How much slower the host ran at this record than at probe_ms: its CPU probe (cpu_speed.probe_ms,
-    recorded as cpu_probe_ms) over the reference. Dispatch is CPU work like the probe, so host costs
-    scale with it (the H200's hosts differ by 15% at full speed, docs/cost-model.md); 1 where either
-    is missing."""
-    p = rec.get("cpu_probe_ms")
+# The probes a host section can be stated at (the cost file's host.probe), each the record field it
+# is kept in: cpu, cpu_speed's pure-Python loop; dispatch, a small layer's issue time through the
+# executor (prefill.dispatch_probe), which follows a layer's dispatch more closely. A file without
+# host.probe is stated at cpu, the only probe before dispatch's.
+PROBES = {"cpu": "cpu_probe_ms", "dispatch": "dispatch_probe_ms"}
+
+
+def probe_scale(rec: dict, probe_ms: Optional[float], probe: str = "cpu") -> float:
+    """How much slower the host ran at this record than at probe_ms: its probe of that kind over the
+    reference. Dispatch is CPU work like the probe, so host costs scale with it (the H200's hosts
+    differ by 15% at full speed, docs/cost-model.md); 1 where either is missing."""
+    p = rec.get(PROBES[probe])
     return p / probe_ms if p and probe_ms else 1.0
+
+
+def common_probe(records: Sequence[dict]) -> Optional[str]:
+    """The probe every record has, dispatch before cpu; None where neither is in all of them."""
+    for probe in ("dispatch", "cpu"):
+        if records and all(r.get(PROBES[probe]) for r in records):
+            return probe
+    return None
 
 
 def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pad_v: bool) -> Optional[HostFit]:
@@ -220,12 +235,12 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     if len(usable) <= len(LAUNCH_KINDS):
         return None
     y = np.asarray([r["eager_ms"] * 1e3 for r in usable])
-    # The costs are stated at the runs' median CPU speed, each run's scaled by its own probe.
-    probes = [r["cpu_probe_ms"] for r in usable if r.get("cpu_probe_ms")]
-    probe_ms = float(np.median(probes)) if len(probes) == len(usable) else None
+    # The costs are stated at the runs' median host speed, each run's scaled by its own probe.
+    probe = common_probe(usable)
+    probe_ms = float(np.median([r[PROBES[probe]] for r in usable])) if probe else None
     # The points once, each priced at every step of the search.
-    points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r), probe_scale(r, probe_ms))
-              for r in usable]
+    points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r),
+               probe_scale(r, probe_ms, probe or "cpu")) for r in usable]
 
     def residuals(h):
         return np.asarray([eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
@@ -240,4 +255,4 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     why = identifiability(counts, np.ones(len(counts)), LAUNCH_KINDS, f.x) if len(counts) > len(LAUNCH_KINDS) else {}
     return HostFit(launch_us={k: float(v) for k, v in zip(LAUNCH_KINDS, f.x)}, points=len(usable),
                    median_abs_error=float(np.median(e)), p90_abs_error=float(np.quantile(e, 0.9)), not_identifiable=why,
-                   probe_ms=probe_ms)
+                   probe_ms=probe_ms, probe=probe)

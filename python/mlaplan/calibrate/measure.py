@@ -16,7 +16,7 @@ from ..prefill.inputs import host_page_table, random_inputs
 from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
 from ..prefill.schedule import build_schedule
-from .fit import HOST_REPS
+from .fit import HOST_REPS, PROBES
 from .grid import Point
 
 ENGINE_PATHS = {"sglang_path": "chunked", "trtllm_path": "auto"}
@@ -32,7 +32,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     launches by kind; or refused with why (out of memory included). paths: build_schedule's
     sglang_path and trtllm_path (default ENGINE_PATHS); graph_first: the graph replays timed before
     the eager runs (timing.measure), recorded as `graph_first` where set; cpu_wait_s: the eager runs
-    wait up to that long for the host CPU's full speed, the probe's ms recorded (`cpu_probe_ms`)."""
+    wait up to that long for the host CPU's full speed, the probe's ms recorded (`cpu_probe_ms`); on the
+    GPU the host's dispatch probe around them is recorded too (`dispatch_probe_ms`)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -58,6 +59,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         rec["graph_first"] = True
     if run.cpu_probe_ms is not None:
         rec["cpu_probe_ms"] = run.cpu_probe_ms
+    if run.dispatch_probe_ms is not None:
+        rec["dispatch_probe_ms"] = run.dispatch_probe_ms
     if cuda and host_reps:
         rec.update(host_ms=run.host_ms, launches=run.launches)
     del x, sched
@@ -108,10 +111,11 @@ def combine_rounds(recs: List[dict]) -> dict:
     eager = [r["eager_ms"] for r in recs]
     out["eager_spread_ms"] = statistics.median(r["eager_spread_ms"] for r in recs)
     out.update(eager_rounds_ms=eager, eager_round_spread_ms=max(eager) - min(eager))
-    probes = [r["cpu_probe_ms"] for r in recs if r.get("cpu_probe_ms") is not None]
-    if probes:
-        # The median, as the times: the host costs are priced at it (validate scales them by the
-        # probe), and the slowest round's probe priced a median time up to 25% long.
-        out["cpu_probe_ms"] = statistics.median(probes)
-        out["cpu_probe_rounds_ms"] = probes
+    for key in PROBES.values():
+        probes = [r[key] for r in recs if r.get(key) is not None]
+        if probes:
+            # The median, as the times: the host costs are priced at it (validate scales them by the
+            # probe), and the slowest round's probe priced a median time up to 25% long.
+            out[key] = statistics.median(probes)
+            out[key.replace("_ms", "_rounds_ms")] = probes
     return out

@@ -63,11 +63,12 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
-    # The host costs are scaled by it (fit.probe_scale): a CPU probe is a time above 0, or null.
-    v = r.get("cpu_probe_ms")
-    if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v <= MAX_PROBE_MS):
-        raise UsageError(f"{where}.cpu_probe_ms: expected the CPU probe's ms (a number above 0 and at most "
-                         f"{MAX_PROBE_MS:g}) or null, got {v!r}")
+    # The host costs are scaled by them (fit.probe_scale): a probe is a time above 0, or null.
+    for key in ("cpu_probe_ms", "dispatch_probe_ms"):
+        v = r.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v <= MAX_PROBE_MS):
+            raise UsageError(f"{where}.{key}: expected the probe's ms (a number above 0 and at most "
+                             f"{MAX_PROBE_MS:g}) or null, got {v!r}")
     for key in ("path", *text_keys):
         if key in r and not isinstance(r[key], str) or key in text_keys and key not in r:
             raise UsageError(f"{where}.{key}: expected a string; give a file mlaplan wrote")

@@ -129,7 +129,7 @@ def predict_us(cost: dict, rec: dict, timing: str = "graph") -> float:
     p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
     if timing == "eager" and cost.get("timing") != "eager":
         h = cost["host"]
-        scale = probe_scale(rec, h.get("probe_ms"))  # the host's speed at this run against the file's
+        scale = probe_scale(rec, h.get("probe_ms"), h.get("probe", "cpu"))  # the host's speed at this run against the file's
         return eager_us(p, cost["coefficients"], {k: v * scale for k, v in h["launch_us"].items()}, h["pad_v"], g["heads"],
                         g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
@@ -143,7 +143,13 @@ def kendall_tau(a, b) -> float:
     return None if np.isnan(tau) else tau  # one setting (or all tied) ranks nothing: null in the JSON, a miss
 
 
+# What each probe is, in the report's words (fit.PROBES).
+PROBE_WORDS = {"cpu": "CPU probe", "dispatch": "dispatch probe (a small layer's issue time)"}
+
+
 def report(cost: dict, records: List[dict], timing: str) -> dict:
+    from .fit import PROBES
+
     key = f"{timing}_ms"
     by_workload: Dict[str, List[dict]] = defaultdict(list)
     for r in records:
@@ -153,9 +159,10 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
             by_workload[r["workload"]].append(r)
     out = {"timing": timing, "workloads": {}, "settings": []}
     all_errors = []
-    # The host speed the file's costs are stated at: eager predictions scaled by each run's CPU probe
+    # The host speed the file's costs are stated at: eager predictions scaled by each run's probe
     # against it (predict_us) also get their price at it.
     ref = (cost.get("host") or {}).get("probe_ms") if timing == "eager" else None
+    kind = (cost.get("host") or {}).get("probe", "cpu")
     for w, rs in by_workload.items():
         errs = np.abs([r["error"] for r in rs])
         all_errors.extend(errs)
@@ -171,7 +178,7 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
             out["settings"].append({"workload": w, "policy": k[0], "buffer_tokens": k[1], "batches": len(settings[k]),
                                     "measured_ms": m, "predicted_ms": p, "error": p / m - 1})
             if ref:  # priced at the file's own host speed: what a policy choosing by the file compares
-                nominal = [predict_us(cost, dict(r, cpu_probe_ms=None), timing) / 1e3 for r in settings[k]]
+                nominal = [predict_us(cost, dict(r, **{PROBES[kind]: None}), timing) / 1e3 for r in settings[k]]
                 out["settings"][-1]["predicted_nominal_ms"] = float(np.mean(nominal))
         out["workloads"][w] = {"runs": len(rs), "batches": len({r["scenario"] for r in rs}), "settings": len(keys),
                                "median_abs_error": float(np.median(errs)), "p90_abs_error": float(np.quantile(errs, 0.9)),
@@ -195,8 +202,7 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         slow = cpu_speed.SLOW * min(probes)
         out["cpu_slow_runs"] = sum(p > slow for p in probes)
         out["cpu_probed_runs"] = len(probes)
-        if ref:  # each run's host costs were scaled by its probe against the file's (predict_us)
-            out["host_probe_ms"] = ref
+        if ref:
             out["cpu_probe_median_ms"] = float(np.median(probes))
         # And each workload's error over its runs timed at full speed, where some were not.
         for w, rs in by_workload.items() if out["cpu_slow_runs"] else ():
@@ -204,6 +210,10 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
             if fast.size:
                 out["workloads"][w].update(full_speed_runs=int(fast.size), full_speed_median_abs_error=float(np.median(fast)),
                                            full_speed_p90_abs_error=float(np.quantile(fast, 0.9)))
+    # Each run's host costs were scaled by its probe of the file's kind against the file's (predict_us).
+    scaled = [r[PROBES[kind]] for rs in by_workload.values() for r in rs if r.get(PROBES[kind])]
+    if ref and scaled:
+        out.update(host_probe=kind, host_probe_ms=ref, host_probe_median_ms=float(np.median(scaled)))
     if timing == "eager":
         out["ratio"] = ratio_check(cost, [r for rs in by_workload.values() for r in rs])
     if all_errors:
@@ -249,9 +259,9 @@ def markdown(rep: dict, cost_path: str) -> str:
                 f"({s['full_speed_runs']} runs)" for w, s in rep["workloads"].items() if "full_speed_runs" in s]
         if fast:
             lines.append("Over the runs timed at full speed only, median and p90 of |error|: " + "; ".join(fast) + ".")
-        if "host_probe_ms" in rep:
-            lines.append(f"Each run's host costs are scaled by its CPU probe against the file's {rep['host_probe_ms']:.3f} ms "
-                         f"(the runs' median: {rep['cpu_probe_median_ms']:.3f} ms).")
+    if "host_probe_ms" in rep:
+        lines.append(f"Each run's host costs are scaled by its {PROBE_WORDS[rep.get('host_probe', 'cpu')]} against the file's "
+                     f"{rep['host_probe_ms']:.3f} ms (the runs' median: {rep['host_probe_median_ms']:.3f} ms).")
     spread = [f"{w} {100 * s['eager_spread_median']:.1f}% (p90 {100 * s['eager_spread_p90']:.1f}%)"
               for w, s in rep["workloads"].items() if "eager_spread_median" in s]
     if spread:

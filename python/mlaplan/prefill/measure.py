@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 import torch
 
-from . import cpu_speed, executor
+from . import cpu_speed, dispatch_probe, executor
 from .executor import execute, prepare
 from .inputs import PrefillInputs
 from .schedule import Schedule, merge_stats
@@ -35,6 +35,7 @@ class Run:
     graph_error: Optional[str] = None
     host_ms: Optional[float] = None  # the host's dispatch of one layer, the GPU held busy (timing.time_host)
     cpu_probe_ms: Optional[float] = None  # the host CPU's speed probe at the eager runs (cpu_speed; cpu_wait_s > 0)
+    dispatch_probe_ms: Optional[float] = None  # the host's dispatch probe around the eager runs (dispatch_probe; GPU)
     launches: Dict[str, int] = field(default_factory=dict)  # kernels one layer launches, by kind (executor.LAUNCH_KINDS)
     parts_ms: Dict[str, float] = field(default_factory=dict)
     gpu_busy_ms: Optional[float] = None
@@ -100,7 +101,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     """host_reps: on the GPU, also time the host's dispatch alone (host_ms, the median of that many
     layers) and count the layer's launches by kind (launches), what eager time is fitted on.
     cpu_wait_s: on the GPU, the eager runs and the host's dispatch wait up to that long for the host
-    CPU's full speed (cpu_speed), and the probe's ms is kept (cpu_probe_ms)."""
+    CPU's full speed (cpu_speed), and the probe's ms is kept (cpu_probe_ms). On the GPU the host's
+    dispatch speed is probed around the timed eager runs (dispatch_probe_ms)."""
     p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
@@ -112,8 +114,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
         del out, lse
     if reps > 0:
         t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts, settle_ms,
-                            graph_first, cpu_wait_s)
-        run.cpu_probe_ms = t.cpu_probe_ms
+                            graph_first, cpu_wait_s, (lambda: dispatch_probe.probe_ms(p)) if cuda else None)
+        run.cpu_probe_ms, run.dispatch_probe_ms = t.cpu_probe_ms, t.dispatch_probe_ms
         run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
         run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
         run.gpu_busy_ms = t.gpu_busy_ms

@@ -18,7 +18,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -39,6 +39,7 @@ class Timing:
     graph_error: Optional[str] = None
     samples: List[float] = field(default_factory=list)
     cpu_probe_ms: Optional[float] = None  # cpu_speed's probe just before the eager runs (cpu_wait_s > 0)
+    dispatch_probe_ms: Optional[float] = None  # the host's dispatch probe around the timed eager runs (dispatch_probe)
 
 
 def _events_ms(fn: Callable[[], object], reps: int) -> List[float]:
@@ -86,6 +87,16 @@ def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int, set
     if cuda:
         return _events_ms(fn, reps)
     return _wall_ms(fn, reps)
+
+
+def time_eager_probed(fn: Callable[[], object], reps: int, warmup: int, settle_ms: float,
+                      probe: Callable[[], float]) -> Tuple[List[float], float]:
+    """time_eager on the GPU, with the host's speed probed just before and just after the timed runs
+    (after the warm-up, so that the probe is of the moment they ran): (samples, the probes' mean)."""
+    _warm(fn, True, warmup, settle_ms)
+    before = probe()
+    samples = _events_ms(fn, reps)
+    return samples, (before + probe()) / 2
 
 
 def time_graph(fn: Callable[[], object], reps: int, warmup: int, settle_ms: float = 0.0) -> List[float]:
@@ -279,14 +290,16 @@ def _launched_us(e) -> float:
 
 def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
             trace: Optional[str] = None, ranges: bool = False, parts: bool = True, settle_ms: float = 0.0,
-            graph_first: bool = False, cpu_wait_s: float = 0.0) -> Timing:
+            graph_first: bool = False, cpu_wait_s: float = 0.0,
+            dispatch_probe: Optional[Callable[[], float]] = None) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
     the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only).
     settle_ms: on the GPU, each timing (eager, graph) starts after that long running back to back.
     graph_first: replay the graph before the eager runs (a layer that holds the card at its power cap
     times a few percent slower in whichever timing comes second; alternating the order spreads that
     over both). cpu_wait_s: on the GPU, the eager runs wait up to that long for the host CPU's full
-    speed (cpu_speed), and are timed again, up to twice, where it ended slow."""
+    speed (cpu_speed), and are timed again, up to twice, where it ended slow. dispatch_probe: on the
+    GPU, the host's dispatch speed (dispatch_probe.probe_ms) probed around the timed eager runs."""
     fn = lambda: run(ranges)  # noqa: E731
     graph_ms, graph_error = None, None
 
@@ -302,9 +315,13 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
         replayed()
     waits = cuda and cpu_wait_s > 0
     probe = None  # the slower of the probes before and after the eager runs kept
+    dispatch = None
     for _ in range(3 if waits else 1):
         before = cpu_speed.wait_for_full_speed(cpu_wait_s) if waits else None
-        eager = time_eager(fn, cuda, reps, warmup, settle_ms)
+        if cuda and dispatch_probe is not None:
+            eager, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe)
+        else:
+            eager = time_eager(fn, cuda, reps, warmup, settle_ms)
         if not waits:
             break
         probe = max(before, cpu_speed.current_ms())
@@ -317,4 +334,4 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     else:
         by_part, busy, span, count = {}, None, None, 0
     return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, by_part, busy, span, count,
-                  graph_error, eager, probe)
+                  graph_error, eager, probe, dispatch)

@@ -36,10 +36,12 @@ struct HostCosts {
   std::array<double, kLaunchKinds> us{};  // microseconds of host time per launch of each kind
   bool pad_v = false;                     // the up-projection pads V (FlashAttention-2): one more concat per step
   std::string holds_for;                  // "Intel Xeon ..., torch 2.11.0, mlaplan.prefill's executor loop"
-  // The host CPU's speed the costs are stated at: the fixed Python loop of mlaplan.prefill.cpu_speed,
-  // in ms (the fit's runs' median). Dispatch scales with it, so a run probed at p costs us x p /
-  // probe_ms; 0: not recorded (the costs as they are).
+  // The host's speed the costs are stated at, in ms of its probe (the fit's runs' median): `probe`
+  // says which, "cpu" (mlaplan.prefill.cpu_speed's fixed Python loop; a file that names none) or
+  // "dispatch" (a small layer's issue time, mlaplan.prefill.dispatch_probe). Dispatch scales with it,
+  // so a run probed at p costs us x p / probe_ms; 0: not recorded (the costs as they are).
   double probe_ms = 0;
+  std::string probe = "cpu";
   double of(LaunchKind k) const { return us[static_cast<size_t>(k)]; }
 };
 
