@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Draws a held-out batch set for validating cost files (docs/data/cost-validation/seed-N/): `mlaplan gen`
+of the short-chat and coding-agent presets (that seed, pages of 64, four steps each) and four steps of
+the Mooncake conversation trace's requests FIRST to FIRST + 1,999 replayed through an unlimited prefix
+cache, each the first step with at least 4,096 cached tokens from 30%, 50%, 70% and 90% of the way.
+
+  scripts/heldout_batches.py SEED FIRST OUT_DIR --trace conversation_trace.jsonl [--mlaplan build/mlaplan]
+
+The trace is Mooncake's FAST25-release/traces/conversation_trace.jsonl (github.com/kvcache-ai/Mooncake).
+Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+REQUESTS, MIN_CACHED, MARKS = 2000, 4096, (30, 50, 70, 90)
+
+
+def gen(mlaplan, *args):
+    r = subprocess.run([mlaplan, "gen", "--page-size", "64", *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(r.stderr.strip() or f"mlaplan gen exited {r.returncode}")
+    return json.loads(r.stdout)
+
+
+def write(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("seed", type=int)
+    ap.add_argument("first", type=int, help="the trace's first request replayed (1-based)")
+    ap.add_argument("out_dir")
+    ap.add_argument("--trace", required=True)
+    ap.add_argument("--mlaplan", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "mlaplan"))
+    a = ap.parse_args()
+    os.makedirs(a.out_dir, exist_ok=True)
+    for w in ("short-chat", "coding-agent"):
+        write(os.path.join(a.out_dir, f"{w}.json"), gen(a.mlaplan, "--workload", w, "--seed", str(a.seed), "--batches", "4"))
+    with open(a.trace) as f:
+        lines = f.readlines()[a.first - 1 : a.first - 1 + REQUESTS]
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as part:
+        part.writelines(lines)
+        part.flush()
+        steps = gen(a.mlaplan, "--replay", part.name)["scenarios"]
+    picked = []
+    for i, mark in enumerate(MARKS):
+        at = len(steps) * mark // 100
+        k = next(k for k in range(at, len(steps)) if sum(steps[k]["cache_lengths"]) >= MIN_CACHED)
+        s = dict(steps[k], name=f"mooncake-replay-{i}")
+        s["description"] = (f"Mooncake conversation trace, requests {a.first:,} to {a.first + REQUESTS - 1:,} replayed through "
+                            f"an unlimited prefix cache: step {k + 1} of {len(steps)}, the first with at least {MIN_CACHED:,} "
+                            f"cached tokens from {mark}% on; mlaplan gen --replay")
+        picked.append(s)
+    write(os.path.join(a.out_dir, "mooncake-replay.json"), {"scenarios": picked})
+
+
+if __name__ == "__main__":
+    main()
