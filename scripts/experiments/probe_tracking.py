@@ -11,6 +11,8 @@ between probes of three shapes, each taken just before and just after it:
   even split, one iteration: a different plan from the one timed).
 For each, prints the correlation with the layer's times and the spread the layer's eager time keeps
 once scaled by the probe (p50 and p90 of |t / probe / median - 1|), against its spread unscaled.
+With --interleave the layer's probe is also taken before each timed repetition (and after the last),
+and `layer, each rep` is the median of those probes, beside `layer, ends`, the mean of the first and last.
 
   python scripts/experiments/probe_tracking.py [--rounds 150] [--json OUT.json]   # on a CUDA GPU
 """
@@ -60,6 +62,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=150)
     ap.add_argument("--pause-s", type=float, default=0.2)
     ap.add_argument("--json")
+    ap.add_argument("--interleave", action="store_true")
     args = ap.parse_args()
     timed, ref = warmed_layer(*TIMED), warmed_layer(*REFERENCE)
     tiny = torch.zeros(1, device="cuda")
@@ -71,13 +74,29 @@ def main():
     t0 = time.monotonic()
     for _ in range(args.rounds):
         before = {k: f() for k, f in probes.items()}
-        eager = statistics.median(time_eager(lambda: execute(timed), True, 5, 1))
+        if args.interleave:
+            execute(timed)  # the warm-up run
+            samples, each = [], []
+            for _ in range(5):
+                each.append(probes["layer"]())
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                execute(timed)
+                end.record()
+                end.synchronize()
+                samples.append(start.elapsed_time(end))
+            each.append(probes["layer"]())
+            eager = statistics.median(samples)
+        else:
+            eager = statistics.median(time_eager(lambda: execute(timed), True, 5, 1))
         host = time_host(lambda: execute(timed), 3)
         after = {k: f() for k, f in probes.items()}
         rows.append({"t_s": time.monotonic() - t0, "eager_ms": eager,
                      "host_ms": statistics.median(host) if host else None,
                      **{k: (before[k] + after[k]) / 2 for k in probes},
-                     **{k + "_change": after[k] / before[k] - 1 for k in probes}})
+                     **{k + "_change": after[k] / before[k] - 1 for k in probes},
+                     **({"layer, ends": (each[0] + each[-1]) / 2, "layer, each rep": statistics.median(each)}
+                        if args.interleave else {})})
         time.sleep(args.pause_s)
     if args.json:  # the figures first, so that a failed print leaves them
         with open(args.json, "w") as f:
@@ -89,12 +108,12 @@ def main():
     print(f"{len(ok)} of {args.rounds} rounds over {rows[-1]['t_s']:.0f} s; eager p10/p50/p90 "
           f"{np.quantile(eager, 0.1):.3f}/{np.median(eager):.3f}/{np.quantile(eager, 0.9):.3f} ms")
     e50, e90 = spread(eager)
-    print(f"{'probe':9} {'p50 ms':>8} {'corr eager':>11} {'corr host':>10} {'eager spread p50/p90':>22}   "
+    print(f"{'probe':15} {'p50 ms':>8} {'corr eager':>11} {'corr host':>10} {'eager spread p50/p90':>22}   "
           f"(unscaled {100 * e50:.1f}%/{100 * e90:.1f}%)")
-    for k in probes:
+    for k in [*probes, *(["layer, ends", "layer, each rep"] if args.interleave else [])]:
         v = np.asarray([r[k] for r in ok])
         s50, s90 = spread(eager / v)
-        print(f"{k:9} {np.median(v):8.3f} {np.corrcoef(eager, v)[0, 1]:+11.2f} {np.corrcoef(host, v)[0, 1]:+10.2f} "
+        print(f"{k:15} {np.median(v):8.3f} {np.corrcoef(eager, v)[0, 1]:+11.2f} {np.corrcoef(host, v)[0, 1]:+10.2f} "
               f"{100 * s50:>13.1f}%/{100 * s90:.1f}%")
 
 
