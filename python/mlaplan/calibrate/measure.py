@@ -33,7 +33,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     sglang_path and trtllm_path (default ENGINE_PATHS); graph_first: the graph replays timed before
     the eager runs (timing.measure), recorded as `graph_first` where set; cpu_wait_s: the eager runs
     wait up to that long for the host CPU's full speed, the probe's ms recorded (`cpu_probe_ms`); on the
-    GPU the host's dispatch probe around them is recorded too (`dispatch_probe_ms`)."""
+    GPU the median of the host's dispatch probes beside them is recorded too (`dispatch_probe_ms`)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths

@@ -3,11 +3,14 @@ executor, with the measured layer's model, kernel, merge and running-state dtype
 
 cpu_speed's pure-Python loop follows the host's speed only in part. On the H200's host, over 150
 rounds, a host-bound short-chat layer's eager time kept a spread of 14% at the median (32% at p90)
-once divided by that loop's time, and 5% (23%) once divided by this probe's; unscaled it spread 19%
-(45%) (scripts/experiments/probe_tracking.py, docs/cost-model.md). Dispatch runs torch's dispatcher,
-the attention kernel's Python wrappers and the driver, whose code and data the loop does not touch,
-so a slow moment for one need not be one for the other. Eager records keep this probe beside the
-loop's (`dispatch_probe_ms`), and a host fit states its costs at it where every run has it.
+once divided by that loop's time, and 5% (23%) once divided by this probe's taken before and after
+it; unscaled it spread 19% (45%). Taken before each timed repetition, the probes' median left 4%
+(10%) in another session, where the loop left 8% (32%) and the time spread 7% (50%)
+(scripts/experiments/probe_tracking.py, docs/cost-model.md). Dispatch runs torch's dispatcher, the
+attention kernel's Python wrappers and the driver, whose code and data the loop does not touch, so a
+slow moment for one need not be one for the other. Eager records keep this probe beside the loop's
+(`dispatch_probe_ms`, timing.time_eager_probed), and a host fit states its costs at it where every
+run has it.
 """
 from __future__ import annotations
 

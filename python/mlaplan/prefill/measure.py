@@ -35,7 +35,7 @@ class Run:
     graph_error: Optional[str] = None
     host_ms: Optional[float] = None  # the host's dispatch of one layer, the GPU held busy (timing.time_host)
     cpu_probe_ms: Optional[float] = None  # the host CPU's speed probe at the eager runs (cpu_speed; cpu_wait_s > 0)
-    dispatch_probe_ms: Optional[float] = None  # the host's dispatch probe around the eager runs (dispatch_probe; GPU)
+    dispatch_probe_ms: Optional[float] = None  # the median of the host's dispatch probes beside the eager runs (dispatch_probe; GPU)
     launches: Dict[str, int] = field(default_factory=dict)  # kernels one layer launches, by kind (executor.LAUNCH_KINDS)
     parts_ms: Dict[str, float] = field(default_factory=dict)
     gpu_busy_ms: Optional[float] = None
@@ -102,7 +102,7 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     layers) and count the layer's launches by kind (launches), what eager time is fitted on.
     cpu_wait_s: on the GPU, the eager runs and the host's dispatch wait up to that long for the host
     CPU's full speed (cpu_speed), and the probe's ms is kept (cpu_probe_ms). On the GPU the host's
-    dispatch speed is probed around the timed eager runs (dispatch_probe_ms)."""
+    dispatch speed is probed before each timed eager run and after the last (dispatch_probe_ms, their median)."""
     p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
