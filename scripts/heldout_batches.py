@@ -19,17 +19,20 @@ import tempfile
 REQUESTS, MIN_CACHED, MARKS = 2000, 4096, (30, 50, 70, 90)
 
 
+def fail(why):
+    print(f"mlaplan: error: heldout_batches.py: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
 def gen(mlaplan, *args):
-    r = subprocess.run([mlaplan, "gen", "--page-size", "64", *args], capture_output=True, text=True)
+    try:
+        r = subprocess.run([mlaplan, "gen", "--page-size", "64", *args], capture_output=True, text=True)
+    except OSError as e:
+        fail(f"{mlaplan}: {e.strerror}; build it (scripts/build.sh) or give --mlaplan")
     if r.returncode != 0:
-        sys.exit(r.stderr.strip() or f"mlaplan gen exited {r.returncode}")
+        last = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1].removeprefix("mlaplan: error: ")
+        fail(f"mlaplan gen {' '.join(args)}: {last}")
     return json.loads(r.stdout)
-
-
-def write(path, doc):
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
 
 
 def main():
@@ -40,11 +43,15 @@ def main():
     ap.add_argument("--trace", required=True)
     ap.add_argument("--mlaplan", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "mlaplan"))
     a = ap.parse_args()
-    os.makedirs(a.out_dir, exist_ok=True)
-    for w in ("short-chat", "coding-agent"):
-        write(os.path.join(a.out_dir, f"{w}.json"), gen(a.mlaplan, "--workload", w, "--seed", str(a.seed), "--batches", "4"))
-    with open(a.trace) as f:
-        lines = f.readlines()[a.first - 1 : a.first - 1 + REQUESTS]
+    try:
+        with open(a.trace) as f:
+            lines = f.readlines()[a.first - 1 : a.first - 1 + REQUESTS]
+    except (OSError, UnicodeDecodeError) as e:
+        fail(f"{a.trace}: {getattr(e, 'strerror', None) or e}; give Mooncake's conversation_trace.jsonl")
+    if a.first < 1 or len(lines) < REQUESTS:
+        fail(f"{a.trace}: requests {a.first} to {a.first + REQUESTS - 1} are not all there ({len(lines)} from {a.first}); "
+             "give a FIRST of 1 or more that leaves 2,000 requests")
+    docs = {w: gen(a.mlaplan, "--workload", w, "--seed", str(a.seed), "--batches", "4") for w in ("short-chat", "coding-agent")}
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as part:
         part.writelines(lines)
         part.flush()
@@ -52,13 +59,23 @@ def main():
     picked = []
     for i, mark in enumerate(MARKS):
         at = len(steps) * mark // 100
-        k = next(k for k in range(at, len(steps)) if sum(steps[k]["cache_lengths"]) >= MIN_CACHED)
+        k = next((k for k in range(at, len(steps)) if sum(steps[k]["cache_lengths"]) >= MIN_CACHED), None)
+        if k is None:
+            fail(f"{a.trace}: no step from {mark}% on has {MIN_CACHED:,} cached tokens; replay other requests")
         s = dict(steps[k], name=f"mooncake-replay-{i}")
         s["description"] = (f"Mooncake conversation trace, requests {a.first:,} to {a.first + REQUESTS - 1:,} replayed through "
                             f"an unlimited prefix cache: step {k + 1} of {len(steps)}, the first with at least {MIN_CACHED:,} "
                             f"cached tokens from {mark}% on; mlaplan gen --replay")
         picked.append(s)
-    write(os.path.join(a.out_dir, "mooncake-replay.json"), {"scenarios": picked})
+    docs["mooncake-replay"] = {"scenarios": picked}
+    try:  # written only once all three are drawn
+        os.makedirs(a.out_dir, exist_ok=True)
+        for name, doc in docs.items():
+            with open(os.path.join(a.out_dir, f"{name}.json"), "w") as f:
+                json.dump(doc, f, indent=2)
+                f.write("\n")
+    except OSError as e:
+        fail(f"{a.out_dir}: {e.strerror}; give a folder that can be written")
 
 
 if __name__ == "__main__":
