@@ -150,6 +150,8 @@ void predict(io::PlanReport& r, const policies::Policy& policy, const RunCost& c
   if (eager) {
     t.host_bound_share = t.layer_us > 0 ? eager->clock.waited() / t.layer_us : 0.0;
     t.host_holds_for = c.model.host->holds_for;
+    t.host_probe = c.model.host->probe;
+    t.host_probe_ms = c.model.host->probe_ms;
   }
   t.iteration_us = c.model.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
   // The bound: the least the model predicts for the batch under the policy, of a buffer that holds it

@@ -167,6 +167,33 @@ TEST(EagerCli, GraphOutputsUnchanged) {
   const auto run = run_cli(std::string("run ") + MLAPLAN_SOURCE_DIR + "/scenarios/worked-example.json --model deepseek-v3 --tp 8 --cost " + kExample +
                            " --timing eager");
   EXPECT_TRUE(test::has(run.out, "+ host costs, priced eagerly")) << run.out << run.err;
+  EXPECT_FALSE(test::has(run.out, "stated at")) << run.out;  // the example records no probe
+}
+
+// Where the file records the host speed its costs are stated at, run and sweep say so: run's host
+// line and JSON, sweep's JSON costs; graph timing says nothing of it.
+TEST(EagerCli, TheHostSpeedOfTheCostsIsNamed) {
+  const auto dir = fresh_dir("probe");
+  json j = json::parse(test::slurp(kExample));
+  j["host"]["probe_ms"] = 0.82;
+  j["host"]["probe"] = "dispatch";
+  const std::string file = (dir / "probed.json").string();
+  test::write(file, j.dump(2));
+  const std::string scenario = std::string(MLAPLAN_SOURCE_DIR) + "/scenarios/worked-example.json --model deepseek-v3 --tp 8 --cost ";
+  const auto text = run_cli("run " + scenario + file + " --timing eager");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_TRUE(test::has(text.out, "; stated at a dispatch probe of 0.820 ms\n")) << text.out;
+  const json t = run_json("run " + scenario + file + " --timing eager --format json")["predicted_time"];
+  EXPECT_EQ(t["host_probe"], "dispatch");
+  EXPECT_DOUBLE_EQ(t["host_probe_ms"].get<double>(), 0.82);
+  EXPECT_FALSE(run_json("run " + scenario + file + " --format json")["predicted_time"].contains("host_probe"));
+  const json s = run_json("sweep --workload short-chat --batches 20 --cost " + file + " --timing eager --format json");
+  EXPECT_EQ(s["costs"][0]["host_probe"], "dispatch");
+  EXPECT_DOUBLE_EQ(s["costs"][0]["host_probe_ms"].get<double>(), 0.82);
+  j["host"].erase("probe");  // a file that names no probe is stated at the CPU probe
+  test::write(file, j.dump(2));
+  EXPECT_TRUE(test::has(run_cli("run " + scenario + file + " --timing eager").out, "stated at a CPU probe of 0.820 ms"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

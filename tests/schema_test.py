@@ -40,6 +40,8 @@ scenario_schema = validator("scenario.schema.json")
 output_schema = validator("run-output.schema.json")
 sweep_schema = validator("sweep-output.schema.json")
 cost = os.path.join(source, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
+# A shipped file with a host section stated at the dispatch probe: eager outputs name it.
+eager_cost = os.path.join(source, "costs", "h200", "deepseek-v3-tp8-bf16-fa3.json")
 failures = []
 
 
@@ -86,7 +88,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # run's JSON output.
     outputs = 0
     for f in bundled:
-        for extra in (["--policy", "variants"], ["--model", "deepseek-v3", "--tp", "8"], ["--policy", "variants", "--cost", cost]):
+        for extra in (["--policy", "variants"], ["--model", "deepseek-v3", "--tp", "8"], ["--policy", "variants", "--cost", cost],
+                      ["--cost", eager_cost, "--timing", "eager"]):
             r = mlaplan("run", f, "--backend", "cpu", "--format", "json", *extra)
             if r.returncode == 2 and "infeasible" in r.stderr:
                 continue  # max alone refuses an infeasible scenario: no output
@@ -102,7 +105,8 @@ with tempfile.TemporaryDirectory() as tmp:
     base = ["sweep", "--workload", "coding-agent", "--batches", "200", "--buffer-tokens", "4096:262144:x4", "--format", "json",
             "--no-progress", "--max-chunks", "16,64"]
     for extra in ([], ["--model", "deepseek-v3,kimi-k2", "--tp", "8", "--recommend", "--max-iterations", "4"],
-                  ["--cost", cost], ["--cost", cost, "--policy", "variants", "--recommend", "--objective", "time", "--within", "3%"]):
+                  ["--cost", cost], ["--cost", cost, "--policy", "variants", "--recommend", "--objective", "time", "--within", "3%"],
+                  ["--cost", eager_cost, "--timing", "eager"]):
         r = mlaplan(*base, *extra)
         assert r.returncode == 0, f"sweep {extra}: {r.stderr}"
         doc = json.loads(r.stdout)

@@ -70,8 +70,11 @@ std::string format_plan_json(const PlanReport& r) {
         quoted(t.cost_file), quoted(t.holds_for), quoted(t.model), t.tp, t.layers, t.iterations, t.layer_us / 1e3,
         t.step_ms(t.layer_us), t.iteration_share(), t.step_ms(t.lower_bound_us), t.over_lower_bound(), quoted(t.path),
         quoted(t.path_reason),
-        t.host_bound_share ? fmt::format(", \"timing\": \"eager\", \"host_bound_share\": {:.6f}, \"host_holds_for\": {}",
-                                         *t.host_bound_share, quoted(t.host_holds_for))
+        t.host_bound_share ? fmt::format(", \"timing\": \"eager\", \"host_bound_share\": {:.6f}, \"host_holds_for\": {}{}",
+                                         *t.host_bound_share, quoted(t.host_holds_for),
+                                         t.host_probe_ms > 0 ? fmt::format(", \"host_probe\": {}, \"host_probe_ms\": {:.6f}",
+                                                                           quoted(t.host_probe), t.host_probe_ms)
+                                                             : "")
                            : "");
   }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
@@ -137,7 +140,11 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
                                          "for the host)", 100.0 * *t.host_bound_share)
                            : "",
         printable(t.cost_file), printable(t.holds_for));
-    if (t.host_bound_share) put("          host costs: {}\n", printable(t.host_holds_for));
+    if (t.host_bound_share)
+      put("          host costs: {}{}\n", printable(t.host_holds_for),
+          t.host_probe_ms > 0 ? fmt::format("; stated at a {} probe of {:.3f} ms", t.host_probe == "dispatch" ? "dispatch" : "CPU",
+                                            t.host_probe_ms)
+                              : "");
     put("path      {}: {}{}\n", printable(t.path), printable(t.path_reason),
         t.path == "chunked" ? "" : "; the chunk table below is the policy's plan, which it does not run");
   }

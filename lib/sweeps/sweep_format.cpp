@@ -323,7 +323,13 @@ std::string format_sweep_json(const SweepReport& rep) {
                             {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date}});
     if (sweep_has_eager(s)) {  // the times are eager: the host section they were priced with
       for (size_t k = 0; k < s.costs.size(); ++k)
-        if (s.costs[k].host) j["costs"][k]["host_holds_for"] = s.costs[k].host->holds_for;
+        if (s.costs[k].host) {
+          j["costs"][k]["host_holds_for"] = s.costs[k].host->holds_for;
+          if (s.costs[k].host->probe_ms > 0) {  // the host speed the costs are stated at
+            j["costs"][k]["host_probe"] = s.costs[k].host->probe;
+            j["costs"][k]["host_probe_ms"] = s.costs[k].host->probe_ms;
+          }
+        }
       j["predicted_timing"] = "eager";
     }
   }

@@ -45,6 +45,10 @@ struct TimeFigures {
   // step the device waits for the host; none under graph timing.
   std::optional<double> host_bound_share;
   std::string host_holds_for;  // eager: what the file's host section holds for
+  // eager: the host speed its costs are stated at, the file's probe_ms of its probe ("cpu" or
+  // "dispatch"); 0 where the file records none.
+  std::string host_probe;
+  double host_probe_ms = 0;
 
   double step_ms(double us) const { return us * layers / 1e3; }  // a layer's us as a step's ms
   double iteration_share() const { return layer_us > 0 ? iteration_us / layer_us : 0.0; }
