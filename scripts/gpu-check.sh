@@ -29,7 +29,7 @@
 # validated on the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and
 # raw measurements come beside the logs (cost-*.json, measurements-*.json). Part calibrate-host times
 # the host-bound steps of DeepSeek-V3 and Kimi-K2 at TP 8 at the host CPU's full speed, HOST_SECONDS
-# (200) each, and refits the shipped files' host sections on them (host-runs-*.json, refit-*.json).
+# (200) each (HOST_MODELS narrows it), and refits the shipped files' host sections on them (host-runs-*.json, refit-*.json).
 #
 # The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
@@ -456,8 +456,9 @@ if [[ $part == calibrate-more ]]; then
   step "calibrate kimi-k2 TP 8" calibrate-kimi-tp8.log calibrate kimi-k2-tp8 kimi-k2 8 200 120
 fi
 if [[ $part == calibrate-host ]]; then
-  step "full-speed host runs: v3 TP 8" host-v3-tp8.log calibrate_host deepseek-v3 8 "${HOST_SECONDS:-200}"
-  step "full-speed host runs: kimi TP 8" host-kimi-tp8.log calibrate_host kimi-k2 8 "${HOST_SECONDS:-200}"
+  for m in ${HOST_MODELS:-deepseek-v3 kimi-k2}; do
+    step "full-speed host runs: $m TP 8" "host-$m-tp8.log" calibrate_host "$m" 8 "${HOST_SECONDS:-200}"
+  done
 fi
 if [[ $part == heldout ]]; then
   step "held out: deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 215 "" 250 mooncake-replay short-chat coding-agent
