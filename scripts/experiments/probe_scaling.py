@@ -1,7 +1,7 @@
 """How the host costs should follow the host CPU's speed: prices held-out eager runs with a cost file
 three ways, per workload (median / p90 of |error|): `none`, every run at the file's host speed;
-`run`, each run's host costs scaled by its own CPU probe over the file's `probe_ms` (what validate
-does); `session`, every run at its measurement's median probe. With --exponent E the file's own
+`run`, each run's host costs scaled by its own probe (of the file's kind, `host.probe`) over the
+file's `probe_ms` (what validate does); `session`, every run at its measurement's median probe. With --exponent E the file's own
 refit (its recorded `python -m mlaplan.calibrate --refit ...` command) is run again with each run
 scaled by (probe ratio)^E, and that file prices the runs, each at its own probe, likewise. A CPU
 computation on saved runs (docs/cost-model.md, "The host costs").
@@ -25,8 +25,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def errors(cost, recs, probe_of):
-    """|error| of each run's eager prediction, its probe replaced by probe_of(run)."""
-    return [abs(predict_us(cost, dict(r, cpu_probe_ms=probe_of(r)), "eager") / 1e3 / r["eager_ms"] - 1) for r in recs]
+    """|error| of each run's eager prediction, its probe (of the file's kind) replaced by probe_of(run)."""
+    key = fit.PROBES[cost["host"].get("probe", "cpu")]
+    return [abs(predict_us(cost, dict(r, **{key: probe_of(r)}), "eager") / 1e3 / r["eager_ms"] - 1) for r in recs]
 
 
 def refit(cost_path, exponent, out):
@@ -35,7 +36,7 @@ def refit(cost_path, exponent, out):
         args = shlex.split(json.load(f)["command"])[3:]
     args[args.index("-o") + 1] = out
     code = ("import sys; from mlaplan.calibrate import fit; o = fit.probe_scale; "
-            f"fit.probe_scale = lambda r, p: o(r, p) ** {exponent!r}; "
+            f"fit.probe_scale = lambda *a: o(*a) ** {exponent!r}; "
             "from mlaplan.calibrate.__main__ import entry; sys.exit(entry(sys.argv[1:]))")
     r = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
@@ -50,6 +51,7 @@ def main():
     args = p.parse_args()
     cost = read_cost(args.cost)
     ref = cost["host"].get("probe_ms")
+    key = fit.PROBES[cost["host"].get("probe", "cpu")]  # the probe the file's costs are stated at
     if not ref:
         sys.exit(f"{args.cost}: host.probe_ms: missing; refit it on probed runs")
     refits = {}
@@ -63,17 +65,17 @@ def main():
         print("| --- | --- | --- | --- | --- | --- |" + " --- |" * len(args.exponent))
         for path in args.measured:
             with open(path) as f:
-                recs = [r for r in json.load(f)["records"] if r.get("eager_ms") and r.get("cpu_probe_ms")]
-            median = float(np.median([r["cpu_probe_ms"] for r in recs]))
+                recs = [r for r in json.load(f)["records"] if r.get("eager_ms") and r.get(key)]
+            median = float(np.median([r[key] for r in recs]))
             for w in sorted({r["workload"] for r in recs}):
                 rs = [r for r in recs if r["workload"] == w]
-                cells = [errors(cost, rs, lambda r: ref), errors(cost, rs, lambda r: r["cpu_probe_ms"]),
+                cells = [errors(cost, rs, lambda r: ref), errors(cost, rs, lambda r: r[key]),
                          errors(cost, rs, lambda r: median)]
                 for e, c in refits.items():
                     scale = fit.probe_scale
-                    fit.probe_scale = lambda r, q, s=scale, e=e: s(r, q) ** e
+                    fit.probe_scale = lambda *a, s=scale, e=e: s(*a) ** e
                     try:
-                        cells.append(errors(c, rs, lambda r: r["cpu_probe_ms"]))
+                        cells.append(errors(c, rs, lambda r: r[key]))
                     finally:
                         fit.probe_scale = scale
                 text = " | ".join(f"{100 * np.median(x):.1f}%, {100 * np.quantile(x, 0.9):.1f}%" for x in cells)
