@@ -25,8 +25,9 @@ from .inputs import host_page_table, random_inputs
 from .schedule import build_schedule
 
 # The layer: 8 sequences of 500-1,207 cached and 64 new tokens, pages of 64, the even split at a
-# buffer that holds them all: one iteration, 6 launches (gather, up-projection, concat, attention
-# over the cache and the new tokens, merge). Small, so the probe costs about a millisecond.
+# buffer that holds them all: one iteration, 8 launches with V as it is (the gather; an up-projection,
+# a concat and an attention for the cache and for the new tokens; the merge), 10 with V padded.
+# Small, so the probe costs about a millisecond.
 CACHE = [500 + 101 * i for i in range(8)]
 NEW = [64] * 8
 PAGE_SIZE = 64
