@@ -8,7 +8,8 @@ between probes of three shapes, each taken just before and just after it:
 - python: cpu_speed's loop (what the records keep as cpu_probe_ms);
 - launches: 200 bare torch launches on a one-element CUDA tensor, the host's issue time;
 - layer: the host's issue time of another, small layer through the same executor (8 sequences, the
-  even split, one iteration: a different plan from the one timed).
+  even split, one iteration: a different plan from the one timed), mlaplan.prefill.dispatch_probe,
+  what eager records keep as dispatch_probe_ms.
 For each, prints the correlation with the layer's times and the spread the layer's eager time keeps
 once scaled by the probe (p50 and p90 of |t / probe / median - 1|), against its spread unscaled.
 With --interleave the layer's probe is also taken before each timed repetition (and after the last),
@@ -24,13 +25,12 @@ import time
 import numpy as np
 import torch
 
-from mlaplan.prefill import cpu_speed
+from mlaplan.prefill import cpu_speed, dispatch_probe
 from mlaplan.prefill.executor import execute
-from mlaplan.prefill.timing import time_eager, time_host
+from mlaplan.prefill.timing import time_eager, time_eager_probed, time_host
 from warmed_layer import warmed_layer
 
 TIMED = ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384)
-REFERENCE = ([500 + 101 * i for i in range(8)], [64] * 8, "even-split", 65536)
 
 
 def launches_ms(t, n=200):
@@ -38,15 +38,6 @@ def launches_ms(t, n=200):
     t0 = time.perf_counter()
     for _ in range(n):
         t.add_(1)
-    ms = (time.perf_counter() - t0) * 1e3
-    torch.cuda.synchronize()
-    return ms
-
-
-def issue_ms(p):
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    execute(p)
     ms = (time.perf_counter() - t0) * 1e3
     torch.cuda.synchronize()
     return ms
@@ -64,28 +55,24 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--interleave", action="store_true")
     args = ap.parse_args()
-    timed, ref = warmed_layer(*TIMED), warmed_layer(*REFERENCE)
+    timed = warmed_layer(*TIMED)
     tiny = torch.zeros(1, device="cuda")
     probes = {"python": cpu_speed.current_ms, "launches": lambda: min(launches_ms(tiny), launches_ms(tiny)),
-              "layer": lambda: min(issue_ms(ref), issue_ms(ref))}
+              "layer": lambda: dispatch_probe.probe_ms(timed)}
     for f in probes.values():  # first calls out of the way
         f()
     rows = []
     t0 = time.monotonic()
     for _ in range(args.rounds):
         before = {k: f() for k, f in probes.items()}
-        if args.interleave:
-            execute(timed)  # the warm-up run
-            samples, each = [], []
-            for _ in range(5):
+        if args.interleave:  # as eager records are timed (timing.time_eager_probed), each probe kept
+            each = []
+
+            def kept():
                 each.append(probes["layer"]())
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                execute(timed)
-                end.record()
-                end.synchronize()
-                samples.append(start.elapsed_time(end))
-            each.append(probes["layer"]())
+                return each[-1]
+
+            samples, _ = time_eager_probed(lambda: execute(timed), 5, 1, 0.0, kept)
             eager = statistics.median(samples)
         else:
             eager = statistics.median(time_eager(lambda: execute(timed), True, 5, 1))
@@ -100,7 +87,8 @@ def main():
         time.sleep(args.pause_s)
     if args.json:  # the figures first, so that a failed print leaves them
         with open(args.json, "w") as f:
-            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "timed": TIMED, "reference": REFERENCE,
+            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "timed": TIMED,
+                       "reference": [dispatch_probe.CACHE, dispatch_probe.NEW, dispatch_probe.POLICY, dispatch_probe.BUFFER_TOKENS],
                        "rows": rows}, f)
     ok = [r for r in rows if r["host_ms"] is not None]
     eager = np.asarray([r["eager_ms"] for r in ok])
