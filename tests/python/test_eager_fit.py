@@ -19,7 +19,7 @@ pytest.importorskip("scipy", reason="the calibration fits with scipy (pip instal
 
 from mlaplan.calibrate import fit  # noqa: E402
 from mlaplan.calibrate.grid import Point, eager_us, features, make_grid  # noqa: E402
-from mlaplan.calibrate.validate import predict_us  # noqa: E402
+from mlaplan.calibrate.validate import predict_us, ratio_check  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-eager-example.json")
@@ -245,6 +245,25 @@ def test_validate_eager_needs_host_costs(tmp_path):
     assert {(m["policy"], m["buffer_tokens"]) for m in q["misses"]} == {k for k, (e, g) in want.items() if abs(e / g - 1.5) > 0.1}
     assert all(m["measured"] == pytest.approx(1.5) for m in q["misses"])
     assert f"predicted within 0.1 of the measured (the same runs) at {q['within']} of {q['settings']} settings" in r.stdout
+    # Each setting's measured ratio carries its own range (every run spread 0.3 ms over 1 ms of graph
+    # time), and the misses inside it are counted: they are within the measurement's own noise.
+    assert all(m["measured_range"] == pytest.approx(0.3) for m in q["misses"])
+    inside = sum(abs(e / g - 1.5) <= 0.3 for k, (e, g) in want.items() if abs(e / g - 1.5) > 0.1)
+    assert q["misses_within_measured_range"] == inside
+    if q["misses"]:
+        assert f"{inside} of the {len(q['misses'])} misses are smaller than the measured ratio's own range" in r.stdout
+        assert "(its repetitions span 0.30)" in r.stdout
+    # Runs whose repetitions spread 5 ms: every miss is inside that; a run without its spread leaves its
+    # setting's range unknown, and uncounted.
+    priced = [dict(x, predicted_ms=predict_us(cost, x, "eager") / 1e3, eager_spread_ms=5.0) for x in recs]
+    q = ratio_check(cost, priced)
+    assert q["misses"] and q["misses_within_measured_range"] == len(q["misses"])
+    first = q["misses"][0]
+    for x in priced:
+        if (x["policy"], x["buffer_tokens"]) == (first["policy"], first["buffer_tokens"]):
+            x.pop("eager_spread_ms")
+    q = ratio_check(cost, priced)
+    assert q["misses"][0]["measured_range"] is None and q["misses_within_measured_range"] == len(q["misses"]) - 1
 
 
 torch = pytest.importorskip("torch", reason="timing the host's dispatch needs torch")
