@@ -29,7 +29,8 @@
 # validated on the same batches, and DeepSeek-V3 at TP 1 and Kimi-K2 at TP 8 calibrated. Cost files and
 # raw measurements come beside the logs (cost-*.json, measurements-*.json). Part calibrate-host times
 # the host-bound steps of DeepSeek-V3 and Kimi-K2 at TP 8 at the host CPU's full speed, HOST_SECONDS
-# (200) each (HOST_MODELS narrows it), and refits the shipped files' host sections on them (host-runs-*.json, refit-*.json).
+# (200) each (HOST_MODELS narrows it), and refits the shipped files' host sections on them, pooled with the runs a section
+# at the dispatch probe was fitted on (host-runs-*.json, refit-*.json).
 #
 # The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
@@ -237,8 +238,13 @@ calibrate_host() {
      --scenarios "$c/workloads-seed62/short-chat.json" "$c/workloads-seed61/coding-agent.json" "$c/workloads-seed62/mooncake-conv.json" \
      --buffer-tokens 8192,16384,65536 --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" \
      --measurements "$log_dir/host-runs-$tag.json" -o "$log_dir/host-cost-$tag.json") || return 1
-  PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/refit_host.py" "$(shipped_file "$1" "$2")" \
-    "$log_dir/host-runs-$tag.json" -o "$log_dir/refit-$tag.json"
+  # A shipped section at the dispatch probe is refitted on its own sessions' runs and these pooled
+  # (--keep), so that one session's host weighs by its share of the runs (docs/cost-model.md).
+  local shipped keep=()
+  shipped=$(shipped_file "$1" "$2")
+  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])).get("host", {}).get("probe") != "dispatch")' "$shipped" && keep=(--keep)
+  PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/refit_host.py" "$shipped" "$log_dir/host-runs-$tag.json" \
+    "${keep[@]}" ${MLAPLAN_COMMIT:+--commit "$MLAPLAN_COMMIT"} -o "$log_dir/refit-$tag.json"
 }
 
 # validate_cost SECONDS COST: a DeepSeek-V3 TP 8 file predicted, then measured with the executor, on the

@@ -3,7 +3,12 @@
 graph coefficients as they are: re-runs the `--refit` the file records in its `command`, with the
 same measurement files and options, adding `--host-from` the new runs. A CPU computation.
 
-  scripts/refit_host.py COST.json HOST-RUNS.json [...] [-o OUT.json]   # default: COST.json in place
+  scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]   # default: COST.json in place
+
+--keep pools the new runs with those the file's host section was fitted on (its command's
+--host-from), so that one session's host, a few percent off its probe throughout, weighs by its share
+of the runs; the fit prints each session's median error under the pooled costs. --commit names the
+commit the runs were measured at (the file's `commit`; without it, the checkout's).
 
 Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line). The refit runs as
 calibrate itself (this process becomes it), so Ctrl-C, SIGTERM and the output's rules are its own.
@@ -30,14 +35,18 @@ def rooted(path: str) -> str:
 
 
 def main(argv) -> int:
-    out = None
-    if "-o" in argv:
-        i = argv.index("-o")
-        if i + 1 >= len(argv):
-            return fail("-o: give the file to write")
-        out, argv = argv[i + 1], argv[:i] + argv[i + 2:]
-    if len(argv) < 2:
-        return fail("usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [-o OUT.json]")
+    opts = {}
+    for flag in ("-o", "--commit"):
+        if flag in argv:
+            i = argv.index(flag)
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return fail(f"{flag}: give {'the file to write' if flag == '-o' else 'the commit the runs were measured at'}")
+            opts[flag], argv = argv[i + 1], argv[:i] + argv[i + 2:]
+    out = opts.get("-o")
+    keep = "--keep" in argv
+    argv = [a for a in argv if a != "--keep"]
+    if len(argv) < 2 or any(a.startswith("-") for a in argv):
+        return fail("usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]")
     cost_path, host_runs = argv[0], [rooted(p) for p in argv[1:]]
     if not os.path.isfile(cost_path) or os.path.getsize(cost_path) > MAX_BYTES:
         return fail(f"{cost_path}: not a regular file of at most 256 MiB; give a cost file written by python -m mlaplan.calibrate")
@@ -51,18 +60,28 @@ def main(argv) -> int:
         return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")
-    kept, skip = [], False
+    kept, earlier, skip = [], [], None
     for a in args[3:]:  # the file's own options, less where it wrote to, what it recorded as its commit, and an older --host-from
         if skip:
             if a.startswith("-"):
-                skip = False
+                skip = None
             else:
+                if skip == "--host-from":
+                    earlier.append(a)
                 continue
         if a in ("-o", "--output", "--commit", "--host-from"):
-            skip = True
+            skip = a
             continue
         kept.append(a)
-    run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, "-o", rooted(out or cost_path)]
+    if keep:
+        if not earlier:
+            return fail(f"{cost_path}: command: no --host-from runs to keep; drop --keep")
+        again = [p for p in host_runs if p in earlier]
+        if again:
+            return fail(f"{again[0]}: already among the runs the file was fitted on; --keep pools them, give only new runs")
+        host_runs = earlier + host_runs
+    commit = ["--commit", opts["--commit"]] if "--commit" in opts else []
+    run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, *commit, "-o", rooted(out or cost_path)]
     os.chdir(ROOT)
     os.execv(sys.executable, run)
 

@@ -103,6 +103,27 @@ def test_host_fit_recovers_planted_costs():
     assert fit.fit_host([dict(r, eager_ms=None) for r in recs], _graph_fit(), 16, 132, False) is None
 
 
+def test_host_fit_reports_each_pooled_sessions_bias():
+    """Two sessions pooled, the second's host 10% slower throughout than its (absent) probe says: the
+    fit names each session's median signed error, the slow one predicted short and the other long, 10
+    points apart; with one session, or no labels, it names none."""
+    a, b = _host_records(80, 0.0, seed=0), _host_records(80, 0.0, seed=3)
+    slow = [dict(r, eager_ms=r["eager_ms"] * 1.1) for r in b]
+    h = fit.fit_host(a + slow, _graph_fit(), 16, 132, False, ["a.json"] * len(a) + ["b.json"] * len(slow))
+    got = {x["runs"]: x for x in h.sessions}
+    assert [x["runs"] for x in h.sessions] == ["a.json", "b.json"]
+    assert got["a.json"]["points"] == got["b.json"]["points"] == 80
+    assert got["a.json"]["median_error"] > 0 > got["b.json"]["median_error"]
+    assert got["a.json"]["median_error"] - got["b.json"]["median_error"] == pytest.approx(0.1, abs=0.03)
+    assert h.summary()["sessions"] == h.sessions
+    # Runs without an eager time are left out of their session's count.
+    h = fit.fit_host(a + [dict(r, eager_ms=None) for r in b[:5]] + slow[5:], _graph_fit(), 16, 132, False,
+                     ["a.json"] * len(a) + ["b.json"] * len(slow))
+    assert {x["runs"]: x["points"] for x in h.sessions} == {"a.json": 80, "b.json": 75}
+    assert fit.fit_host(a, _graph_fit(), 16, 132, False, ["a.json"] * len(a)).sessions == []
+    assert "sessions" not in fit.fit_host(a, _graph_fit(), 16, 132, False).summary()
+
+
 def test_host_fit_scales_each_run_by_its_cpu_probe():
     """Runs timed at two CPU speeds (probe 1.0 and 1.5 ms, the slow ones' dispatch 1.5x as long): the
     fit states the costs at the runs' median probe and recovers them, where a fit blind to the probe

@@ -29,10 +29,40 @@ def test_the_host_section_is_refitted_and_the_graph_fit_kept(tmp_path):
     assert "--host-from docs/data/cost-calibration/" in new["command"] and ROOT not in new["command"]
 
 
+def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
+    """--keep refits on the runs the file was fitted on and the new ones, and the file names each
+    session's bias; --commit is the file's commit."""
+    pytest.importorskip("scipy", reason="the fit needs scipy (pip install .[calibrate])")
+    out = tmp_path / "cost.json"
+    old = json.load(open(SHIPPED))
+    earlier = old["command"].split("--host-from ")[1].split(" -")[0].split()
+    r = run(SHIPPED, RUNS, "--keep", "--commit", "abc1234", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    new = json.loads(out.read_text())
+    assert new["commit"] == "abc1234" and new["coefficients"] == old["coefficients"]
+    assert new["command"].split("--host-from ")[1].split(" -")[0].split() == earlier + [os.path.relpath(RUNS, ROOT)]
+    sessions = new["host"]["fit"]["sessions"]
+    assert [x["runs"] for x in sessions] == earlier + [os.path.relpath(RUNS, ROOT)]
+    assert sum(x["points"] for x in sessions) == new["host"]["fit"]["points"]
+    assert "the sessions pooled" in r.stdout
+    # Runs the file was already fitted on are not pooled twice.
+    r = run(SHIPPED, os.path.join(ROOT, earlier[0]), "--keep", "-o", str(tmp_path / "again.json"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "already among the runs" in r.stderr, r.stderr
+    assert not (tmp_path / "again.json").exists()
+    # A file fitted without --host-from has no runs of its own to keep.
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(dict(old, command=old["command"].split(" --host-from ")[0] + " -o x.json")))
+    r = run(str(bare), RUNS, "--keep", "-o", str(tmp_path / "none.json"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no --host-from runs to keep" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("args,message", [
     ([SHIPPED], "usage: scripts/refit_host.py"),
     ([RUNS, RUNS], "command:"),  # a measurement file is not a cost file
     ([os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-eager-example.json"), RUNS], "command:"),
+    ([SHIPPED, RUNS, "--commit"], "--commit: give the commit"),
+    ([SHIPPED, RUNS, "-o"], "-o: give the file to write"),
+    ([SHIPPED, RUNS, "--kep"], "usage: scripts/refit_host.py"),
 ])
 def test_bad_input_is_one_line(args, message):
     r = run(*args)

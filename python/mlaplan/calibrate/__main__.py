@@ -114,7 +114,8 @@ def _pooled(paths: List[str]) -> dict:
         if doc.get("settle_ms") != first.get("settle_ms"):  # the clock they saw differs (docs/cost-model.md)
             raise UsageError(f"{path}: settle_ms: {doc.get('settle_ms')!r}, but {paths[0]} has {first.get('settle_ms')!r}; "
                              f"pool measurements timed at one clock (--settle-ms)")
-    pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(d["date"] for d in docs))
+    pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(d["date"] for d in docs),
+                  sessions=[p for p, d in zip(paths, docs) for _ in d["records"]])
     return pooled
 
 
@@ -194,7 +195,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         host_doc = _pooled(args.host_from)
         _require_alike(args.host_from[0], host_doc, args.refit[0] if args.refit else "this run", doc,
                        "give --host-from runs of the same model, TP, GPU and kernel")
-    host = fit_host(host_doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash") if args.timing == "graph" else None
+    host = fit_host(host_doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash",
+                    host_doc.get("sessions")) if args.timing == "graph" else None
     if args.host_from and host is None:
         raise UsageError(f"{' '.join(args.host_from)}: too few runs with both an eager and a graph time to fit the host costs "
                          f"(more than one per launch kind); measure more points")
@@ -218,6 +220,11 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"{100 * host.p90_abs_error:.1f}%; us per launch:")
         for name, value in host.launch_us.items():
             print(f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}")
+        if host.sessions:
+            spread = max(x["median_error"] for x in host.sessions) - min(x["median_error"] for x in host.sessions)
+            print(f"the sessions pooled, each's median signed error under these costs (they differ by {100 * spread:.1f} points):")
+            for x in host.sessions:
+                print(f"  {x['runs']}: {x['points']} points, {100 * x['median_error']:+.1f}%")
     return 0
 
 

@@ -191,11 +191,17 @@ class HostFit:
     not_identifiable: Dict[str, str] = field(default_factory=dict)
     probe_ms: Optional[float] = None  # the host speed launch_us is stated at (None: the runs were not probed)
     probe: Optional[str] = None       # which probe probe_ms is of (PROBES)
+    # Where runs of several sessions are pooled: each session's runs, points and median signed error
+    # under the pooled costs. A session whose host sat off its probe throughout shows as a bias.
+    sessions: List[dict] = field(default_factory=list)
 
     def summary(self) -> dict:
-        return {"points": self.points, "target": "eager_ms, by the two clocks over the graph coefficients",
-                "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
-                "not_identifiable": self.not_identifiable}
+        out = {"points": self.points, "target": "eager_ms, by the two clocks over the graph coefficients",
+               "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
+               "not_identifiable": self.not_identifiable}
+        if self.sessions:
+            out["sessions"] = self.sessions
+        return out
 
 
 # The probes a host section can be stated at (the cost file's host.probe), each the record field it
@@ -221,17 +227,22 @@ def common_probe(records: Sequence[dict]) -> Optional[str]:
     return None
 
 
-def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pad_v: bool) -> Optional[HostFit]:
+def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pad_v: bool,
+             sessions: Optional[Sequence[str]] = None) -> Optional[HostFit]:
     """Eager time's host costs: microseconds per launch of each kind, >= 0, such that the two clocks
     over the graph fit's device times give each point's measured eager time (robust least squares on
-    the relative error). None where fewer points than kinds have both times."""
+    the relative error). None where fewer points than kinds have both times. `sessions`, one label per
+    record (the file it came from), has the fit report each session's median signed error where there
+    are two or more."""
     try:
         from scipy.optimize import least_squares
     except ImportError as e:  # pragma: no cover - scipy comes with the calibrate extra
         raise ImportError("the host fit uses scipy.optimize.least_squares: pip install 'mlaplan[calibrate]' (scipy)") from e
     from .grid import Point, eager_us, record_sm
 
-    usable = [r for r in records if r.get("eager_ms") and r.get("graph_ms")]
+    keep = [i for i, r in enumerate(records) if r.get("eager_ms") and r.get("graph_ms")]
+    usable = [records[i] for i in keep]
+    labels = [sessions[i] for i in keep] if sessions is not None else None
     if len(usable) <= len(LAUNCH_KINDS):
         return None
     y = np.asarray([r["eager_ms"] * 1e3 for r in usable])
@@ -253,6 +264,11 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     e = np.abs(f.fun)
     counts = np.asarray([[r["launches"].get(k, 0) for k in LAUNCH_KINDS] for r in usable if r.get("launches")], dtype=np.float64)
     why = identifiability(counts, np.ones(len(counts)), LAUNCH_KINDS, f.x) if len(counts) > len(LAUNCH_KINDS) else {}
+    by_session = []
+    if labels is not None and len(set(labels)) > 1:
+        for name in dict.fromkeys(labels):  # in the order given
+            mine = np.asarray([x for x, lab in zip(f.fun, labels) if lab == name])
+            by_session.append({"runs": name, "points": int(mine.size), "median_error": float(np.median(mine))})
     return HostFit(launch_us={k: float(v) for k, v in zip(LAUNCH_KINDS, f.x)}, points=len(usable),
                    median_abs_error=float(np.median(e)), p90_abs_error=float(np.quantile(e, 0.9)), not_identifiable=why,
-                   probe_ms=probe_ms, probe=probe)
+                   probe_ms=probe_ms, probe=probe, sessions=by_session)
