@@ -42,7 +42,7 @@
 # against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
 # (scripts/experiments/host_noise.py, host-noise.json); heldout-guided, the first of those alone
 # (GUIDED_SECONDS, default 180; the batch under way when they pass still finishes: 250 s in all on
-# seed 81). ROUNDS=N measures every setting in N rounds
+# seed 81). REPS=N times each held-out run N times (default 3; more pin down each median, the time compared). ROUNDS=N measures every setting in N rounds
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
 # workload (validate --batches), so that N rounds fit the slot.
 #
@@ -281,7 +281,7 @@ validate_heldout() {
   shift 5
   for w; do files+=("$d/$w.json"); done
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$model" --tp "$tp" --attention "$attention" \
-     --scenarios "${files[@]}" --reps 3 --warmup 1 --settle-ms "$settle" \
+     --scenarios "${files[@]}" --reps "${REPS:-3}" --warmup 1 --settle-ms "$settle" \
      --rounds "${ROUNDS:-1}" ${BATCHES:+--batches "$BATCHES"} --max-seconds "$seconds" --save "$log_dir/heldout-measured-$tag.json") || return 1
   cost_reports "$(shipped_file "$model" "$tp")" "$log_dir/heldout-measured-$tag.json" "$log_dir/heldout-$tag"
 }

@@ -355,6 +355,16 @@ def test_measure_point_runs_the_executor_on_the_cpu():
     assert "even-split/vllm" in refused["refused"] and "eager_ms" not in refused
 
 
+def test_workload_points_take_turns():
+    """Calibration measures the workloads' points in turn, each in its own order, so that a run cut
+    short by --max-seconds has some of every workload (it once timed only the first file's)."""
+    from mlaplan.calibrate.grid import Point, interleave_workloads
+
+    pts = [Point([1], [1], 16, 64, "packed", w, f"{w}-{i}") for w, n in (("a", 3), ("b", 2), ("c", 1)) for i in range(n)]
+    assert [p.scenario for p in interleave_workloads(pts)] == ["a-0", "b-0", "c-0", "a-1", "b-1", "a-2"]
+    assert interleave_workloads([]) == []
+
+
 def test_scenario_points_are_every_batch_policy_and_buffer():
     from mlaplan.calibrate.grid import scenario_points
     from mlaplan.prefill.schedule import ENGINES

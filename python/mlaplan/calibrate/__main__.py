@@ -147,7 +147,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         import torch
 
         from . import device_info
-        from .grid import make_grid, scenario_points
+        from .grid import interleave_workloads, make_grid, scenario_points
         from .measure import measure_points
 
         try:
@@ -157,7 +157,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise UsageError(msg if msg.startswith("--") else f"--model: {msg}")
         # Read before the device is asked for, so a bad file is named first.
         try:
-            workload_points = scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads)
+            workload_points = interleave_workloads(scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads))
         except ValueError as e:  # the reader's message names the file and field
             raise UsageError(str(e)) from None
         device = _device(torch, args.device)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import List, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
@@ -129,6 +129,19 @@ def scenario_points(paths: Sequence[str], buffers: Sequence[int], policies: Sequ
                     except ValueError:
                         continue
                 out.append(p)
+    return out
+
+
+def interleave_workloads(points: Sequence[Point]) -> List[Point]:
+    """The points taken one workload at a time in turn, each workload's in its order, so that a
+    measurement cut short by --max-seconds keeps a share of every workload rather than the first
+    file's alone."""
+    queues: Dict[str, List[Point]] = {}
+    for p in points:
+        queues.setdefault(p.workload, []).append(p)
+    out: List[Point] = []
+    for i in range(max((len(q) for q in queues.values()), default=0)):
+        out += [q[i] for q in queues.values() if i < len(q)]
     return out
 
 
