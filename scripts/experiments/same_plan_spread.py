@@ -9,6 +9,7 @@ the spread leaves out). A CPU computation on saved runs (docs/cost-model.md, "Wh
 """
 import argparse
 import json
+import sys
 from collections import defaultdict
 
 import numpy as np
@@ -16,17 +17,30 @@ import numpy as np
 from mlaplan.calibrate.validate import predict_us, read_cost
 
 
+def fail(why: str):
+    print(f"mlaplan: error: same_plan_spread.py: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cost", help="a cost file with a host section")
     ap.add_argument("measured", nargs="+", help="validate --save files")
     a = ap.parse_args()
-    cost = read_cost(a.cost)
+    try:
+        cost = read_cost(a.cost)
+    except (OSError, ValueError) as e:
+        fail(str(e))
     if "host" not in cost:
-        ap.error(f"{a.cost}: host: missing; give a cost file with a host section")
+        fail(f"{a.cost}: host: missing; give a cost file with a host section")
     for path in a.measured:
-        with open(path) as f:
-            recs = [r for r in json.load(f)["records"] if r.get("eager_ms") and r.get("graph_ms")]
+        try:
+            with open(path) as f:
+                recs = [r for r in json.load(f)["records"] if r.get("eager_ms") and r.get("graph_ms")]
+        except KeyError as e:
+            fail(f"{path}: {e.args[0]}: missing; give a file validate --save wrote")
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            fail(f"{path}: {e}; give a file validate --save wrote")
         plans = defaultdict(list)
         for r in recs:
             key = (r["workload"], r["scenario"], r["policy"], r.get("path"), r["iterations"],
