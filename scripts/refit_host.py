@@ -13,6 +13,7 @@ commit the runs were measured at (the file's `commit`; without it, the checkout'
 Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line). The refit runs as
 calibrate itself (this process becomes it), so Ctrl-C, SIGTERM and the output's rules are its own.
 """
+import argparse
 import json
 import os
 import shlex
@@ -34,19 +35,33 @@ def rooted(path: str) -> str:
     return os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
 
 
+class Usage(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, as the package's commands do
+        raise Usage(message)
+
+
+def parser() -> Parser:
+    p = Parser(prog="scripts/refit_host.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("cost", metavar="COST.json", help="the cost file whose host section is refitted")
+    p.add_argument("runs", nargs="+", metavar="HOST-RUNS.json", help="calibrate --measurements files of host runs")
+    p.add_argument("--keep", action="store_true", help="pool them with the runs the file was fitted on")
+    p.add_argument("--commit", metavar="C", help="the commit the runs were measured at")
+    p.add_argument("-o", dest="output", metavar="OUT.json", help="where to write (default: COST.json in place)")
+    return p
+
+
 def main(argv) -> int:
-    opts = {}
-    for flag in ("-o", "--commit"):
-        if flag in argv:
-            i = argv.index(flag)
-            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
-                return fail(f"{flag}: give {'the file to write' if flag == '-o' else 'the commit the runs were measured at'}")
-            opts[flag], argv = argv[i + 1], argv[:i] + argv[i + 2:]
-    out = opts.get("-o")
-    keep = "--keep" in argv
-    argv = [a for a in argv if a != "--keep"]
-    if len(argv) < 2 or any(a.startswith("-") for a in argv):
-        return fail("usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]")
+    try:
+        a = parser().parse_args(argv)
+    except Usage as e:
+        return fail(f"{e}; usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]")
+    out, keep = a.output, a.keep
+    opts = {"--commit": a.commit} if a.commit else {}
+    argv = [a.cost, *a.runs]
     cost_path, host_runs = argv[0], [rooted(p) for p in argv[1:]]
     if not os.path.isfile(cost_path) or os.path.getsize(cost_path) > MAX_BYTES:
         return fail(f"{cost_path}: not a regular file of at most 256 MiB; give a cost file written by python -m mlaplan.calibrate")

@@ -60,9 +60,9 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     ([SHIPPED], "usage: scripts/refit_host.py"),
     ([RUNS, RUNS], "command:"),  # a measurement file is not a cost file
     ([os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-eager-example.json"), RUNS], "command:"),
-    ([SHIPPED, RUNS, "--commit"], "--commit: give the commit"),
-    ([SHIPPED, RUNS, "-o"], "-o: give the file to write"),
-    ([SHIPPED, RUNS, "--kep"], "usage: scripts/refit_host.py"),
+    ([SHIPPED, RUNS, "--commit"], "argument --commit: expected one argument"),
+    ([SHIPPED, RUNS, "-o"], "argument -o: expected one argument"),
+    ([SHIPPED, RUNS, "--kep"], "unrecognized arguments: --kep"),
 ])
 def test_bad_input_is_one_line(args, message):
     r = run(*args)
