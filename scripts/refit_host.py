@@ -56,13 +56,10 @@ def parser() -> Parser:
 
 def main(argv) -> int:
     try:
-        a = parser().parse_args(argv)
+        opts = parser().parse_args(argv)
     except Usage as e:
         return fail(f"{e}; usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]")
-    out, keep = a.output, a.keep
-    opts = {"--commit": a.commit} if a.commit else {}
-    argv = [a.cost, *a.runs]
-    cost_path, host_runs = argv[0], [rooted(p) for p in argv[1:]]
+    cost_path, host_runs = opts.cost, [rooted(p) for p in opts.runs]
     if not os.path.isfile(cost_path) or os.path.getsize(cost_path) > MAX_BYTES:
         return fail(f"{cost_path}: not a regular file of at most 256 MiB; give a cost file written by python -m mlaplan.calibrate")
     try:
@@ -88,15 +85,15 @@ def main(argv) -> int:
             skip = a
             continue
         kept.append(a)
-    if keep:
+    if opts.keep:
         if not earlier:
             return fail(f"{cost_path}: command: no --host-from runs to keep; drop --keep")
         again = [p for p in host_runs if p in earlier]
         if again:
             return fail(f"{again[0]}: already among the runs the file was fitted on; --keep pools them, give only new runs")
         host_runs = earlier + host_runs
-    commit = ["--commit", opts["--commit"]] if "--commit" in opts else []
-    run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, *commit, "-o", rooted(out or cost_path)]
+    commit = ["--commit", opts.commit] if opts.commit else []
+    run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, *commit, "-o", rooted(opts.output or cost_path)]
     os.chdir(ROOT)
     os.execv(sys.executable, run)
 
