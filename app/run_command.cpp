@@ -152,6 +152,7 @@ void predict(io::PlanReport& r, const policies::Policy& policy, const RunCost& c
     t.host_holds_for = c.model.host->holds_for;
     t.host_probe = c.model.host->probe;
     t.host_probe_ms = c.model.host->probe_ms;
+    t.host_date = c.model.host->date;
   }
   t.iteration_us = c.model.coefficient(cost::Term::iteration) * f[cost::Term::iteration];
   // The bound: the least the model predicts for the batch under the policy, of a buffer that holds it

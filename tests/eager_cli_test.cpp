@@ -186,10 +186,23 @@ TEST(EagerCli, TheHostSpeedOfTheCostsIsNamed) {
   const json t = run_json("run " + scenario + file + " --timing eager --format json")["predicted_time"];
   EXPECT_EQ(t["host_probe"], "dispatch");
   EXPECT_DOUBLE_EQ(t["host_probe_ms"].get<double>(), 0.82);
+  EXPECT_FALSE(t.contains("host_date"));  // the example records no date for its host runs
   EXPECT_FALSE(run_json("run " + scenario + file + " --format json")["predicted_time"].contains("host_probe"));
   const json s = run_json("sweep --workload short-chat --batches 20 --cost " + file + " --timing eager --format json");
   EXPECT_EQ(s["costs"][0]["host_probe"], "dispatch");
   EXPECT_DOUBLE_EQ(s["costs"][0]["host_probe_ms"].get<double>(), 0.82);
+  EXPECT_FALSE(s["costs"][0].contains("host_date"));
+  // A section refitted after the graph fit says when its runs were timed: the host line, run's JSON
+  // and sweep's costs; graph timing says nothing of it.
+  j["host"]["date"] = "2026-12-04";
+  test::write(file, j.dump(2));
+  EXPECT_TRUE(test::has(run_cli("run " + scenario + file + " --timing eager").out,
+                        "; stated at a dispatch probe of 0.820 ms; timed 2026-12-04\n"));
+  EXPECT_EQ(run_json("run " + scenario + file + " --timing eager --format json")["predicted_time"]["host_date"], "2026-12-04");
+  EXPECT_FALSE(run_json("run " + scenario + file + " --format json")["predicted_time"].contains("host_date"));
+  EXPECT_EQ(run_json("sweep --workload short-chat --batches 20 --cost " + file + " --timing eager --format json")["costs"][0]["host_date"],
+            "2026-12-04");
+  j["host"].erase("date");
   j["host"].erase("probe");  // a file that names no probe is stated at the CPU probe
   test::write(file, j.dump(2));
   EXPECT_TRUE(test::has(run_cli("run " + scenario + file + " --timing eager").out, "stated at a CPU probe of 0.820 ms"));

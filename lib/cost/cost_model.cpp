@@ -132,6 +132,9 @@ class Reader {
       fail("host.pad_v", fmt::format("{}; say whether the up-projection pads V (FlashAttention-2 through varlen_attn: true)",
                                      h.contains("pad_v") ? io::json_preview(h["pad_v"]) + " is not true or false" : "missing"));
     out.pad_v = h["pad_v"].get<bool>();
+    // When the host runs were timed: a section refitted later than the graph fit says so (optional).
+    out.date = text(h, "date", "host.date", false);
+    if (h.contains("date") && !h["date"].is_null() && out.date.empty()) fail("host.date", "empty; " + hint("host.date"));
     if (h.contains("probe_ms") && !h["probe_ms"].is_null()) {
       const json& v = h["probe_ms"];
       if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > kMaxProbeMs)
@@ -183,6 +186,8 @@ class Reader {
     if (field.rfind("geometry", 0) == 0)
       return "give geometry {heads, sms, blocks_per_sm, tile_queries} as docs/cost-model.md describes";
     if (field == "host.holds_for") return "name the host CPU, the torch version and the loop the host costs were measured with";
+    if (field == "host.date")
+      return "give the date the host runs were timed, e.g. \"2026-12-04\" (python -m mlaplan.calibrate writes it), or leave it out";
     if (field == "gpu" || field == "kernels.attention" || field == "date" || field == "kernels" || field == "timing")
       return "say what the calibration ran on (docs/cost-model.md); a prediction holds only for those kernels";
     return "see docs/cost-model.md";

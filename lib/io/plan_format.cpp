@@ -72,9 +72,11 @@ std::string format_plan_json(const PlanReport& r) {
         quoted(t.path_reason),
         t.host_bound_share ? fmt::format(", \"timing\": \"eager\", \"host_bound_share\": {:.6f}, \"host_holds_for\": {}{}",
                                          *t.host_bound_share, quoted(t.host_holds_for),
-                                         t.host_probe_ms > 0 ? fmt::format(", \"host_probe\": {}, \"host_probe_ms\": {:.6f}",
-                                                                           quoted(t.host_probe), t.host_probe_ms)
-                                                             : "")
+                                         fmt::format("{}{}",
+                                                     t.host_probe_ms > 0 ? fmt::format(", \"host_probe\": {}, \"host_probe_ms\": {:.6f}",
+                                                                                       quoted(t.host_probe), t.host_probe_ms)
+                                                                         : "",
+                                                     t.host_date.empty() ? "" : fmt::format(", \"host_date\": {}", quoted(t.host_date))))
                            : "");
   }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
@@ -141,10 +143,11 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
                            : "",
         printable(t.cost_file), printable(t.holds_for));
     if (t.host_bound_share)
-      put("          host costs: {}{}\n", printable(t.host_holds_for),
+      put("          host costs: {}{}{}\n", printable(t.host_holds_for),
           t.host_probe_ms > 0 ? fmt::format("; stated at a {} probe of {:.3f} ms", t.host_probe == "dispatch" ? "dispatch" : "CPU",
                                             t.host_probe_ms)
-                              : "");
+                              : "",
+          t.host_date.empty() ? "" : fmt::format("; timed {}", printable(t.host_date)));
     put("path      {}: {}{}\n", printable(t.path), printable(t.path_reason),
         t.path == "chunked" ? "" : "; the chunk table below is the policy's plan, which it does not run");
   }

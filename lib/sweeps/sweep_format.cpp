@@ -329,6 +329,7 @@ std::string format_sweep_json(const SweepReport& rep) {
             j["costs"][k]["host_probe"] = s.costs[k].host->probe;
             j["costs"][k]["host_probe_ms"] = s.costs[k].host->probe_ms;
           }
+          if (!s.costs[k].host->date.empty()) j["costs"][k]["host_date"] = s.costs[k].host->date;
         }
       j["predicted_timing"] = "eager";
     }

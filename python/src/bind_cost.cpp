@@ -237,6 +237,8 @@ void bind_cost(nb::module_& m) {
           if (c.host->probe_ms > 0) h["probe_ms"] = c.host->probe_ms;
           else h["probe_ms"] = nb::none();
           h["probe"] = c.host->probe;
+          if (c.host->date.empty()) h["date"] = nb::none();
+          else h["date"] = c.host->date;
           d["host"] = h;
         } else {
           d["host"] = nb::none();

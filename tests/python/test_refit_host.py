@@ -25,6 +25,11 @@ def test_the_host_section_is_refitted_and_the_graph_fit_kept(tmp_path):
     assert new["coefficients"] == old["coefficients"] and new["geometry"] == old["geometry"]
     assert new["host"]["fit"]["points"] == len(json.load(open(RUNS))["records"]) != old["host"]["fit"]["points"]
     assert new["host"]["launch_us"] != old["host"]["launch_us"]
+    # The section says when its runs were timed, which the reader returns.
+    assert new["host"]["date"] == json.load(open(RUNS))["date"]
+    from mlaplan import _mlaplan
+
+    assert _mlaplan.read_cost_model(str(out))["host"]["date"] == new["host"]["date"]
     # The recorded command names the runs from the checkout's root, not this machine's folders.
     assert "--host-from docs/data/cost-calibration/" in new["command"] and ROOT not in new["command"]
 

@@ -205,7 +205,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
         compute_capability=doc.get("compute_capability"), settle_ms=doc.get("settle_ms"),
         torch_version=doc.get("torch"), triton_version=doc.get("triton"), host=host, host_cpu=host_doc.get("host"),
-        pad_v=doc["attention"] == "flash",
+        pad_v=doc["attention"] == "flash", host_date=host_doc.get("date"),
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     write_output(args.output, json_text(cost))

@@ -13,9 +13,10 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
                   timing: str, date: str, fit, driver: Optional[str] = None, torch_version: Optional[str] = None,
                   triton_version: Optional[str] = None, commit: Optional[str] = None, command: Optional[str] = None,
                   compute_capability: Optional[str] = None, settle_ms: Optional[int] = None, host=None,
-                  host_cpu: Optional[str] = None, pad_v: bool = False) -> dict:
+                  host_cpu: Optional[str] = None, pad_v: bool = False, host_date: Optional[str] = None) -> dict:
     """host: fit.HostFit, the host costs eager time prices (the `host` section; None: none written),
-    measured on host_cpu with torch_version; pad_v: the up-projection padded V (FlashAttention-2)."""
+    measured on host_cpu with torch_version on host_date (the latest of its runs'); pad_v: the
+    up-projection padded V (FlashAttention-2)."""
     doc = {
         "format": FORMAT,
         "version": VERSION,
@@ -42,6 +43,8 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
     if host is not None:
         doc["host"] = {"holds_for": f"{host_cpu or 'an unnamed CPU'}, torch {torch_version}, mlaplan.prefill's executor loop",
                        "pad_v": pad_v, "launch_us": host.launch_us, "fit": host.summary()}
+        if host_date:
+            doc["host"]["date"] = host_date
         if host.probe_ms:
             doc["host"].update(probe_ms=host.probe_ms, probe=host.probe)
     if compute_capability is None:  # measurements saved before it was recorded: mlaplan derives it from gpu

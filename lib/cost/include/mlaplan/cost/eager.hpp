@@ -36,6 +36,7 @@ struct HostCosts {
   std::array<double, kLaunchKinds> us{};  // microseconds of host time per launch of each kind
   bool pad_v = false;                     // the up-projection pads V (FlashAttention-2): one more concat per step
   std::string holds_for;                  // "Intel Xeon ..., torch 2.11.0, mlaplan.prefill's executor loop"
+  std::string date;                       // when its runs were timed ("": not recorded; the file's date then)
   // The host's speed the costs are stated at, in ms of its probe (the fit's runs' median): `probe`
   // says which, "cpu" (mlaplan.prefill.cpu_speed's fixed Python loop; a file that names none) or
   // "dispatch" (a small layer's issue time, mlaplan.prefill.dispatch_probe). Dispatch scales with it,

@@ -49,6 +49,7 @@ struct TimeFigures {
   // "dispatch"); 0 where the file records none.
   std::string host_probe;
   double host_probe_ms = 0;
+  std::string host_date;  // eager: when the host section's runs were timed ("": not recorded)
 
   double step_ms(double us) const { return us * layers / 1e3; }  // a layer's us as a step's ms
   double iteration_share() const { return layer_us > 0 ? iteration_us / layer_us : 0.0; }
