@@ -64,20 +64,21 @@ std::string format_plan_json(const PlanReport& r) {
   }
   if (r.time) {
     const TimeFigures& t = *r.time;
+    // Eager timing's fields: the host section, its probe and its runs' date where the file records them.
+    std::string host;
+    if (t.host_bound_share) {
+      host = fmt::format(", \"timing\": \"eager\", \"host_bound_share\": {:.6f}, \"host_holds_for\": {}", *t.host_bound_share,
+                         quoted(t.host_holds_for));
+      if (t.host_probe_ms > 0)
+        host += fmt::format(", \"host_probe\": {}, \"host_probe_ms\": {:.6f}", quoted(t.host_probe), t.host_probe_ms);
+      if (!t.host_date.empty()) host += fmt::format(", \"host_date\": {}", quoted(t.host_date));
+    }
     put("  \"predicted_time\": {{\"cost_file\": {}, \"holds_for\": {}, \"model\": {}, \"tp\": {}, \"layers\": {}, "
         "\"iterations\": {}, \"layer_ms\": {:.6f}, \"step_ms\": {:.4f}, \"iteration_overhead_share\": {:.6f}, "
         "\"lower_bound_step_ms\": {:.4f}, \"over_lower_bound\": {:.6f}, \"path\": {}, \"path_reason\": {}{}}},\n",
         quoted(t.cost_file), quoted(t.holds_for), quoted(t.model), t.tp, t.layers, t.iterations, t.layer_us / 1e3,
         t.step_ms(t.layer_us), t.iteration_share(), t.step_ms(t.lower_bound_us), t.over_lower_bound(), quoted(t.path),
-        quoted(t.path_reason),
-        t.host_bound_share ? fmt::format(", \"timing\": \"eager\", \"host_bound_share\": {:.6f}, \"host_holds_for\": {}{}",
-                                         *t.host_bound_share, quoted(t.host_holds_for),
-                                         fmt::format("{}{}",
-                                                     t.host_probe_ms > 0 ? fmt::format(", \"host_probe\": {}, \"host_probe_ms\": {:.6f}",
-                                                                                       quoted(t.host_probe), t.host_probe_ms)
-                                                                         : "",
-                                                     t.host_date.empty() ? "" : fmt::format(", \"host_date\": {}", quoted(t.host_date))))
-                           : "");
+        quoted(t.path_reason), host);
   }
   const size_t rows = r.tables.max_chunks;  // max_chunks for max; other policies may need more
   put("  \"buffer_row_offsets\": ");

@@ -12,6 +12,7 @@ from typing import Iterable, List
 from .._files import read_json
 from ..prefill.__main__ import UsageError
 from ..prefill.schedule import POLICIES, engine_named
+from .fit import PROBES
 
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
 MAX_PROBE_MS = 1e4  # as the cost file's host.probe_ms: the probe takes about 1 ms on the H200's host
@@ -64,7 +65,7 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
     # The host costs are scaled by them (fit.probe_scale): a probe is a time above 0, or null.
-    for key in ("cpu_probe_ms", "dispatch_probe_ms"):
+    for key in PROBES.values():
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v <= MAX_PROBE_MS):
             raise UsageError(f"{where}.{key}: expected the probe's ms (a number above 0 and at most "
