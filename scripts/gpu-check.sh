@@ -228,10 +228,11 @@ calibrate() {
 }
 
 # calibrate_host MODEL TP SECONDS: the host-bound steps (seed-62 short-chat, seed-61 coding-agent, whose
-# long loops bound the costs from above, and seed-62 mooncake-conv, in that order as SECONDS allows, at
+# long loops bound the costs from above, and seed-62 mooncake-conv, taking turns as SECONDS allows, at
 # 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
 # then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
-# docs/cost-model.md).
+# docs/cost-model.md), and both files' host costs set against the runs' launch stamps
+# (scripts/experiments/launch_stamps.py).
 calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
@@ -244,7 +245,12 @@ calibrate_host() {
   shipped=$(shipped_file "$1" "$2")
   python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])).get("host", {}).get("probe") != "dispatch")' "$shipped" && keep=(--keep)
   PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/refit_host.py" "$shipped" "$log_dir/host-runs-$tag.json" \
-    "${keep[@]}" ${MLAPLAN_COMMIT:+--commit "$MLAPLAN_COMMIT"} -o "$log_dir/refit-$tag.json"
+    "${keep[@]}" ${MLAPLAN_COMMIT:+--commit "$MLAPLAN_COMMIT"} -o "$log_dir/refit-$tag.json" || return 1
+  local f
+  for f in "$shipped" "$log_dir/refit-$tag.json"; do
+    (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/experiments/launch_stamps.py" "$f" \
+       "$log_dir/host-runs-$tag.json") || return 1
+  done
 }
 
 # validate_cost SECONDS COST: a DeepSeek-V3 TP 8 file predicted, then measured with the executor, on the
@@ -283,7 +289,12 @@ validate_heldout() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$model" --tp "$tp" --attention "$attention" \
      --scenarios "${files[@]}" --reps "${REPS:-3}" --warmup 1 --settle-ms "$settle" \
      --rounds "${ROUNDS:-1}" ${BATCHES:+--batches "$BATCHES"} --max-seconds "$seconds" --save "$log_dir/heldout-measured-$tag.json") || return 1
-  cost_reports "$(shipped_file "$model" "$tp")" "$log_dir/heldout-measured-$tag.json" "$log_dir/heldout-$tag"
+  local rc=0
+  cost_reports "$(shipped_file "$model" "$tp")" "$log_dir/heldout-measured-$tag.json" "$log_dir/heldout-$tag" || rc=1
+  # The shipped host costs against the runs' launch stamps.
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/experiments/launch_stamps.py" \
+     "$(shipped_file "$model" "$tp")" "$log_dir/heldout-measured-$tag.json") || rc=1
+  return "$rc"
 }
 
 # guided_measured SECONDS: mlaplan's guided (by the shipped DeepSeek-V3 TP 8 file) against the engines

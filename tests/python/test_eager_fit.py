@@ -325,3 +325,25 @@ def test_python_sweep_eager_refuses_a_file_without_host_costs(tmp_path):
     graph_only.write_text(json.dumps({k: v for k, v in _example().items() if k != "host"}))
     with pytest.raises(ValueError, match="host: missing"):
         mlaplan.sweep(workload="short-chat", batches=10, cost=str(graph_only), timing="eager")
+
+
+def test_host_fit_checks_its_costs_against_the_launch_stamps():
+    """Runs whose timed layers stamped their launches: the fit states the stamps' own costs at its probe
+    (each run's scaled by its dispatch probe), and the errors they give the same eager times. Planted:
+    the stamps read the costs the eager times were made with, so they price them as well as the fit
+    does; stamps that read the attention's launches at half their cost price them worse. Runs without
+    stamps: no check."""
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    recs = []
+    for i, p in enumerate(make_grid(120, 13, 16)):
+        speed = 1.4 if i % 4 == 0 else 1.0
+        e = _eager(p, c, {k: 10 * v * speed for k, v in HOST.items()}, pad_v=False)
+        stamped = {k: 10 * v * speed for k, v in HOST.items() if e["launches"].get(k)}
+        recs.append(dict(p.as_dict(), launches=e["launches"], path="chunked", graph_ms=e["device_us"] / 1e3,
+                         eager_ms=e["eager_us"] / 1e3, dispatch_probe_ms=0.8 * speed, host_launch_us=stamped))
+    h = fit.fit_host(recs, _graph_fit(), 16, 132, False)
+    assert h.stamped["launch_us"] == pytest.approx({k: 10 * v for k, v in HOST.items()})
+    assert h.stamped["median_abs_error"] < 1e-6 and h.summary()["stamped"] == h.stamped
+    short = [dict(r, host_launch_us=dict(r["host_launch_us"], attention=r["host_launch_us"]["attention"] / 2)) for r in recs]
+    assert fit.fit_host(short, _graph_fit(), 16, 132, False).stamped["p90_abs_error"] > 0.02
+    assert fit.fit_host([dict(recs[0], host_launch_us=None)] + recs[1:], _graph_fit(), 16, 132, False).stamped is None

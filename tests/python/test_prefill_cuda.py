@@ -144,7 +144,8 @@ def test_cudnn_attention_matches_one_shot():
 def test_calibration_point_is_timed_eager_and_replayed():
     """A calibration point measured as `python -m mlaplan.calibrate` measures it: bf16, graph replay,
     the fused merge; every engine's iterations are its terms' own, and the replayed loop is no slower
-    than the eager one (it drops the host's dispatch) by more than noise."""
+    than the eager one (it drops the host's dispatch) by more than noise; the timed eager runs stamp
+    each launch the layer issues."""
     pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
     from mlaplan.calibrate.grid import Point, features, record_sm
     from mlaplan.calibrate.measure import measure_point
@@ -155,3 +156,7 @@ def test_calibration_point_is_timed_eager_and_replayed():
         assert "refused" not in rec, rec
         assert rec["iterations"] == features(p, DIMS.heads, sm=record_sm(rec))["per_iteration_us"], engine
         assert rec["graph_ms"] > 0 and rec["graph_ms"] <= 1.2 * rec["eager_ms"], rec
+        # The timed eager runs stamped their launches: a host cost for every kind the layer launches,
+        # whose issue time the eager time (host and device) cannot be shorter than by much.
+        assert set(rec["host_launch_us"]) == {k for k, n in rec["launches"].items() if n}, rec
+        assert all(v > 0 for v in rec["host_launch_us"].values()) and 0 < rec["host_issue_ms"] <= 1.1 * rec["eager_ms"], rec

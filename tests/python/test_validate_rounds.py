@@ -28,6 +28,14 @@ def test_combine_rounds_keeps_the_median_and_the_spread():
     # One round is the record as it was: no new fields.
     one = rec(2.0)
     assert combine_rounds([one]) is one
+
+
+def test_combine_rounds_keeps_each_stamped_kinds_median():
+    got = combine_rounds([rec(3.0, 1.0, host_launch_us={"attention": 200.0, "merge": 50.0}, host_issue_ms=1.0),
+                          rec(4.0, 1.0, host_launch_us={"attention": 260.0}, host_issue_ms=1.4),
+                          rec(5.0, 1.0, host_launch_us={"attention": 220.0, "merge": 70.0}, host_issue_ms=1.2),
+                          rec(6.0, 1.0)])  # a round without stamps is left out of them
+    assert got["host_launch_us"] == {"attention": 220.0, "merge": 60.0} and got["host_issue_ms"] == 1.2
     # A round refused (out of memory, say) is what the setting records.
     refused = dict(rec(1.0), refused="out of memory")
     assert combine_rounds([rec(2.0), refused])["refused"] == "out of memory"
@@ -154,3 +162,15 @@ def test_validate_alternates_which_timing_comes_first(monkeypatch):
         first.setdefault((buffer, policy), []).append(g)
     assert all(v in ([False, True], [True, False]) for v in first.values()), first  # each setting both ways
     assert sum(g for _, _, g in seen[:4]) == 2  # and half of a round's settings each way
+
+
+@pytest.mark.parametrize("key,value", [
+    ("host_launch_us", {"attention": -1.0}), ("host_launch_us", {"warp": 3.0}), ("host_launch_us", {"merge": "slow"}),
+    ("host_launch_us", {"fill": True}), ("host_launch_us", [1, 2]), ("host_launch_us", {"gather": 1e9}),
+    ("host_issue_ms", -2.0), ("host_issue_ms", "soon"), ("host_ms", [1])])
+def test_a_bad_stamped_host_cost_is_one_line(tmp_path, key, value):
+    bad = rec(2.0, workload="w", scenario="s", **{key: value})
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [bad]}))
+    r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and f"records[0].{key}" in lines[0], r.stderr

@@ -194,6 +194,11 @@ class HostFit:
     # Where runs of several sessions are pooled: each session's runs, points and median signed error
     # under the pooled costs. A session whose host sat off its probe throughout shows as a bias.
     sessions: List[dict] = field(default_factory=list)
+    # Where every run stamped its launches (host_launch_us): the host costs those stamps measure, at the
+    # same probe (each kind's median over the runs, each run's scaled by its probe), and the errors the
+    # two clocks give the same eager times with them in place of the fitted ones. A check on the fit
+    # that does not depend on which kinds the eager times can tell apart.
+    stamped: Optional[dict] = None
 
     def summary(self) -> dict:
         out = {"points": self.points, "target": "eager_ms, by the two clocks over the graph coefficients",
@@ -201,6 +206,8 @@ class HostFit:
                "not_identifiable": self.not_identifiable}
         if self.sessions:
             out["sessions"] = self.sessions
+        if self.stamped:
+            out["stamped"] = self.stamped
         return out
 
 
@@ -262,6 +269,12 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,
                       f_scale=HOST_SCALE)
     e = np.abs(f.fun)
+    stamped = None
+    if all(r.get("host_launch_us") for r in usable):
+        measured = stamped_us(usable, probe_ms, probe or "cpu", f.x)
+        s_err = np.abs(residuals(np.asarray([measured[k] for k in LAUNCH_KINDS])))
+        stamped = {"launch_us": measured, "median_abs_error": float(np.median(s_err)),
+                   "p90_abs_error": float(np.quantile(s_err, 0.9))}
     counts = np.asarray([[r["launches"].get(k, 0) for k in LAUNCH_KINDS] for r in usable if r.get("launches")], dtype=np.float64)
     why = identifiability(counts, np.ones(len(counts)), LAUNCH_KINDS, f.x) if len(counts) > len(LAUNCH_KINDS) else {}
     by_session = []
@@ -271,4 +284,15 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
             by_session.append({"runs": name, "points": int(mine.size), "median_error": float(np.median(mine))})
     return HostFit(launch_us={k: float(v) for k, v in zip(LAUNCH_KINDS, f.x)}, points=len(usable),
                    median_abs_error=float(np.median(e)), p90_abs_error=float(np.quantile(e, 0.9)), not_identifiable=why,
-                   probe_ms=probe_ms, probe=probe, sessions=by_session)
+                   probe_ms=probe_ms, probe=probe, sessions=by_session, stamped=stamped)
+
+
+def stamped_us(records: Sequence[dict], probe_ms: Optional[float], probe: str, fallback: Sequence[float]) -> Dict[str, float]:
+    """The host's microseconds per launch of each kind that the runs' launch stamps measured
+    (host_launch_us), stated at probe_ms: the median over the runs of each one's, scaled by its probe.
+    A kind no run launched takes its value from fallback (the fitted costs, in LAUNCH_KINDS' order)."""
+    out = {}
+    for k, fit_value in zip(LAUNCH_KINDS, fallback):
+        got = [r["host_launch_us"][k] / probe_scale(r, probe_ms, probe) for r in records if k in r.get("host_launch_us", {})]
+        out[k] = float(np.median(got)) if got else float(fit_value)
+    return out

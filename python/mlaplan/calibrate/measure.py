@@ -33,7 +33,9 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     sglang_path and trtllm_path (default ENGINE_PATHS); graph_first: the graph replays timed before
     the eager runs (timing.measure), recorded as `graph_first` where set; cpu_wait_s: the eager runs
     wait up to that long for the host CPU's full speed, the probe's ms recorded (`cpu_probe_ms`); on the
-    GPU the median of the host's dispatch probes beside them is recorded too (`dispatch_probe_ms`)."""
+    GPU the median of the host's dispatch probes beside them is recorded too (`dispatch_probe_ms`), and
+    with host_reps the host's microseconds per launch of each kind in the timed eager runs
+    (`host_launch_us`) and their issue time (`host_issue_ms`, prefill.host_clock)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -63,6 +65,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         rec["dispatch_probe_ms"] = run.dispatch_probe_ms
     if cuda and host_reps:
         rec.update(host_ms=run.host_ms, launches=run.launches)
+        if run.host_launch_us:
+            rec.update(host_launch_us=run.host_launch_us, host_issue_ms=run.host_issue_ms)
     del x, sched
     return rec
 
@@ -104,10 +108,14 @@ def combine_rounds(recs: List[dict]) -> dict:
         return refused[0]
     out = dict(recs[0])
     out.pop("graph_first", None)  # the rounds alternate it
-    for key in ("eager_ms", "graph_ms", "host_ms"):
+    for key in ("eager_ms", "graph_ms", "host_ms", "host_issue_ms"):
         if key in out:
             got = [r[key] for r in recs if r.get(key) is not None]
             out[key] = statistics.median(got) if got else None
+    stamped = [r["host_launch_us"] for r in recs if r.get("host_launch_us")]
+    if stamped:
+        kinds = dict.fromkeys(k for h in stamped for k in h)
+        out["host_launch_us"] = {k: statistics.median(h[k] for h in stamped if k in h) for k in kinds}
     eager = [r["eager_ms"] for r in recs]
     out["eager_spread_ms"] = statistics.median(r["eager_spread_ms"] for r in recs)
     out.update(eager_rounds_ms=eager, eager_round_spread_ms=max(eager) - min(eager))

@@ -12,10 +12,11 @@ from typing import Iterable, List
 from .._files import read_json
 from ..prefill.__main__ import UsageError
 from ..prefill.schedule import POLICIES, engine_named
-from .fit import PROBES
+from .fit import LAUNCH_KINDS, PROBES
 
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
 MAX_PROBE_MS = 1e4  # as the cost file's host.probe_ms: the probe takes about 1 ms on the H200's host
+MAX_LAUNCH_US = 1e6  # as the cost file's host.launch_us
 
 
 def require_scipy(purpose: str) -> None:
@@ -60,7 +61,7 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         known = False
     if not known:
         raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(POLICIES)}")
-    for key in ("eager_ms", "graph_ms", "eager_spread_ms", "eager_round_spread_ms"):
+    for key in ("eager_ms", "graph_ms", "eager_spread_ms", "eager_round_spread_ms", "host_ms", "host_issue_ms"):
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
@@ -70,6 +71,13 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v <= MAX_PROBE_MS):
             raise UsageError(f"{where}.{key}: expected the probe's ms (a number above 0 and at most "
                              f"{MAX_PROBE_MS:g}) or null, got {v!r}")
+    # The launch stamps' host costs (fit.stamped_us): microseconds per launch of known kinds.
+    stamped = r.get("host_launch_us")
+    if stamped is not None and (not isinstance(stamped, dict) or not all(
+            k in LAUNCH_KINDS and not isinstance(v, bool) and isinstance(v, numbers.Real) and 0 <= v <= MAX_LAUNCH_US
+            for k, v in stamped.items())):
+        raise UsageError(f"{where}.host_launch_us: expected {{kind: microseconds from 0 to {MAX_LAUNCH_US:g}}} with kinds "
+                         f"of {', '.join(LAUNCH_KINDS)}, got {repr(stamped)[:80]}; give a file mlaplan wrote")
     for key in ("path", *text_keys):
         if key in r and not isinstance(r[key], str) or key in text_keys and key not in r:
             raise UsageError(f"{where}.{key}: expected a string; give a file mlaplan wrote")

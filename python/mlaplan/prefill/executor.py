@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -30,11 +30,19 @@ part_clock: Optional[Dict[str, float]] = None
 # mlaplan.cost_launches); None: not counting.
 launch_log: Optional[Dict[str, int]] = None
 LAUNCH_KINDS = ("gather", "up_projection", "concat", "attention", "merge", "fill")
+# Where execute stamps the host's clock just after it issues each launch, as (kind, launches,
+# time.perf_counter_ns()), after a ("start", 0, ns) stamp on entry; None: not stamping. The time
+# between two stamps is what the host spent issuing the later launch, which eager time's two clocks
+# take as that launch's host cost (host_clock.py reads them). A stamp costs the host about 0.1 us.
+launch_stamps: Optional[List[Tuple[str, int, int]]] = None
 
 
 def _launched(kind: str, n: int = 1) -> None:
+    """Called just after the host issues n launches of kind (0: none issued after all)."""
     if launch_log is not None:
         launch_log[kind] = launch_log.get(kind, 0) + n
+    if launch_stamps is not None and n:
+        launch_stamps.append((kind, n, time.perf_counter_ns()))
 
 
 def annotate(name: str, ranges: bool, nvtx: bool):
@@ -112,19 +120,21 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
 def _up_project(p: Prepared, latent: torch.Tensor):
     d = p.x.dims
     kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj).view(-1, d.heads, d.qk_nope + d.v_head)
+    _launched("up_projection")
     k_nope, v = kv.split([d.qk_nope, d.v_head], dim=-1)
     k = torch.cat((k_nope, latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
+    _launched("concat")
     padded = pad_v(v, d.qk_head) if p.pad_v else v
-    _launched("up_projection")
-    _launched("concat", 1 + (padded is not v))
+    _launched("concat", int(padded is not v))
     return k, padded
 
 
 def _queries(q: torch.Tensor, a) -> torch.Tensor:
     if a.q_rows is None:
         return q[a.q0 : a.q0 + a.call.n_q]
+    rows = q.index_select(0, a.q_rows)
     _launched("gather")
-    return q.index_select(0, a.q_rows)
+    return rows
 
 
 def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, ranges: bool, nvtx: bool):
@@ -150,12 +160,15 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
     x, s, d = p.x, p.schedule, p.x.dims
     nvtx = ranges and x.q.is_cuda
     T = x.lengths.new_tokens
+    if launch_stamps is not None:
+        launch_stamps.append(("start", 0, time.perf_counter_ns()))
     states: Dict[str, list] = {}
     for name in s.empty_targets:
         with annotate(f"{name}: merge", ranges, nvtx):
-            states[name] = [x.q.new_zeros((T, d.heads, d.v_head), dtype=p.state),
-                            torch.full((d.heads, T), float("-inf"), dtype=torch.float32, device=x.device)]
-            _launched("fill", 2)
+            o = x.q.new_zeros((T, d.heads, d.v_head), dtype=p.state)
+            _launched("fill")
+            states[name] = [o, torch.full((d.heads, T), float("-inf"), dtype=torch.float32, device=x.device)]
+            _launched("fill")
     for step in s.steps:
         part = "new tokens" if step.new_tokens else None
         if nvtx:  # the step's own range, around its parts'
@@ -177,9 +190,9 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
             with annotate(f"{step.label}: {part or 'attention'}", ranges, nvtx):
                 for a in step.attends:
                     qa = _queries(x.q, a)
-                    _launched("attention", int(a.call.n_q > 0))  # varlen_attention launches none without queries
                     results.append(varlen_attention(qa, k[a.k0 : a.k0 + a.call.n_k], v[a.k0 : a.k0 + a.call.n_k],
                                                     a.call, d.scale, p.kernel))
+                    _launched("attention", int(a.call.n_q > 0))  # varlen_attention launches none without queries
             with annotate(f"{step.label}: {part or 'merge'}", ranges, nvtx):
                 if step.take:
                     out, lse = results[0]

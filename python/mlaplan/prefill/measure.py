@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 import torch
 
-from . import cpu_speed, dispatch_probe, executor
+from . import cpu_speed, dispatch_probe, executor, host_clock
 from .executor import execute, prepare
 from .inputs import PrefillInputs
 from .schedule import Schedule, merge_stats
@@ -37,6 +37,10 @@ class Run:
     cpu_probe_ms: Optional[float] = None  # the host CPU's speed probe at the eager runs (cpu_speed; cpu_wait_s > 0)
     dispatch_probe_ms: Optional[float] = None  # the median of the host's dispatch probes beside the eager runs (dispatch_probe; GPU)
     launches: Dict[str, int] = field(default_factory=dict)  # kernels one layer launches, by kind (executor.LAUNCH_KINDS)
+    # The host's microseconds per launch of each kind in the timed eager runs, and their start to last
+    # launch (host_clock.per_launch_us of their launch stamps; GPU, with host_reps)
+    host_launch_us: Dict[str, float] = field(default_factory=dict)
+    host_issue_ms: Optional[float] = None
     parts_ms: Dict[str, float] = field(default_factory=dict)
     gpu_busy_ms: Optional[float] = None
     gpu_idle_ms: Optional[float] = None
@@ -102,7 +106,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     layers) and count the layer's launches by kind (launches), what eager time is fitted on.
     cpu_wait_s: on the GPU, the eager runs and the host's dispatch wait up to that long for the host
     CPU's full speed (cpu_speed), and the probe's ms is kept (cpu_probe_ms). On the GPU the host's
-    dispatch speed is probed before each timed eager run and after the last (dispatch_probe_ms, their median)."""
+    dispatch speed is probed before each timed eager run and after the last (dispatch_probe_ms, their median),
+    and with host_reps the timed eager runs stamp their launches (host_launch_us, host_issue_ms)."""
     p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
@@ -114,8 +119,12 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
         del out, lse
     if reps > 0:
         t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts, settle_ms,
-                            graph_first, cpu_wait_s, (lambda: dispatch_probe.probe_ms(p)) if cuda else None)
+                            graph_first, cpu_wait_s, (lambda: dispatch_probe.probe_ms(p)) if cuda else None,
+                            stamp_launches=cuda and host_reps > 0)
         run.cpu_probe_ms, run.dispatch_probe_ms = t.cpu_probe_ms, t.dispatch_probe_ms
+        host = host_clock.per_launch_us(t.launch_stamps)
+        if host is not None:
+            run.host_launch_us, run.host_issue_ms = host["launch_us"], host["issue_ms"]
         run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
         run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
         run.gpu_busy_ms = t.gpu_busy_ms

@@ -40,6 +40,7 @@ class Timing:
     samples: List[float] = field(default_factory=list)
     cpu_probe_ms: Optional[float] = None  # cpu_speed's probe just before the eager runs (cpu_wait_s > 0)
     dispatch_probe_ms: Optional[float] = None  # the host's dispatch probe beside the timed eager runs (dispatch_probe)
+    launch_stamps: List[list] = field(default_factory=list)  # each timed eager run's executor.launch_stamps (stamp_launches)
 
 
 def _events_ms(fn: Callable[[], object], reps: int) -> List[float]:
@@ -90,16 +91,25 @@ def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int, set
 
 
 def time_eager_probed(fn: Callable[[], object], reps: int, warmup: int, settle_ms: float,
-                      probe: Callable[[], float]) -> Tuple[List[float], float]:
+                      probe: Callable[[], float], stamps: Optional[List[list]] = None) -> Tuple[List[float], float]:
     """time_eager on the GPU, with the host's speed probed before each timed run and after the last:
     (samples, the probes' median). A probe beside every run follows the host through them: on the
     H200's host a layer's eager time divided by it kept a spread of 10% at p90, against 16% divided by
-    the mean of a probe before the first run and one after the last (probe_tracking.py --interleave)."""
+    the mean of a probe before the first run and one after the last (probe_tracking.py --interleave).
+    stamps: a list that gains each timed run's launch stamps (executor.launch_stamps; the probes,
+    which issue a layer of their own, are not stamped)."""
     _warm(fn, True, warmup, settle_ms)
     samples, probes = [], []
     for _ in range(reps):
         probes.append(probe())
-        samples += _events_ms(fn, 1)
+        if stamps is not None:
+            executor.launch_stamps = []
+        try:
+            samples += _events_ms(fn, 1)
+        finally:
+            if stamps is not None:
+                stamps.append(executor.launch_stamps)
+                executor.launch_stamps = None
     probes.append(probe())
     return samples, statistics.median(probes)
 
@@ -296,7 +306,7 @@ def _launched_us(e) -> float:
 def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
             trace: Optional[str] = None, ranges: bool = False, parts: bool = True, settle_ms: float = 0.0,
             graph_first: bool = False, cpu_wait_s: float = 0.0,
-            dispatch_probe: Optional[Callable[[], float]] = None) -> Timing:
+            dispatch_probe: Optional[Callable[[], float]] = None, stamp_launches: bool = False) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
     the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only).
     settle_ms: on the GPU, each timing (eager, graph) starts after that long running back to back.
@@ -304,7 +314,9 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     times a few percent slower in whichever timing comes second; alternating the order spreads that
     over both). cpu_wait_s: on the GPU, the eager runs wait up to that long for the host CPU's full
     speed (cpu_speed), and are timed again, up to twice, where it ended slow. dispatch_probe: on the
-    GPU, the host's dispatch speed (dispatch_probe.probe_ms) probed beside each timed eager run."""
+    GPU, the host's dispatch speed (dispatch_probe.probe_ms) probed beside each timed eager run.
+    stamp_launches: with dispatch_probe, the timed eager runs' launch stamps kept (Timing.launch_stamps,
+    those of the eager timing kept: the last where it is timed again)."""
     fn = lambda: run(ranges)  # noqa: E731
     graph_ms, graph_error = None, None
 
@@ -321,10 +333,12 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     waits = cuda and cpu_wait_s > 0
     probe = None  # the slower of the probes before and after the eager runs kept
     dispatch = None
+    stamps: List[list] = []
     for _ in range(3 if waits else 1):
         before = cpu_speed.wait_for_full_speed(cpu_wait_s) if waits else None
         if cuda and dispatch_probe is not None:
-            eager, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe)
+            stamps = [] if stamp_launches else None
+            eager, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe, stamps)
         else:
             eager = time_eager(fn, cuda, reps, warmup, settle_ms)
         if not waits:
@@ -339,4 +353,4 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     else:
         by_part, busy, span, count = {}, None, None, 0
     return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, by_part, busy, span, count,
-                  graph_error, eager, probe, dispatch)
+                  graph_error, eager, probe, dispatch, stamps or [])

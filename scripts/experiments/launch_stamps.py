@@ -1,0 +1,93 @@
+"""A cost file's host costs against the launch stamps of saved runs (records with host_launch_us,
+which calibrate and validate record on the GPU): per kind, the file's microseconds per launch beside
+the stamps' (the median over the runs, each run's scaled to the file's probe), and per workload the
+eager error (median / p90 of |error|, median signed) three ways: the file's costs at each run's
+probe, the stamps' median at each run's probe, and each run's own stamps. Where the run's own stamps
+price its eager time no better than the file does, the two clocks' device side, not the host's
+costs, is what is off. A CPU computation on saved runs (docs/cost-model.md, "Eager time").
+
+  python scripts/experiments/launch_stamps.py COST.json MEASURED.json ...
+"""
+import argparse
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale
+from mlaplan.calibrate.grid import Point, eager_us, record_sm
+from mlaplan.calibrate.records import read_measurements
+from mlaplan.calibrate.validate import predict_us, read_cost
+from mlaplan.prefill.__main__ import UsageError
+
+FORMATS = ("mlaplan-validation-measurements", "mlaplan-calibration-measurements")
+
+
+def fail(why: str):
+    print(f"mlaplan: error: launch_stamps.py: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read(path: str) -> list:
+    for fmt in FORMATS:
+        try:
+            return read_measurements(path, fmt, "validate --save or calibrate --measurements")["records"]
+        except UsageError as e:
+            if "format:" not in str(e) or fmt == FORMATS[-1]:
+                fail(str(e))
+    return []
+
+
+def priced(cost: dict, rec: dict, launch_us: dict) -> float:
+    """The run's eager ms by the two clocks with these host costs, as they are (no probe scaling)."""
+    g, h = cost["geometry"], cost["host"]
+    p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
+    return eager_us(p, cost["coefficients"], launch_us, h["pad_v"], g["heads"], g["sms"], g["blocks_per_sm"],
+                    g["tile_queries"], record_sm(rec), g.get("scheduler", "grid")) / 1e3
+
+
+def stats(e) -> str:
+    e = np.asarray(e)
+    return f"{100 * np.median(np.abs(e)):.1f}% / {100 * np.quantile(np.abs(e), 0.9):.1f}% ({100 * np.median(e):+.1f}%)"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cost", help="a cost file with a host section")
+    ap.add_argument("measured", nargs="+", help="validate --save or calibrate --measurements files")
+    a = ap.parse_args()
+    try:
+        cost = read_cost(a.cost)
+    except (OSError, ValueError) as e:
+        fail(str(e))
+    if "host" not in cost:
+        fail(f"{a.cost}: host: missing; give a cost file with a host section")
+    h = cost["host"]
+    probe = h.get("probe") or "cpu"
+    for path in a.measured:
+        recs = [r for r in read(path) if r.get("eager_ms") and r.get("graph_ms") and r.get("host_launch_us")]
+        if not recs:
+            fail(f"{path}: no run with eager and graph times and launch stamps (host_launch_us); "
+                 f"give runs measured on the GPU by this version")
+        at_probe = {k: [r["host_launch_us"][k] / probe_scale(r, h.get("probe_ms"), probe) for r in recs if k in r["host_launch_us"]]
+                    for k in LAUNCH_KINDS}
+        median = {k: float(np.median(v)) if v else h["launch_us"][k] for k, v in at_probe.items()}
+        print(f"{path}: {len(recs)} runs")
+        print("  us per launch at the file's probe: " + ", ".join(
+            f"{k} {h['launch_us'][k]:.0f} (stamps {median[k]:.0f})" for k in LAUNCH_KINDS))
+        by = defaultdict(lambda: defaultdict(list))
+        for r in recs:
+            w = r.get("workload") or "grid"
+            scale = probe_scale(r, h.get("probe_ms"), probe)
+            own = {k: r["host_launch_us"].get(k, median[k] * scale) for k in LAUNCH_KINDS}
+            by[w]["file"].append(predict_us(cost, r, "eager") / 1e3 / r["eager_ms"] - 1)
+            by[w]["stamps"].append(priced(cost, r, {k: v * scale for k, v in median.items()}) / r["eager_ms"] - 1)
+            by[w]["own"].append(priced(cost, r, own) / r["eager_ms"] - 1)
+            by[w]["graph"].append(predict_us(cost, r, "graph") / 1e3 / r["graph_ms"] - 1)
+        for w, e in by.items():
+            print(f"  {w} ({len(e['file'])} runs), |error| median / p90 (signed median): the file's {stats(e['file'])}, "
+                  f"the stamps' {stats(e['stamps'])}, each run's own {stats(e['own'])}; graph {stats(e['graph'])}")
+
+
+if __name__ == "__main__":
+    main()
