@@ -232,7 +232,8 @@ calibrate() {
 # 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
 # then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
 # docs/cost-model.md), and both files' host costs set against the runs' launch stamps
-# (scripts/experiments/launch_stamps.py).
+# (scripts/experiments/launch_stamps.py); the part then times where inside each part's Python the
+# host issues its kernels (scripts/experiments/launch_timeline.py, launch-timeline.json).
 calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
@@ -476,6 +477,11 @@ if [[ $part == calibrate-host ]]; then
   for m in ${HOST_MODELS:-deepseek-v3 kimi-k2}; do
     step "full-speed host runs: $m TP 8" "host-$m-tp8.log" calibrate_host "$m" 8 "${HOST_SECONDS:-200}"
   done
+  # Where inside each part's Python the host issues its kernels (its layers are FlashAttention-3's).
+  if [[ $attention != flash ]]; then
+    step "launch timeline (launch_timeline.py)" launch-timeline.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
+      timeout 120 python3 $source_dir/scripts/experiments/launch_timeline.py --json $log_dir/launch-timeline.json"
+  fi
 fi
 if [[ $part == heldout ]]; then
   step "held out: deepseek-v3 TP 8" heldout-v3-tp8.log validate_heldout deepseek-v3 8 215 "" 250 mooncake-replay short-chat coding-agent
