@@ -174,3 +174,47 @@ def test_a_bad_stamped_host_cost_is_one_line(tmp_path, key, value):
     r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and f"records[0].{key}" in lines[0], r.stderr
+
+
+def test_no_policy_keeps_one_timing_order(monkeypatch):
+    """Six policies make an even row: alternating over the settings in order gave every policy one
+    order at every buffer and batch (packed's eager always timed second). Each policy, and each
+    buffer, now replays its graph first at half its settings, in validate and in calibrate."""
+    pytest.importorskip("torch", reason="the executor needs torch")
+    import mlaplan.calibrate.measure as m
+    from mlaplan.calibrate import validate
+    from mlaplan.calibrate.grid import interleave_workloads, scenario_points
+    from mlaplan.prefill.schedule import POLICIES
+
+    seen = []
+
+    def fake(p, *args, graph_first=False, **kw):
+        seen.append((p.buffer_tokens, p.policy, graph_first))
+        return {"cache": p.cache, "new": p.new, "page_size": p.page_size, "buffer_tokens": p.buffer_tokens,
+                "policy": p.policy, "eager_ms": 1.0, "eager_spread_ms": 0.0, "graph_ms": None}
+
+    def halves(key):
+        by = {}
+        for buffer, policy, g in seen:
+            by.setdefault(key(buffer, policy), []).append(g)
+        return {k: (sum(v), len(v)) for k, v in by.items()}
+
+    monkeypatch.setattr(m, "measure_point", fake)
+    scen = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-71", "short-chat.json")
+    buffers = "8192,16384,32768,65536,131072"
+    args = validate.parser().parse_args(["--scenarios", scen, "--device", "cpu", "--model", "deepseek-v2-lite",
+                                         "--policy", ",".join(POLICIES), "--buffer-tokens", buffers, "--batches", "2"])
+    validate.measure(args)
+    assert len(seen) == 2 * 5 * len(POLICIES)
+    assert all(n == 2 * t for t, n in halves(lambda b, p: p).values()), halves(lambda b, p: p)
+    assert all(n == 2 * t for t, n in halves(lambda b, p: b).values()), halves(lambda b, p: b)
+    # Calibration's points, the workloads taking turns: each policy's alternate.
+    seen.clear()
+    c = os.path.join(ROOT, "docs", "data", "cost-calibration")
+    points = interleave_workloads(scenario_points([os.path.join(c, "workloads-seed62", "short-chat.json"),
+                                                   os.path.join(c, "workloads-seed61", "coding-agent.json")],
+                                                  [8192, 16384, 65536]))
+    m.measure_points(points[:72], None, None, "cpu")
+    for policy, (t, n) in halves(lambda b, p: p).items():
+        assert t == n // 2, (policy, t, n)
+    assert [g for _, p, g in seen if p == "packed"][:4] == [False, True, False, True]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 import torch
 
@@ -71,6 +71,15 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     return rec
 
 
+def replays_first(*indices: int) -> bool:
+    """Whether a setting replays its graph before its eager runs (measure_point's graph_first), from
+    its indices (policy, buffer, batch, round...): every other one along each. A step at the card's
+    power cap times a few percent slower in whichever timing comes second (docs/cost-model.md), so
+    neither may always come second for one policy, buffer or batch; alternating over the settings in
+    order would, since six policies make an even row and every policy would keep one order."""
+    return sum(indices) % 2 == 1
+
+
 def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
                    kernel: str = "auto", seed: int = 1, progress: Optional[str] = None,
                    max_seconds: Optional[float] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
@@ -79,14 +88,17 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
     a prefix of it is a smaller grid of the same spread)."""
     points = list(points)
     out, start = [], time.monotonic()
+    timed: Dict[str, int] = {}  # points measured so far, by policy
     for i, p in enumerate(points):
         if max_seconds is not None and time.monotonic() - start > max_seconds:
             print(f"{progress or 'measure'}: --max-seconds {max_seconds:g} reached after {i} of {len(points)} points",
                   file=sys.stderr, flush=True)
             break
-        # Every other point replays its graph first (timing.measure's graph_first).
+        # Each policy's points replay their graph first every other time (timing.measure's graph_first).
+        turn = timed.get(p.policy, 0)
+        timed[p.policy] = turn + 1
         rec = measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms, host_reps=host_reps,
-                            graph_first=i % 2 == 1, cpu_wait_s=cpu_wait_s)
+                            graph_first=replays_first(turn), cpu_wait_s=cpu_wait_s)
         if p.scenario:
             rec.update(workload=p.workload, scenario=p.scenario)
         out.append(rec)

@@ -69,7 +69,7 @@ def measure(args) -> dict:
     from .device_info import describe
     from .grid import Point, scenario_batches
     from ..prefill.attention import kernel_title
-    from .measure import AUTO_PATHS, combine_rounds, measure_point
+    from .measure import AUTO_PATHS, combine_rounds, measure_point, replays_first
 
     if not args.scenarios:
         raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
@@ -95,14 +95,12 @@ def measure(args) -> dict:
         order = list(enumerate(settings))
         for r in range(args.rounds):
             # Every other round backwards, so that a drift of the machine falls on every setting alike.
-            for k, (buffer, engine) in order if r % 2 == 0 else reversed(order):
+            for _, (buffer, engine) in order if r % 2 == 0 else reversed(order):
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
-                # Every other setting, and each setting every other round, replays its graph first: a
-                # step at the card's power cap times slower in whichever timing comes second
-                # (docs/cost-model.md), so neither always is.
-                rounds[buffer, engine].append(measure_point(p, dims, dtype, device, args.reps, args.warmup, kernel,
-                                                            1000 + i, AUTO_PATHS, args.settle_ms,
-                                                            graph_first=(k + r) % 2 == 1, cpu_wait_s=args.cpu_wait_s))
+                rounds[buffer, engine].append(measure_point(
+                    p, dims, dtype, device, args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms,
+                    graph_first=replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
+                    cpu_wait_s=args.cpu_wait_s))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
