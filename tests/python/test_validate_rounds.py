@@ -218,3 +218,26 @@ def test_no_policy_keeps_one_timing_order(monkeypatch):
     for policy, (t, n) in halves(lambda b, p: p).items():
         assert t == n // 2, (policy, t, n)
     assert [g for _, p, g in seen if p == "packed"][:4] == [False, True, False, True]
+
+
+def test_the_report_sets_the_timing_orders_apart():
+    """Runs timed both ways round: the report gives each order's median signed error, so that an
+    order effect shows; runs timed one way only: no such line."""
+    pytest.importorskip("scipy", reason="validate checks scipy first (pip install .[calibrate])")
+    from mlaplan import _mlaplan
+    from mlaplan.calibrate.validate import markdown, predict_us, report
+
+    cost = _mlaplan.read_cost_model(EAGER_COST)
+    runs = []
+    for i, buffer in enumerate([256, 512, 1024, 2048]):
+        r = rec(1.0, buffer_tokens=buffer, workload="w", scenario="s", graph_first=i % 2 == 1)
+        slow = 1.10 if r["graph_first"] else 1.02  # the graph timed after the eager runs: 2% slow, before: 10%
+        r["graph_ms"] = predict_us(cost, r, "graph") / 1e3 * slow
+        runs.append(r)
+    order = report(cost, runs, "graph")["workloads"]["w"]["order"]
+    assert order["graph_first"]["runs"] == order["eager_first"]["runs"] == 2
+    assert order["graph_first"]["median_error"] == pytest.approx(1 / 1.10 - 1)
+    assert order["eager_first"]["median_error"] == pytest.approx(1 / 1.02 - 1)
+    assert "replayed their graph first" in markdown(report(cost, runs, "graph"), "c.json")
+    one_way = report(cost, [dict(r, graph_first=False) for r in runs], "graph")
+    assert "order" not in one_way["workloads"]["w"] and "replayed their graph first" not in markdown(one_way, "c.json")

@@ -182,6 +182,12 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
         out["workloads"][w] = {"runs": len(rs), "batches": len({r["scenario"] for r in rs}), "settings": len(keys),
                                "median_abs_error": float(np.median(errs)), "p90_abs_error": float(np.quantile(errs, 0.9)),
                                "max_abs_error": float(np.max(errs)), "kendall_tau": kendall_tau(measured, predicted)}
+        # By which timing came first, where runs were timed both ways: an order effect (the card at its
+        # power cap runs whichever comes second slower) shows as the two sides' signed errors apart.
+        sides = {name: [r["error"] for r in rs if bool(r.get("graph_first")) == first]
+                 for name, first in (("graph_first", True), ("eager_first", False))}
+        if all(sides.values()):
+            out["workloads"][w]["order"] = {name: {"runs": len(e), "median_error": float(np.median(e))} for name, e in sides.items()}
         # How far the eager runs of one setting spread ((max - min) / median over the reps): where the
         # host sets the pace, its noise bounds what any prediction of eager time can do.
         spreads = [r["eager_spread_ms"] / r["eager_ms"] for r in rs if r.get("eager_spread_ms") is not None and r.get("eager_ms")]
@@ -265,6 +271,12 @@ def markdown(rep: dict, cost_path: str) -> str:
     if "host_probe_ms" in rep:
         lines.append(f"Each run's host costs are scaled by its {PROBE_WORDS[rep.get('host_probe', 'cpu')]} against the file's "
                      f"{rep['host_probe_ms']:.3f} ms (the runs' median: {rep['host_probe_median_ms']:.3f} ms).")
+    order = [f"{w} {100 * s['order']['graph_first']['median_error']:+.1f}% ({s['order']['graph_first']['runs']} runs) "
+             f"against {100 * s['order']['eager_first']['median_error']:+.1f}% ({s['order']['eager_first']['runs']})"
+             for w, s in rep["workloads"].items() if "order" in s]
+    if order:
+        lines += ["", "Median signed error of the runs that replayed their graph first, against those timed eagerly first: "
+                  + "; ".join(order) + "."]
     spread = [f"{w} {100 * s['eager_spread_median']:.1f}% (p90 {100 * s['eager_spread_p90']:.1f}%)"
               for w, s in rep["workloads"].items() if "eager_spread_median" in s]
     if spread:
