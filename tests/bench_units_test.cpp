@@ -2,8 +2,15 @@
 // and the workload generator's guarantees.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "mlaplan/bench/bench_format.hpp"
 #include "mlaplan/bench/bench_report.hpp"
+#include "mlaplan/bench/host_cache.hpp"
 #include "mlaplan/bench/measurement.hpp"
 #include "mlaplan/bench/sample_stats.hpp"
 #include "mlaplan/bench/size_list.hpp"
@@ -246,4 +253,38 @@ TEST(BenchFormat, TableAndMarkdownLayoutsAreFixed) {
             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
             "| 1048576 | fast | cold | 1234 | 5.3% | 123 | 3.2% | 412x | 1.57x | 39x | - |\n"
             "| 1 | cpu-fast | hot | 0.042 | 0.0% | 4.50 | - | - | - | - | 7.25x |\n");
+}
+
+namespace {
+
+// A fake sysfs CPU folder: cache/indexN/{level,type,size} for each (level, type, size) given.
+std::string fake_cpu(const std::string& name, const std::vector<std::array<const char*, 3>>& caches) {
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / name;
+  std::filesystem::remove_all(dir);
+  for (size_t i = 0; i < caches.size(); ++i) {
+    const auto index = dir / "cache" / ("index" + std::to_string(i));
+    std::filesystem::create_directories(index);
+    const char* files[] = {"level", "type", "size"};
+    for (int f = 0; f < 3; ++f) std::ofstream(index / files[f]) << caches[i][f] << "\n";
+  }
+  return dir.string();
+}
+
+}  // namespace
+
+TEST(HostCache, TheLastLevelIsTheHighestDataOrUnifiedCacheSysfsLists) {
+  // An AMD EPYC guest's core: 32 KiB L1d, 32 KiB L1i, 1 MiB L2, a 32 MiB slice of L3.
+  const std::string epyc = fake_cpu("epyc", {{"1", "Data", "32K"}, {"1", "Instruction", "32K"}, {"2", "Unified", "1024K"},
+                                             {"3", "Unified", "32768K"}});
+  EXPECT_EQ(bench::sysfs_last_level_cache_bytes(epyc), size_t{32} << 20);
+  EXPECT_EQ(bench::sysfs_last_level_cache_bytes(fake_cpu("l2only", {{"1", "Data", "48K"}, {"2", "Unified", "2M"}})), size_t{2} << 20);
+  // An instruction cache is not one a sample's data goes through; a size sysfs did not write is none.
+  EXPECT_EQ(bench::sysfs_last_level_cache_bytes(fake_cpu("icache", {{"1", "Data", "48K"}, {"3", "Instruction", "64M"}})), size_t{48} << 10);
+  for (const char* bad : {"", "K", "32X", "32KB", "-1", "99999999999999999K"})
+    EXPECT_EQ(bench::sysfs_last_level_cache_bytes(fake_cpu("bad", {{"3", "Unified", bad}})), 0u) << bad;
+  EXPECT_EQ(bench::sysfs_last_level_cache_bytes(fake_cpu("empty", {})), 0u);
+  EXPECT_EQ(bench::sysfs_last_level_cache_bytes("/nonexistent/cpu0"), 0u);
+  // This machine's: four times a cache of at least 1 MiB, and at most 4 GiB in all.
+  EXPECT_GE(bench::host_flush_bytes(), size_t{4} << 20);
+  EXPECT_LE(bench::host_flush_bytes(), size_t{4} << 30);
 }

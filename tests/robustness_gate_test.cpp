@@ -309,8 +309,7 @@ TEST_F(GateCli, ATrickledAnswerMeetsOneDeadlineForTheWholeLine) {
 TEST_F(GateCli, BenchMaxCutsOffAnEndlessInfoLine) {
   // The timing requests share the transport: an answer to `info` is short. (bench reports an
   // unavailable max row beside the CPU kernels; the point here is the line and the time. Hot samples
-  // only: a cold one first writes four times the L3 that sysconf reports, 1.5 GiB on a guest shown a
-  // whole socket's, which under a parallel ctest took this past its bound.)
+  // only: a cold one first writes four times the host's last-level cache, which is not the subject.)
   const auto start = std::chrono::steady_clock::now();
   const auto r = run_cli("bench --kernels cpu --sizes 1 --mode hot --no-progress --max-time 0.05 --max "
                          "\"read l; head -c 100000000 /dev/zero | tr '\\\\0' 1; echo\"");

@@ -1,12 +1,11 @@
 #include "mlaplan/bench/cpu_measurements.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
 
+#include "mlaplan/bench/host_cache.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/profile/phase_timer.hpp"
 #include "mlaplan/profile/stop_request.hpp"
@@ -18,13 +17,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Evicts the host's last-level cache before a cold sample: writes four times its size. The writes go
-// in slices with the stop request looked at between them, since sysconf can report a whole socket's
-// L3 to a guest (384 MiB where the guest's slice has 32): a 1.5 GiB write per sample, and its zero fill
-// on construction, held Ctrl-C off for seconds.
+// Evicts the host's last-level cache before a cold sample: writes four times its size (host_cache.hpp).
+// The writes go in slices with the stop request looked at between them, so that Ctrl-C is not held off
+// by a large cache's writes.
 class HostCacheFlush {
  public:
-  HostCacheFlush() : size_(flush_bytes()), buffer_(new unsigned char[size_]) { flush(); }  // pages touched here, as before
+  HostCacheFlush() : size_(host_flush_bytes()), buffer_(new unsigned char[size_]) { flush(); }  // pages touched here, as before
   void flush() {
     ++value_;
     for (size_t at = 0; at < size_; at += kSlice) {
@@ -36,11 +34,6 @@ class HostCacheFlush {
 
  private:
   static constexpr size_t kSlice = size_t{64} << 20;
-  static size_t flush_bytes() {
-    long llc = ::sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (llc <= 0) llc = 32L << 20;
-    return static_cast<size_t>(llc) * 4;
-  }
   size_t size_;
   std::unique_ptr<unsigned char[]> buffer_;
   unsigned char value_ = 0;
