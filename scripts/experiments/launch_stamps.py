@@ -9,7 +9,6 @@ costs, is what is off. A CPU computation on saved runs (docs/cost-model.md, "Eag
   python scripts/experiments/launch_stamps.py COST.json MEASURED.json ...
 """
 import argparse
-import sys
 from collections import defaultdict
 
 import numpy as np
@@ -17,15 +16,11 @@ import numpy as np
 from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale
 from mlaplan.calibrate.grid import Point, eager_us, record_sm
 from mlaplan.calibrate.records import read_measurements
-from mlaplan.calibrate.validate import predict_us, read_cost
+from mlaplan.calibrate.validate import predict_us
 from mlaplan.prefill.__main__ import UsageError
+from saved_runs import fail, host_cost
 
 FORMATS = ("mlaplan-validation-measurements", "mlaplan-calibration-measurements")
-
-
-def fail(why: str):
-    print(f"mlaplan: error: launch_stamps.py: {why}", file=sys.stderr)
-    sys.exit(2)
 
 
 def read(path: str) -> list:
@@ -56,12 +51,7 @@ def main():
     ap.add_argument("cost", help="a cost file with a host section")
     ap.add_argument("measured", nargs="+", help="validate --save or calibrate --measurements files")
     a = ap.parse_args()
-    try:
-        cost = read_cost(a.cost)
-    except (OSError, ValueError) as e:
-        fail(str(e))
-    if "host" not in cost:
-        fail(f"{a.cost}: host: missing; give a cost file with a host section")
+    cost = host_cost(a.cost)
     h = cost["host"]
     probe = h.get("probe") or "cpu"
     for path in a.measured:

@@ -9,17 +9,12 @@ the spread leaves out). A CPU computation on saved runs (docs/cost-model.md, "Wh
 """
 import argparse
 import json
-import sys
 from collections import defaultdict
 
 import numpy as np
 
-from mlaplan.calibrate.validate import predict_us, read_cost
-
-
-def fail(why: str):
-    print(f"mlaplan: error: same_plan_spread.py: {why}", file=sys.stderr)
-    sys.exit(2)
+from mlaplan.calibrate.validate import predict_us
+from saved_runs import fail, host_cost
 
 
 def main():
@@ -27,12 +22,7 @@ def main():
     ap.add_argument("cost", help="a cost file with a host section")
     ap.add_argument("measured", nargs="+", help="validate --save files")
     a = ap.parse_args()
-    try:
-        cost = read_cost(a.cost)
-    except (OSError, ValueError) as e:
-        fail(str(e))
-    if "host" not in cost:
-        fail(f"{a.cost}: host: missing; give a cost file with a host section")
+    cost = host_cost(a.cost)
     for path in a.measured:
         try:
             with open(path) as f:

@@ -136,12 +136,10 @@ def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--batches" in r.stderr
 
 
-def test_validate_alternates_which_timing_comes_first(monkeypatch):
-    """A step at the card's power cap times slower in whichever timing comes second: validate replays
-    the graph first at every other setting, and at each setting in every other round."""
+def _timing_orders(monkeypatch) -> list:
+    """measure_point replaced by one that records (buffer, policy, graph_first) in the list returned."""
     pytest.importorskip("torch", reason="the executor needs torch")
     import mlaplan.calibrate.measure as m
-    from mlaplan.calibrate import validate
 
     seen = []
 
@@ -151,11 +149,22 @@ def test_validate_alternates_which_timing_comes_first(monkeypatch):
                 "policy": p.policy, "eager_ms": 1.0, "eager_spread_ms": 0.0, "graph_ms": None}
 
     monkeypatch.setattr(m, "measure_point", fake)
+    return seen
+
+
+def _validate_measures(*options):
+    from mlaplan.calibrate import validate
+
     scen = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-71", "short-chat.json")
-    args = validate.parser().parse_args(["--scenarios", scen, "--device", "cpu", "--model", "deepseek-v2-lite",
-                                         "--policy", "packed,even-split", "--buffer-tokens", "8192,16384",
-                                         "--rounds", "2", "--batches", "1"])
-    validate.measure(args)
+    validate.measure(validate.parser().parse_args(["--scenarios", scen, "--device", "cpu", "--model", "deepseek-v2-lite",
+                                                   *options]))
+
+
+def test_validate_alternates_which_timing_comes_first(monkeypatch):
+    """A step at the card's power cap times slower in whichever timing comes second: validate replays
+    the graph first at every other setting, and at each setting in every other round."""
+    seen = _timing_orders(monkeypatch)
+    _validate_measures("--policy", "packed,even-split", "--buffer-tokens", "8192,16384", "--rounds", "2", "--batches", "1")
     assert len(seen) == 8
     first = {}
     for buffer, policy, g in seen:
@@ -180,18 +189,10 @@ def test_no_policy_keeps_one_timing_order(monkeypatch):
     """Six policies make an even row: alternating over the settings in order gave every policy one
     order at every buffer and batch (packed's eager always timed second). Each policy, and each
     buffer, now replays its graph first at half its settings, in validate and in calibrate."""
-    pytest.importorskip("torch", reason="the executor needs torch")
+    seen = _timing_orders(monkeypatch)
     import mlaplan.calibrate.measure as m
-    from mlaplan.calibrate import validate
     from mlaplan.calibrate.grid import interleave_workloads, scenario_points
     from mlaplan.prefill.schedule import POLICIES
-
-    seen = []
-
-    def fake(p, *args, graph_first=False, **kw):
-        seen.append((p.buffer_tokens, p.policy, graph_first))
-        return {"cache": p.cache, "new": p.new, "page_size": p.page_size, "buffer_tokens": p.buffer_tokens,
-                "policy": p.policy, "eager_ms": 1.0, "eager_spread_ms": 0.0, "graph_ms": None}
 
     def halves(key):
         by = {}
@@ -199,12 +200,7 @@ def test_no_policy_keeps_one_timing_order(monkeypatch):
             by.setdefault(key(buffer, policy), []).append(g)
         return {k: (sum(v), len(v)) for k, v in by.items()}
 
-    monkeypatch.setattr(m, "measure_point", fake)
-    scen = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-71", "short-chat.json")
-    buffers = "8192,16384,32768,65536,131072"
-    args = validate.parser().parse_args(["--scenarios", scen, "--device", "cpu", "--model", "deepseek-v2-lite",
-                                         "--policy", ",".join(POLICIES), "--buffer-tokens", buffers, "--batches", "2"])
-    validate.measure(args)
+    _validate_measures("--policy", ",".join(POLICIES), "--buffer-tokens", "8192,16384,32768,65536,131072", "--batches", "2")
     assert len(seen) == 2 * 5 * len(POLICIES)
     assert all(n == 2 * t for t, n in halves(lambda b, p: p).values()), halves(lambda b, p: p)
     assert all(n == 2 * t for t, n in halves(lambda b, p: b).values()), halves(lambda b, p: b)
