@@ -233,7 +233,8 @@ calibrate() {
 # then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
 # docs/cost-model.md), and both files' host costs set against the runs' launch stamps
 # (scripts/experiments/launch_stamps.py); the part then times where inside each part's Python the
-# host issues its kernels (scripts/experiments/launch_timeline.py, launch-timeline.json).
+# host issues its kernels (scripts/experiments/launch_timeline.py, launch-timeline.json) and whether
+# the dispatch probe's pause speeds a device-bound layer up (probe_gap.py, probe-gap.json).
 calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
@@ -481,6 +482,9 @@ if [[ $part == calibrate-host ]]; then
   if [[ $attention != flash ]]; then
     step "launch timeline (launch_timeline.py)" launch-timeline.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
       timeout 120 python3 $source_dir/scripts/experiments/launch_timeline.py --json $log_dir/launch-timeline.json"
+    # Whether the dispatch probe's pause before each repetition speeds a device-bound layer up.
+    step "probe gap (probe_gap.py)" probe-gap.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
+      timeout 150 python3 $source_dir/scripts/experiments/probe_gap.py --json $log_dir/probe-gap.json"
   fi
 fi
 if [[ $part == heldout ]]; then
