@@ -4,7 +4,9 @@ the stamps' (the median over the runs, each run's scaled to the file's probe), a
 eager error (median / p90 of |error|, median signed) three ways: the file's costs at each run's
 probe, the stamps' median at each run's probe, and each run's own stamps. Where the run's own stamps
 price its eager time no better than the file does, the two clocks' device side, not the host's
-costs, is what is off. A CPU computation on saved runs (docs/cost-model.md, "Eager time").
+costs, is what is off. Per workload also the layer's issue time as stamped over the file's host costs
+summed over its launches, and its dispatch timed alone behind a sleeping GPU (host_ms) over that issue
+time: on the calibration runs so far host_ms was 1.3-1.5x the file's sum at the median. A CPU computation on saved runs (docs/cost-model.md, "Eager time").
 
   python scripts/experiments/launch_stamps.py COST.json MEASURED.json ...
 """
@@ -74,9 +76,19 @@ def main():
             by[w]["stamps"].append(priced(cost, r, {k: v * scale for k, v in median.items()}) / r["eager_ms"] - 1)
             by[w]["own"].append(priced(cost, r, own) / r["eager_ms"] - 1)
             by[w]["graph"].append(predict_us(cost, r, "graph") / 1e3 / r["graph_ms"] - 1)
+            # The layer's issue time as stamped, against the file's host costs summed over its launches,
+            # and against its dispatch timed alone behind a sleeping GPU (host_ms).
+            fitted_us = sum(h["launch_us"][k] * scale * n for k, n in (r.get("launches") or {}).items())
+            if r.get("host_issue_ms") and fitted_us:
+                by[w]["issue"].append(r["host_issue_ms"] * 1e3 / fitted_us)
+            if r.get("host_issue_ms") and r.get("host_ms"):
+                by[w]["alone"].append(r["host_ms"] / r["host_issue_ms"])
         for w, e in by.items():
             print(f"  {w} ({len(e['file'])} runs), |error| median / p90 (signed median): the file's {stats(e['file'])}, "
                   f"the stamps' {stats(e['stamps'])}, each run's own {stats(e['own'])}; graph {stats(e['graph'])}")
+            if e["issue"] and e["alone"]:
+                print(f"    issue time stamped over the file's host costs summed: median {np.median(e['issue']):.3f}; "
+                      f"dispatch timed alone over it: median {np.median(e['alone']):.3f}")
 
 
 if __name__ == "__main__":
