@@ -327,12 +327,23 @@ def test_python_sweep_eager_refuses_a_file_without_host_costs(tmp_path):
         mlaplan.sweep(workload="short-chat", batches=10, cost=str(graph_only), timing="eager")
 
 
+def pooled_errors(h, recs):
+    """The fitted costs' relative errors on recs (each run at its dispatch probe, as the fit prices it)."""
+    c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
+    out = []
+    for r in recs:
+        scale = fit.probe_scale(r, h.probe_ms, h.probe)
+        p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
+        out.append(_eager(p, c, {k: v * scale for k, v in h.launch_us.items()}, pad_v=False)["eager_us"] / (r["eager_ms"] * 1e3) - 1)
+    return out
+
+
 def test_host_fit_checks_its_costs_against_the_launch_stamps():
     """Runs whose timed layers stamped their launches: the fit states the stamps' own costs at its probe
     (each run's scaled by its dispatch probe), and the errors they give the same eager times. Planted:
     the stamps read the costs the eager times were made with, so they price them as well as the fit
     does; stamps that read the attention's launches at half their cost price them worse. Runs without
-    stamps: no check."""
+    stamps: no check, and one run in six: the check on those alone."""
     c = _mlaplan.read_cost_model(EXAMPLE)["coefficients"]
     recs = []
     for i, p in enumerate(make_grid(120, 13, 16)):
@@ -346,4 +357,25 @@ def test_host_fit_checks_its_costs_against_the_launch_stamps():
     assert h.stamped["median_abs_error"] < 1e-6 and h.summary()["stamped"] == h.stamped
     short = [dict(r, host_launch_us=dict(r["host_launch_us"], attention=r["host_launch_us"]["attention"] / 2)) for r in recs]
     assert fit.fit_host(short, _graph_fit(), 16, 132, False).stamped["p90_abs_error"] > 0.02
-    assert fit.fit_host([dict(recs[0], host_launch_us=None)] + recs[1:], _graph_fit(), 16, 132, False).stamped is None
+    # Pooled with runs that took no stamps: the check covers the runs that did.
+    pooled = fit.fit_host([dict(r, host_launch_us=None) for r in recs[:100]] + recs[100:], _graph_fit(), 16, 132, False)
+    assert pooled.stamped["runs"] == 20 and pooled.stamped["median_abs_error"] < 1e-6
+    assert pooled.stamped["fitted_median_abs_error"] == pytest.approx(np.median(np.abs(pooled_errors(pooled, recs[100:]))), abs=1e-3)
+    assert fit.fit_host([dict(r, host_launch_us=None) for r in recs[:114]] + recs[114:], _graph_fit(), 16, 132, False).stamped is None
+
+
+def test_refit_prints_and_keeps_the_stamps_check(tmp_path):
+    recs = [dict(r, dispatch_probe_ms=0.9, host_launch_us={k: v for k, v in HOST.items() if r["launches"].get(k)})
+            for r in _host_records(60, 0.002, seed=4)]
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps({"format": "mlaplan-calibration-measurements", "model": "deepseek-v3", "tp": 8, "heads": 16,
+                                "dtype": "bf16", "attention": "fa3", "attention_title": "fa3", "merge": "fused (Triton)",
+                                "gpu": "NVIDIA H200", "sms": 132, "date": "2026-12-05", "torch": "2.11.0",
+                                "host": "Some CPU 9000, Python 3.12.3", "records": recs}))
+    out = tmp_path / "cost.json"
+    r = _run("mlaplan.calibrate", "--refit", str(meas), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "on the 60 runs that stamped their launches" in r.stdout
+    st = json.loads(out.read_text())["host"]["fit"]["stamped"]
+    assert st["runs"] == 60 and set(st["launch_us"]) == set(HOST)
+    assert _mlaplan.read_cost_model(str(out))["host"]["launch_us"]  # the reader takes the section with it

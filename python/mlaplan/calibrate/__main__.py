@@ -222,8 +222,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}")
         if host.stamped:
             st = host.stamped
-            print(f"  the launch stamps' own costs, at the same probe, give |error| median {100 * st['median_abs_error']:.1f}%, "
-                  f"p90 {100 * st['p90_abs_error']:.1f}%: " + ", ".join(f"{k} {v:.3g}" for k, v in st["launch_us"].items()))
+            print(f"  on the {st['runs']} runs that stamped their launches, the stamps' own costs at the same probe give |error| "
+                  f"median {100 * st['median_abs_error']:.1f}%, p90 {100 * st['p90_abs_error']:.1f}% (these costs: "
+                  f"{100 * st['fitted_median_abs_error']:.1f}%, {100 * st['fitted_p90_abs_error']:.1f}%): "
+                  + ", ".join(f"{k} {v:.3g}" for k, v in st["launch_us"].items()))
         if host.sessions:
             spread = max(x["median_error"] for x in host.sessions) - min(x["median_error"] for x in host.sessions)
             print(f"the sessions pooled, each's median signed error under these costs (they differ by {100 * spread:.1f} points):")

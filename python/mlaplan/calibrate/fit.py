@@ -194,9 +194,9 @@ class HostFit:
     # Where runs of several sessions are pooled: each session's runs, points and median signed error
     # under the pooled costs. A session whose host sat off its probe throughout shows as a bias.
     sessions: List[dict] = field(default_factory=list)
-    # Where every run stamped its launches (host_launch_us): the host costs those stamps measure, at the
-    # same probe (each kind's median over the runs, each run's scaled by its probe), and the errors the
-    # two clocks give the same eager times with them in place of the fitted ones. A check on the fit
+    # Where more runs than kinds stamped their launches (host_launch_us): the host costs those stamps
+    # measure, at the same probe (each kind's median over the runs, each run's scaled by its probe), and
+    # the errors the two clocks give those runs with them and with the fitted ones. A check on the fit
     # that does not depend on which kinds the eager times can tell apart.
     stamped: Optional[dict] = None
 
@@ -260,21 +260,26 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r),
                probe_scale(r, probe_ms, probe or "cpu")) for r in usable]
 
-    def residuals(h):
+    def residuals(h, which=range(len(points))):
         return np.asarray([eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
-                                    graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler)
-                           for p, sm, scale in points]) / y - 1
+                                    graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler) / y[i] - 1
+                           for i, (p, sm, scale) in ((i, points[i]) for i in which)])
 
     # The walk is piecewise linear in h: finite differences of a few percent see its kinks.
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,
                       f_scale=HOST_SCALE)
     e = np.abs(f.fun)
+    # The runs that stamped their launches (a pooled fit's older sessions did not), each priced by
+    # the stamps' costs and by the fitted ones.
     stamped = None
-    if all(r.get("host_launch_us") for r in usable):
-        measured = stamped_us(usable, probe_ms, probe or "cpu", f.x)
-        s_err = np.abs(residuals(np.asarray([measured[k] for k in LAUNCH_KINDS])))
-        stamped = {"launch_us": measured, "median_abs_error": float(np.median(s_err)),
-                   "p90_abs_error": float(np.quantile(s_err, 0.9))}
+    have = [i for i, r in enumerate(usable) if r.get("host_launch_us")]
+    if len(have) > len(LAUNCH_KINDS):
+        measured = stamped_us([usable[i] for i in have], probe_ms, probe or "cpu", f.x)
+        s_err = np.abs(residuals(np.asarray([measured[k] for k in LAUNCH_KINDS]), have))
+        f_err = np.abs(f.fun[have])
+        stamped = {"runs": len(have), "launch_us": measured, "median_abs_error": float(np.median(s_err)),
+                   "p90_abs_error": float(np.quantile(s_err, 0.9)), "fitted_median_abs_error": float(np.median(f_err)),
+                   "fitted_p90_abs_error": float(np.quantile(f_err, 0.9))}
     counts = np.asarray([[r["launches"].get(k, 0) for k in LAUNCH_KINDS] for r in usable if r.get("launches")], dtype=np.float64)
     why = identifiability(counts, np.ones(len(counts)), LAUNCH_KINDS, f.x) if len(counts) > len(LAUNCH_KINDS) else {}
     by_session = []

@@ -122,9 +122,9 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
                             graph_first, cpu_wait_s, (lambda: dispatch_probe.probe_ms(p)) if cuda else None,
                             stamp_launches=cuda and host_reps > 0)
         run.cpu_probe_ms, run.dispatch_probe_ms = t.cpu_probe_ms, t.dispatch_probe_ms
-        host = host_clock.per_launch_us(t.launch_stamps)
-        if host is not None:
-            run.host_launch_us, run.host_issue_ms = host["launch_us"], host["issue_ms"]
+        stamped = host_clock.per_launch_us(t.launch_stamps)
+        if stamped is not None:
+            run.host_launch_us, run.host_issue_ms = stamped["launch_us"], stamped["issue_ms"]
         run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
         run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
         run.gpu_busy_ms = t.gpu_busy_ms
