@@ -260,10 +260,10 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r),
                probe_scale(r, probe_ms, probe or "cpu")) for r in usable]
 
-    def residuals(h, which=range(len(points))):
+    def residuals(h):
         return np.asarray([eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
-                                    graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler) / y[i] - 1
-                           for i, (p, sm, scale) in ((i, points[i]) for i in which)])
+                                    graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler)
+                           for p, sm, scale in points]) / y - 1
 
     # The walk is piecewise linear in h: finite differences of a few percent see its kinks.
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,
@@ -275,7 +275,7 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     have = [i for i, r in enumerate(usable) if r.get("host_launch_us")]
     if len(have) > len(LAUNCH_KINDS):
         measured = stamped_us([usable[i] for i in have], probe_ms, probe or "cpu", f.x)
-        s_err = np.abs(residuals(np.asarray([measured[k] for k in LAUNCH_KINDS]), have))
+        s_err = np.abs(residuals(np.asarray([measured[k] for k in LAUNCH_KINDS]))[have])
         f_err = np.abs(f.fun[have])
         stamped = {"runs": len(have), "launch_us": measured, "median_abs_error": float(np.median(s_err)),
                    "p90_abs_error": float(np.quantile(s_err, 0.9)), "fitted_median_abs_error": float(np.median(f_err)),

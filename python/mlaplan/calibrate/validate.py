@@ -92,10 +92,9 @@ def measure(args) -> dict:
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
         rounds = {k: [] for k in settings}
-        order = list(enumerate(settings))
         for r in range(args.rounds):
             # Every other round backwards, so that a drift of the machine falls on every setting alike.
-            for _, (buffer, engine) in order if r % 2 == 0 else reversed(order):
+            for buffer, engine in settings if r % 2 == 0 else reversed(settings):
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
                 rounds[buffer, engine].append(measure_point(
                     p, dims, dtype, device, args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms,
