@@ -17,22 +17,10 @@ import numpy as np
 
 from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale
 from mlaplan.calibrate.grid import Point, eager_us, record_sm
-from mlaplan.calibrate.records import read_measurements
 from mlaplan.calibrate.validate import predict_us
-from mlaplan.prefill.__main__ import UsageError
-from saved_runs import fail, host_cost
+from saved_runs import fail, host_cost, saved_runs
 
 FORMATS = ("mlaplan-validation-measurements", "mlaplan-calibration-measurements")
-
-
-def read(path: str) -> list:
-    for fmt in FORMATS:
-        try:
-            return read_measurements(path, fmt, "validate --save or calibrate --measurements")["records"]
-        except UsageError as e:
-            if "format:" not in str(e) or fmt == FORMATS[-1]:
-                fail(str(e))
-    return []
 
 
 def priced(cost: dict, rec: dict, launch_us: dict) -> float:
@@ -57,7 +45,7 @@ def main():
     h = cost["host"]
     probe = h.get("probe") or "cpu"
     for path in a.measured:
-        recs = [r for r in read(path) if r.get("eager_ms") and r.get("graph_ms") and r.get("host_launch_us")]
+        recs = [r for r in saved_runs(path, FORMATS, "validate --save or calibrate --measurements") if r.get("eager_ms") and r.get("graph_ms") and r.get("host_launch_us")]
         if not recs:
             fail(f"{path}: no run with eager and graph times and launch stamps (host_launch_us); "
                  f"give runs measured on the GPU by this version")

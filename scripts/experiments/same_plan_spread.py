@@ -13,8 +13,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from mlaplan.calibrate.validate import predict_us
-from saved_runs import fail, host_cost
+from mlaplan.calibrate.validate import MEASURED_FORMAT, predict_us
+from saved_runs import host_cost, saved_runs
 
 
 def main():
@@ -24,13 +24,8 @@ def main():
     a = ap.parse_args()
     cost = host_cost(a.cost)
     for path in a.measured:
-        try:
-            with open(path) as f:
-                recs = [r for r in json.load(f)["records"] if r.get("eager_ms") and r.get("graph_ms")]
-        except KeyError as e:
-            fail(f"{path}: {e.args[0]}: missing; give a file validate --save wrote")
-        except (OSError, ValueError, TypeError, AttributeError) as e:
-            fail(f"{path}: {e}; give a file validate --save wrote")
+        recs = [r for r in saved_runs(path, MEASURED_FORMAT, "validate --save", text_keys=("workload", "scenario"))
+                if r.get("eager_ms") and r.get("graph_ms")]
         plans = defaultdict(list)
         for r in recs:
             key = (r["workload"], r["scenario"], r["policy"], r.get("path"), r["iterations"],

@@ -1,9 +1,11 @@
-"""What the experiments on saved runs share: their one error line, and a cost file with a host
-section read as `run --cost` reads it."""
+"""What the experiments on saved runs share: their one error line, a cost file with a host section
+read as `run --cost` reads it, and saved runs read as validate and calibrate read them."""
 import os
 import sys
 
+from mlaplan.calibrate.records import read_measurements
 from mlaplan.calibrate.validate import read_cost
+from mlaplan.prefill.__main__ import UsageError
 
 
 def fail(why: str):
@@ -21,3 +23,12 @@ def host_cost(path: str) -> dict:
     if "host" not in cost:
         fail(f"{path}: host: missing; give a cost file with a host section")
     return cost
+
+
+def saved_runs(path: str, formats, wrote: str, text_keys=()) -> list:
+    """The records of a measurements file of one of `formats` (records.read_measurements: every field
+    checked), or the one error line naming what is wrong."""
+    try:
+        return read_measurements(path, formats, wrote, text_keys=text_keys)["records"]
+    except UsageError as e:
+        fail(str(e))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 import numbers
 import os
-from typing import Iterable, List
+from typing import Iterable, List, Sequence, Union
 
 from .._files import read_json
 from ..prefill.__main__ import UsageError
@@ -83,13 +83,16 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
             raise UsageError(f"{where}.{key}: expected a string; give a file mlaplan wrote")
 
 
-def read_measurements(path: str, fmt: str, wrote: str, top_keys: Iterable[str] = (), text_keys: Iterable[str] = ()) -> dict:
-    """The document of `path`: format `fmt`, `top_keys` present, every record checked (`text_keys`:
-    strings each record must hold). `wrote`: the option that writes such files, for the fix."""
+def read_measurements(path: str, fmt: Union[str, Sequence[str]], wrote: str, top_keys: Iterable[str] = (),
+                      text_keys: Iterable[str] = ()) -> dict:
+    """The document of `path`: format `fmt` (or any of several), `top_keys` present, every record
+    checked (`text_keys`: strings each record must hold). `wrote`: the option that writes such files,
+    for the fix."""
     what = f"a file {wrote} wrote"
+    formats = (fmt,) if isinstance(fmt, str) else tuple(fmt)
     doc = read_json(path, what)
-    if not isinstance(doc, dict) or doc.get("format") != fmt:
-        raise UsageError(f"{path}: format: not \"{fmt}\"; give {what}")
+    if not isinstance(doc, dict) or doc.get("format") not in formats:
+        raise UsageError(f"{path}: format: not {' or '.join(f'{chr(34)}{f}{chr(34)}' for f in formats)}; give {what}")
     for key in top_keys:
         if key not in doc:
             raise UsageError(f"{path}: {key}: missing; give {what}")
