@@ -23,7 +23,7 @@ import torch
 
 from mlaplan.prefill.executor import RANGE_PREFIX, execute
 from mlaplan.prefill.timing import quiet_profiler
-from warmed_layer import warmed_layer
+from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The host-bound layer the probe experiments time, and seed 101's first Mooncake step (5 sequences,
@@ -40,10 +40,7 @@ def fail(why: str):
 
 
 def mooncake_layer():
-    with open(MOONCAKE) as f:
-        s = json.load(f)["scenarios"][0]
-    offsets = s["input_row_offsets"]
-    return (s["cache_lengths"], [b - a for a, b in zip(offsets, offsets[1:])], "packed", 65536)
+    return (*first_batch(MOONCAKE), "packed", 65536)
 
 
 def timeline(layer, runs: int) -> dict:

@@ -26,7 +26,7 @@ from mlaplan.prefill import dispatch_probe
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import SETTLE_MS, time_eager, time_eager_probed, time_graph
 from saved_runs import fail
-from warmed_layer import warmed_layer
+from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CODING_AGENT = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-101", "coding-agent.json")
@@ -42,10 +42,7 @@ def main():
         fail(f"--rounds {a.rounds}: give a whole number >= 1")
     if not torch.cuda.is_available():
         fail("no CUDA GPU: the gap it times is the GPU's")
-    with open(CODING_AGENT) as f:
-        s = json.load(f)["scenarios"][0]
-    offsets = s["input_row_offsets"]
-    p = warmed_layer(s["cache_lengths"], [b - c for c, b in zip(offsets, offsets[1:])], "packed", 131072)
+    p = warmed_layer(*first_batch(CODING_AGENT), "packed", 131072)
     fn = lambda: execute(p)  # noqa: E731
     timings = {
         "eager": lambda: statistics.median(time_eager(fn, True, REPS, 1, SETTLE_MS)),

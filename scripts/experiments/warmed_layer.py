@@ -4,6 +4,7 @@ fused merge on CUDA, and run three times so that its first timing sees no first-
 import numpy as np
 import torch
 
+from mlaplan.calibrate.grid import scenario_batches
 from mlaplan.prefill.executor import Prepared, execute, prepare
 from mlaplan.prefill.inputs import host_page_table, random_inputs
 from mlaplan.prefill.model import model_dims
@@ -18,3 +19,9 @@ def warmed_layer(cache, new, policy: str, buffer: int) -> Prepared:
         execute(p)
     torch.cuda.synchronize()
     return p
+
+
+def first_batch(path: str):
+    """(cache tokens, new tokens) per sequence of a scenario file's first batch."""
+    _, _, s = next(scenario_batches([path]))
+    return list(s["cache_lengths"]), s["new"]
