@@ -219,6 +219,7 @@ void bind_cost(nb::module_& m) {
         d["gpu"] = c.gpu;
         d["sm"] = c.sm;
         d["timing"] = c.timing;
+        d["attention"] = c.attention;
         g["heads"] = c.geometry.heads;
         g["sms"] = c.geometry.sms;
         g["blocks_per_sm"] = c.geometry.blocks_per_sm;
@@ -247,7 +248,7 @@ void bind_cost(nb::module_& m) {
       },
       "path"_a,
       "A cost file read and checked as `run --cost` reads it (ValueError naming the file and field): model, tp, dtype, "
-      "gpu, sm, timing, geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}, "
+      "gpu, sm, timing, attention (kernels.attention: the kernel, as calibrate names it), geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}, "
       "host {holds_for, pad_v, launch_us {kind: us}} or None.");
 }
 

@@ -290,6 +290,47 @@ def test_validate_that_measured_nothing_fails(tmp_path):
     assert r.stdout == "" and not (tmp_path / "rep.json").exists()
 
 
+# Runs priced by a cost file for other runs: refused, naming the field, before any time is spent.
+
+@pytest.mark.parametrize("fields,message", [
+    ({"model": "kimi-k2", "tp": 8}, "model: 'kimi-k2', but"),
+    ({"model": "deepseek-v3", "tp": 1}, "tp: 1, but"),
+    ({"model": "deepseek-v3", "tp": 8, "attention": "fa3"}, "attention: 'fa3', but"),
+])
+def test_validate_refuses_runs_its_cost_file_does_not_price(tmp_path, fields, message):
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    rec = {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "workload": "w",
+           "scenario": "s", "eager_ms": 1.0, "graph_ms": 1.0}
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps({"format": "mlaplan-validation-measurements", **fields, "records": [rec]}))
+    r = run("mlaplan.calibrate.validate", "--cost", COST, "--measured", str(m), "--json", str(tmp_path / "rep.json"))
+    one_error_line(r, 2, f"{m}: {message} {COST} prices", "a cost file for")
+    assert r.stdout == "" and not (tmp_path / "rep.json").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--model", "kimi-k2"], "--model: kimi-k2, but"),
+    (["--tp", "1"], "--tp: 1, but"),
+    (["--attention", "cudnn"], "--attention: cudnn runs cudnn here, but"),  # the example file names flash
+])
+def test_validate_refuses_to_measure_what_its_cost_file_does_not_price(tmp_path, args, message):
+    """Before a GPU's time goes on it; the file's model and TP are the defaults."""
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    if args[0] == "--attention":
+        pytest.importorskip("torch", reason="the kernel is resolved on a torch device (pip install .[prefill])")
+    scen = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-71", "short-chat.json")
+    r = run("mlaplan.calibrate.validate", "--cost", COST, "--scenarios", scen, "--device", "cpu", *args,
+            "--save", str(tmp_path / "m.json"))
+    one_error_line(r, 2, message, COST)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_validate_measured_without_a_cost_file_is_refused(tmp_path):
+    m = tmp_path / "m.json"
+    m.write_text('{"format": "mlaplan-validation-measurements", "records": []}')
+    one_error_line(run("mlaplan.calibrate.validate", "--measured", str(m)), 2, "--measured: without --cost", "--cost")
+
+
 # 6, 14. Prefill's outputs and arguments.
 
 @pytest.mark.parametrize("args,message", [

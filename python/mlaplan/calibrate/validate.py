@@ -30,6 +30,8 @@ MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
 # chunks), the eager / graph ratio predicted within 0.1 of the measured.
 RATIO_BUFFER, RATIO_TOLERANCE = 8192, 0.1
 MEASURED_FORMAT = "mlaplan-validation-measurements"
+# What validate measures without --model, --tp or a --cost file to take them from.
+DEFAULT_MODEL, DEFAULT_TP = "deepseek-v3", 8
 
 
 def parser() -> Parser:
@@ -37,12 +39,14 @@ def parser() -> Parser:
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cost", metavar="FILE.json", help="the cost file to check (without it: measure and --save only)")
     p.add_argument("--scenarios", nargs="+", action="extend", metavar="FILE.json", help="held-out batches, one file per workload (mlaplan gen)")
-    p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]")
+    p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
+                   help="the buffer sizes measured, in rows (default 8192,16384,65536,131072,262144)")
     p.add_argument("--policy", default="all", metavar="LIST", help="all (default) or a comma list of engines")
-    p.add_argument("--model", default="deepseek-v3", metavar="NAME")
-    p.add_argument("--tp", type=_count(1), default=8, metavar="N")
-    p.add_argument("--reps", type=_count(1), default=5, metavar="N")
-    p.add_argument("--warmup", type=_count(0), default=2, metavar="N")
+    p.add_argument("--model", metavar="NAME", help="the model measured, a preset (docs/models.md; default: the --cost file's, "
+                   f"else {DEFAULT_MODEL})")
+    p.add_argument("--tp", type=_count(1), metavar="N", help=f"its tensor-parallel ranks (default: the --cost file's, else {DEFAULT_TP})")
+    p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per setting, the median kept (default 5)")
+    p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
     p.add_argument("--rounds", type=_count(1, 1000), default=1, metavar="N",
                    help="measure each batch's settings N times over, the order reversed every other round, and "
                         "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
@@ -56,13 +60,36 @@ def parser() -> Parser:
     p.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop measuring after S seconds (whole batches)")
     p.add_argument("--batches", type=_count(1), metavar="N",
                    help="measure only the first N batches of each scenario file (every workload gets its share of the time)")
-    p.add_argument("--device", default="auto", metavar="DEV")
+    p.add_argument("--device", default="auto", metavar="DEV", help="auto (default: cuda where there is a GPU), cuda or cuda:N")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports)")
     return p
 
 
-def measure(args) -> dict:
+def cost_kernel(cost: dict) -> Optional[str]:
+    """The attention kernel a cost file was calibrated with: the first word of its kernels.attention,
+    as calibrate writes it ("fa3 (FlashAttention-3, ...)"); None where that names no kernel the
+    executor runs (a file written by hand)."""
+    word = (cost.get("attention") or "").split(" ", 1)[0]
+    return word if word in KERNELS and word != "auto" else None
+
+
+def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp: int, kernel: Optional[str]) -> None:
+    """The runs (a --measured file; None: those the options ask for) measured what the cost file
+    prices: its model, TP and, where both name one, attention kernel. Else one line and exit 2: a
+    report pricing one model's runs with another's file reads as a large error of the model."""
+    for key, theirs, mine in (("model", model, cost["model"]), ("tp", tp, cost["tp"]), ("attention", kernel, cost_kernel(cost))):
+        if theirs is None or mine is None or theirs == mine:
+            continue
+        name = f"TP {theirs}" if key == "tp" else theirs
+        if runs is None:
+            raise UsageError(f"--{key}: {theirs}, but {cost_path} prices {mine}; give --{key} {mine} (or leave it out: the "
+                             f"file's is the default), or a cost file for {name}")
+        raise UsageError(f"{runs}: {key}: {theirs!r}, but {cost_path} prices {mine!r}; validate these runs with a cost file "
+                         f"for {name} (costs/)")
+
+
+def measure(args, expect_kernel: Optional[str] = None) -> dict:
     import torch
 
     from ..prefill.model import model_dims
@@ -74,9 +101,13 @@ def measure(args) -> dict:
     if not args.scenarios:
         raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
     engines = parse_engines(args.policy)
-    dims = model_dims(args.model, args.tp)
+    model, tp = args.model or DEFAULT_MODEL, args.tp or DEFAULT_TP
+    dims = model_dims(model, tp)
     device = _device(torch, args.device)
     kernel = attention_kernel(args.attention, device)
+    if expect_kernel is not None and kernel != expect_kernel:  # before the time is spent
+        raise UsageError(f"--attention: {args.attention} runs {kernel} here, but {args.cost} prices {expect_kernel}; "
+                         f"give --attention {expect_kernel} or a cost file for {kernel}")
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     records = []
     import time
@@ -105,7 +136,7 @@ def measure(args) -> dict:
             rec.update(workload=workload, scenario=s["name"])
             records.append(rec)
         print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
-    return {"format": MEASURED_FORMAT, "model": args.model, "tp": args.tp, "heads": dims.heads, **describe(torch, device),
+    return {"format": MEASURED_FORMAT, "model": model, "tp": tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
             "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
 
@@ -329,12 +360,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.cost:
         require_scipy("the ranking (Kendall's tau, scipy.stats.kendalltau)")
         cost = read_cost(args.cost)  # before measuring: a bad file fails at once
+    elif args.measured:
+        raise UsageError("--measured: without --cost there is nothing to report; give the cost file to check with --cost")
     if args.measured:
         records = []
         for path in args.measured:
-            records += read_measurements(path, MEASURED_FORMAT, "--save", text_keys=("workload", "scenario"))["records"]
+            doc = read_measurements(path, MEASURED_FORMAT, "--save", text_keys=("workload", "scenario"))
+            check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
+            records += doc["records"]
     else:
-        doc = measure(args)
+        if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
+            args.model, args.tp = args.model or cost["model"], args.tp or cost["tp"]
+            check_alike(args.cost, cost, None, args.model, args.tp, None)
+        doc = measure(args, cost_kernel(cost) if cost else None)
         records = doc["records"]
         if args.save:
             write_output(args.save, json_text(doc))
