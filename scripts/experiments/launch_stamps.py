@@ -45,7 +45,7 @@ def main():
     h = cost["host"]
     probe = h.get("probe") or "cpu"
     for path in a.measured:
-        recs = [r for r in saved_runs(path, FORMATS, "validate --save or calibrate --measurements") if r.get("eager_ms") and r.get("graph_ms") and r.get("host_launch_us")]
+        recs = [r for r in saved_runs(path, FORMATS, "validate --save or calibrate --measurements", a.cost, cost) if r.get("eager_ms") and r.get("graph_ms") and r.get("host_launch_us")]
         if not recs:
             fail(f"{path}: no run with eager and graph times and launch stamps (host_launch_us); "
                  f"give runs measured on the GPU by this version")

@@ -24,7 +24,7 @@ def main():
     a = ap.parse_args()
     cost = host_cost(a.cost)
     for path in a.measured:
-        recs = [r for r in saved_runs(path, MEASURED_FORMAT, "validate --save", text_keys=("workload", "scenario"))
+        recs = [r for r in saved_runs(path, MEASURED_FORMAT, "validate --save", a.cost, cost, text_keys=("workload", "scenario"))
                 if r.get("eager_ms") and r.get("graph_ms")]
         plans = defaultdict(list)
         for r in recs:

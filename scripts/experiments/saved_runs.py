@@ -4,7 +4,7 @@ import os
 import sys
 
 from mlaplan.calibrate.records import read_measurements
-from mlaplan.calibrate.validate import read_cost
+from mlaplan.calibrate.validate import check_alike, read_cost
 from mlaplan.prefill.__main__ import UsageError
 
 
@@ -20,15 +20,18 @@ def host_cost(path: str) -> dict:
         cost = read_cost(path)
     except (OSError, ValueError) as e:
         fail(str(e))
-    if "host" not in cost:
+    if cost.get("host") is None:  # the reader gives None for a file without one
         fail(f"{path}: host: missing; give a cost file with a host section")
     return cost
 
 
-def saved_runs(path: str, formats, wrote: str, text_keys=()) -> list:
+def saved_runs(path: str, formats, wrote: str, cost_path: str, cost: dict, text_keys=()) -> list:
     """The records of a measurements file of one of `formats` (records.read_measurements: every field
-    checked), or the one error line naming what is wrong."""
+    checked) that measured what the cost file prices (validate.check_alike), or the one error line
+    naming what is wrong."""
     try:
-        return read_measurements(path, formats, wrote, text_keys=text_keys)["records"]
+        doc = read_measurements(path, formats, wrote, text_keys=text_keys)
+        check_alike(cost_path, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
+        return doc["records"]
     except UsageError as e:
         fail(str(e))

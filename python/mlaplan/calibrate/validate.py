@@ -85,7 +85,7 @@ def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp:
         if runs is None:
             raise UsageError(f"--{key}: {theirs}, but {cost_path} prices {mine}; give --{key} {mine} (or leave it out: the "
                              f"file's is the default), or a cost file for {name}")
-        raise UsageError(f"{runs}: {key}: {theirs!r}, but {cost_path} prices {mine!r}; validate these runs with a cost file "
+        raise UsageError(f"{runs}: {key}: {theirs!r}, but {cost_path} prices {mine!r}; price these runs with a cost file "
                          f"for {name} (costs/)")
 
 
