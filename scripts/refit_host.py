@@ -65,10 +65,15 @@ def main(argv) -> int:
     try:
         with open(cost_path) as f:
             doc = json.load(f)
-        if not isinstance(doc, dict) or "command" not in doc:
-            return fail(f"{cost_path}: command: missing; give a cost file written by python -m mlaplan.calibrate --refit")
+    except json.JSONDecodeError as e:
+        return fail(f"{cost_path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give a cost file written by python -m mlaplan.calibrate")
+    except (OSError, UnicodeDecodeError) as e:
+        return fail(f"{cost_path}: {e}; give a cost file written by python -m mlaplan.calibrate")
+    if not isinstance(doc, dict) or "command" not in doc:
+        return fail(f"{cost_path}: command: missing; give a cost file written by python -m mlaplan.calibrate --refit")
+    try:
         args = shlex.split(doc["command"]) if isinstance(doc["command"], str) else []
-    except (OSError, ValueError) as e:
+    except ValueError as e:  # an unclosed quote
         return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")

@@ -68,6 +68,7 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     ([SHIPPED, RUNS, "--commit"], "argument --commit: expected one argument"),
     ([SHIPPED, RUNS, "-o"], "argument -o: expected one argument"),
     ([SHIPPED, RUNS, "--kep"], "unrecognized arguments: --kep"),
+    ([os.path.join(ROOT, "README.md"), RUNS], "README.md:1:1: invalid JSON"),  # where, not a field it never reached
 ])
 def test_bad_input_is_one_line(args, message):
     r = run(*args)
