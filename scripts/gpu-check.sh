@@ -30,7 +30,9 @@
 # raw measurements come beside the logs (cost-*.json, measurements-*.json). Part calibrate-host times
 # the host-bound steps of DeepSeek-V3 and Kimi-K2 at TP 8 at the host CPU's full speed, HOST_SECONDS
 # (200) each (HOST_MODELS narrows it), and refits the shipped files' host sections on them, pooled with the runs a section
-# at the dispatch probe was fitted on (host-runs-*.json, refit-*.json).
+# at the dispatch probe was fitted on (host-runs-*.json, refit-*.json). Part host-experiments (FA3)
+# times where the host issues each part's kernels and whether the dispatch probe's pause speeds a
+# layer up, probed runs reheated or not (launch-timeline.json, probe-gap.json).
 #
 # The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
@@ -46,7 +48,7 @@
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
 # workload (validate --batches), so that N rounds fit the slot.
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|host-experiments|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -57,8 +59,8 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | heldout | heldout-tp1 | heldout-eager | heldout-more | heldout-guided) ;;
-  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, heldout, heldout-tp1, heldout-eager, heldout-more or heldout-guided" >&2; exit 2 ;;
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | host-experiments | heldout | heldout-tp1 | heldout-eager | heldout-more | heldout-guided) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, host-experiments, heldout, heldout-tp1, heldout-eager, heldout-more or heldout-guided" >&2; exit 2 ;;
 esac
 # The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager seed 101's
 # (drawn after every TP 8 file's last host refit; scripts/heldout_batches.py); HELDOUT_SEED=N
@@ -232,9 +234,9 @@ calibrate() {
 # 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
 # then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
 # docs/cost-model.md), and both files' host costs set against the runs' launch stamps
-# (scripts/experiments/launch_stamps.py); the part then times where inside each part's Python the
-# host issues its kernels (scripts/experiments/launch_timeline.py, launch-timeline.json) and whether
-# the dispatch probe's pause speeds a device-bound layer up (probe_gap.py, probe-gap.json).
+# (scripts/experiments/launch_stamps.py). Part host-experiments times where inside each part's Python
+# the host issues its kernels (scripts/experiments/launch_timeline.py, launch-timeline.json) and
+# whether the dispatch probe's pause speeds a device-bound layer up (probe_gap.py, probe-gap.json).
 calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
@@ -457,7 +459,7 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
   step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
 fi
 
-if [[ $part == calibrate* || $part == heldout* ]]; then
+if [[ $part == calibrate* || $part == heldout* || $part == host-experiments ]]; then
   step "python package (no CUDA planner)" python-build.log python_cpu_build
   [[ $attention == flash || $attention == cudnn ]] || step "FlashAttention-3 importable" fa3.log fa3_install
 fi
@@ -478,8 +480,12 @@ if [[ $part == calibrate-host ]]; then
   for m in ${HOST_MODELS:-deepseek-v3 kimi-k2}; do
     step "full-speed host runs: $m TP 8" "host-$m-tp8.log" calibrate_host "$m" 8 "${HOST_SECONDS:-200}"
   done
+fi
+if [[ $part == host-experiments ]]; then
   # Where inside each part's Python the host issues its kernels (its layers are FlashAttention-3's).
-  if [[ $attention != flash ]]; then
+  if [[ $attention == flash ]]; then
+    echo "gpu-check: host-experiments time FlashAttention-3's layers; ATTENTION=flash has none" >&2
+  else
     step "launch timeline (launch_timeline.py)" launch-timeline.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
       timeout 120 python3 $source_dir/scripts/experiments/launch_timeline.py --json $log_dir/launch-timeline.json"
     # Whether the dispatch probe's pause before each repetition speeds a device-bound layer up.

@@ -5,14 +5,20 @@ at a higher clock. On the held-out runs measured with the probe (seeds 91 and 10
 of device-bound coding-agent steps fell below their graph time in 35-63% of the runs, against 7-38%
 in the runs of seeds 71 and 81, measured without it (docs/cost-model.md, "Where it stands").
 
-Times seed 101's first coding-agent step (10 sequences, 845,413 cached and 8,192 new tokens,
-DeepSeek-V3 TP 8, FA3) under packed at 128K rows, in rounds, each round eagerly without probes,
-eagerly with the probe before each repetition (as calibration and validation time it) and replayed
-as a graph, in an order that turns each round; each after the usual 250 ms settle. Prints the
-median ratios of the probed and unprobed eager times to each other and to the graph's, and how many
-rounds each way.
+Times two layers of DeepSeek-V3 TP 8 with FA3, in rounds: seed 101's first coding-agent step (10
+sequences, 845,413 cached and 8,192 new tokens) under packed at 128K rows, a device-bound step of
+about 50 ms, and its second Mooncake step (one sequence of 7,033 cached and 8,192 new tokens) under
+packed at 8K rows, a step of a millisecond or two. The eager model prices the held-out Mooncake runs
+3-6% long at the median with FA3 and within 1.5% with FlashAttention-2, and such steps ran 6-8%
+faster in their first replays after a pause than sustained (docs/cost-model.md, "Sustained clocks"). Each round times each layer
+eagerly without probes (its repetitions back to back), eagerly with the probe before each repetition
+(as calibration and validation time it), the same with the layer run back to back for REHEAT_MS
+after each probe, and replayed as a graph, in an order that turns each round; each after the usual
+250 ms settle. Prints, per layer, the median ratios of the probed eager times to the unprobed and of
+each eager time to the graph's, and how many rounds each way. If the probe's rest speeds the step up
+and the reheat takes that back, the timed eager runs should reheat.
 
-  python scripts/experiments/probe_gap.py [--rounds 12] [--json OUT.json]   # on a CUDA GPU
+  python scripts/experiments/probe_gap.py [--rounds 8] [--json OUT.json]   # on a CUDA GPU
 """
 import argparse
 import json
@@ -29,43 +35,56 @@ from saved_runs import fail
 from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CODING_AGENT = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-101", "coding-agent.json")
+SEED_101 = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-101")
+LAYERS = {"coding-agent-0, packed at 131072": (os.path.join(SEED_101, "coding-agent.json"), 0, "packed", 131072),
+          "mooncake-replay-1, packed at 8192": (os.path.join(SEED_101, "mooncake-replay.json"), 1, "packed", 8192)}
 REPS = 5
+REHEAT_MS = 100  # FlashAttention-3 draws the card to its power cap within about 0.1 s (timing.SETTLE_MS)
+
+
+def timings(p) -> dict:
+    fn = lambda: execute(p)  # noqa: E731
+    probe = lambda: dispatch_probe.probe_ms(p)  # noqa: E731
+    return {
+        "eager": lambda: statistics.median(time_eager(fn, True, REPS, 1, SETTLE_MS)),
+        "eager, probed": lambda: statistics.median(time_eager_probed(fn, REPS, 1, SETTLE_MS, probe)[0]),
+        "eager, probed, reheated": lambda: statistics.median(time_eager_probed(fn, REPS, 1, SETTLE_MS, probe,
+                                                                               reheat_ms=REHEAT_MS)[0]),
+        "graph": lambda: statistics.median(time_graph(fn, REPS, 1, SETTLE_MS)),
+    }
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=12, help="rounds of the three timings (default 12)")
+    ap.add_argument("--rounds", type=int, default=8, help="rounds of the four timings of each layer (default 8)")
     ap.add_argument("--json", help="write each round's times here")
     a = ap.parse_args()
     if a.rounds < 1:
         fail(f"--rounds {a.rounds}: give a whole number >= 1")
     if not torch.cuda.is_available():
         fail("no CUDA GPU: the gap it times is the GPU's")
-    p = warmed_layer(*first_batch(CODING_AGENT), "packed", 131072)
-    fn = lambda: execute(p)  # noqa: E731
-    timings = {
-        "eager": lambda: statistics.median(time_eager(fn, True, REPS, 1, SETTLE_MS)),
-        "eager, probed": lambda: statistics.median(time_eager_probed(fn, REPS, 1, SETTLE_MS, lambda: dispatch_probe.probe_ms(p))[0]),
-        "graph": lambda: statistics.median(time_graph(fn, REPS, 1, SETTLE_MS)),
-    }
-    names = list(timings)
-    rows = []
-    for r in range(a.rounds):
-        order = names[r % 3:] + names[: r % 3]
-        rows.append({name: timings[name]() for name in order} | {"order": order})
+    out = {"model": "DeepSeek-V3 TP 8, FA3", "reps": REPS, "settle_ms": SETTLE_MS, "reheat_ms": REHEAT_MS,
+           "device": torch.cuda.get_device_name(), "layers": {}}
+    for layer, (path, index, policy, buffer) in LAYERS.items():
+        ways = timings(warmed_layer(*first_batch(path, index), policy, buffer))
+        names = list(ways)
+        rows = []
+        for r in range(a.rounds):
+            order = names[r % len(names):] + names[: r % len(names)]
+            rows.append({name: ways[name]() for name in order} | {"order": order})
+        out["layers"][layer] = rows
+        print(f"{layer}: {a.rounds} rounds; medians: " + ", ".join(
+            f"{name} {statistics.median(x[name] for x in rows):.3f} ms" for name in names))
+        for name in ("eager, probed", "eager, probed, reheated"):
+            v = np.asarray([x[name] / x["eager"] for x in rows])
+            print(f"  {name} / eager: median {np.median(v):.4f} (p10 {np.quantile(v, 0.1):.4f}, p90 "
+                  f"{np.quantile(v, 0.9):.4f}), below 1 in {int((v < 1).sum())} of {a.rounds} rounds")
+        for name in names[:-1]:
+            v = np.asarray([x[name] / x["graph"] for x in rows])
+            print(f"  {name} / graph: median {np.median(v):.4f}, below 1 in {int((v < 1).sum())} of {a.rounds} rounds")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"layer": "seed-101 coding-agent-0, packed at 131072, DeepSeek-V3 TP 8, FA3", "reps": REPS,
-                       "settle_ms": SETTLE_MS, "device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
-    probed = np.asarray([x["eager, probed"] / x["eager"] for x in rows])
-    print(f"{a.rounds} rounds; medians: eager {statistics.median(x['eager'] for x in rows):.3f} ms, probed "
-          f"{statistics.median(x['eager, probed'] for x in rows):.3f} ms, graph {statistics.median(x['graph'] for x in rows):.3f} ms")
-    print(f"probed / unprobed eager: median {np.median(probed):.4f} (p10 {np.quantile(probed, 0.1):.4f}, p90 "
-          f"{np.quantile(probed, 0.9):.4f}), below 1 in {int((probed < 1).sum())} of {a.rounds} rounds")
-    for name in ("eager", "eager, probed"):
-        v = np.asarray([x[name] / x["graph"] for x in rows])
-        print(f"{name} / graph: median {np.median(v):.4f}, below 1 in {int((v < 1).sum())} of {a.rounds} rounds")
+            json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ def warmed_layer(cache, new, policy: str, buffer: int) -> Prepared:
     return p
 
 
-def first_batch(path: str):
-    """(cache tokens, new tokens) per sequence of a scenario file's first batch."""
-    _, _, s = next(scenario_batches([path]))
-    return list(s["cache_lengths"]), s["new"]
+def first_batch(path: str, index: int = 0):
+    """(cache tokens, new tokens) per sequence of a scenario file's first batch (or its batch `index`)."""
+    for _, i, s in scenario_batches([path]):
+        if i == index:
+            return list(s["cache_lengths"]), s["new"]
+    raise IndexError(f"{path}: no batch {index}")

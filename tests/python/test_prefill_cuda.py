@@ -97,6 +97,25 @@ def test_timing_settles_for_as_long_as_asked():
     assert len(graph_ms) == 2
 
 
+def test_probed_timing_reheats_after_each_probe_for_as_long_as_asked():
+    # After each probe the work runs back to back for reheat_ms, then one timed run; none without it.
+    import time
+    a = torch.randn(2048, 2048, device="cuda")
+    calls, probes = [], []
+
+    def probe():
+        probes.append(len(calls))
+        return 1.0
+
+    timing.time_eager_probed(lambda: calls.append(a @ a), reps=3, warmup=1, settle_ms=0, probe=probe)
+    assert len(calls) == 1 + 3 and probes == [1, 2, 3, 4]
+    calls.clear(), probes.clear()
+    t0 = time.perf_counter()
+    timing.time_eager_probed(lambda: calls.append(a @ a), reps=3, warmup=1, settle_ms=0, probe=probe, reheat_ms=30)
+    assert time.perf_counter() - t0 >= 0.09 and len(probes) == 4
+    assert all(after - before > 2 for before, after in zip(probes, probes[1:])), probes  # reheat runs and the timed one
+
+
 def test_parts_add_up_and_the_gpu_idles_less_in_a_graph():
     x = mp.random_inputs([20000, 3000], [0, 256, 320], 64, DIMS, torch.bfloat16, "cuda", 6)
     s = schedule.build_schedule("packed", x.lengths, mp.host_page_table(x), 4096, None, x.device)

@@ -91,17 +91,23 @@ def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int, set
 
 
 def time_eager_probed(fn: Callable[[], object], reps: int, warmup: int, settle_ms: float,
-                      probe: Callable[[], float], stamps: Optional[List[list]] = None) -> Tuple[List[float], float]:
+                      probe: Callable[[], float], stamps: Optional[List[list]] = None,
+                      reheat_ms: float = 0.0) -> Tuple[List[float], float]:
     """time_eager on the GPU, with the host's speed probed before each timed run and after the last:
     (samples, the probes' median). A probe beside every run follows the host through them: on the
     H200's host a layer's eager time divided by it kept a spread of 10% at p90, against 16% divided by
     the mean of a probe before the first run and one after the last (probe_tracking.py --interleave).
     stamps: a list that gains each timed run's launch stamps (executor.launch_stamps; the probes,
-    which issue a layer of their own, are not stamped)."""
+    which issue a layer of their own, are not stamped). reheat_ms: after each probe, run fn back to
+    back this long before the timed run: the probe leaves the GPU idle a millisecond or two, and a
+    layer that holds the card at its power cap may start the next run at a higher clock
+    (scripts/experiments/probe_gap.py times whether it does)."""
     _warm(fn, True, warmup, settle_ms)
     samples, probes = [], []
     for _ in range(reps):
         probes.append(probe())
+        if reheat_ms > 0:
+            _warm(fn, True, 0, reheat_ms)
         if stamps is not None:
             executor.launch_stamps = []
         try:
