@@ -46,7 +46,9 @@
 # (GUIDED_SECONDS, default 180; the batch under way when they pass still finishes: 250 s in all on
 # seed 81). REPS=N times each held-out run N times (default 3; more pin down each median, the time compared). ROUNDS=N measures every setting in N rounds
 # (validate --rounds; eager time drifts with the host), and BATCHES=N only the first N batches of each
-# workload (validate --batches), so that N rounds fit the slot.
+# workload (validate --batches), so that N rounds fit the slot. REHEAT_MS=MS has calibrate-host's and
+# the held-out parts' eager runs reheat that long after each dispatch probe (--reheat-ms; the
+# calibrate-host refit then fits the new runs alone, not pooled with the shipped section's).
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|host-experiments|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
@@ -241,13 +243,16 @@ calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
      --scenarios "$c/workloads-seed62/short-chat.json" "$c/workloads-seed61/coding-agent.json" "$c/workloads-seed62/mooncake-conv.json" \
-     --buffer-tokens 8192,16384,65536 --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" \
+     --buffer-tokens 8192,16384,65536 --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" ${REHEAT_MS:+--reheat-ms "$REHEAT_MS"} \
      --measurements "$log_dir/host-runs-$tag.json" -o "$log_dir/host-cost-$tag.json") || return 1
   # A shipped section at the dispatch probe is refitted on its own sessions' runs and these pooled
-  # (--keep), so that one session's host weighs by its share of the runs (docs/cost-model.md).
+  # (--keep), so that one session's host weighs by its share of the runs (docs/cost-model.md); runs
+  # reheated after each probe (REHEAT_MS) are timed unlike those, and are fitted alone.
   local shipped keep=()
   shipped=$(shipped_file "$1" "$2")
-  python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])).get("host", {}).get("probe") != "dispatch")' "$shipped" && keep=(--keep)
+  [[ ${REHEAT_MS:-0} == 0 ]] &&
+    python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1])).get("host", {}).get("probe") != "dispatch")' "$shipped" &&
+    keep=(--keep)
   PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/refit_host.py" "$shipped" "$log_dir/host-runs-$tag.json" \
     "${keep[@]}" ${MLAPLAN_COMMIT:+--commit "$MLAPLAN_COMMIT"} -o "$log_dir/refit-$tag.json" || return 1
   local f
@@ -292,7 +297,8 @@ validate_heldout() {
   for w; do files+=("$d/$w.json"); done
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$model" --tp "$tp" --attention "$attention" \
      --scenarios "${files[@]}" --reps "${REPS:-3}" --warmup 1 --settle-ms "$settle" \
-     --rounds "${ROUNDS:-1}" ${BATCHES:+--batches "$BATCHES"} --max-seconds "$seconds" --save "$log_dir/heldout-measured-$tag.json") || return 1
+     --rounds "${ROUNDS:-1}" ${BATCHES:+--batches "$BATCHES"} ${REHEAT_MS:+--reheat-ms "$REHEAT_MS"} --max-seconds "$seconds" \
+     --save "$log_dir/heldout-measured-$tag.json") || return 1
   local rc=0
   cost_reports "$(shipped_file "$model" "$tp")" "$log_dir/heldout-measured-$tag.json" "$log_dir/heldout-$tag" || rc=1
   # The shipped host costs against the runs' launch stamps.

@@ -291,6 +291,7 @@ def test_refit_writes_a_cost_file(tmp_path):
     (["--points", "2", "-o", "x.json"], "--points: 2 is outside the range; give a whole number from 10 to 1000000"),
     (["--buffer-tokens", "0", "-o", "x.json"], "--buffer-tokens: 0 is outside the range; give a whole number from 1"),
     (["--host-reps", "-1", "-o", "x.json"], "--host-reps: '-1' is not written in digits; give a whole number from 0"),
+    (["--reheat-ms", "10001", "-o", "x.json"], "--reheat-ms: 10001 is outside the range; give a whole number from 0 to 10000"),
 ])
 def test_calibrate_refuses_in_one_line(args, message):
     r = run_module("mlaplan.calibrate", *args)
@@ -414,3 +415,11 @@ def test_host_from_fits_the_host_on_other_runs(tmp_path):
     r = run_module("mlaplan.calibrate", "--refit", src, "--host-from", str(tmp_path / "other.json"), "-o", str(tmp_path / "x.json"))
     assert r.returncode == 2 and r.stderr.startswith("mlaplan: error:") and "model: 'kimi-k2'" in r.stderr
     assert not (tmp_path / "x.json").exists()
+    # Eager runs reheated after each probe are timed unlike the others: not pooled with them.
+    (tmp_path / "reheated.json").write_text(json.dumps(dict(host, reheat_ms=100)))
+    r = run_module("mlaplan.calibrate", "--refit", src, "--host-from", str(tmp_path / "host.json"), str(tmp_path / "reheated.json"),
+                   "-o", str(tmp_path / "x.json"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "reheated.json: reheat_ms: 100, but" in r.stderr, r.stderr
+    assert not (tmp_path / "x.json").exists()
+    r = run_module("mlaplan.calibrate", "--refit", src, "--host-from", str(tmp_path / "reheated.json"), "-o", str(tmp_path / "x.json"))
+    assert r.returncode == 0, r.stderr

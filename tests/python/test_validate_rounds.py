@@ -137,9 +137,10 @@ def test_validate_batches_measures_the_first_n_of_each_file(tmp_path):
     saved = tmp_path / "m.json"
     r = run("--model", "deepseek-v2-lite", "--tp", "8", "--device", "cpu", "--attention", "flash", "--reps", "1",
             "--warmup", "0", "--settle-ms", "0", "--batches", "2", "--policy", "packed", "--buffer-tokens", "64",
-            "--scenarios", *files, "--save", str(saved))
+            "--reheat-ms", "5", "--scenarios", *files, "--save", str(saved))
     assert r.returncode == 0, r.stderr
-    assert [x["scenario"] for x in json.loads(saved.read_text())["records"]] == ["one-0", "one-1", "two-0", "two-1"]
+    doc = json.loads(saved.read_text())
+    assert [x["scenario"] for x in doc["records"]] == ["one-0", "one-1", "two-0", "two-1"] and doc["reheat_ms"] == 5
     r = run("--batches", "0", "--scenarios", "x.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--batches" in r.stderr
 

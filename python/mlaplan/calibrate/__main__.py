@@ -19,7 +19,7 @@ from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive, 
                                 claim_outputs)
 from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill import cpu_speed
-from ..prefill.timing import SETTLE_MS
+from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 from ..prefill.__main__ import write_output
 from .fit import HOST_REPS
@@ -68,6 +68,7 @@ def parser() -> Parser:
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
+    p.add_argument("--reheat-ms", type=_count(0, 10000), default=0, metavar="MS", help=REHEAT_HELP)
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
                    help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
     p.add_argument("--max-seconds", type=_seconds, metavar="S",
@@ -114,6 +115,9 @@ def _pooled(paths: List[str]) -> dict:
         if doc.get("settle_ms") != first.get("settle_ms"):  # the clock they saw differs (docs/cost-model.md)
             raise UsageError(f"{path}: settle_ms: {doc.get('settle_ms')!r}, but {paths[0]} has {first.get('settle_ms')!r}; "
                              f"pool measurements timed at one clock (--settle-ms)")
+        if doc.get("reheat_ms", 0) != first.get("reheat_ms", 0):  # the eager runs' clock after the probe differs
+            raise UsageError(f"{path}: reheat_ms: {doc.get('reheat_ms', 0)!r}, but {paths[0]} has {first.get('reheat_ms', 0)!r}; "
+                             f"pool eager runs timed alike (--reheat-ms)")
     pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(d["date"] for d in docs),
                   sessions=[p for p, d in zip(paths, docs) for _ in d["records"]])
     return pooled
@@ -177,11 +181,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         points = [p for pair in zip(grid, workload_points) for p in pair] + grid[len(workload_points):] + workload_points[len(grid):]
         records = measure_points(points, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
                                  progress="calibrate", max_seconds=args.max_seconds, settle_ms=args.settle_ms,
-                                 host_reps=args.host_reps, cpu_wait_s=args.cpu_wait_s)
+                                 host_reps=args.host_reps, cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms)
         doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
                "dtype": args.dtype, "attention": kernel, "attention_title": kernel_title(kernel), "merge": "fused (Triton)", **info,
                "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
-               "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, "records": records}
+               "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
+               "records": records}
         if args.measurements:
             write_output(args.measurements, json_text(doc))
     try:

@@ -26,7 +26,7 @@ AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
                   paths: Optional[dict] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
-                  graph_first: bool = False, cpu_wait_s: float = 0.0) -> dict:
+                  graph_first: bool = False, cpu_wait_s: float = 0.0, reheat_ms: float = 0.0) -> dict:
     """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path,
     on the GPU host_ms (the host's dispatch alone, None where it could not be told apart) and
     launches by kind; or refused with why (out of memory included). paths: build_schedule's
@@ -35,7 +35,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     wait up to that long for the host CPU's full speed, the probe's ms recorded (`cpu_probe_ms`); on the
     GPU the median of the host's dispatch probes beside them is recorded too (`dispatch_probe_ms`), and
     with host_reps the host's microseconds per launch of each kind in the timed eager runs
-    (`host_launch_us`) and their issue time (`host_issue_ms`, prefill.host_clock)."""
+    (`host_launch_us`) and their issue time (`host_issue_ms`, prefill.host_clock). reheat_ms: on the
+    GPU, the layer runs back to back that long after each dispatch probe, before its timed run."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -47,7 +48,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
             return rec
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
                       graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms,
-                      host_reps=host_reps if cuda else 0, graph_first=graph_first, cpu_wait_s=cpu_wait_s)
+                      host_reps=host_reps if cuda else 0, graph_first=graph_first, cpu_wait_s=cpu_wait_s,
+                      reheat_ms=reheat_ms)
     except ValueError as e:
         rec["refused"] = str(e)
         return rec
@@ -83,7 +85,7 @@ def replays_first(*indices: int) -> bool:
 def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: int = 5, warmup: int = 2,
                    kernel: str = "auto", seed: int = 1, progress: Optional[str] = None,
                    max_seconds: Optional[float] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
-                   cpu_wait_s: float = 0.0) -> List[dict]:
+                   cpu_wait_s: float = 0.0, reheat_ms: float = 0.0) -> List[dict]:
     """The points measured in order; with max_seconds, those measured by then (the grid is random, so
     a prefix of it is a smaller grid of the same spread)."""
     points = list(points)
@@ -98,7 +100,7 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
         turn = timed.get(p.policy, 0)
         timed[p.policy] = turn + 1
         rec = measure_point(p, dims, dtype, device, reps, warmup, kernel, seed + i, settle_ms=settle_ms, host_reps=host_reps,
-                            graph_first=replays_first(turn), cpu_wait_s=cpu_wait_s)
+                            graph_first=replays_first(turn), cpu_wait_s=cpu_wait_s, reheat_ms=reheat_ms)
         if p.scenario:
             rec.update(workload=p.workload, scenario=p.scenario)
         out.append(rec)

@@ -22,7 +22,7 @@ from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_l
                                write_output)
 from ..prefill.attention import KERNELS
 from ..prefill import cpu_speed
-from ..prefill.timing import SETTLE_MS
+from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.schedule import parse_engines
 
 MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
@@ -52,6 +52,7 @@ def parser() -> Parser:
                         "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
     p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
+    p.add_argument("--reheat-ms", type=_count(0, 10000), default=0, metavar="MS", help=REHEAT_HELP)
     p.add_argument("--measured", nargs="+", action="extend", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
@@ -130,7 +131,7 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
                 rounds[buffer, engine].append(measure_point(
                     p, dims, dtype, device, args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms,
                     graph_first=replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
-                    cpu_wait_s=args.cpu_wait_s))
+                    cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
@@ -138,7 +139,8 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
         print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
     return {"format": MEASURED_FORMAT, "model": model, "tp": tp, "heads": dims.heads, **describe(torch, device),
             "attention": kernel, "attention_title": kernel_title(kernel),
-            "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
+            "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
+            **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
 
 
 def read_cost(path: str) -> dict:

@@ -69,6 +69,9 @@ def _wall_ms(fn: Callable[[], object], reps: int) -> List[float]:
 # 1,400-1,600: a layer timed in its first replays after an idle pause ran 4-11% faster than the same
 # layer sustained, as an engine runs 61 of them back to back (docs/cost-model.md, "Sustained clocks").
 SETTLE_MS = 250
+# The command-line option that asks time_eager_probed to reheat (calibrate's and validate's).
+REHEAT_HELP = ("on the GPU, run each layer back to back this long after each dispatch probe, before its timed eager run: "
+               "the probe idles the GPU a millisecond or two (default 0; docs/cost-model.md)")
 
 
 def _warm(fn: Callable[[], object], cuda: bool, warmup: int, settle_ms: float) -> None:
@@ -312,7 +315,8 @@ def _launched_us(e) -> float:
 def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: int = 3, graph: bool = True,
             trace: Optional[str] = None, ranges: bool = False, parts: bool = True, settle_ms: float = 0.0,
             graph_first: bool = False, cpu_wait_s: float = 0.0,
-            dispatch_probe: Optional[Callable[[], float]] = None, stamp_launches: bool = False) -> Timing:
+            dispatch_probe: Optional[Callable[[], float]] = None, stamp_launches: bool = False,
+            reheat_ms: float = 0.0) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
     the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only).
     settle_ms: on the GPU, each timing (eager, graph) starts after that long running back to back.
@@ -322,7 +326,8 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     speed (cpu_speed), and are timed again, up to twice, where it ended slow. dispatch_probe: on the
     GPU, the host's dispatch speed (dispatch_probe.probe_ms) probed beside each timed eager run.
     stamp_launches: with dispatch_probe, the timed eager runs' launch stamps kept (Timing.launch_stamps,
-    those of the eager timing kept: the last where it is timed again)."""
+    those of the eager timing kept: the last where it is timed again). reheat_ms: with dispatch_probe,
+    the layer runs back to back that long after each probe (time_eager_probed)."""
     fn = lambda: run(ranges)  # noqa: E731
     graph_ms, graph_error = None, None
 
@@ -344,7 +349,7 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
         before = cpu_speed.wait_for_full_speed(cpu_wait_s) if waits else None
         if cuda and dispatch_probe is not None:
             stamps = [] if stamp_launches else None
-            eager, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe, stamps)
+            eager, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe, stamps, reheat_ms)
         else:
             eager = time_eager(fn, cuda, reps, warmup, settle_ms)
         if not waits:
