@@ -11,6 +11,7 @@ computation on saved runs (docs/cost-model.md, "Eager time").
   python scripts/experiments/joint_host_fit.py COST.json COST.json ... [--heldout MEASURED.json ...]
 """
 import argparse
+import os
 import shlex
 
 import numpy as np
@@ -18,18 +19,22 @@ from scipy.optimize import least_squares
 
 from mlaplan.calibrate.fit import HOST_LOSS, HOST_SCALE, LAUNCH_KINDS, probe_scale
 from mlaplan.calibrate.grid import Point, eager_us, record_sm
-from mlaplan.calibrate.validate import MEASURED_FORMAT, report
+from mlaplan.calibrate.validate import MEASURED_FORMAT, cost_kernel, report
 from saved_runs import fail, host_cost, saved_runs
 
 CALIBRATION_FORMAT = "mlaplan-calibration-measurements"
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def host_runs(path: str, cost: dict) -> list:
-    """The runs the file's host section was fitted on: its command's --host-from files."""
+    """The runs the file's host section was fitted on: its command's --host-from files (calibrate
+    names them from the checkout's root)."""
     args, runs, taking = shlex.split(cost.get("command") or ""), [], False
     for a in args:
         if taking and not a.startswith("-"):
-            runs.append(a)
+            runs.append(os.path.join(ROOT, a))
         else:
             taking = a == "--host-from"
     if not runs:
@@ -51,6 +56,9 @@ def main():
         cost["command"] = json.load(open(path)).get("command")
         if cost["host"].get("probe") != "dispatch":
             fail(f"{path}: host.probe: not dispatch; the joint fit states every file's costs at one dispatch probe")
+        if costs and cost_kernel(cost) != cost_kernel(next(iter(costs.values()))):
+            fail(f"{path}: kernels.attention: {cost_kernel(cost)}, but {next(iter(costs))} has "
+                 f"{cost_kernel(next(iter(costs.values())))}; each kernel's Python costs the host its own, give files of one")
         costs[path] = cost
     points = []  # (cost file, point, sm, eager us, dispatch probe ms)
     for path, cost in costs.items():

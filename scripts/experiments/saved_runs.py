@@ -3,6 +3,7 @@ read as `run --cost` reads it, and saved runs read as validate and calibrate rea
 import os
 import sys
 
+from mlaplan._files import InputError
 from mlaplan.calibrate.records import read_measurements
 from mlaplan.calibrate.validate import check_alike, read_cost
 from mlaplan.prefill.__main__ import UsageError
@@ -33,5 +34,5 @@ def saved_runs(path: str, formats, wrote: str, cost_path: str, cost: dict, text_
         doc = read_measurements(path, formats, wrote, text_keys=text_keys)
         check_alike(cost_path, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
         return doc["records"]
-    except UsageError as e:
+    except (UsageError, InputError) as e:  # the checks' and the file reader's one line
         fail(str(e))

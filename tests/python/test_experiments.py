@@ -53,3 +53,21 @@ def test_a_cost_file_without_host_costs_is_refused():
     r = experiment("same_plan_spread.py", example, MEASURED)
     assert r.returncode == 2 and r.stderr.strip() == f"mlaplan: error: same_plan_spread.py: {example}: host: missing; give a " \
                                                      f"cost file with a host section", r.stderr
+
+
+def test_joint_host_fit_of_one_file_is_its_own_fit():
+    """The experiment's fit is fit_host's: on one file's host runs it gives that file's costs."""
+    pytest.importorskip("scipy", reason="the fit is scipy's least_squares (pip install .[calibrate])")
+    r = experiment("joint_host_fit.py", KIMI)
+    assert r.returncode == 0, r.stderr
+    joint = dict(re.findall(r"(\w+) (\d+)", r.stdout.splitlines()[0].split("ms: ")[1]))
+    own = json.load(open(KIMI))["host"]["launch_us"]
+    assert joint.keys() == own.keys()
+    for kind, us in own.items():
+        assert abs(int(joint[kind]) - us) <= 1, (kind, r.stdout)
+
+
+def test_joint_host_fit_refuses_two_kernels():
+    fa2 = os.path.join(ROOT, "costs", "h200", "deepseek-v3-tp8-bf16.json")
+    r = experiment("joint_host_fit.py", DEEPSEEK, fa2)
+    assert r.returncode == 2 and r.stderr.startswith(f"mlaplan: error: joint_host_fit.py: {fa2}: kernels.attention: flash"), r.stderr
