@@ -109,7 +109,8 @@ def test_probed_timing_reheats_after_each_probe_for_as_long_as_asked():
 
     timing.time_eager_probed(lambda: calls.append(a @ a), reps=3, warmup=1, settle_ms=0, probe=probe)
     assert len(calls) == 1 + 3 and probes == [1, 2, 3, 4]
-    calls.clear(), probes.clear()
+    calls.clear()
+    probes.clear()
     t0 = time.perf_counter()
     timing.time_eager_probed(lambda: calls.append(a @ a), reps=3, warmup=1, settle_ms=0, probe=probe, reheat_ms=30)
     assert time.perf_counter() - t0 >= 0.09 and len(probes) == 4
