@@ -1,12 +1,16 @@
 """What the experiments on saved runs share: their one error line, a cost file with a host section
 read as `run --cost` reads it, and saved runs read as validate and calibrate read them."""
 import os
+import signal
 import sys
 
 from mlaplan._files import InputError
 from mlaplan.calibrate.records import read_measurements
 from mlaplan.calibrate.validate import check_alike, read_cost
 from mlaplan.prefill.__main__ import UsageError
+
+# Output piped into `head` ends the script quietly, as a shell tool's does, not with a BrokenPipeError.
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
 
 def fail(why: str):
