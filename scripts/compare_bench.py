@@ -9,9 +9,10 @@ exits 1 when that share is under --min-agree (default 95%).
 A report from before 2026-12-01 names the max-port kernel seed: it is read (and --kernels taken) as
 max-port, so old and new runs compare row for row.
 """
-import argparse
 import json
 import sys
+
+from script_errors import Parser, fail
 
 
 def kernel_name(name):
@@ -19,13 +20,20 @@ def kernel_name(name):
 
 
 def rows(path):
-    with open(path) as f:
-        doc = json.load(f)
-    return {(r["batch_size"], kernel_name(r["kernel"]), r["mode"]): r for r in doc["rows"]}
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        return {(r["batch_size"], kernel_name(r["kernel"]), r["mode"]): r for r in doc["rows"]}
+    except OSError as e:
+        fail(f"{path}: cannot read it ({e.strerror or e}); give a report of mlaplan bench --format json")
+    except ValueError as e:
+        fail(f"{path}: not JSON ({str(e).splitlines()[0]}); give a report of mlaplan bench --format json")
+    except (KeyError, TypeError) as e:
+        fail(f"{path}: {e} missing or malformed; give a report of mlaplan bench --format json")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = Parser(description=__doc__.split("\n")[0])
     parser.add_argument("first")
     parser.add_argument("second")
     parser.add_argument("--kernels", help="comma-separated: compare only these kernels' rows")
@@ -35,8 +43,7 @@ def main():
     wanted = {kernel_name(k) for k in args.kernels.split(",")} if args.kernels else None
     keys = sorted(k for k in a.keys() & b.keys() if wanted is None or k[1] in wanted)
     if not keys:
-        print("compare_bench: the two reports share no rows", file=sys.stderr)
-        return 2
+        fail("the two reports share no rows; compare runs of the same sizes, kernels and modes")
     agree = 0
     for key in keys:
         x, y = a[key], b[key]

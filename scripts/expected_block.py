@@ -12,6 +12,8 @@ import json
 import re
 import sys
 
+from script_errors import Parser, fail
+
 
 def align_up(x, p):
     return (x + p - 1) // p * p
@@ -54,14 +56,19 @@ def dump(doc):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true", help="compare instead of rewriting")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
     bad = 0
     for path in args.files:
-        with open(path) as f:
-            doc = json.load(f)
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except OSError as e:
+            fail(f"{path}: cannot read it ({e.strerror or e}); give a scenario file")
+        except ValueError as e:
+            fail(f"{path}: not JSON ({str(e).splitlines()[0]}); give a scenario file")
         items = doc["scenarios"] if "scenarios" in doc else [doc]
         for s in items:
             want = expected_block(s)

@@ -17,15 +17,12 @@ import json
 import subprocess
 import sys
 
+from script_errors import fail
+
 BUFFERS = (8192, 16384, 32768, 65536)
 WHOLE = 16777216
 ENGINES = {"max": "MAX", "packed": "packed", "even-split/vllm": "even split", "even-split/sglang": "SGLang"}
 MET = 0.005
-
-
-def fail(why):
-    print(f"mlaplan: error: guided_modelled.py: {why}", file=sys.stderr)
-    sys.exit(2)
 
 
 def sweep(exe, cost, timing, source):

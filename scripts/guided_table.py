@@ -13,6 +13,8 @@ Prints Markdown on stdout; a bold cell is one where guided measured faster than 
 import json
 import sys
 
+from script_errors import fail
+
 ENGINES = {"max": "max", "packed": "packed", "even-split": "even split", "even-split/sglang": "SGLang"}
 
 
@@ -41,11 +43,6 @@ def cells(report):
             text = f"**{text}**"
         rows.setdefault(workload, []).append(f"{text}; model {model:+.1%}, guided's error {g['error']:+.1%}")
     return rows
-
-
-def fail(message):
-    print(f"mlaplan: error: guided_table: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def main():

@@ -9,19 +9,14 @@ cache, each the first step with at least 4,096 cached tokens from 30%, 50%, 70% 
 The trace is Mooncake's FAST25-release/traces/conversation_trace.jsonl (github.com/kvcache-ai/Mooncake).
 Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001.
 """
-import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
+from script_errors import Parser, fail
+
 REQUESTS, MIN_CACHED, MARKS = 2000, 4096, (30, 50, 70, 90)
-
-
-def fail(why):
-    print(f"mlaplan: error: heldout_batches.py: {why}", file=sys.stderr)
-    sys.exit(2)
 
 
 def gen(mlaplan, *args):
@@ -36,7 +31,7 @@ def gen(mlaplan, *args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("seed", type=int)
     ap.add_argument("first", type=int, help="the trace's first request replayed (1-based)")
     ap.add_argument("out_dir")

@@ -11,8 +11,11 @@ TRACES_DIR holds conversation_trace.jsonl and synthetic_trace.jsonl from github.
 """
 import json
 import math
+import os
 import subprocess
 import sys
+
+from script_errors import fail
 
 POLICIES = ["max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"]
 BUFFERS = "4096,8192,16384,32768,65536,131072,262144,524288,1048576"
@@ -20,7 +23,14 @@ PAIRS = [("mooncake-conv", "conversation_trace.jsonl"), ("mooncake-synthetic", "
 
 
 def run(exe, args):
-    return subprocess.run([exe, *args], capture_output=True, text=True, check=True)
+    try:
+        r = subprocess.run([exe, *args], capture_output=True, text=True)
+    except OSError as e:
+        fail(f"{exe}: {e.strerror}; build it (scripts/build.sh) and give its path")
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1].removeprefix("mlaplan: error: ")
+        fail(f"mlaplan {args[0]}: {last}")
+    return r
 
 
 def quantile(values, p):
@@ -46,7 +56,13 @@ def preset_row(exe, preset):
 
 
 def main():
+    if len(sys.argv) != 3:
+        fail("usage: scripts/replay_table.py build/mlaplan TRACES_DIR")
     exe, folder = sys.argv[1], sys.argv[2]
+    for _, name in PAIRS:  # before any row is printed
+        if not os.path.isfile(os.path.join(folder, name)):
+            fail(f"{os.path.join(folder, name)}: no such file; give the folder holding Mooncake's "
+                 f"{' and '.join(n for _, n in PAIRS)} (FAST25-release/traces/)")
     print("| requests from | prefix cache | cached p50 | p90 | p99 | input cached | "
           + " | ".join(f"{p} K=2 / K=4" for p in POLICIES) + " |")
     print("| --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in POLICIES) + " |")

@@ -38,4 +38,10 @@ for name in ("seed", "max-port"):
     assert code == 0 and "1 of 1 rows agree" in out, out
 code, out = run(first, [(9, "fast", "hot", 1.0, 0.0)])
 assert code == 2 and "share no rows" in out, out
-print("compare_bench: 4 checks passed")
+# A file that is not a report is one error line, exit 2, naming it.
+with tempfile.TemporaryDirectory() as d:
+    missing = os.path.join(d, "missing.json")
+    r = subprocess.run([sys.executable, script, missing, missing], capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"mlaplan: error: compare_bench.py: {missing}: "), r.stderr
+print("compare_bench: 5 checks passed")

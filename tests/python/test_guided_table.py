@@ -40,6 +40,6 @@ def test_bad_input_is_one_line(tmp_path):
     for args in ([f"x={tmp_path}/missing.json"], [f"x={tmp_path}/r.json"]):
         r = run(*args)
         lines = r.stderr.strip().splitlines()
-        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error: guided_table:"), r.stderr
+        assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error: guided_table.py:"), r.stderr
         assert r.stdout == ""
     assert run().returncode == 2
