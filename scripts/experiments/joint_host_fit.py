@@ -10,7 +10,6 @@ computation on saved runs (docs/cost-model.md, "Eager time").
 
   python scripts/experiments/joint_host_fit.py COST.json COST.json ... [--heldout MEASURED.json ...]
 """
-import argparse
 import os
 import shlex
 
@@ -20,7 +19,7 @@ from scipy.optimize import least_squares
 from mlaplan.calibrate.fit import HOST_LOSS, HOST_SCALE, LAUNCH_KINDS, probe_scale
 from mlaplan.calibrate.grid import Point, eager_us, record_sm
 from mlaplan.calibrate.validate import MEASURED_FORMAT, cost_kernel, report
-from saved_runs import fail, host_cost, saved_runs
+from saved_runs import Parser, fail, host_cost, saved_runs
 
 CALIBRATION_FORMAT = "mlaplan-calibration-measurements"
 
@@ -43,7 +42,7 @@ def host_runs(path: str, cost: dict) -> list:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("costs", nargs="+", metavar="COST.json", help="cost files of one host, kernel stack and probe")
     ap.add_argument("--heldout", nargs="+", default=[], metavar="MEASURED.json", help="validate --save files to price")
     a = ap.parse_args()

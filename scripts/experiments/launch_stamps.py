@@ -10,7 +10,6 @@ time: on the calibration runs so far host_ms was 1.3-1.5x the file's sum at the 
 
   python scripts/experiments/launch_stamps.py COST.json MEASURED.json ...
 """
-import argparse
 from collections import defaultdict
 
 import numpy as np
@@ -18,7 +17,7 @@ import numpy as np
 from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale
 from mlaplan.calibrate.grid import Point, eager_us, record_sm
 from mlaplan.calibrate.validate import predict_us
-from saved_runs import fail, host_cost, saved_runs
+from saved_runs import Parser, fail, host_cost, saved_runs
 
 FORMATS = ("mlaplan-validation-measurements", "mlaplan-calibration-measurements")
 
@@ -37,7 +36,7 @@ def stats(e) -> str:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cost", help="a cost file with a host section")
     ap.add_argument("measured", nargs="+", help="validate --save or calibrate --measurements files")
     a = ap.parse_args()

@@ -10,7 +10,6 @@ profiler adds a few microseconds to each op, so the figures are the shape of a c
 
   python scripts/experiments/launch_timeline.py [--runs 20] [--json OUT.json]   # on a CUDA GPU
 """
-import argparse
 import bisect
 import json
 import os
@@ -23,6 +22,7 @@ import torch
 
 from mlaplan.prefill.executor import RANGE_PREFIX, execute
 from mlaplan.prefill.timing import quiet_profiler
+from saved_runs import Parser, fail
 from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,11 +32,6 @@ SHORT_CHAT = ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384)
 MOONCAKE = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-101", "mooncake-replay.json")
 # The runtime's and the driver's launch calls (cudaLaunchKernel, cudaLaunchKernelExC, cuLaunchKernel...).
 LAUNCH_CALL = re.compile(r"^(cuda|cu)Launch|LaunchKernel")
-
-
-def fail(why: str):
-    print(f"mlaplan: error: launch_timeline.py: {why}", file=sys.stderr)
-    sys.exit(2)
 
 
 def mooncake_layer():
@@ -73,7 +68,7 @@ def timeline(layer, runs: int) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="profiled runs of each layer (default 20)")
     ap.add_argument("--json", help="write the medians here")
     a = ap.parse_args()

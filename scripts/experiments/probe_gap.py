@@ -20,7 +20,6 @@ and the reheat takes that back, the timed eager runs should reheat.
 
   python scripts/experiments/probe_gap.py [--rounds 8] [--json OUT.json]   # on a CUDA GPU
 """
-import argparse
 import json
 import os
 import statistics
@@ -31,7 +30,7 @@ import torch
 from mlaplan.prefill import dispatch_probe
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import SETTLE_MS, time_eager, time_eager_probed, time_graph
-from saved_runs import fail
+from saved_runs import Parser, fail
 from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,7 +54,7 @@ def timings(p) -> dict:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=8, help="rounds of the four timings of each layer (default 8)")
     ap.add_argument("--json", help="write each round's times here")
     a = ap.parse_args()

@@ -7,18 +7,17 @@ the spread leaves out). A CPU computation on saved runs (docs/cost-model.md, "Wh
 
   python scripts/experiments/same_plan_spread.py COST.json MEASURED.json ...
 """
-import argparse
 import json
 from collections import defaultdict
 
 import numpy as np
 
 from mlaplan.calibrate.validate import MEASURED_FORMAT, predict_us
-from saved_runs import host_cost, saved_runs
+from saved_runs import Parser, host_cost, saved_runs
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = Parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cost", help="a cost file with a host section")
     ap.add_argument("measured", nargs="+", help="validate --save files")
     a = ap.parse_args()

@@ -1,22 +1,21 @@
-"""What the experiments on saved runs share: their one error line, a cost file with a host section
-read as `run --cost` reads it, and saved runs read as validate and calibrate read them."""
+"""What the experiments share: their one error line and argument parser (scripts/script_errors.py's),
+a cost file with a host section read as `run --cost` reads it, and saved runs read as validate and
+calibrate read them."""
 import os
 import signal
 import sys
 
-from mlaplan._files import InputError
-from mlaplan.calibrate.records import read_measurements
-from mlaplan.calibrate.validate import check_alike, read_cost
-from mlaplan.prefill.__main__ import UsageError
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/, for script_errors
+from script_errors import Parser, fail  # noqa: E402
+from mlaplan._files import InputError  # noqa: E402
+from mlaplan.calibrate.records import read_measurements  # noqa: E402
+from mlaplan.calibrate.validate import check_alike, read_cost  # noqa: E402
+from mlaplan.prefill.__main__ import UsageError  # noqa: E402
+
+__all__ = ["Parser", "fail", "host_cost", "saved_runs"]
 
 # Output piped into `head` ends the script quietly, as a shell tool's does, not with a BrokenPipeError.
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-
-
-def fail(why: str):
-    """One `mlaplan: error:` line naming the script, and exit 2."""
-    print(f"mlaplan: error: {os.path.basename(sys.argv[0])}: {why}", file=sys.stderr)
-    sys.exit(2)
 
 
 def host_cost(path: str) -> dict:
