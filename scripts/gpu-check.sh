@@ -30,9 +30,10 @@
 # raw measurements come beside the logs (cost-*.json, measurements-*.json). Part calibrate-host times
 # the host-bound steps of DeepSeek-V3 and Kimi-K2 at TP 8 at the host CPU's full speed, HOST_SECONDS
 # (200) each (HOST_MODELS narrows it), and refits the shipped files' host sections on them, pooled with the runs a section
-# at the dispatch probe was fitted on (host-runs-*.json, refit-*.json). Part host-experiments (FA3)
-# times where the host issues each part's kernels and whether the dispatch probe's pause speeds a
-# layer up, probed runs reheated or not (launch-timeline.json, probe-gap.json).
+# at the dispatch probe was fitted on (host-runs-*.json, refit-*.json). Part host-experiments runs the
+# executor's GPU tests, then (FA3) times where the host issues each part's kernels and whether the
+# dispatch probe's pause speeds a layer up, probed runs reheated or not (launch-timeline.json,
+# probe-gap.json).
 #
 # The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
@@ -488,6 +489,9 @@ if [[ $part == calibrate-host ]]; then
   done
 fi
 if [[ $part == host-experiments ]]; then
+  # The executor's GPU tests first: the timing the experiments use (probes, stamps, reheat) is theirs.
+  step "executor tests on the GPU" host-experiments-tests.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
+    timeout 240 python3 -m pytest -q -rs $source_dir/tests/python/test_prefill_cuda.py $source_dir/tests/python/test_prefill_fa3.py"
   # Where inside each part's Python the host issues its kernels (its layers are FlashAttention-3's).
   if [[ $attention == flash ]]; then
     echo "gpu-check: host-experiments time FlashAttention-3's layers; ATTENTION=flash has none" >&2
