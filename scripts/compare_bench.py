@@ -9,10 +9,9 @@ exits 1 when that share is under --min-agree (default 95%).
 A report from before 2026-12-01 names the max-port kernel seed: it is read (and --kernels taken) as
 max-port, so old and new runs compare row for row.
 """
-import json
 import sys
 
-from script_errors import Parser, fail
+from script_errors import Parser, fail, load_json
 
 
 def kernel_name(name):
@@ -20,16 +19,12 @@ def kernel_name(name):
 
 
 def rows(path):
+    what = "a report of mlaplan bench --format json"
+    doc = load_json(path, what)
     try:
-        with open(path) as f:
-            doc = json.load(f)
         return {(r["batch_size"], kernel_name(r["kernel"]), r["mode"]): r for r in doc["rows"]}
-    except OSError as e:
-        fail(f"{path}: cannot read it ({e.strerror or e}); give a report of mlaplan bench --format json")
-    except ValueError as e:
-        fail(f"{path}: not JSON ({str(e).splitlines()[0]}); give a report of mlaplan bench --format json")
     except (KeyError, TypeError) as e:
-        fail(f"{path}: {e} missing or malformed; give a report of mlaplan bench --format json")
+        fail(f"{path}: {e} missing or malformed; give {what}")
 
 
 def main():

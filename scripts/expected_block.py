@@ -12,7 +12,7 @@ import json
 import re
 import sys
 
-from script_errors import Parser, fail
+from script_errors import Parser, load_json
 
 
 def align_up(x, p):
@@ -62,13 +62,7 @@ def main():
     args = ap.parse_args()
     bad = 0
     for path in args.files:
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except OSError as e:
-            fail(f"{path}: cannot read it ({e.strerror or e}); give a scenario file")
-        except ValueError as e:
-            fail(f"{path}: not JSON ({str(e).splitlines()[0]}); give a scenario file")
+        doc = load_json(path, "a scenario file")
         items = doc["scenarios"] if "scenarios" in doc else [doc]
         for s in items:
             want = expected_block(s)

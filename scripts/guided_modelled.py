@@ -14,10 +14,9 @@ e.g. `scripts/guided_modelled.py build/mlaplan "FA3, eager=costs/h200/deepseek-v
 --batches 10000`. Prints Markdown rows on stdout, the NAME in the workload column.
 """
 import json
-import subprocess
 import sys
 
-from script_errors import fail
+from script_errors import fail, run_mlaplan
 
 BUFFERS = (8192, 16384, 32768, 65536)
 WHOLE = 16777216
@@ -27,15 +26,10 @@ MET = 0.005
 
 def sweep(exe, cost, timing, source):
     guided = "guided/eager" if timing == "eager" else "guided"
-    cmd = [exe, "sweep", *source, "--model", "deepseek-v3", "--tp", "8", "--cost", cost, "--timing", timing,
-           "--policy", ",".join([*ENGINES, guided]), "--buffer-tokens", ",".join(map(str, (*BUFFERS, WHOLE))),
-           "--format", "json"]
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    if run.returncode != 0:
-        last = (run.stderr.strip().splitlines() or ["no message"])[-1].removeprefix("mlaplan: error: ")
-        fail(f"mlaplan sweep with {cost} exited {run.returncode}: {last}")
+    args = ["sweep", *source, "--model", "deepseek-v3", "--tp", "8", "--cost", cost, "--timing", timing,
+            "--policy", ",".join([*ENGINES, guided]), "--buffer-tokens", ",".join(map(str, (*BUFFERS, WHOLE))), "--format", "json"]
     mean = {}
-    for r in json.loads(run.stdout)["rows"]:
+    for r in json.loads(run_mlaplan(exe, args, f"mlaplan sweep with {cost}"))["rows"]:
         ms = r.get("layer_ms")  # absent where batches were refused (MAX past max_chunks)
         if isinstance(ms, dict):
             ms = ms.get("mean")

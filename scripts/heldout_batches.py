@@ -11,23 +11,15 @@ Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001.
 """
 import json
 import os
-import subprocess
 import tempfile
 
-from script_errors import Parser, fail
+from script_errors import Parser, fail, run_mlaplan
 
 REQUESTS, MIN_CACHED, MARKS = 2000, 4096, (30, 50, 70, 90)
 
 
 def gen(mlaplan, *args):
-    try:
-        r = subprocess.run([mlaplan, "gen", "--page-size", "64", *args], capture_output=True, text=True)
-    except OSError as e:
-        fail(f"{mlaplan}: {e.strerror}; build it (scripts/build.sh) or give --mlaplan")
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1].removeprefix("mlaplan: error: ")
-        fail(f"mlaplan gen {' '.join(args)}: {last}")
-    return json.loads(r.stdout)
+    return json.loads(run_mlaplan(mlaplan, ["gen", "--page-size", "64", *args], f"mlaplan gen {' '.join(args)}"))
 
 
 def main():

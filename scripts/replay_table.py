@@ -12,25 +12,13 @@ TRACES_DIR holds conversation_trace.jsonl and synthetic_trace.jsonl from github.
 import json
 import math
 import os
-import subprocess
 import sys
 
-from script_errors import fail
+from script_errors import fail, run_mlaplan
 
 POLICIES = ["max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"]
 BUFFERS = "4096,8192,16384,32768,65536,131072,262144,524288,1048576"
 PAIRS = [("mooncake-conv", "conversation_trace.jsonl"), ("mooncake-synthetic", "synthetic_trace.jsonl")]
-
-
-def run(exe, args):
-    try:
-        r = subprocess.run([exe, *args], capture_output=True, text=True)
-    except OSError as e:
-        fail(f"{exe}: {e.strerror}; build it (scripts/build.sh) and give its path")
-    if r.returncode != 0:
-        last = (r.stderr.strip().splitlines() or [f"exited {r.returncode}"])[-1].removeprefix("mlaplan: error: ")
-        fail(f"mlaplan {args[0]}: {last}")
-    return r
 
 
 def quantile(values, p):
@@ -40,16 +28,16 @@ def quantile(values, p):
 
 def recommended(exe, source, k):
     """The buffer per policy, and the sweep's source line (which holds a replay's statistics)."""
-    out = json.loads(run(exe, ["sweep", *source, "--batches", "100000", "--model", "deepseek-v3", "--tp", "8",
+    out = json.loads(run_mlaplan(exe, ["sweep", *source, "--batches", "100000", "--model", "deepseek-v3", "--tp", "8",
                                "--policy", "variants", "--buffer-tokens", BUFFERS, "--recommend",
-                               "--max-iterations", str(k), "--format", "json"]).stdout)
+                               "--max-iterations", str(k), "--format", "json"], "mlaplan sweep"))
     groups = {g["group"].split(" ")[0]: g["buffer_tokens"] for g in out["recommendation"]["groups"]}
     return [f"{groups[p]:,}" if groups.get(p) else "none" for p in POLICIES], out["source"]
 
 
 def preset_row(exe, preset):
     # Whole requests, one per batch: the preset's draws as they are.
-    gen = json.loads(run(exe, ["gen", "--workload", preset, "--batch-size", "1", "--batches", "20000"]).stdout)
+    gen = json.loads(run_mlaplan(exe, ["gen", "--workload", preset, "--batch-size", "1", "--batches", "20000"], "mlaplan gen"))
     cached = [s["cache_lengths"][0] for s in gen["scenarios"]]
     total = [s["cache_lengths"][0] + s["input_row_offsets"][1] - s["input_row_offsets"][0] for s in gen["scenarios"]]
     return cached, sum(cached) / sum(total)
