@@ -35,6 +35,26 @@ def rooted(path: str) -> str:
     return os.path.relpath(p, ROOT) if p.startswith(ROOT + os.sep) else p
 
 
+def recorded_options(args):
+    """A recorded `python -m mlaplan.calibrate` command's options (its words after those three):
+    (the file's own options, less where it wrote to, what it recorded as its commit and an older
+    --host-from; the runs that --host-from named, from the checkout's root)."""
+    kept, host_from, skip = [], [], None
+    for a in args:
+        if skip:
+            if a.startswith("-"):
+                skip = None
+            else:
+                if skip == "--host-from":
+                    host_from.append(a)
+                continue
+        if a in ("-o", "--output", "--commit", "--host-from"):
+            skip = a
+            continue
+        kept.append(a)
+    return kept, host_from
+
+
 class Usage(Exception):
     pass
 
@@ -77,19 +97,7 @@ def main(argv) -> int:
         return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")
-    kept, earlier, skip = [], [], None
-    for a in args[3:]:  # the file's own options, less where it wrote to, what it recorded as its commit, and an older --host-from
-        if skip:
-            if a.startswith("-"):
-                skip = None
-            else:
-                if skip == "--host-from":
-                    earlier.append(a)
-                continue
-        if a in ("-o", "--output", "--commit", "--host-from"):
-            skip = a
-            continue
-        kept.append(a)
+    kept, earlier = recorded_options(args[3:])
     if opts.keep:
         if not earlier:
             return fail(f"{cost_path}: command: no --host-from runs to keep; drop --keep")

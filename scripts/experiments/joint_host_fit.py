@@ -10,16 +10,17 @@ computation on saved runs (docs/cost-model.md, "Eager time").
 
   python scripts/experiments/joint_host_fit.py COST.json COST.json ... [--heldout MEASURED.json ...]
 """
+import json
 import os
 import shlex
 
 import numpy as np
 from scipy.optimize import least_squares
 
-from mlaplan.calibrate.fit import HOST_LOSS, HOST_SCALE, LAUNCH_KINDS, probe_scale
-from mlaplan.calibrate.grid import Point, eager_us, record_sm
-from mlaplan.calibrate.validate import MEASURED_FORMAT, cost_kernel, report
-from saved_runs import Parser, fail, host_cost, saved_runs
+from mlaplan.calibrate.fit import HOST_LOSS, HOST_SCALE, LAUNCH_KINDS
+from mlaplan.calibrate.validate import MEASURED_FORMAT, cost_kernel, predict_us, report
+from saved_runs import Parser, fail, host_cost, measurements, runs_priced_by, saved_runs, with_host_costs
+from refit_host import recorded_options  # scripts/, on the path saved_runs puts it
 
 CALIBRATION_FORMAT = "mlaplan-calibration-measurements"
 
@@ -29,13 +30,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def host_runs(path: str, cost: dict) -> list:
     """The runs the file's host section was fitted on: its command's --host-from files (calibrate
-    names them from the checkout's root)."""
-    args, runs, taking = shlex.split(cost.get("command") or ""), [], False
-    for a in args:
-        if taking and not a.startswith("-"):
-            runs.append(os.path.join(ROOT, a))
-        else:
-            taking = a == "--host-from"
+    names them from the checkout's root), read as scripts/refit_host.py reads them."""
+    runs = [os.path.join(ROOT, a) for a in recorded_options(shlex.split(cost.get("command") or "")[3:])[1]]
     if not runs:
         fail(f"{path}: command: no --host-from runs; give files whose host section was refitted on host runs")
     return runs
@@ -46,38 +42,30 @@ def main():
     ap.add_argument("costs", nargs="+", metavar="COST.json", help="cost files of one host, kernel stack and probe")
     ap.add_argument("--heldout", nargs="+", default=[], metavar="MEASURED.json", help="validate --save files to price")
     a = ap.parse_args()
-    import json
-
     costs = {}
     for path in a.costs:
         cost = host_cost(path)
         # read_cost drops the command; the file's own JSON has it (the reader has checked the rest).
-        cost["command"] = json.load(open(path)).get("command")
+        with open(path) as f:
+            cost["command"] = json.load(f).get("command")
         if cost["host"].get("probe") != "dispatch":
             fail(f"{path}: host.probe: not dispatch; the joint fit states every file's costs at one dispatch probe")
         if costs and cost_kernel(cost) != cost_kernel(next(iter(costs.values()))):
             fail(f"{path}: kernels.attention: {cost_kernel(cost)}, but {next(iter(costs))} has "
                  f"{cost_kernel(next(iter(costs.values())))}; each kernel's Python costs the host its own, give files of one")
         costs[path] = cost
-    points = []  # (cost file, point, sm, eager us, dispatch probe ms)
+    points = []  # (cost file, run)
     for path, cost in costs.items():
         for runs in host_runs(path, cost):
-            for r in saved_runs(runs, CALIBRATION_FORMAT, "calibrate --measurements", path, cost):
-                if r.get("eager_ms") and r.get("graph_ms") and r.get("dispatch_probe_ms"):
-                    p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
-                    points.append((path, p, record_sm(r), r["eager_ms"] * 1e3, r))
-    probe_ms = float(np.median([r["dispatch_probe_ms"] for *_, r in points]))
-    y = np.asarray([p[3] for p in points])
-
-    def priced(path, p, sm, rec, launch_us):
-        c, g = costs[path], costs[path]["geometry"]
-        scale = probe_scale(rec, probe_ms, "dispatch")
-        return eager_us(p, c["coefficients"], {k: v * scale for k, v in launch_us.items()}, c["host"]["pad_v"], g["heads"],
-                        g["sms"], g["blocks_per_sm"], g["tile_queries"], sm, g.get("scheduler", "grid"))
+            points += [(path, r) for r in saved_runs(runs, CALIBRATION_FORMAT, "calibrate --measurements", path, cost)
+                       if r.get("eager_ms") and r.get("graph_ms") and r.get("dispatch_probe_ms")]
+    probe_ms = float(np.median([r["dispatch_probe_ms"] for _, r in points]))
+    y = np.asarray([r["eager_ms"] * 1e3 for _, r in points])
 
     def residuals(h):
         us = dict(zip(LAUNCH_KINDS, (float(v) for v in h)))
-        return np.asarray([priced(path, p, sm, rec, us) for path, p, sm, _, rec in points]) / y - 1
+        shared = {path: with_host_costs(cost, us, probe_ms) for path, cost in costs.items()}
+        return np.asarray([predict_us(shared[path], r, "eager") for path, r in points]) / y - 1
 
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,
                       f_scale=HOST_SCALE)
@@ -92,13 +80,13 @@ def main():
               + f"; its {mine.size} runs under the joint costs |error| {100 * np.median(np.abs(mine)):.1f}% / "
               f"{100 * np.quantile(np.abs(mine), 0.9):.1f}% (median signed {100 * np.median(mine):+.1f}%)")
     for path in a.heldout:
-        doc = json.load(open(path))
+        doc = measurements(path, MEASURED_FORMAT, "validate --save", ("workload", "scenario"))
         match = [c for c in costs if costs[c]["model"] == doc.get("model") and costs[c]["tp"] == doc.get("tp")]
         if not match:
             fail(f"{path}: model: {doc.get('model')!r} at TP {doc.get('tp')}: none of the cost files prices it")
         cost = costs[match[0]]
-        recs = saved_runs(path, MEASURED_FORMAT, "validate --save", match[0], cost, text_keys=("workload", "scenario"))
-        shared = dict(cost, host=dict(cost["host"], launch_us=joint, probe_ms=probe_ms))
+        recs = runs_priced_by(doc, path, match[0], cost)
+        shared = with_host_costs(cost, joint, probe_ms)
         print(f"{path} (priced by {match[0]}), eager |error| median / p90 per workload, its own costs -> the joint ones:")
         own, together = report(cost, recs, "eager")["workloads"], report(shared, recs, "eager")["workloads"]
         for w in own:

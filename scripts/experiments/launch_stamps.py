@@ -14,20 +14,11 @@ from collections import defaultdict
 
 import numpy as np
 
-from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale
-from mlaplan.calibrate.grid import Point, eager_us, record_sm
+from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale, stamped_us
 from mlaplan.calibrate.validate import predict_us
-from saved_runs import Parser, fail, host_cost, saved_runs
+from saved_runs import Parser, fail, host_cost, saved_runs, with_host_costs
 
 FORMATS = ("mlaplan-validation-measurements", "mlaplan-calibration-measurements")
-
-
-def priced(cost: dict, rec: dict, launch_us: dict) -> float:
-    """The run's eager ms by the two clocks with these host costs, as they are (no probe scaling)."""
-    g, h = cost["geometry"], cost["host"]
-    p = Point(rec["cache"], rec["new"], rec["page_size"], rec["buffer_tokens"], rec["policy"])
-    return eager_us(p, cost["coefficients"], launch_us, h["pad_v"], g["heads"], g["sms"], g["blocks_per_sm"],
-                    g["tile_queries"], record_sm(rec), g.get("scheduler", "grid")) / 1e3
 
 
 def stats(e) -> str:
@@ -48,9 +39,8 @@ def main():
         if not recs:
             fail(f"{path}: no run with eager and graph times and launch stamps (host_launch_us); "
                  f"give runs measured on the GPU by this version")
-        at_probe = {k: [r["host_launch_us"][k] / probe_scale(r, h.get("probe_ms"), probe) for r in recs if k in r["host_launch_us"]]
-                    for k in LAUNCH_KINDS}
-        median = {k: float(np.median(v)) if v else h["launch_us"][k] for k, v in at_probe.items()}
+        median = stamped_us(recs, h.get("probe_ms"), probe, [h["launch_us"][k] for k in LAUNCH_KINDS])
+        stamps = with_host_costs(cost, median, h.get("probe_ms"))  # each run priced at its own probe
         print(f"{path}: {len(recs)} runs")
         print("  us per launch at the file's probe: " + ", ".join(
             f"{k} {h['launch_us'][k]:.0f} (stamps {median[k]:.0f})" for k in LAUNCH_KINDS))
@@ -60,8 +50,8 @@ def main():
             scale = probe_scale(r, h.get("probe_ms"), probe)
             own = {k: r["host_launch_us"].get(k, median[k] * scale) for k in LAUNCH_KINDS}
             by[w]["file"].append(predict_us(cost, r, "eager") / 1e3 / r["eager_ms"] - 1)
-            by[w]["stamps"].append(priced(cost, r, {k: v * scale for k, v in median.items()}) / r["eager_ms"] - 1)
-            by[w]["own"].append(priced(cost, r, own) / r["eager_ms"] - 1)
+            by[w]["stamps"].append(predict_us(stamps, r, "eager") / 1e3 / r["eager_ms"] - 1)
+            by[w]["own"].append(predict_us(with_host_costs(cost, own, None), r, "eager") / 1e3 / r["eager_ms"] - 1)
             by[w]["graph"].append(predict_us(cost, r, "graph") / 1e3 / r["graph_ms"] - 1)
             # The layer's issue time as stamped, against the file's host costs summed over its launches,
             # and against its dispatch timed alone behind a sleeping GPU (host_ms).

@@ -20,6 +20,7 @@ from collections import defaultdict
 
 import torch
 
+from mlaplan.prefill.__main__ import _count
 from mlaplan.prefill.executor import RANGE_PREFIX, execute
 from mlaplan.prefill.timing import quiet_profiler
 from saved_runs import Parser, fail
@@ -69,11 +70,9 @@ def timeline(layer, runs: int) -> dict:
 
 def main():
     ap = Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=20, help="profiled runs of each layer (default 20)")
+    ap.add_argument("--runs", type=_count(1, 1000), default=20, help="profiled runs of each layer (default 20)")
     ap.add_argument("--json", help="write the medians here")
     a = ap.parse_args()
-    if a.runs < 1:
-        fail(f"--runs {a.runs}: give a whole number >= 1")
     if not torch.cuda.is_available():
         fail("no CUDA GPU: the launches it times are the GPU's")
     out = {}

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from mlaplan.prefill import dispatch_probe
+from mlaplan.prefill.__main__ import _count
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import SETTLE_MS, time_eager, time_eager_probed, time_graph
 from saved_runs import Parser, fail
@@ -55,11 +56,9 @@ def timings(p) -> dict:
 
 def main():
     ap = Parser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=8, help="rounds of the four timings of each layer (default 8)")
+    ap.add_argument("--rounds", type=_count(1, 1000), default=8, help="rounds of the four timings of each layer (default 8)")
     ap.add_argument("--json", help="write each round's times here")
     a = ap.parse_args()
-    if a.rounds < 1:
-        fail(f"--rounds {a.rounds}: give a whole number >= 1")
     if not torch.cuda.is_available():
         fail("no CUDA GPU: the gap it times is the GPU's")
     out = {"model": "DeepSeek-V3 TP 8, FA3", "reps": REPS, "settle_ms": SETTLE_MS, "reheat_ms": REHEAT_MS,
