@@ -216,6 +216,14 @@ prefill_bundled() {
   done
 }
 
+# gpu_pytest SECONDS FILE...: tests/python's FILEs on the package python_cpu_build installed.
+gpu_pytest() {
+  local limit=$1 f files=()
+  shift
+  for f; do files+=("$source_dir/tests/python/$f"); done
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site timeout "$limit" python3 -m pytest -q -rs "${files[@]}")
+}
+
 # The package without the CUDA planner: the executor and the calibration need only its CPU side.
 python_cpu_build() {
   rm -rf /tmp/mlaplan-gpu-site /tmp/mlaplan-cpu-python-build
@@ -237,9 +245,7 @@ calibrate() {
 # 8K-64K rows, and ten grid points) timed at the host CPU's full speed (--cpu-wait-s),
 # then the shipped file's host section refitted on them (scripts/refit_host.py, refit-MODEL-tpTP.json;
 # docs/cost-model.md), and both files' host costs set against the runs' launch stamps
-# (scripts/experiments/launch_stamps.py). Part host-experiments times where inside each part's Python
-# the host issues its kernels (scripts/experiments/launch_timeline.py, launch-timeline.json) and
-# whether the dispatch probe's pause speeds a device-bound layer up (probe_gap.py, probe-gap.json).
+# (scripts/experiments/launch_stamps.py).
 calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
@@ -473,9 +479,7 @@ fi
 if [[ $part == calibrate ]]; then
   step "calibrate deepseek-v3 TP 8" calibrate-v3-tp8.log calibrate deepseek-v3-tp8 deepseek-v3 8 240 170
   step "validate deepseek-v3 TP 8" validate.log validate_cost 160 "$log_dir/cost-deepseek-v3-tp8.json"
-  step "executor and calibration tests" calibrate-tests.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
-    timeout 120 python3 -m pytest -q -rs $source_dir/tests/python/test_calibrate.py $source_dir/tests/python/test_prefill_cuda.py \
-    $source_dir/tests/python/test_prefill_fa3.py"
+  step "executor and calibration tests" calibrate-tests.log gpu_pytest 120 test_calibrate.py test_prefill_cuda.py test_prefill_fa3.py
 fi
 if [[ $part == calibrate-more ]]; then
   shipped=$source_dir/costs/h200/deepseek-v3-tp8-bf16$([[ $attention == flash ]] || echo -fa3).json
@@ -490,8 +494,7 @@ if [[ $part == calibrate-host ]]; then
 fi
 if [[ $part == host-experiments ]]; then
   # The executor's GPU tests first: the timing the experiments use (probes, stamps, reheat) is theirs.
-  step "executor tests on the GPU" host-experiments-tests.log bash -c "cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site \
-    timeout 240 python3 -m pytest -q -rs $source_dir/tests/python/test_prefill_cuda.py $source_dir/tests/python/test_prefill_fa3.py"
+  step "executor tests on the GPU" host-experiments-tests.log gpu_pytest 240 test_prefill_cuda.py test_prefill_fa3.py
   # Where inside each part's Python the host issues its kernels (its layers are FlashAttention-3's).
   if [[ $attention == flash ]]; then
     echo "gpu-check: host-experiments time FlashAttention-3's layers; ATTENTION=flash has none" >&2
