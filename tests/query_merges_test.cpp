@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -154,6 +155,45 @@ TEST(QueryMerges, WholeContextPathsMergeNothingAndBatchesAddUp) {
   EXPECT_EQ(loop.rows(), 24u);
   EXPECT_EQ(loop.quantile(0.5), 0u);
   EXPECT_EQ(loop.quantile(0.99), 282u);
+}
+
+// A sweep adds every batch's counts into one QueryMerges, which folds them past 64K entries: the
+// folded counts, small and large, interleaved with compactions and with another folded QueryMerges
+// added in, give the histogram a map of every (merges, rows) gives.
+TEST(QueryMerges, FoldingManyCountsKeepsTheHistogram) {
+  std::mt19937_64 rng(7);
+  std::map<uint64_t, uint64_t> want;
+  QueryMerges q, other;
+  auto draw = [&](QueryMerges& into, uint64_t n) {
+    for (uint64_t i = 0; i < n; ++i) {
+      // Mostly small counts (a packed loop's), some past the dense range (an even split at small shares).
+      const uint64_t m = rng() % 4 == 0 ? 4000 + rng() % 300 : rng() % 200;
+      const uint64_t r = rng() % 3;  // 0 rows: ignored
+      into.add(m, r);
+      if (r > 0) want[m] += r;
+    }
+  };
+  draw(q, 150000);
+  EXPECT_EQ(q.max(), want.rbegin()->first);
+  q.compact();
+  draw(q, 70000);
+  draw(other, 90000);
+  q.add(other);
+  uint64_t rows = 0;
+  for (const auto& [m, r] : want) rows += r;
+  EXPECT_EQ(q.rows(), rows);
+  EXPECT_EQ(q.max(), want.rbegin()->first);
+  const uint64_t rank = static_cast<uint64_t>(std::ceil(0.99 * static_cast<double>(rows)));
+  uint64_t seen = 0, p99 = 0;
+  for (const auto& [m, r] : want)
+    if ((seen += r) >= rank) {
+      p99 = m;
+      break;
+    }
+  EXPECT_EQ(q.quantile(0.99), p99);
+  q.compact();
+  const std::vector<std::pair<uint64_t, uint64_t>> histogram(want.begin(), want.end());
+  EXPECT_EQ(q.counts, histogram);
 }
 
 }  // namespace

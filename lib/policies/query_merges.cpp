@@ -18,17 +18,33 @@ using detail::new_tokens;
 
 void QueryMerges::add(uint64_t merges, uint64_t rows) {
   if (rows == 0) return;
+  sorted_ = sorted_ && (counts.empty() || counts.back().first < merges);
   counts.emplace_back(merges, rows);
-  sorted = false;
-  if (counts.size() >= (size_t{1} << 16)) compact();  // a sweep adds every batch's: keep it small
+  if (counts.size() >= (size_t{1} << 16)) fold();  // a sweep adds every batch's: keep it small
 }
 
 void QueryMerges::add(const QueryMerges& other) {
   for (const auto& [m, r] : other.counts) add(m, r);
+  for (uint64_t m = 0; m < other.dense_.size(); ++m) add(m, other.dense_[m]);
 }
 
-void QueryMerges::compact() {
-  if (sorted) return;
+void QueryMerges::fold() {
+  size_t out = 0;
+  for (const auto& [m, r] : counts) {
+    if (m < kDense) {
+      if (dense_.size() <= m) dense_.resize(m + 1);
+      dense_[m] += r;
+    } else {
+      counts[out++] = {m, r};
+    }
+  }
+  counts.resize(out);
+  sorted_ = false;
+  compact_sparse();
+}
+
+void QueryMerges::compact_sparse() {
+  if (sorted_) return;
   std::sort(counts.begin(), counts.end());
   size_t out = 0;
   for (size_t i = 0; i < counts.size(); ++i) {
@@ -36,17 +52,29 @@ void QueryMerges::compact() {
     else counts[out++] = counts[i];
   }
   counts.resize(out);
-  sorted = true;
+  sorted_ = true;
+}
+
+void QueryMerges::compact() {
+  if (!dense_.empty()) {
+    for (uint64_t m = 0; m < dense_.size(); ++m)
+      if (dense_[m] > 0) counts.emplace_back(m, dense_[m]);
+    dense_.clear();
+    sorted_ = false;
+  }
+  compact_sparse();
 }
 
 uint64_t QueryMerges::rows() const {
   uint64_t n = 0;
   for (const auto& c : counts) n += c.second;
+  for (uint64_t r : dense_) n += r;
   return n;
 }
 
 uint64_t QueryMerges::max() const {
-  uint64_t m = 0;
+  // dense_ ends at the largest count folded into it (fold grows it to that count only).
+  uint64_t m = dense_.empty() ? 0 : dense_.size() - 1;
   for (const auto& c : counts) m = std::max(m, c.first);
   return m;
 }
