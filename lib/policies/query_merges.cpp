@@ -56,13 +56,16 @@ void QueryMerges::compact_sparse() {
 }
 
 void QueryMerges::compact() {
-  if (!dense_.empty()) {
-    for (uint64_t m = 0; m < dense_.size(); ++m)
-      if (dense_[m] > 0) counts.emplace_back(m, dense_[m]);
-    dense_.clear();
-    sorted_ = false;
-  }
-  compact_sparse();
+  if (sorted_ && dense_.empty()) return;
+  fold();  // `counts` keeps the large counts only, sorted
+  std::vector<std::pair<uint64_t, uint64_t>> all;
+  all.reserve(dense_.size() + counts.size());
+  for (uint64_t m = 0; m < dense_.size(); ++m)
+    if (dense_[m] > 0) all.emplace_back(m, dense_[m]);
+  all.insert(all.end(), counts.begin(), counts.end());
+  counts.swap(all);
+  dense_.clear();
+  sorted_ = true;
 }
 
 uint64_t QueryMerges::rows() const {

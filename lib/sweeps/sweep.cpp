@@ -27,18 +27,10 @@ using namespace detail;
 
 constexpr uint32_t kRefused = std::numeric_limits<uint32_t>::max();
 
-// Nearest-rank quantile of sorted values.
-template <typename T>
-T nearest_rank(const std::vector<T>& sorted, double q) {
-  if (sorted.empty()) return 0;
-  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  rank = std::clamp<size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
-}
-
 // The nearest-rank quantile of unsorted values, by selection (O(n), where sorting 100,000 per row
 // was a tenth of a sweep with --cost).
-float select_rank(std::vector<float>& v, double q) {
+template <typename T>
+T select_rank(std::vector<T>& v, double q) {
   if (v.empty()) return 0;
   size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
   rank = std::clamp<size_t>(rank, 1, v.size());
@@ -261,11 +253,10 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     double sum = 0;
     for (uint32_t v : shown) sum += v;
     row.mean_iterations = sum / static_cast<double>(shown.size());
-    std::sort(shown.begin(), shown.end());
-    row.p50 = nearest_rank(shown, 0.50);
-    row.p90 = nearest_rank(shown, 0.90);
-    row.p99 = nearest_rank(shown, 0.99);
-    row.max_iterations = shown.back();
+    row.p50 = select_rank(shown, 0.50);
+    row.p90 = select_rank(shown, 0.90);
+    row.p99 = select_rank(shown, 0.99);
+    row.max_iterations = *std::max_element(shown.begin(), shown.end());
   }
   finish_times(e, sums);
   return e;
@@ -371,9 +362,8 @@ double TimeStats::at(double q) const {
 }
 
 uint32_t SweepRow::iterations_at(double q) const {
-  std::vector<uint32_t> sorted = iterations;
-  std::sort(sorted.begin(), sorted.end());
-  return nearest_rank(sorted, q);
+  std::vector<uint32_t> v = iterations;
+  return select_rank(v, q);
 }
 
 std::string SweepRow::setting() const {

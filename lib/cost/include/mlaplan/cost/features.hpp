@@ -180,7 +180,7 @@ class Launch {
   struct Run {
     double pairs, blocks;
   };
-  std::array<Run, kInlineRuns> inline_runs_;  // uninitialised past n_runs_: the grid scheduler never reads it
+  std::array<Run, kInlineRuns> inline_runs_{};
   size_t n_runs_ = 0;
   std::vector<Run> more_runs_;
   void add_sorted_run(double pairs, double count) {
