@@ -96,14 +96,13 @@ uint64_t QueryMerges::quantile(double q) {
   return counts.back().first;
 }
 
-QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
-  QueryMerges q;
+void add_policy_query_merges(QueryMerges& q, const Batch& b, const Policy& policy) {
   const uint64_t T = new_tokens(b);
   uint64_t context = 0;
   for (uint32_t len : b.cache_lengths) context += len;
   if (context == 0) {  // no loop: the new tokens' step is the whole layer, taken as it is
     q.add(0, T);
-    return q;
+    return;
   }
   if (policy.kind == PolicyKind::even_split) {
     // Every query attends every chunk. SGLang takes the new tokens' output and merges each chunk; vLLM
@@ -114,13 +113,13 @@ QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
     uint64_t longest = 0;
     for (uint32_t len : b.cache_lengths) longest = std::max<uint64_t>(longest, len);
     q.add(share ? detail::ceil_div(longest, share) : 0, T);
-    return q;
+    return;
   }
   if (policy.packed == PackedVariant::trtllm) {  // every query merges every chunk, then the new tokens' step
     uint64_t chunks = 0;
     if (b.buffer_token_size > 0) chunks = detail::ceil_div(context, b.buffer_token_size);
     q.add(chunks + 1, T);
-    return q;
+    return;
   }
   // vLLM's packed loop (packed and waves): only the chunk's own requests attend it, and every row
   // merges once more at the end; the first chunk is taken as it is where it holds every query (policy_features' first_queries).
@@ -140,15 +139,22 @@ QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
   });
   const bool taken = first_queries == T;
   for (uint32_t i = 0; i < b.batch_size(); ++i) q.add(seqs[i].chunks + 1 - (taken && seqs[i].first), b.input_length(i));
+}
+
+QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
+  QueryMerges q;
+  add_policy_query_merges(q, b, policy);
   return q;
 }
 
-QueryMerges max_query_merges(const Batch& b, const MaxTablesView& t) {
-  QueryMerges q;
+void add_max_query_merges(QueryMerges& q, const Batch& b, const MaxTablesView& t) {
   const uint32_t B = b.batch_size();
   // Per sequence, the positions from which its queries attend each chunk: a query at position p
-  // merges once for each chunk whose segment it attends (first <= p).
-  std::vector<std::vector<uint64_t>> from(B);
+  // merges once for each chunk whose segment it attends (first <= p). Kept as (sequence, position)
+  // pairs in one reused vector: a sweep asks this for every batch, where a vector per sequence
+  // was a fifth of its time in allocations.
+  thread_local std::vector<std::pair<uint32_t, uint64_t>> from;
+  from.clear();
   for (uint32_t c = 0; c < t.chunks; ++c) {
     if (t.lengths[c] <= 0) continue;
     const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
@@ -156,20 +162,27 @@ QueryMerges max_query_merges(const Batch& b, const MaxTablesView& t) {
     for (uint32_t s = 0; s < B; ++s) {
       if (rows[s + 1] <= rows[s]) continue;
       const MaxSegment seg = max_segment(b, s, cache[s], rows[s + 1] - rows[s]);
-      if (seg.attended) from[s].push_back(seg.first);
+      if (seg.attended) from.emplace_back(s, seg.first);
     }
   }
+  std::sort(from.begin(), from.end());
+  size_t i = 0;
   for (uint32_t s = 0; s < B; ++s) {
-    std::vector<uint64_t>& f = from[s];
-    std::sort(f.begin(), f.end());
     uint64_t at = b.cache_lengths[s];  // the first query's position
     const uint64_t total = at + b.input_length(s);
-    for (size_t k = 0; k <= f.size(); ++k) {  // positions at .. next - 1 attend k chunks
-      const uint64_t next = k < f.size() ? f[k] : total;
+    for (uint64_t k = 0;; ++k) {  // positions at .. next - 1 attend k chunks
+      const bool more = i < from.size() && from[i].first == s;
+      const uint64_t next = more ? from[i++].second : total;
       q.add(k, next - at);
       at = next;
+      if (!more) break;
     }
   }
+}
+
+QueryMerges max_query_merges(const Batch& b, const MaxTablesView& t) {
+  QueryMerges q;
+  add_max_query_merges(q, b, t);
   return q;
 }
 

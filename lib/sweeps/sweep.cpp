@@ -194,8 +194,8 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     } else {
       row.iterations.push_back(chunks);
       shown.push_back(chunks);
-      if (max) merges.add(policies::max_query_merges(b, tables));
-      else merges.add(policies::policy_query_merges(b, s.policy));
+      if (max) policies::add_max_query_merges(merges, b, tables);
+      else policies::add_policy_query_merges(merges, b, s.policy);
       payload += o.payload_tokens;
       streamed += o.streamed_rows;
       if (o.chunks > 0) {

@@ -131,6 +131,9 @@ struct QueryMerges {
 QueryMerges policy_query_merges(const Batch& batch, const Policy& policy);
 // Max's, from the tables a planner wrote: a query at position p merges once per chunk whose keys it sees.
 QueryMerges max_query_merges(const Batch& batch, const MaxTablesView& tables);
+// The same two, added to `into` (a sweep's, over every batch) without a QueryMerges of their own.
+void add_policy_query_merges(QueryMerges& into, const Batch& batch, const Policy& policy);
+void add_max_query_merges(QueryMerges& into, const Batch& batch, const MaxTablesView& tables);
 // On the path the engine dispatches the batch to on a GPU of compute capability sm (engine_path; 0:
 // the loop): none where it takes the whole context at once. Max needs its tables (none given: empty).
 QueryMerges dispatched_query_merges(const Batch& batch, const Policy& policy, uint32_t sm,
