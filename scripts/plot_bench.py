@@ -7,17 +7,46 @@ line per kernel (hot mode solid, cold dashed), with the empty-launch floor drawn
 
 Exit status: 0 written, 2 bad input, 77 matplotlib is not installed (the test is skipped then).
 """
-import argparse
-import json
+import os
 import sys
 
 from plot_common import save_figure
+from script_errors import Parser, fail, load_json
 
 SKIP = 77  # ctest SKIP_RETURN_CODE
+NUMBER = (int, float)
+
+
+class BadInput(Exception):
+    pass
+
+
+def check(data):
+    """The rows of a bench JSON document, each with what the plot reads; BadInput names what is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise BadInput("no \"rows\" list; give the JSON of mlaplan bench --format json")
+    if not data["rows"]:
+        raise BadInput("no rows to plot; run bench with at least one available kernel")
+    for i, r in enumerate(data["rows"]):
+        if not isinstance(r, dict) or not isinstance(r.get("kernel"), str) or r.get("mode") not in ("hot", "cold"):
+            raise BadInput(f"rows[{i}]: needs \"kernel\" and \"mode\" (hot or cold); give mlaplan bench's JSON as written")
+        for key in ("batch_size", "median_us", "p25_us", "p75_us", "bytes"):
+            v = r.get(key)
+            if isinstance(v, bool) or not isinstance(v, NUMBER) or not v > 0:
+                raise BadInput(f"rows[{i}].{key}: {v!r} is not a positive number; give mlaplan bench's JSON as written")
+    limits = data.get("limits", {})
+    empty = limits.get("empty", {}) if isinstance(limits, dict) else None
+    copy = limits.get("copy") if isinstance(limits, dict) else None
+    if not isinstance(empty, dict) or not all(
+            isinstance(e, dict) and isinstance(e.get("median_us"), NUMBER) and e["median_us"] > 0 for e in empty.values()):
+        raise BadInput("limits.empty: each mode needs a positive median_us; give mlaplan bench's JSON as written")
+    if copy is not None and (not isinstance(copy, dict) or not isinstance(copy.get("gbps", 0), NUMBER)):
+        raise BadInput("limits.copy.gbps: not a number; give mlaplan bench's JSON as written")
+    return data["rows"]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="output of mlaplan bench --format json")
     ap.add_argument("-o", "--output", required=True, help="image to write (.png or .svg)")
     ap.add_argument("--mode", choices=["hot", "cold", "both"], default="both")
@@ -30,19 +59,14 @@ def main():
         matplotlib.use("Agg")  # no display needed
         import matplotlib.pyplot as plt
     except ImportError:
-        print("plot_bench: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+        print(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
         return SKIP
 
+    data = load_json(args.json, "the JSON of mlaplan bench --format json")
     try:
-        with open(args.json) as f:
-            data = json.load(f)
-        rows = data["rows"]
-    except (OSError, ValueError, KeyError) as e:
-        print(f"plot_bench: error: {args.json}: not a mlaplan bench JSON file ({e})", file=sys.stderr)
-        return 2
-    if not rows:
-        print(f"plot_bench: error: {args.json}: no rows to plot; run bench with at least one available kernel", file=sys.stderr)
-        return 2
+        rows = check(data)
+    except BadInput as e:
+        fail(f"{args.json}: {e}")
 
     modes = ["hot", "cold"] if args.mode == "both" else [args.mode]
     fig, ax = plt.subplots(figsize=(9, 6))
@@ -85,8 +109,7 @@ def main():
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    # reason=str: plot_bench's message has always held the whole OSError
-    return save_figure(fig, args.output, "plot_bench", reason=str, dpi=120)
+    return save_figure(fig, args.output, dpi=120)
 
 
 if __name__ == "__main__":

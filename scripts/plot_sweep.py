@@ -17,7 +17,6 @@ the time panel has a line per (policy, max_chunks, model, TP), a marker per mode
 
 Exit status: 0 written, 2 bad input, 77 matplotlib is not installed (the test is skipped then).
 """
-import argparse
 import json
 import math
 import os
@@ -25,9 +24,9 @@ import sys
 import textwrap
 
 from plot_common import save_figure
+from script_errors import Parser, fail
 
 SKIP = 77  # ctest SKIP_RETURN_CODE
-PROG = "plot_sweep.py"
 STATS = ["p50", "p90", "p99", "max", "mean"]
 # Okabe-Ito, yellow last (it is faint on white); markers differ too, so colour is never the only cue.
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
@@ -264,7 +263,7 @@ def plot_times(tax, rows, keys, models, style, stat, rec):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = Parser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="output of mlaplan sweep --format json (or --json FILE)")
     ap.add_argument("-o", "--output", required=True, help="image to write (.png or .svg)")
     ap.add_argument("--stat", choices=STATS, default="p99", help="the solid line (default p99; the mean is drawn dashed)")
@@ -273,21 +272,17 @@ def main():
 
     ext = os.path.splitext(args.output)[1].lower()
     if ext not in (".png", ".svg"):
-        print(f"{PROG}: error: {args.output}: write a .png or .svg image", file=sys.stderr)
-        return 2
+        fail(f"{args.output}: write a .png or .svg image")
     try:
         with open(args.json) as f:
             data = json.load(f)
         rows = check(data)
     except OSError as e:
-        print(f"{PROG}: error: {args.json}: cannot read it ({e.strerror or e})", file=sys.stderr)
-        return 2
+        fail(f"{args.json}: cannot read it ({e.strerror or e}); give the JSON of mlaplan sweep --format json")
     except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
-        print(f"{PROG}: error: {args.json}: not JSON ({str(e).splitlines()[0]})", file=sys.stderr)
-        return 2
+        fail(f"{args.json}: not JSON ({str(e).splitlines()[0]}); give the JSON of mlaplan sweep --format json")
     except BadInput as e:
-        print(f"{PROG}: error: {args.json}: {e}", file=sys.stderr)
-        return 2
+        fail(f"{args.json}: {e}")
 
     try:
         import matplotlib
@@ -297,7 +292,7 @@ def main():
         from matplotlib.lines import Line2D
         from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
     except ImportError:
-        print(f"{PROG}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+        print(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
         return SKIP
 
     # One point per (policy, M, N): the first row; later models/TPs repeat the same iterations.
@@ -315,7 +310,7 @@ def main():
         elif points[pk]["iterations"] != r["iterations"]:
             differ.add(series_label(k))
     if differ:
-        print(f"{PROG}: warning: {args.json}: iterations differ across models/TPs for {', '.join(sorted(differ))}; "
+        print(f"mlaplan: warning: {os.path.basename(sys.argv[0])}: {args.json}: iterations differ across models/TPs for {', '.join(sorted(differ))}; "
               "plotting the first row of each", file=sys.stderr)
     several_models = len(models) > 1
     style = {k: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
@@ -460,7 +455,7 @@ def main():
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
               frameon=False)
-    return save_figure(fig, args.output, PROG, dpi=120, bbox_inches="tight")
+    return save_figure(fig, args.output, dpi=120, bbox_inches="tight")
 
 
 if __name__ == "__main__":

@@ -78,8 +78,18 @@ with tempfile.TemporaryDirectory() as tmp:
         if p.returncode != 2:
             sys.exit(f"{name}: plot_sweep.py exited {p.returncode}, expected 2 (stderr: {p.stderr.strip()})")
         lines = p.stderr.strip().splitlines()
-        if len(lines) != 1 or not lines[0].startswith(f"plot_sweep.py: error: {bad}: "):
-            sys.exit(f"{name}: expected one line 'plot_sweep.py: error: {bad}: ...', got: {p.stderr!r}")
+        if len(lines) != 1 or not lines[0].startswith(f"mlaplan: error: plot_sweep.py: {bad}: "):
+            sys.exit(f"{name}: expected one line 'mlaplan: error: plot_sweep.py: {bad}: ...', got: {p.stderr!r}")
         if os.path.exists(out):
             sys.exit(f"{name}: an image was written for bad input")
         print(f"{name}: {lines[0]}")
+    # Bad arguments and an image that cannot be written: one line too.
+    for args, want in (([data, "-o", out, "--stat", "p42"], "--stat"), ([data], "-o/--output"),
+                       ([data, "-o", os.path.join(tmp, "missing", "x.png")], "cannot write the image")):
+        p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+        lines = p.stderr.strip().splitlines()
+        if p.returncode == 77:
+            break  # matplotlib is missing: the image is never drawn
+        if p.returncode != 2 or len(lines) != 1 or not lines[0].startswith("mlaplan: error: plot_sweep.py: ") or want not in lines[0]:
+            sys.exit(f"{args}: expected exit 2 and one line naming {want}, got {p.returncode}: {p.stderr!r}")
+        print(f"{' '.join(args[1:])}: {lines[0]}")
