@@ -7,7 +7,6 @@ kernels' device time summed by name, so that a difference shows in the kernel it
   python scripts/experiments/graph_vs_eager.py SCENARIOS.json NAME[,NAME...] POLICY:BUFFER[,...]
       [--model deepseek-v3] [--tp 1] [--rounds 3] [--json OUT.json]     # on a CUDA GPU
 """
-import argparse
 import json
 import statistics
 import threading
@@ -24,6 +23,7 @@ from mlaplan.prefill.inputs import host_page_table, random_inputs
 from mlaplan.prefill.model import model_dims
 from mlaplan.prefill.schedule import build_schedule
 from mlaplan.prefill.timing import SETTLE_MS, time_eager, time_graph
+from saved_runs import Parser
 
 
 class Sampler(threading.Thread):
@@ -62,7 +62,7 @@ def kernel_ms(fn, runs=3):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("scenarios")
     ap.add_argument("names")
     ap.add_argument("settings")

@@ -6,7 +6,6 @@ so that whatever else the machine does falls on both alike.
 
   python scripts/experiments/host_noise.py [--rounds 40] [--json OUT.json]   # on a CUDA GPU
 """
-import argparse
 import gc
 import json
 import os
@@ -18,6 +17,7 @@ import numpy as np
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_eager, time_host
 from warmed_layer import warmed_layer
+from saved_runs import Parser
 
 LAYERS = {
     "short-chat packed": ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384),
@@ -26,7 +26,7 @@ LAYERS = {
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--pause-s", type=float, default=0.5)
     ap.add_argument("--json")

@@ -8,7 +8,6 @@ Prints the correlation of the layer's dispatch time with each, and the p10/p50/p
 
   python scripts/experiments/host_state.py [--rounds 40] [--json OUT.json]   # on a CUDA GPU
 """
-import argparse
 import json
 import os
 import statistics
@@ -19,6 +18,7 @@ import numpy as np
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_host
 from warmed_layer import warmed_layer
+from saved_runs import Parser
 
 
 def machine_ticks():
@@ -69,7 +69,7 @@ def python_loop_ms():
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--pause-s", type=float, default=0.3)
     ap.add_argument("--json")

@@ -8,7 +8,6 @@ computation on saved runs (docs/cost-model.md, "The host costs").
 
   python scripts/experiments/probe_scaling.py COST.json MEASURED.json ... [--exponent E ...]
 """
-import argparse
 import json
 import os
 import shlex
@@ -20,6 +19,7 @@ import numpy as np
 
 from mlaplan.calibrate import fit
 from mlaplan.calibrate.validate import predict_us, read_cost
+from saved_runs import Parser
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -44,7 +44,7 @@ def refit(cost_path, exponent, out):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("cost")
     p.add_argument("measured", nargs="+")
     p.add_argument("--exponent", type=float, action="append", default=[])

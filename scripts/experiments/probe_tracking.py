@@ -17,7 +17,6 @@ and `layer, each rep` is the median of those probes, beside `layer, ends`, the m
 
   python scripts/experiments/probe_tracking.py [--rounds 150] [--json OUT.json]   # on a CUDA GPU
 """
-import argparse
 import json
 import statistics
 import time
@@ -29,6 +28,7 @@ from mlaplan.prefill import cpu_speed, dispatch_probe
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_eager, time_eager_probed, time_host
 from warmed_layer import warmed_layer
+from saved_runs import Parser
 
 TIMED = ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384)
 
@@ -49,7 +49,7 @@ def spread(v):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    ap = Parser()
     ap.add_argument("--rounds", type=int, default=150)
     ap.add_argument("--pause-s", type=float, default=0.2)
     ap.add_argument("--json")
