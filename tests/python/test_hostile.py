@@ -424,6 +424,15 @@ def test_check_arguments_are_one_line(args):
     one_error_line(run("mlaplan.prefill.check", "--device", "cpu", *args), 2, args[0])
 
 
+@pytest.mark.parametrize("device, message", [("bogus", "unknown device"), ("cuda:0", "no CUDA GPU here")])
+def test_check_device_is_the_commands(device, message):
+    # It was torch.device's own: a traceback (exit 1) for cuda on a machine without one, exit 3 for a bad name.
+    torch = pytest.importorskip("torch", reason="the check runs the executor, which needs torch (pip install .[torch])")
+    if device.startswith("cuda") and torch.cuda.is_available():
+        pytest.skip("a machine with a GPU takes --device cuda:0")
+    one_error_line(run("mlaplan.prefill.check", "--device", device, "--small", "--batches", "1"), 2, "--device", message)
+
+
 @pytest.mark.parametrize("module", ["mlaplan.calibrate", "mlaplan.calibrate.validate"])
 @pytest.mark.parametrize("value", ["nan", "-5", "0", "inf"])
 def test_max_seconds_is_a_positive_number(module, value):

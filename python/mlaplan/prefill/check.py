@@ -197,17 +197,20 @@ def planted_batch(dims: MlaDims, dtype, device, seed: int) -> PrefillInputs:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from .__main__ import Parser, _count, attention_kernel
+    from .__main__ import Parser, _count, _device, attention_kernel
     from .model import model_dims
 
     # The commands' parser: a bad value is one `mlaplan: error:` line and exit 2.
     p = Parser(prog="python -m mlaplan.prefill.check", description=__doc__.split("\n\n")[0])
-    p.add_argument("--batches", type=_count(1), default=200)
-    p.add_argument("--seed", type=_count(0), default=1)
-    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--model", default="deepseek-v3")
-    p.add_argument("--tp", type=_count(1), default=8)
-    p.add_argument("--small", action="store_true", help="CPU-sized batches: B <= 8, contexts <= 2,000, 64 new tokens")
+    p.add_argument("--batches", type=_count(1), default=200, help="random batches to check (default 200)")
+    p.add_argument("--seed", type=_count(0), default=1, help="the batches' random seed (default 1)")
+    p.add_argument("--device", default="auto", metavar="DEV",
+                   help="auto (default: cuda where there is a GPU), cuda, cuda:N or cpu")
+    p.add_argument("--model", default="deepseek-v3", help="the model preset whose heads and dims are run (default deepseek-v3)")
+    p.add_argument("--tp", type=_count(1), default=8, help="tensor parallelism: local heads = heads / TP (default 8)")
+    p.add_argument("--small", action="store_true",
+                   help="CPU-sized batches: B <= 8, contexts <= 2,000, 64 new tokens (on the CPU, without it a batch "
+                   "takes minutes)")
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the attention kernel on CUDA (default auto: FlashAttention-3 on SM90 where a build imports)")
     p.add_argument("--guide", metavar="COST.json",
@@ -219,7 +222,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--max-steps", type=_count(1), help="the small buffers' batches are scaled to about this many steps at "
                    "most (default 2000: on an H200 a batch of 20,000 steps ran the five engines for minutes)")
     args = p.parse_args(argv)
-    device = torch.device(args.device)
+    device = _device(torch, args.device)
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
     tolerance = 1e-2 if dtype == torch.bfloat16 else 1e-4
     state = state_dtype(args.state, dtype)
