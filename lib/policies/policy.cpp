@@ -179,10 +179,11 @@ void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cos
       throw InputError(fmt::format("{} guided: it chooses each batch's plan by a cost model; give {}, or name "
                                    "the file: guided:COST.json (costs/ has H200 files)",
                                    option, give));
-    if (eager && !model->host)
-      throw InputError(fmt::format("{}: host: missing, and guided chooses by eager time under --timing eager, which needs "
-                                   "the host's dispatch costs",
-                                   model->path));
+    if ((eager || p.guide_eager) && !model->host)
+      throw InputError(fmt::format("{}: host: missing, and {} chooses by eager time{}, which needs the host's dispatch "
+                                   "costs; choose by graph time (guided) or give a file with a host section",
+                                   model->path, p.guide_eager ? "guided/eager" : "guided",
+                                   p.guide_eager ? "" : " under --timing eager"));
     p.guide = model;
     p.guide_eager = p.guide_eager || eager;
   }
