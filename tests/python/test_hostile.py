@@ -290,6 +290,38 @@ def test_validate_that_measured_nothing_fails(tmp_path):
     assert r.stdout == "" and not (tmp_path / "rep.json").exists()
 
 
+@pytest.mark.parametrize("change,args,message", [
+    ({"records": []}, [], "records: empty"),
+    ({"eager_ms": 1e400}, [], "1e400 is past a double's range"),  # JSON's grammar takes it; it read as infinity
+    ({"path": "bogus"}, [], "path: 'bogus' is not one of"),
+    ({"iterations": -1}, [], "iterations: expected a whole number"),
+    ({"launches": [1, 2]}, [], "launches: expected {kind"),
+    ({}, ["--policy", "bogus"], "--policy: it chooses what to measure"),
+    ({}, ["--model", "kimi-k2"], "--model: it chooses what to measure"),
+])
+def test_validate_refuses_bad_measured_files_and_options(tmp_path, change, args, message):
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    rec = {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "workload": "w",
+           "scenario": "s", "eager_ms": 1.0, "graph_ms": 1.0}
+    doc = {"format": "mlaplan-validation-measurements", "records": [rec]}
+    if "records" in change:
+        doc["records"] = change["records"]
+    else:
+        rec.update(change)
+    text = json.dumps(doc).replace("1e+400", "1e400").replace("Infinity", "1e400")
+    (tmp_path / "m.json").write_text(text)
+    r = run("mlaplan.calibrate.validate", "--cost", COST, "--measured", str(tmp_path / "m.json"), *args,
+            "--json", str(tmp_path / "rep.json"))
+    one_error_line(r, 2, message)
+    assert r.stdout == "" and not (tmp_path / "rep.json").exists()
+
+
+def test_json_keys_given_twice_are_refused(tmp_path):
+    (tmp_path / "d.json").write_text('{"a": 1, "a": 2}')
+    with pytest.raises(_files.InputError, match="key 'a' given twice"):
+        _files.read_json(str(tmp_path / "d.json"), "a file")
+
+
 # Runs priced by a cost file for other runs: refused, naming the field, before any time is spent.
 
 @pytest.mark.parametrize("fields,message", [

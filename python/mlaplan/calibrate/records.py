@@ -5,6 +5,7 @@ the ranking need, asked for by name before any work."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import numbers
 import os
 from typing import Iterable, List, Sequence, Union
@@ -14,6 +15,8 @@ from ..prefill.__main__ import UsageError
 from ..prefill.schedule import POLICIES, engine_named
 from .fit import LAUNCH_KINDS, PROBES
 
+# A run's path: the engine's loop, or the path it dispatched the batch to (prefill.schedule's).
+PATHS = ("chunked", "one-shot", "absorbed", "sm90", "sm100", "no context")
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
 MAX_PROBE_MS = 1e4  # as the cost file's host.probe_ms: the probe takes about 1 ms on the H200's host
 MAX_LAUNCH_US = 1e6  # as the cost file's host.launch_us
@@ -63,7 +66,7 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(POLICIES)}")
     for key in ("eager_ms", "graph_ms", "eager_spread_ms", "eager_round_spread_ms", "host_ms", "host_issue_ms"):
         v = r.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not v >= 0):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < math.inf):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
     # The host costs are scaled by them (fit.probe_scale): a probe is a time above 0, or null.
     for key in PROBES.values():
@@ -81,6 +84,16 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
     for key in ("path", *text_keys):
         if key in r and not isinstance(r[key], str) or key in text_keys and key not in r:
             raise UsageError(f"{where}.{key}: expected a string; give a file mlaplan wrote")
+    if "path" in r and r["path"] not in PATHS:
+        raise UsageError(f"{where}.path: {r['path'][:40]!r} is not one of {', '.join(PATHS)}; give a file mlaplan wrote")
+    if "iterations" in r and r["iterations"] is not None and not _whole(r["iterations"], 0):
+        raise UsageError(f"{where}.iterations: expected a whole number >= 0, got {r['iterations']!r}; give a file mlaplan wrote")
+    # The kernels one run launched per kind (the eager fit's counts).
+    launches = r.get("launches")
+    if launches is not None and (not isinstance(launches, dict) or not all(
+            k in LAUNCH_KINDS and _whole(v, 0) for k, v in launches.items())):
+        raise UsageError(f"{where}.launches: expected {{kind: whole number >= 0}} with kinds of {', '.join(LAUNCH_KINDS)}, "
+                         f"got {repr(launches)[:80]}; give a file mlaplan wrote")
 
 
 def read_measurements(path: str, fmt: Union[str, Sequence[str]], wrote: str, top_keys: Iterable[str] = (),

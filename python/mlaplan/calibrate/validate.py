@@ -349,6 +349,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise UsageError("--scenarios: they are measured, and --measured gives the measurements; give one of them")
     if args.measured and args.save:
         raise UsageError("--save: it saves what this run measures, and --measured measures nothing; drop one")
+    if args.measured:  # options that choose what to measure: the runs of --measured are the file's own
+        for option, given in (("--policy", args.policy != "all"), ("--model", args.model), ("--tp", args.tp)):
+            if given:
+                raise UsageError(f"{option}: it chooses what to measure, and --measured gives runs measured already (their "
+                                 f"{option[2:]} is the file's); leave {option} out")
     from .records import each_once
 
     each_once([("--measured", args.measured), ("--scenarios", args.scenarios)])
@@ -369,6 +374,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         for path in args.measured:
             doc = read_measurements(path, MEASURED_FORMAT, "--save", text_keys=("workload", "scenario"))
             check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
+            if not doc["records"]:
+                raise UsageError(f"{path}: records: empty; give runs that validate --save wrote")
             records += doc["records"]
     else:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
