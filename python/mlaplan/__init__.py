@@ -104,6 +104,37 @@ def _host_u32(name: str, values: Any) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.uint32)
 
 
+def _batch_args(cache_lengths, input_row_offsets, policy, **numbers) -> tuple:
+    """The batch and policy of the cost and path calls, checked as the other calls check theirs: each
+    of `numbers` (a keyword and its value) a whole number in 0 .. 2^32 - 1, or a bool where the keyword
+    is a flag (True/False for unbounded and pad_v), so a wrong type is a TypeError naming its keyword
+    (not nanobind's signature); the C++ layer checks what each value means."""
+    if not isinstance(policy, str):
+        raise TypeError(f"policy: expected a policy's name, got {type(policy).__name__} {policy!r}")
+    checked = []
+    for name, value in numbers.items():
+        if name in ("unbounded", "pad_v"):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+            checked.append(value)
+        elif name == "scheduler":
+            checked.append(_args.name_of(name, value, ("grid", "sorted")))
+        else:
+            checked.append(_args.whole(name, value, 0, 0xFFFFFFFF))
+    return (_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), *checked)
+
+
+def _without_cost(call):
+    """`call()`, where a guided policy without its file is told to name it: these calls take no cost=."""
+    try:
+        return call()
+    except ValueError as e:
+        text = str(e).replace("give --cost FILE, or name the file: guided:COST.json", "name the file: guided:COST.json")
+        if text == str(e):
+            raise
+        raise ValueError(text) from None
+
+
 def _cuda_device(x: Any) -> Optional[int]:
     """The CUDA device of a DLPack array (torch, CuPy), or None for host arrays."""
     get = getattr(x, "__dlpack_device__", None)
@@ -316,8 +347,10 @@ def sweep(
         costs = []
     elif isinstance(cost, (str, bytes, os.PathLike)):
         costs = [a.path("cost", cost)]
-    else:
+    elif isinstance(cost, (list, tuple)):
         costs = [a.path(f"cost[{i}]", c) for i, c in enumerate(cost)]
+    else:
+        raise TypeError(f"cost: expected a cost file's path or a list of them, got {type(cost).__name__} {cost!r}")
     checked = dict(
         workload=workload, batches=a.whole("batches", batches, 1, 100_000_000), seed=a.whole("seed", seed, 0, 2**64 - 1),
         page_size=a.whole("page_size", page_size, 1, 1 << 30),
@@ -393,8 +426,11 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
     `engine_path`), and the dict's "path" key names it; 0 (the default): every policy's own loop.
     scheduler: how the attention kernel hands its blocks out, "grid" (FlashAttention-2) or "sorted"
     (FlashAttention-3; docs/cost-model.md)."""
-    return _mlaplan.cost_features(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
-                                  heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm, scheduler)
+    cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
+                                        buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,
+                                        tile_queries=tile_queries, max_chunks=max_chunks, unbounded=unbounded, sm=sm,
+                                        scheduler=scheduler)
+    return _without_cost(lambda: _mlaplan.cost_features(cache, offsets, page, buffer, policy, *rest))
 
 
 def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
@@ -404,8 +440,11 @@ def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token
     count}) as eager time counts them on the executor's loop (the C++ `run`/`sweep --timing eager`
     run), for the batch, policy and path `cost_features` prices with the same arguments. pad_v: the
     up-projection pads V (FlashAttention-2 and the CPU kernel), one more concat per step."""
-    return _mlaplan.cost_launches(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), page_size, buffer_token_size, policy,
-                                  heads, sms, blocks_per_sm, tile_queries, max_chunks, unbounded, sm, scheduler, pad_v)
+    cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
+                                        buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,
+                                        tile_queries=tile_queries, max_chunks=max_chunks, unbounded=unbounded, sm=sm,
+                                        scheduler=scheduler, pad_v=pad_v)
+    return _without_cost(lambda: _mlaplan.cost_launches(cache, offsets, page, buffer, policy, *rest))
 
 
 def merges_per_query(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str,
@@ -415,8 +454,9 @@ def merges_per_query(cache_lengths, input_row_offsets, page_size: int, buffer_to
     {"max": n, "p99": n, "histogram": [(merges, rows), ...]}. max_chunks 0: as many as max needs; sm:
     the GPU's compute capability x10 whose dispatch picks the path (a whole-context path merges
     nothing; 0: every policy's loop). Each merge rounds a bf16 state (docs/prefill.md, "Many merges")."""
-    d = _mlaplan.merges_per_query(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets),
-                                  page_size, buffer_token_size, policy, max_chunks, sm)
+    args = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size, buffer_token_size=buffer_token_size,
+                       max_chunks=max_chunks, sm=sm)
+    d = _without_cost(lambda: _mlaplan.merges_per_query(*args[:4], policy, *args[4:]))
     d["histogram"] = [tuple(h) for h in d["histogram"]]
     return d
 
@@ -425,8 +465,8 @@ def engine_path(cache_lengths, input_row_offsets, page_size: int, buffer_token_s
     """The path the policy's engine runs the batch on, on a GPU of compute capability sm x10 (90, 100;
     0: none named, the policy's loop), and why: ("chunked" | "one-shot" | "absorbed", sentence)
     (docs/cost-model.md, "Which path each engine runs")."""
-    return tuple(_mlaplan.engine_path(_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets),
-                                      page_size, buffer_token_size, policy, sm))
+    args = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size, buffer_token_size=buffer_token_size, sm=sm)
+    return tuple(_without_cost(lambda: _mlaplan.engine_path(*args[:4], policy, *args[4:])))
 
 
 def workload_names() -> list:

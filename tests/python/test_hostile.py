@@ -189,6 +189,33 @@ def test_sweep_refuses_bad_values_by_keyword(kwargs, keyword):
     assert keyword in str(e.value) and "--" not in str(e.value), str(e.value)
 
 
+def test_sweep_cost_of_the_wrong_type_names_it():
+    with pytest.raises(TypeError, match="^cost: expected a cost file's path"):
+        mlaplan.sweep("short-chat", batches=10, cost=123)
+
+
+# The cost and path calls: a value of the wrong type or range names its keyword (it was nanobind's
+# signature dump), and guided without its file is told to name it (they take no cost=).
+@pytest.mark.parametrize("call, kwargs, error, message", [
+    ("cost_launches", dict(page_size=-1), ValueError, "^page_size=-1"),
+    ("cost_launches", dict(buffer_token_size=2**32), ValueError, "^buffer_token_size="),
+    ("cost_launches", dict(policy=None), TypeError, "^policy: expected"),
+    ("cost_launches", dict(pad_v="true"), TypeError, "^pad_v: expected True or False"),
+    ("cost_features", dict(unbounded=None), TypeError, "^unbounded: expected True or False"),
+    ("cost_features", dict(heads=-1), ValueError, "^heads=-1"),
+    ("cost_features", dict(scheduler="fifo"), ValueError, "^scheduler='fifo'"),
+    ("cost_features", dict(policy="guided"), ValueError, "name the file: guided:COST.json$"),
+    ("merges_per_query", dict(max_chunks=-1), ValueError, "^max_chunks=-1"),
+    ("engine_path", dict(sm=1.5), TypeError, "^sm: expected a whole number"),
+])
+def test_cost_calls_name_the_keyword(call, kwargs, error, message):
+    args = dict(cache_lengths=[1000], input_row_offsets=[0, 100], page_size=1, buffer_token_size=400, policy="packed")
+    args.update({"heads": 16} if call.startswith("cost_") else {"sm": 90} if call == "engine_path" else {})
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        getattr(mlaplan, call)(**args)
+
+
 def test_sweep_memory_limit_before_forming():
     t = time.monotonic()
     with pytest.raises(ValueError, match=r"batches=100000000: .* above memory_limit=2.00 GiB") as e:
