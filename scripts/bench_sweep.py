@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from script_errors import Parser, fail  # noqa: E402
+from script_errors import Parser, fail, load_json, run  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = ["coding-agent", "mooncake-conv", "azure-conv", "short-chat"]
@@ -45,8 +45,11 @@ def timed(exe, workload, batches, extra, tmp):
     if p.returncode != 0:
         last = (err.strip().splitlines() or [f"exited {p.returncode}"])[-1]
         fail(f"sweep --workload {workload} {' '.join(extra)}: {last.removeprefix('mlaplan: error: ')}")
-    with open(out) as f:
-        seconds = json.load(f)["seconds"]
+    doc = load_json(out, "an mlaplan binary whose sweep writes --format json (--exe)") if os.path.exists(out) else None
+    seconds = doc.get("seconds") if isinstance(doc, dict) else None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        fail(f"--exe {exe}: its sweep wrote no JSON with \"seconds\"; give an mlaplan binary (build/mlaplan)")
+    os.remove(out)
     mib = int(open(mem).read().split()[-1]) / 1024 if TIME else None
     return usage.ru_utime + usage.ru_stime, wall, seconds, mib
 
@@ -88,4 +91,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

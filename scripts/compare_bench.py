@@ -9,9 +9,8 @@ exits 1 when that share is under --min-agree (default 95%).
 A report from before 2026-12-01 names the max-port kernel seed: it is read (and --kernels taken) as
 max-port, so old and new runs compare row for row.
 """
-import sys
 
-from script_errors import Parser, fail, load_json
+from script_errors import Parser, fail, load_json, run
 
 
 def kernel_name(name):
@@ -21,10 +20,25 @@ def kernel_name(name):
 def rows(path):
     what = "a report of mlaplan bench --format json"
     doc = load_json(path, what)
-    try:
-        return {(r["batch_size"], kernel_name(r["kernel"]), r["mode"]): r for r in doc["rows"]}
-    except (KeyError, TypeError) as e:
-        fail(f"{path}: {e} missing or malformed; give {what}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        fail(f"{path}: rows: missing or not a list; give {what}")
+    out = {}
+    for i, r in enumerate(doc["rows"]):
+        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("kernel", "mode")):
+            fail(f"{path}: rows[{i}]: needs \"kernel\" and \"mode\"; give {what}")
+        for key, low in (("batch_size", 1), ("median_us", 0), ("spread", 0)):
+            v = r.get(key)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= low or (key == "median_us" and v == 0):
+                fail(f"{path}: rows[{i}].{key}: {v!r} is not a number {'above 0' if key != 'spread' else '>= 0'}; give {what}")
+        out[(r["batch_size"], kernel_name(r["kernel"]), r["mode"])] = r
+    return out
+
+
+def percent(text):
+    v = float(text)
+    if not 0 <= v <= 100:  # nan fails too
+        raise ValueError(text)
+    return v
 
 
 def main():
@@ -32,7 +46,7 @@ def main():
     parser.add_argument("first")
     parser.add_argument("second")
     parser.add_argument("--kernels", help="comma-separated: compare only these kernels' rows")
-    parser.add_argument("--min-agree", type=float, default=95.0, help="percent of rows that must agree (95)")
+    parser.add_argument("--min-agree", type=percent, default=95.0, help="percent of rows that must agree, 0 to 100 (95)")
     args = parser.parse_args()
     a, b = rows(args.first), rows(args.second)
     wanted = {kernel_name(k) for k in args.kernels.split(",")} if args.kernels else None
@@ -55,4 +69,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

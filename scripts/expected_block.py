@@ -10,9 +10,8 @@ seed's loop), so golden files made with it cross-check the reference rather than
 import argparse
 import json
 import re
-import sys
 
-from script_errors import Parser, load_json
+from script_errors import Parser, load_json, run
 
 
 def align_up(x, p):
@@ -79,4 +78,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -16,7 +16,7 @@ e.g. `scripts/guided_modelled.py build/mlaplan "FA3, eager=costs/h200/deepseek-v
 import json
 import sys
 
-from script_errors import fail, run_mlaplan
+from script_errors import fail, run, run_mlaplan
 
 BUFFERS = (8192, 16384, 32768, 65536)
 WHOLE = 16777216
@@ -81,4 +81,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    run(lambda: main(sys.argv))

@@ -13,7 +13,7 @@ Prints Markdown on stdout; a bold cell is one where guided measured faster than 
 import json
 import sys
 
-from script_errors import fail
+from script_errors import fail, run
 
 ENGINES = {"max": "max", "packed": "packed", "even-split": "even split", "even-split/sglang": "SGLang"}
 
@@ -65,4 +65,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -11,15 +11,23 @@ Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001.
 """
 import json
 import os
+import re
 import tempfile
 
-from script_errors import Parser, fail, run_mlaplan
+from script_errors import Parser, fail, run, run_mlaplan
 
 REQUESTS, MIN_CACHED, MARKS = 2000, 4096, (30, 50, 70, 90)
 
 
-def gen(mlaplan, *args):
-    return json.loads(run_mlaplan(mlaplan, ["gen", "--page-size", "64", *args], f"mlaplan gen {' '.join(args)}"))
+def gen(mlaplan, *args, explain=lambda line: line):
+    out = run_mlaplan(mlaplan, ["gen", "--page-size", "64", *args], explain(f"mlaplan gen {' '.join(args)}"), explain)
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict) or not isinstance(doc.get("scenarios"), list):
+        fail(f"--mlaplan {mlaplan}: its gen printed no scenario file; give an mlaplan binary (build/mlaplan)")
+    return doc
 
 
 def main():
@@ -42,7 +50,10 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as part:
         part.writelines(lines)
         part.flush()
-        steps = gen(a.mlaplan, "--replay", part.name)["scenarios"]
+        # mlaplan reads the requests from a temporary file: its errors name the trace and the trace's line.
+        at = re.compile(re.escape(part.name) + r"(:(\d+))?")
+        steps = gen(a.mlaplan, "--replay", part.name, explain=lambda line: at.sub(
+            lambda m: a.trace + (f":{int(m.group(2)) + a.first - 1}" if m.group(2) else ""), line))["scenarios"]
     picked = []
     for i, mark in enumerate(MARKS):
         at = len(steps) * mark // 100
@@ -55,15 +66,29 @@ def main():
                             f"cached tokens from {mark}% on; mlaplan gen --replay")
         picked.append(s)
     docs["mooncake-replay"] = {"scenarios": picked}
-    try:  # written only once all three are drawn
+    # Written only once all three are drawn, each to a temporary file then renamed, after every target is
+    # known to take a file: a failure leaves none of them.
+    targets = {name: os.path.join(a.out_dir, f"{name}.json") for name in docs}
+    for path in targets.values():
+        if os.path.lexists(path) and not os.path.isfile(path):
+            fail(f"{path}: not a regular file; give a folder whose {os.path.basename(path)} can be written")
+    written = []
+    try:
         os.makedirs(a.out_dir, exist_ok=True)
         for name, doc in docs.items():
-            with open(os.path.join(a.out_dir, f"{name}.json"), "w") as f:
+            fd, tmp = tempfile.mkstemp(dir=a.out_dir, prefix=f".{name}.", suffix=".json")
+            written.append(tmp)
+            with os.fdopen(fd, "w") as f:
                 json.dump(doc, f, indent=2)
                 f.write("\n")
+        for tmp, path in zip(written, targets.values()):
+            os.replace(tmp, path)
     except OSError as e:
+        for tmp in written:
+            if os.path.exists(tmp):
+                os.remove(tmp)
         fail(f"{a.out_dir}: {e.strerror}; give a folder that can be written")
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -11,7 +11,7 @@ import os
 import sys
 
 from plot_common import save_figure
-from script_errors import Parser, fail, load_json
+from script_errors import Parser, fail, load_json, run
 
 SKIP = 77  # ctest SKIP_RETURN_CODE
 NUMBER = (int, float)
@@ -42,6 +42,8 @@ def check(data):
         raise BadInput("limits.empty: each mode needs a positive median_us; give mlaplan bench's JSON as written")
     if copy is not None and (not isinstance(copy, dict) or not isinstance(copy.get("gbps", 0), NUMBER)):
         raise BadInput("limits.copy.gbps: not a number; give mlaplan bench's JSON as written")
+    if not isinstance(data.get("settings", {}), dict):
+        raise BadInput("settings: not an object; give mlaplan bench's JSON as written")
     return data["rows"]
 
 
@@ -52,11 +54,15 @@ def main():
     ap.add_argument("--mode", choices=["hot", "cold", "both"], default="both")
     ap.add_argument("--title", default=None)
     args = ap.parse_args()
+    if os.path.splitext(args.output)[1].lower() not in (".png", ".svg"):  # matplotlib would pick (or refuse) a format
+        fail(f"{args.output}: write a .png or .svg image")
 
     try:
         import matplotlib
 
         matplotlib.use("Agg")  # no display needed
+        if "text.parse_math" in matplotlib.rcParams:  # matplotlib 3.5 on: a title or name with $ is text, not mathtext
+            matplotlib.rcParams["text.parse_math"] = False
         import matplotlib.pyplot as plt
     except ImportError:
         print(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
@@ -113,4 +119,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -17,14 +17,13 @@ the time panel has a line per (policy, max_chunks, model, TP), a marker per mode
 
 Exit status: 0 written, 2 bad input, 77 matplotlib is not installed (the test is skipped then).
 """
-import json
 import math
 import os
 import sys
 import textwrap
 
 from plot_common import save_figure
-from script_errors import Parser, fail
+from script_errors import Parser, fail, load_json, run
 
 SKIP = 77  # ctest SKIP_RETURN_CODE
 STATS = ["p50", "p90", "p99", "max", "mean"]
@@ -213,8 +212,8 @@ def plot_times(tax, rows, keys, models, style, stat, rec):
     for i, k in enumerate(keys):
         color = style[k][0]
         for j, mk in enumerate(models):
-            pts = sorted((r["buffer_tokens"], r) for r in rows
-                         if "step_ms" in r and series_key(r) == k and model_key(r) == mk)
+            pts = sorted(((r["buffer_tokens"], r) for r in rows
+                          if "step_ms" in r and series_key(r) == k and model_key(r) == mk), key=lambda p: p[0])
             if not pts:
                 continue
             marker = style[k][1] if j == 0 else MARKERS[(i + j) % len(MARKERS)]
@@ -273,14 +272,9 @@ def main():
     ext = os.path.splitext(args.output)[1].lower()
     if ext not in (".png", ".svg"):
         fail(f"{args.output}: write a .png or .svg image")
+    data = load_json(args.json, "the JSON of mlaplan sweep --format json")
     try:
-        with open(args.json) as f:
-            data = json.load(f)
         rows = check(data)
-    except OSError as e:
-        fail(f"{args.json}: cannot read it ({e.strerror or e}); give the JSON of mlaplan sweep --format json")
-    except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError
-        fail(f"{args.json}: not JSON ({str(e).splitlines()[0]}); give the JSON of mlaplan sweep --format json")
     except BadInput as e:
         fail(f"{args.json}: {e}")
 
@@ -288,6 +282,8 @@ def main():
         import matplotlib
 
         matplotlib.use("Agg")  # no display needed
+        if "text.parse_math" in matplotlib.rcParams:  # matplotlib 3.5 on: a title or name with $ is text, not mathtext
+            matplotlib.rcParams["text.parse_math"] = False
         import matplotlib.pyplot as plt
         from matplotlib.lines import Line2D
         from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
@@ -333,7 +329,7 @@ def main():
     refusers = set()
     for i, k in enumerate(keys):
         color, marker = style[k]
-        pts = sorted((n, r) for (kk, n), r in points.items() if kk == k)
+        pts = sorted(((n, r) for (kk, n), r in points.items() if kk == k), key=lambda p: p[0])
         x = [n for n, _ in pts]
         y = [r["iterations"][args.stat] for _, r in pts]
         mean = [r["iterations"]["mean"] for _, r in pts]
@@ -459,4 +455,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

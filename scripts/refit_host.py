@@ -14,18 +14,16 @@ Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line). T
 calibrate itself (this process becomes it), so Ctrl-C, SIGTERM and the output's rules are its own.
 """
 import argparse
+import importlib.util
 import json
 import os
 import shlex
 import sys
 
+from script_errors import fail
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_BYTES = 256 << 20  # as the CLI reads a cost file
-
-
-def fail(msg: str) -> int:
-    print(f"mlaplan: error: {msg}", file=sys.stderr)
-    return 2
 
 
 def rooted(path: str) -> str:
@@ -89,6 +87,8 @@ def main(argv) -> int:
         return fail(f"{cost_path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give a cost file written by python -m mlaplan.calibrate")
     except (OSError, UnicodeDecodeError) as e:
         return fail(f"{cost_path}: {e}; give a cost file written by python -m mlaplan.calibrate")
+    except RecursionError:
+        return fail(f"{cost_path}: invalid JSON: nested too deeply; give a cost file written by python -m mlaplan.calibrate")
     if not isinstance(doc, dict) or "command" not in doc:
         return fail(f"{cost_path}: command: missing; give a cost file written by python -m mlaplan.calibrate --refit")
     try:
@@ -97,6 +97,10 @@ def main(argv) -> int:
         return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")
+    refit = args[args.index("--refit") + 1:]
+    if not refit or refit[0].startswith("-") or any("\0" in a for a in args):
+        return fail(f"{cost_path}: command: its --refit names no measurement files, or a word holds a NUL byte; "
+                    "refit it by hand with --host-from")
     kept, earlier = recorded_options(args[3:])
     if opts.keep:
         if not earlier:
@@ -105,6 +109,9 @@ def main(argv) -> int:
         if again:
             return fail(f"{again[0]}: already among the runs the file was fitted on; --keep pools them, give only new runs")
         host_runs = earlier + host_runs
+    if importlib.util.find_spec("mlaplan") is None:
+        return fail(f"the mlaplan package is not installed for {sys.executable}; run this with the Python it is installed "
+                    "in, or pip install '.[calibrate]'")
     commit = ["--commit", opts.commit] if opts.commit else []
     run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, *commit, "-o", rooted(opts.output or cost_path)]
     os.chdir(ROOT)

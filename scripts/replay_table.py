@@ -14,7 +14,7 @@ import math
 import os
 import sys
 
-from script_errors import fail, run_mlaplan
+from script_errors import fail, run, run_mlaplan
 
 POLICIES = ["max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"]
 BUFFERS = "4096,8192,16384,32768,65536,131072,262144,524288,1048576"
@@ -80,4 +80,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

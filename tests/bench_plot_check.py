@@ -43,6 +43,13 @@ with tempfile.TemporaryDirectory() as tmp:
         if os.path.exists(out):
             sys.exit(f"{name}: an image was written for bad input")
         print(f"{name}: {lines[0]}")
+    p = subprocess.run([sys.executable, script, data, "-o", os.path.join(tmp, "noext")], capture_output=True, text=True)
+    if p.returncode != 2 or "write a .png or .svg image" not in p.stderr or sorted(os.listdir(tmp)) != sorted(cases):
+        sys.exit(f"-o without .png or .svg: expected exit 2 and nothing written, got {p.returncode}: {p.stderr!r}")
+    p = subprocess.run([sys.executable, script, data, "-o", os.path.join(tmp, "t.png"), "--title", "$\\frac{$"],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"a title with $: exited {p.returncode}: {p.stderr!r}")
     p = subprocess.run([sys.executable, script, data, "-o", out, "--mode", "warm"], capture_output=True, text=True)
     lines = p.stderr.strip().splitlines()
     if p.returncode != 2 or len(lines) != 1 or "--mode" not in lines[0]:

@@ -23,4 +23,7 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run([sys.executable, script, "--exe", os.path.join(tmp, "missing")], capture_output=True, text=True)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error:") and "missing" in lines[0], r.stderr
+    r = subprocess.run([sys.executable, script, "--exe", "/bin/true", "--batches", "1", "--repeats", "1"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "wrote no JSON" in r.stderr, r.stderr
 print("bench_sweep.py times every preset and setting")

@@ -44,4 +44,21 @@ with tempfile.TemporaryDirectory() as d:
     r = subprocess.run([sys.executable, script, missing, missing], capture_output=True, text=True)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"mlaplan: error: compare_bench.py: {missing}: "), r.stderr
-print("compare_bench: 5 checks passed")
+    # Rows without a median, a median of 0 (the gap is a share of it), and a share past 100: one line each.
+    code, out = run([(1, "fast", "hot", 0.0, 0.1)], second)
+    assert code == 2 and "rows[0].median_us: 0.0 is not a number above 0" in out and out.count("\n") == 1, out
+    code, out = run(first, second, "--min-agree", "nan")
+    assert code == 2 and "--min-agree" in out and out.count("\n") == 1, out
+    bad = os.path.join(d, "bad.json")
+    json.dump({"rows": [{"batch_size": 1, "kernel": "fast", "mode": "hot", "spread": 0.1}]}, open(bad, "w"))
+    r = subprocess.run([sys.executable, script, bad, bad], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "rows[0].median_us: None" in r.stderr, r.stderr
+    # A stdout that cannot be written: one line, exit 3 (not a traceback).
+    if os.path.exists("/dev/full"):
+        with tempfile.TemporaryDirectory() as e:
+            pa = os.path.join(e, "a.json")
+            json.dump(report(first), open(pa, "w"))
+            with open("/dev/full", "w") as full:
+                r = subprocess.run([sys.executable, script, pa, pa], stdout=full, stderr=subprocess.PIPE, text=True)
+            assert r.returncode == 3 and r.stderr.count("\n") == 1 and "stdout: cannot write it" in r.stderr, r.stderr
+print("compare_bench: 9 checks passed")

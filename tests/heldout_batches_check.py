@@ -29,4 +29,15 @@ with tempfile.TemporaryDirectory() as out:
                         "--mlaplan", exe], capture_output=True, text=True, timeout=120)
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("mlaplan: error:") and "missing.jsonl" in lines[0], r.stderr
+    # A target that cannot be a file: refused before any is written, so none is left behind.
+    blocked = os.path.join(out, "blocked")
+    os.makedirs(os.path.join(blocked, "coding-agent.json"))
+    r = subprocess.run([sys.executable, script, "51", "1", blocked, "--trace", trace, "--mlaplan", exe],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "coding-agent.json: not a regular file" in r.stderr, r.stderr
+    assert sorted(os.listdir(blocked)) == ["coding-agent.json"], os.listdir(blocked)
+    # A binary that is not mlaplan: one line, not a traceback.
+    r = subprocess.run([sys.executable, script, "51", "1", blocked, "--trace", trace, "--mlaplan", "/bin/true"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "printed no scenario file" in r.stderr, r.stderr
 print("heldout_batches.py draws the committed seed-51 set")

@@ -62,6 +62,13 @@ with tempfile.TemporaryDirectory() as tmp:
         if f.read(8) != b"\x89PNG\r\n\x1a\n" or os.path.getsize(out) < 1000:
             sys.exit(f"{out}: not a PNG image or empty")
     print(f"timed.json: {os.path.getsize(out)} bytes")
+    # Rows that repeat a buffer size (one series priced twice) and a title with a $: drawn, not a traceback.
+    sample["rows"] += [dict(r, step_ms={k: v + 1 for k, v in r["step_ms"].items()}) for r in sample["rows"]]
+    with open(src, "w") as f:
+        json.dump(sample, f)
+    p = subprocess.run([sys.executable, script, src, "-o", out, "--title", "$\\frac{$ 5$"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"repeated rows: plot_sweep.py exited {p.returncode} (stderr: {p.stderr.strip()})")
 
 # Malformed input: not JSON, and JSON that is not a sweep. Neither may leave an image behind.
 with tempfile.TemporaryDirectory() as tmp:
