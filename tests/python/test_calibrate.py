@@ -306,7 +306,7 @@ def test_validate_reports_errors_and_ranking(tmp_path):
         for r in synthetic(40, 0.01, seed=10 + i):
             recs.append(dict(r, workload=w, scenario=f"{w}-{len(recs) % 4}"))
     meas = tmp_path / "v.json"
-    meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": recs}))
+    meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": recs}))
     cost = json.loads(open(EXAMPLE).read())
     cost["coefficients"] = TRUE
     cost_path = tmp_path / "c.json"

@@ -236,7 +236,7 @@ def test_validate_eager_needs_host_costs(tmp_path):
                  eager_spread_ms=0.3)
         recs.append(d)
     meas = tmp_path / "v.json"
-    meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": recs}))
+    meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": recs}))
     graph_only = tmp_path / "g.json"
     doc = _example()
     graph_only.write_text(json.dumps({k: v for k, v in doc.items() if k != "host"}))

@@ -299,7 +299,7 @@ def test_reads_and_values_are_one_line(tmp_path, args, message):
     ["mlaplan.calibrate", "--refit", "{t}/m.json", "-o", "{t}/c.json"],
 ])
 def test_scipy_missing_is_one_line_naming_the_extra(tmp_path, args):
-    (tmp_path / "m.json").write_text('{"format": "mlaplan-validation-measurements", "records": []}')
+    (tmp_path / "m.json").write_text('{"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": []}')
     r = run(*[a.replace("{t}", str(tmp_path)) for a in args], prelude="import sys; sys.modules['scipy'] = None")
     one_error_line(r, 2, "needs scipy", "pip install 'mlaplan[calibrate]'")
 
@@ -310,7 +310,7 @@ def test_validate_that_measured_nothing_fails(tmp_path):
     pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
     rec = {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "workload": "w",
            "scenario": "s", "eager_ms": 1.0, "graph_ms": None}
-    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [rec]}))
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": [rec]}))
     r = run("mlaplan.calibrate.validate", "--cost", COST, "--measured", str(tmp_path / "m.json"), "--timing", "graph",
             "--json", str(tmp_path / "rep.json"))
     one_error_line(r, 1, "nothing was measured")
@@ -325,14 +325,18 @@ def test_validate_that_measured_nothing_fails(tmp_path):
     ({"launches": [1, 2]}, [], "launches: expected {kind"),
     ({}, ["--policy", "bogus"], "--policy: it chooses what to measure"),
     ({}, ["--model", "kimi-k2"], "--model: it chooses what to measure"),
+    ({"drop": "model"}, [], "model: missing"),  # the check that the cost file prices these runs needs it
+    ({"drop": "tp"}, [], "tp: missing"),
 ])
 def test_validate_refuses_bad_measured_files_and_options(tmp_path, change, args, message):
     pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
     rec = {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "workload": "w",
            "scenario": "s", "eager_ms": 1.0, "graph_ms": 1.0}
-    doc = {"format": "mlaplan-validation-measurements", "records": [rec]}
+    doc = {"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": [rec]}
     if "records" in change:
         doc["records"] = change["records"]
+    elif "drop" in change:
+        del doc[change["drop"]]
     else:
         rec.update(change)
     text = json.dumps(doc).replace("1e+400", "1e400").replace("Infinity", "1e400")
@@ -361,7 +365,7 @@ def test_validate_refuses_runs_its_cost_file_does_not_price(tmp_path, fields, me
     rec = {"cache": [100], "new": [10], "page_size": 16, "buffer_tokens": 64, "policy": "packed", "workload": "w",
            "scenario": "s", "eager_ms": 1.0, "graph_ms": 1.0}
     m = tmp_path / "m.json"
-    m.write_text(json.dumps({"format": "mlaplan-validation-measurements", **fields, "records": [rec]}))
+    m.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, **fields, "records": [rec]}))
     r = run("mlaplan.calibrate.validate", "--cost", COST, "--measured", str(m), "--json", str(tmp_path / "rep.json"))
     one_error_line(r, 2, f"{m}: {message} {COST} prices", "a cost file for")
     assert r.stdout == "" and not (tmp_path / "rep.json").exists()
@@ -386,7 +390,7 @@ def test_validate_refuses_to_measure_what_its_cost_file_does_not_price(tmp_path,
 
 def test_validate_measured_without_a_cost_file_is_refused(tmp_path):
     m = tmp_path / "m.json"
-    m.write_text('{"format": "mlaplan-validation-measurements", "records": []}')
+    m.write_text('{"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": []}')
     one_error_line(run("mlaplan.calibrate.validate", "--measured", str(m)), 2, "--measured: without --cost", "--cost")
 
 

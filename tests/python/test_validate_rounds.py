@@ -82,7 +82,7 @@ def test_validate_rounds_refused_outside_its_range(tmp_path):
 
 def test_a_bad_round_spread_is_one_line(tmp_path):
     bad = rec(2.0, eager_round_spread_ms="wide", workload="w", scenario="s")
-    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [bad]}))
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": [bad]}))
     r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and "records[0].eager_round_spread_ms" in lines[0], r.stderr
@@ -97,7 +97,7 @@ def test_a_bad_round_spread_is_one_line(tmp_path):
     ("host_issue_ms", -2.0), ("host_issue_ms", "soon"), ("host_ms", [1])])
 def test_a_bad_probe_or_host_figure_is_one_line(tmp_path, key, value):
     bad = rec(2.0, workload="w", scenario="s", **{key: value})
-    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [bad]}))
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": [bad]}))
     r = run("--cost", EAGER_COST, "--measured", str(tmp_path / "m.json"), "--timing", "eager")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(lines) == 1 and f"records[0].{key}" in lines[0], r.stderr
@@ -105,7 +105,7 @@ def test_a_bad_probe_or_host_figure_is_one_line(tmp_path, key, value):
 
 def test_a_file_given_twice_is_one_line(tmp_path):
     m = tmp_path / "m.json"
-    m.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [rec(2.0, workload="w", scenario="s")]}))
+    m.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": [rec(2.0, workload="w", scenario="s")]}))
     same = os.path.join(str(tmp_path), ".", "m.json")  # the same file by another spelling
     for args in (["--measured", str(m), same], ["--measured", str(m), "--measured", str(m)]):
         r = run("--cost", EAGER_COST, *args, "--timing", "eager")
@@ -113,7 +113,7 @@ def test_a_file_given_twice_is_one_line(tmp_path):
         assert r.returncode == 2 and len(lines) == 1 and "given twice" in lines[0] and "give each file once" in lines[0], r.stderr
     # The option given twice takes both files (argparse would keep the last alone).
     m2 = tmp_path / "m2.json"
-    m2.write_text(json.dumps({"format": "mlaplan-validation-measurements", "records": [rec(3.0, workload="v", scenario="t")]}))
+    m2.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": [rec(3.0, workload="v", scenario="t")]}))
     out = tmp_path / "r.json"
     r = run("--cost", EAGER_COST, "--measured", str(m), "--measured", str(m2), "--timing", "eager", "--json", str(out))
     assert r.returncode in (0, 1), r.stderr

@@ -373,9 +373,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         records = []
         for path in args.measured:
             doc = read_measurements(path, MEASURED_FORMAT, "--save", text_keys=("workload", "scenario"))
-            check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
             if not doc["records"]:
                 raise UsageError(f"{path}: records: empty; give runs that validate --save wrote")
+            for key, ok in (("model", isinstance(doc.get("model"), str)),
+                            ("tp", isinstance(doc.get("tp"), int) and not isinstance(doc.get("tp"), bool) and doc["tp"] >= 1)):
+                if not ok:  # what the runs measured, which the cost file must price (check_alike)
+                    raise UsageError(f"{path}: {key}: {'missing' if key not in doc else repr(doc[key]) + ' is not valid'}; "
+                                     f"give a file validate --save wrote (it records the model and TP measured)")
+            check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
             records += doc["records"]
     else:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
