@@ -105,7 +105,8 @@ cost::Features dispatched_unbounded_features(const Batch& batch, const Policy& p
 // has no keys in the chunk still runs), and vLLM's final merge. Summed over the rows it is the cost
 // model's merged_query term. Kept as (merges, rows) counts, so batches add up without a row each.
 struct QueryMerges {
-  std::vector<std::pair<uint64_t, uint64_t>> counts;  // (merges, query rows); sorted by merges once compacted
+  // (merges, query rows): all of them, sorted by merges, once compact() has run (before, part of them)
+  std::vector<std::pair<uint64_t, uint64_t>> counts;
 
   void add(uint64_t merges, uint64_t rows);
   void add(const QueryMerges& other);
