@@ -75,7 +75,7 @@ source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
 gpu_tests="$build_dir/tests/mlaplan_gpu_tests"
 exe="$build_dir/mlaplan"
-if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate* && $part != heldout* ]]; then
+if [[ ! -x $gpu_tests && $part != prefill && $part != calibrate* && $part != heldout* && $part != host-experiments ]]; then
   echo "gpu-check: $gpu_tests not found; build with CUDA first: cmake -S . -B $build_dir && cmake --build $build_dir" >&2
   exit 2
 fi
