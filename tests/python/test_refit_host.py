@@ -10,6 +10,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCRIPT = os.path.join(ROOT, "scripts", "refit_host.py")
 SHIPPED = os.path.join(ROOT, "costs", "h200", "deepseek-v3-tp8-bf16-fa3.json")
 RUNS = os.path.join(ROOT, "docs", "data", "cost-calibration", "deepseek-v3-tp8-fa3-cpu-gated-seed62-2026-12-04.json")
+# The FA2 file's section is fitted on runs timed without the reheat, as these are: they pool.
+SHIPPED_FA2 = os.path.join(ROOT, "costs", "h200", "deepseek-v3-tp8-bf16.json")
+RUNS_FA2 = os.path.join(ROOT, "docs", "data", "cost-calibration", "deepseek-v3-tp8-fa2-host-full-speed-2026-12-04.json")
 
 
 def run(*args):
@@ -39,26 +42,30 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     session's bias; --commit is the file's commit."""
     pytest.importorskip("scipy", reason="the fit needs scipy (pip install .[calibrate])")
     out = tmp_path / "cost.json"
-    old = json.load(open(SHIPPED))
+    old = json.load(open(SHIPPED_FA2))
     earlier = old["command"].split("--host-from ")[1].split(" -")[0].split()
-    r = run(SHIPPED, RUNS, "--keep", "--commit", "abc1234", "-o", str(out))
+    r = run(SHIPPED_FA2, RUNS_FA2, "--keep", "--commit", "abc1234", "-o", str(out))
     assert r.returncode == 0, r.stderr
     new = json.loads(out.read_text())
     assert new["commit"] == "abc1234" and new["coefficients"] == old["coefficients"]
-    assert new["command"].split("--host-from ")[1].split(" -")[0].split() == earlier + [os.path.relpath(RUNS, ROOT)]
+    assert new["command"].split("--host-from ")[1].split(" -")[0].split() == earlier + [os.path.relpath(RUNS_FA2, ROOT)]
     sessions = new["host"]["fit"]["sessions"]
-    assert [x["runs"] for x in sessions] == earlier + [os.path.relpath(RUNS, ROOT)]
+    assert [x["runs"] for x in sessions] == earlier + [os.path.relpath(RUNS_FA2, ROOT)]
     assert sum(x["points"] for x in sessions) == new["host"]["fit"]["points"]
     assert "the sessions pooled" in r.stdout
     # Runs the file was already fitted on are not pooled twice.
-    r = run(SHIPPED, os.path.join(ROOT, earlier[0]), "--keep", "-o", str(tmp_path / "again.json"))
+    r = run(SHIPPED_FA2, os.path.join(ROOT, earlier[0]), "--keep", "-o", str(tmp_path / "again.json"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "already among the runs" in r.stderr, r.stderr
     assert not (tmp_path / "again.json").exists()
     # A file fitted without --host-from has no runs of its own to keep.
     bare = tmp_path / "bare.json"
     bare.write_text(json.dumps(dict(old, command=old["command"].split(" --host-from ")[0] + " -o x.json")))
-    r = run(str(bare), RUNS, "--keep", "-o", str(tmp_path / "none.json"))
+    r = run(str(bare), RUNS_FA2, "--keep", "-o", str(tmp_path / "none.json"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no --host-from runs to keep" in r.stderr, r.stderr
+    # The FA3 file's runs were reheated after each probe; runs timed without it do not pool with them.
+    r = run(SHIPPED, RUNS, "--keep", "-o", str(tmp_path / "mixed.json"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pool eager runs timed alike" in r.stderr, r.stderr
+    assert not (tmp_path / "mixed.json").exists()
 
 
 @pytest.mark.parametrize("args,message", [
