@@ -124,17 +124,6 @@ def _batch_args(cache_lengths, input_row_offsets, policy, **numbers) -> tuple:
     return (_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), *checked)
 
 
-def _without_cost(call):
-    """`call()`, where a guided policy without its file is told to name it: these calls take no cost=."""
-    try:
-        return call()
-    except ValueError as e:
-        text = str(e).replace("give --cost FILE, or name the file: guided:COST.json", "name the file: guided:COST.json")
-        if text == str(e):
-            raise
-        raise ValueError(text) from None
-
-
 def _cuda_device(x: Any) -> Optional[int]:
     """The CUDA device of a DLPack array (torch, CuPy), or None for host arrays."""
     get = getattr(x, "__dlpack_device__", None)
@@ -430,7 +419,7 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
                                         buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,
                                         tile_queries=tile_queries, max_chunks=max_chunks, unbounded=unbounded, sm=sm,
                                         scheduler=scheduler)
-    return _without_cost(lambda: _mlaplan.cost_features(cache, offsets, page, buffer, policy, *rest))
+    return _mlaplan.cost_features(cache, offsets, page, buffer, policy, *rest)
 
 
 def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
@@ -444,7 +433,7 @@ def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token
                                         buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,
                                         tile_queries=tile_queries, max_chunks=max_chunks, unbounded=unbounded, sm=sm,
                                         scheduler=scheduler, pad_v=pad_v)
-    return _without_cost(lambda: _mlaplan.cost_launches(cache, offsets, page, buffer, policy, *rest))
+    return _mlaplan.cost_launches(cache, offsets, page, buffer, policy, *rest)
 
 
 def merges_per_query(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str,
@@ -454,9 +443,9 @@ def merges_per_query(cache_lengths, input_row_offsets, page_size: int, buffer_to
     {"max": n, "p99": n, "histogram": [(merges, rows), ...]}. max_chunks 0: as many as max needs; sm:
     the GPU's compute capability x10 whose dispatch picks the path (a whole-context path merges
     nothing; 0: every policy's loop). Each merge rounds a bf16 state (docs/prefill.md, "Many merges")."""
-    args = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size, buffer_token_size=buffer_token_size,
-                       max_chunks=max_chunks, sm=sm)
-    d = _without_cost(lambda: _mlaplan.merges_per_query(*args[:4], policy, *args[4:]))
+    cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
+                                                      buffer_token_size=buffer_token_size, max_chunks=max_chunks, sm=sm)
+    d = _mlaplan.merges_per_query(cache, offsets, page, buffer, policy, *rest)
     d["histogram"] = [tuple(h) for h in d["histogram"]]
     return d
 
@@ -465,8 +454,9 @@ def engine_path(cache_lengths, input_row_offsets, page_size: int, buffer_token_s
     """The path the policy's engine runs the batch on, on a GPU of compute capability sm x10 (90, 100;
     0: none named, the policy's loop), and why: ("chunked" | "one-shot" | "absorbed", sentence)
     (docs/cost-model.md, "Which path each engine runs")."""
-    args = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size, buffer_token_size=buffer_token_size, sm=sm)
-    return tuple(_without_cost(lambda: _mlaplan.engine_path(*args[:4], policy, *args[4:])))
+    cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
+                                                      buffer_token_size=buffer_token_size, sm=sm)
+    return tuple(_mlaplan.engine_path(cache, offsets, page, buffer, policy, *rest))
 
 
 def workload_names() -> list:

@@ -34,6 +34,10 @@ nb::tuple tables_tuple(const PlanTables& t) {
 policies::Policy policy_named(const std::string& name) {
   const auto policies = policies::parse_policies(name, policies::Policy{}, "policy");
   if (policies.size() != 1) throw InputError("policy: name one policy (max, packed, packed/trtllm, even-split/vllm, ...)");
+  // The calls that take a policy by name take no cost file: guided's must come with its name.
+  if (policies[0].kind == policies::PolicyKind::guided && !policies[0].guide)
+    throw InputError("policy: guided chooses each batch's plan by a cost model, and this call takes none; name the "
+                     "file: guided:COST.json");
   return policies[0];
 }
 
