@@ -73,16 +73,22 @@ def main():
         if os.path.lexists(path) and not os.path.isfile(path):
             fail(f"{path}: not a regular file; give a folder whose {os.path.basename(path)} can be written")
     written = []
+    umask = os.umask(0)
+    os.umask(umask)
     try:
         os.makedirs(a.out_dir, exist_ok=True)
         for name, doc in docs.items():
-            fd, tmp = tempfile.mkstemp(dir=a.out_dir, prefix=f".{name}.", suffix=".json")
+            # Beside the file a symlink points to, which is replaced in its place: the link stays.
+            real = os.path.realpath(targets[name])
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{name}.", suffix=".json")
             written.append(tmp)
+            # The mode a file it replaces had, else what open() would give (mkstemp's is 0600).
+            os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
             with os.fdopen(fd, "w") as f:
                 json.dump(doc, f, indent=2)
                 f.write("\n")
         for tmp, path in zip(written, targets.values()):
-            os.replace(tmp, path)
+            os.replace(tmp, os.path.realpath(path))
     except OSError as e:
         for tmp in written:
             if os.path.exists(tmp):
