@@ -423,3 +423,30 @@ def test_host_from_fits_the_host_on_other_runs(tmp_path):
     assert not (tmp_path / "x.json").exists()
     r = run_module("mlaplan.calibrate", "--refit", src, "--host-from", str(tmp_path / "reheated.json"), "-o", str(tmp_path / "x.json"))
     assert r.returncode == 0, r.stderr
+
+
+def test_host_from_pools_held_out_runs_that_validate_saved(tmp_path):
+    """Held-out runs, once reported, pool into a later host fit: --host-from reads validate --save's files
+    (those saved before it recorded their date and dtype too), and --refit, which fits the graph, does not."""
+    cal = os.path.join(ROOT, "docs", "data", "cost-calibration", "deepseek-v3-tp8-fa3-host-reheat-2026-12-05.json")
+    held = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-121", "measured-deepseek-v3-tp8-fa3-2026-12-05.json")
+    graph = os.path.join(ROOT, "docs", "data", "cost-calibration", "deepseek-v3-tp8-fa3-workloads-seed62-2026-12-03.json")
+    assert "date" not in json.load(open(held)) and "dtype" not in json.load(open(held))
+    alone, pooled = tmp_path / "alone.json", tmp_path / "pooled.json"
+    assert run_module("mlaplan.calibrate", "--refit", graph, "--host-from", cal, "-o", str(alone)).returncode == 0
+    r = run_module("mlaplan.calibrate", "--refit", graph, "--host-from", cal, held, "-o", str(pooled))
+    assert r.returncode == 0, r.stderr
+    a, b = json.loads(alone.read_text()), json.loads(pooled.read_text())
+    n_cal, n_held = len(json.load(open(cal))["records"]), len(json.load(open(held))["records"])
+    assert a["host"]["fit"]["points"] == n_cal and b["host"]["fit"]["points"] == n_cal + n_held
+    assert [s["points"] for s in b["host"]["fit"]["sessions"]] == [n_cal, n_held]
+    assert b["host"]["launch_us"] != a["host"]["launch_us"]
+    assert b["host"]["date"] == json.load(open(cal))["date"]  # the held-out file has none: the others' latest
+    # A held-out file of another kernel is refused, in one line naming the field; so is one given to --refit.
+    (tmp_path / "fa2.json").write_text(json.dumps(dict(json.load(open(held)), attention="flash")))
+    for args in (["--refit", graph, "--host-from", cal, str(tmp_path / "fa2.json")], ["--refit", held]):
+        r = run_module("mlaplan.calibrate", *args, "-o", str(tmp_path / "x.json"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("mlaplan: error:"), r.stderr
+        assert not (tmp_path / "x.json").exists()
+    assert "attention: 'flash'" in run_module("mlaplan.calibrate", "--refit", graph, "--host-from", cal, str(tmp_path / "fa2.json"),
+                                              "-o", str(tmp_path / "x.json")).stderr

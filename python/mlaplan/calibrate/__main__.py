@@ -78,24 +78,40 @@ def parser() -> Parser:
                    help="fit these saved measurements instead of measuring (several: of one model, TP and GPU, pooled)")
     p.add_argument("--host-from", nargs="+", action="extend", metavar="FILE.json",
                    help="fit the host section on these saved measurements' eager times instead (of the same model, TP, GPU and "
-                        "kernel; e.g. runs timed at the host CPU's full speed, --cpu-wait-s); the graph fit is the others'")
+                        "kernel; e.g. runs timed at the host CPU's full speed, --cpu-wait-s, or held-out runs validate --save "
+                        "wrote, once reported); the graph fit is the others'")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cuda or cuda:N")
     p.add_argument("--commit", metavar="SHA", help="the mlaplan commit to record (default: git's, where there is a checkout)")
     return p
 
 
-def _read_measurements(path: str) -> dict:
+def _read_measurements(path: str, host_runs: bool = False) -> dict:
+    """A file --measurements wrote; with host_runs (--host-from), also one validate --save wrote: held-out
+    runs, once reported, pooled into a later host fit."""
     from .records import read_measurements
+    from .validate import MEASURED_FORMAT
 
-    doc = read_measurements(path, MEASUREMENTS_FORMAT, "--measurements")
-    for key, kind in (("model", str), ("tp", int), ("heads", int), ("gpu", str), ("sms", int), ("attention", str),
-                      ("merge", str), ("dtype", str), ("date", str)):
+    wrote = "--measurements or validate --save" if host_runs else "--measurements"
+    doc = read_measurements(path, (MEASUREMENTS_FORMAT, MEASURED_FORMAT) if host_runs else MEASUREMENTS_FORMAT, wrote)
+    keys = [("model", str), ("tp", int), ("heads", int), ("gpu", str), ("sms", int), ("attention", str)]
+    if doc["format"] == MEASURED_FORMAT:
+        doc = dict(doc)
+        # validate wrote neither before it recorded them: it times bfloat16 on a GPU (float32 on the CPU,
+        # where there is no graph time), and a pool without a date keeps the others' latest.
+        if "dtype" not in doc:
+            doc["dtype"] = "bf16" if any(isinstance(r, dict) and r.get("graph_ms") is not None for r in doc["records"]) else "fp32"
+        keys.append(("dtype", str))
+        if "date" in doc:
+            keys.append(("date", str))
+    else:
+        keys += [("merge", str), ("dtype", str), ("date", str)]
+    for key, kind in keys:
         if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool) or kind is int and not 1 <= doc[key] < 2**32:
             what = "missing" if key not in doc else f"{doc[key]!r} is not {'a whole number >= 1' if kind is int else 'a string'}"
-            raise UsageError(f"{path}: {key}: {what}; give a file --measurements wrote")
+            raise UsageError(f"{path}: {key}: {what}; give a file {wrote} wrote")
     if doc["attention"] not in KERNEL_TITLES and not isinstance(doc.get("attention_title"), str):
         raise UsageError(f"{path}: attention: {doc['attention']!r} is not one of {', '.join(KERNEL_TITLES)}; give a file "
-                         f"--measurements wrote")
+                         f"{wrote} wrote")
     return doc
 
 
@@ -106,9 +122,9 @@ def _require_alike(path: str, doc: dict, other_name: str, other: dict, fix: str)
             raise UsageError(f"{path}: {key}: {doc[key]!r}, but {other_name} has {other[key]!r}; {fix}")
 
 
-def _pooled(paths: List[str]) -> dict:
+def _pooled(paths: List[str], host_runs: bool = False) -> dict:
     """The measurements of several files, which must agree on what was measured (the latest date kept)."""
-    docs = [_read_measurements(p) for p in paths]
+    docs = [_read_measurements(p, host_runs) for p in paths]
     first = docs[0]
     for path, doc in zip(paths[1:], docs[1:]):
         _require_alike(path, doc, paths[0], first, "pool measurements of one model, TP, GPU and kernel")
@@ -118,7 +134,8 @@ def _pooled(paths: List[str]) -> dict:
         if doc.get("reheat_ms", 0) != first.get("reheat_ms", 0):  # the eager runs' clock after the probe differs
             raise UsageError(f"{path}: reheat_ms: {doc.get('reheat_ms', 0)!r}, but {paths[0]} has {first.get('reheat_ms', 0)!r}; "
                              f"pool eager runs timed alike (--reheat-ms)")
-    pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(d["date"] for d in docs),
+    dates = [d["date"] for d in docs if "date" in d]
+    pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(dates) if dates else None,
                   sessions=[p for p, d in zip(paths, docs) for _ in d["records"]])
     return pooled
 
@@ -197,7 +214,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
     host_doc = doc
     if args.host_from:
-        host_doc = _pooled(args.host_from)
+        host_doc = _pooled(args.host_from, host_runs=True)
         _require_alike(args.host_from[0], host_doc, args.refit[0] if args.refit else "this run", doc,
                        "give --host-from runs of the same model, TP, GPU and kernel")
     host = fit_host(host_doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash",

@@ -137,7 +137,11 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
             rec.update(workload=workload, scenario=s["name"])
             records.append(rec)
         print(f"validate: {workload} {s['name']} measured", file=sys.stderr, flush=True)
+    import datetime
+
+    # date and dtype let calibrate --host-from pool these runs into a later host fit.
     return {"format": MEASURED_FORMAT, "model": model, "tp": tp, "heads": dims.heads, **describe(torch, device),
+            "dtype": "bf16" if dtype == torch.bfloat16 else "fp32", "date": datetime.date.today().isoformat(),
             "attention": kernel, "attention_title": kernel_title(kernel),
             "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
             **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
