@@ -1,5 +1,6 @@
 """validate --rounds: each setting measured in several rounds spread over time, kept as their median
 with each round's eager time and their spread, and the report saying how far the rounds spread."""
+import datetime
 import json
 import os
 import statistics
@@ -60,6 +61,8 @@ def test_validate_rounds_measures_every_setting_n_times(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(saved.read_text())
     assert doc["rounds"] == 3 and len(doc["records"]) == 4
+    # What calibrate --host-from needs to pool these runs: the type timed (float32 on the CPU) and the day.
+    assert doc["dtype"] == "fp32" and doc["date"] == datetime.date.today().isoformat()
     for x in doc["records"]:
         assert len(x["eager_rounds_ms"]) == 3 and x["eager_ms"] == statistics.median(x["eager_rounds_ms"])
         assert x["eager_round_spread_ms"] == pytest.approx(max(x["eager_rounds_ms"]) - min(x["eager_rounds_ms"]))
