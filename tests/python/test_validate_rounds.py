@@ -237,3 +237,24 @@ def test_the_report_sets_the_timing_orders_apart():
     assert "replayed their graph first" in markdown(report(cost, runs, "graph"), "c.json")
     one_way = report(cost, [dict(r, graph_first=False) for r in runs], "graph")
     assert "order" not in one_way["workloads"]["w"] and "replayed their graph first" not in markdown(one_way, "c.json")
+
+
+def test_max_seconds_stops_before_the_next_round(tmp_path):
+    """--max-seconds with --rounds: a batch keeps the rounds measured when the time ran out, each of its
+    settings as often, and the batches after it are not measured (a batch's remaining rounds overran
+    the time asked for by minutes on the GPU)."""
+    pytest.importorskip("torch", reason="the executor needs torch")
+    scen = tmp_path / "tiny.json"
+    batch = {"page_size": 16, "buffer_token_size": 64, "max_chunks": 64, "cache_lengths": [200, 40],
+             "input_row_offsets": [0, 12, 20]}
+    scen.write_text(json.dumps({"scenarios": [dict(batch, name="a"), dict(batch, name="b")]}))
+    saved = tmp_path / "m.json"
+    # A first round of four settings on the CPU takes far longer than 0.05 s.
+    r = run("--model", "deepseek-v2-lite", "--tp", "8", "--device", "cpu", "--attention", "flash", "--reps", "1",
+            "--warmup", "0", "--settle-ms", "0", "--rounds", "3", "--policy", "packed,even-split", "--buffer-tokens",
+            "32,64", "--scenarios", str(scen), "--save", str(saved), "--max-seconds", "0.05")
+    assert r.returncode == 0, r.stderr
+    assert "--max-seconds reached; tiny a measured in 1 of 3 rounds, the batches after it not" in r.stderr, r.stderr
+    doc = json.loads(saved.read_text())
+    assert [x["scenario"] for x in doc["records"]] == ["a"] * 4
+    assert all("eager_rounds_ms" not in x and x.get("eager_ms") for x in doc["records"])

@@ -58,7 +58,7 @@ def parser() -> Parser:
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
     p.add_argument("-o", "--output", metavar="FILE.md", help="write the report (Markdown) to FILE instead of stdout")
     p.add_argument("--json", metavar="FILE.json", help="also write the report's figures as JSON")
-    p.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop measuring after S seconds (whole batches)")
+    p.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop measuring after S seconds (whole batches; with --rounds, whole rounds of a batch)")
     p.add_argument("--batches", type=_count(1), metavar="N",
                    help="measure only the first N batches of each scenario file (every workload gets its share of the time)")
     p.add_argument("--device", default="auto", metavar="DEV", help="auto (default: cuda where there is a GPU), cuda or cuda:N")
@@ -118,13 +118,22 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
     for workload, i, s in scenario_batches(args.scenarios):
         if workload == stopped or (args.batches is not None and i >= args.batches):
             continue
-        if args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+        # Not before the first batch: the time counts from the start, and a loaded host may spend it on
+        # reading the batches.
+        if records and args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
             print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
             stopped = workload
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
         rounds = {k: [] for k in settings}
         for r in range(args.rounds):
+            if r and args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+                # Whole rounds are kept: every setting of the batch measured as often, the time asked for
+                # overrun by one round, not by the batch's remaining rounds.
+                print(f"validate: --max-seconds reached; {workload} {s['name']} measured in {r} of {args.rounds} rounds, "
+                      f"the batches after it not", file=sys.stderr)
+                stopped = workload
+                break
             # Every other round backwards, so that a drift of the machine falls on every setting alike.
             for buffer, engine in settings if r % 2 == 0 else reversed(settings):
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
