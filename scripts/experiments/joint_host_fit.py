@@ -30,7 +30,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def host_runs(path: str, cost: dict) -> list:
     """The runs the file's host section was fitted on: its command's --host-from files (calibrate
-    names them from the checkout's root), read as scripts/refit_host.py reads them."""
+    names them from the checkout's root; calibrate's own runs or held-out runs validate saved), read as
+    scripts/refit_host.py reads them."""
     runs = [os.path.join(ROOT, a) for a in recorded_options(shlex.split(cost.get("command") or "")[3:])[1]]
     if not runs:
         fail(f"{path}: command: no --host-from runs; give files whose host section was refitted on host runs")
@@ -57,7 +58,8 @@ def main():
     points = []  # (cost file, run)
     for path, cost in costs.items():
         for runs in host_runs(path, cost):
-            points += [(path, r) for r in saved_runs(runs, CALIBRATION_FORMAT, "calibrate --measurements", path, cost)
+            points += [(path, r) for r in saved_runs(runs, (CALIBRATION_FORMAT, MEASURED_FORMAT),
+                                                        "calibrate --measurements or validate --save", path, cost)
                        if r.get("eager_ms") and r.get("graph_ms") and r.get("dispatch_probe_ms")]
     probe_ms = float(np.median([r["dispatch_probe_ms"] for _, r in points]))
     y = np.asarray([r["eager_ms"] * 1e3 for _, r in points])
