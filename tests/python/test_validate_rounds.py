@@ -3,6 +3,7 @@ with each round's eager time and their spread, and the report saying how far the
 import datetime
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -255,6 +256,7 @@ def test_max_seconds_stops_before_the_next_round(tmp_path):
             "32,64", "--scenarios", str(scen), "--save", str(saved), "--max-seconds", "0.05")
     assert r.returncode == 0, r.stderr
     assert "--max-seconds reached; tiny a measured in 1 of 3 rounds, the batches after it not" in r.stderr, r.stderr
+    assert re.search(r"validate: tiny a measured, 4 runs in \d+ s\n", r.stderr), r.stderr
     doc = json.loads(saved.read_text())
     assert [x["scenario"] for x in doc["records"]] == ["a"] * 4
     assert all("eager_rounds_ms" not in x and x.get("eager_ms") for x in doc["records"])
