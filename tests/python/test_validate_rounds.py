@@ -250,13 +250,25 @@ def test_max_seconds_stops_before_the_next_round(tmp_path):
              "input_row_offsets": [0, 12, 20]}
     scen.write_text(json.dumps({"scenarios": [dict(batch, name="a"), dict(batch, name="b")]}))
     saved = tmp_path / "m.json"
-    # A first round of four settings on the CPU takes far longer than 0.05 s.
+    # A nanosecond: over before the second round whatever the machine (the first batch is always measured).
     r = run("--model", "deepseek-v2-lite", "--tp", "8", "--device", "cpu", "--attention", "flash", "--reps", "1",
             "--warmup", "0", "--settle-ms", "0", "--rounds", "3", "--policy", "packed,even-split", "--buffer-tokens",
-            "32,64", "--scenarios", str(scen), "--save", str(saved), "--max-seconds", "0.05")
+            "32,64", "--scenarios", str(scen), "--save", str(saved), "--max-seconds", "1e-9")
     assert r.returncode == 0, r.stderr
     assert "--max-seconds reached; tiny a measured in 1 of 3 rounds, the batches after it not" in r.stderr, r.stderr
-    assert re.search(r"validate: tiny a measured, 4 runs in \d+ s\n", r.stderr), r.stderr
+    assert re.search(r"validate: tiny a measured, 4 runs in \d+ s \(\d+ s of it waiting for the CPU's full speed\)\n", r.stderr), r.stderr
     doc = json.loads(saved.read_text())
     assert [x["scenario"] for x in doc["records"]] == ["a"] * 4
     assert all("eager_rounds_ms" not in x and x.get("eager_ms") for x in doc["records"])
+
+
+def test_cpu_speed_counts_its_waits(monkeypatch):
+    """cpu_speed.waited_s adds up the time spent in wait_for_full_speed, which validate reports per batch."""
+    from mlaplan.prefill import cpu_speed
+
+    before = cpu_speed.waited_s()
+    # A fastest probe no real one can reach: the wait runs its whole 0.2 s.
+    monkeypatch.setattr(cpu_speed, "_fastest_ms", 1e-9)
+    monkeypatch.setattr(cpu_speed, "_learnt", True)
+    cpu_speed.wait_for_full_speed(0.2)
+    assert 0.2 <= cpu_speed.waited_s() - before < 5

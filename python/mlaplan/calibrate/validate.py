@@ -126,7 +126,7 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
         rounds = {k: [] for k in settings}
-        batch_start = time.monotonic()
+        batch_start, waited = time.monotonic(), cpu_speed.waited_s()
         for r in range(args.rounds):
             if r and args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
                 # Whole rounds are kept: every setting of the batch measured as often, the time asked for
@@ -148,8 +148,8 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
             records.append(rec)
         # Its time, so that a session can size --max-seconds, --reps and --rounds to its slot.
         taken = sum(len(v) for v in rounds.values())
-        print(f"validate: {workload} {s['name']} measured, {taken} runs in {time.monotonic() - batch_start:.0f} s",
-              file=sys.stderr, flush=True)
+        print(f"validate: {workload} {s['name']} measured, {taken} runs in {time.monotonic() - batch_start:.0f} s "
+              f"({cpu_speed.waited_s() - waited:.0f} s of it waiting for the CPU's full speed)", file=sys.stderr, flush=True)
     import datetime
 
     # date and dtype let calibrate --host-from pool these runs into a later host fit.

@@ -26,6 +26,12 @@ LEARNT, LEARN_S = 1.5, 10
 
 _fastest_ms = math.inf
 _learnt = False
+_waited_s = 0.0  # every wait's time in this process, learning included
+
+
+def waited_s() -> float:
+    """Seconds this process has spent in wait_for_full_speed, for a measurement to say what its waits cost."""
+    return _waited_s
 
 
 def probe_ms() -> float:
@@ -53,8 +59,16 @@ def wait_for_full_speed(wait_s: float = WAIT_S) -> float:
     """Probes every 50 ms until the CPU runs within SLOW of the fastest probe seen, for at most
     wait_s (the first call in a process first learns the fastest, for up to LEARN_S more); returns
     the last probe's ms (slow where the wait ran out)."""
+    global _waited_s
+    start = t0 = time.perf_counter()
+    try:
+        return _wait(wait_s, start)
+    finally:
+        _waited_s += time.perf_counter() - t0
+
+
+def _wait(wait_s: float, start: float) -> float:
     global _learnt
-    start = time.perf_counter()
     if not _learnt:
         _learnt = True
         first = current_ms()
