@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Refits a shipped cost file's host section on new runs (timed at the host CPU's full speed), the
 graph coefficients as they are: re-runs the `--refit` the file records in its `command`, with the
-same measurement files and options, adding `--host-from` the new runs. A CPU computation.
+same measurement files and options, adding `--host-from` the new runs (calibrate's own, or held-out
+runs `validate --save` wrote, once reported). A CPU computation.
 
   scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]   # default: COST.json in place
 
