@@ -24,7 +24,9 @@ constexpr uint32_t kMaxMajor = 30;            // compute capabilities reach 12.x
 // finite: a batch's terms stay below about 1e20 units, so a sweep's sums stay far below a double's
 // (and a float's) range, where 1e308 made the times inf and their shares NaN.
 constexpr double kMaxCoefficient = 1e6;
-// A CPU probe (mlaplan.prefill.cpu_speed, ~1 ms on the H200's host) past this is a unit slip.
+// A CPU probe (mlaplan.prefill.cpu_speed, ~1 ms on the H200's host) past this is a unit slip; one
+// under a microsecond is no probe (it printed as 0.000 ms and would scale a run's costs a millionfold).
+constexpr double kMinProbeMs = 1e-3;
 constexpr double kMaxProbeMs = 1e4;
 
 // "9.0" -> 90; 0 for text that is not MAJOR.MINOR (one or two digits, a point, one digit).
@@ -137,10 +139,10 @@ class Reader {
     if (h.contains("date") && !h["date"].is_null() && out.date.empty()) fail("host.date", "empty; " + hint("host.date"));
     if (h.contains("probe_ms") && !h["probe_ms"].is_null()) {
       const json& v = h["probe_ms"];
-      if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() > kMaxProbeMs)
-        fail("host.probe_ms", fmt::format("{} is not a number above 0 and at most {:.0f}; it is the CPU probe's ms the host costs "
+      if (!v.is_number() || !(v.get<double>() >= kMinProbeMs) || v.get<double>() > kMaxProbeMs)
+        fail("host.probe_ms", fmt::format("{} is not a number from {:g} to {:.0f}; it is the probe's ms the host costs "
                                           "are stated at (python -m mlaplan.calibrate writes it), or leave it out",
-                                          io::json_preview(v), kMaxProbeMs));
+                                          io::json_preview(v), kMinProbeMs, kMaxProbeMs));
       out.probe_ms = v.get<double>();
     }
     if (h.contains("probe") && !h["probe"].is_null()) {

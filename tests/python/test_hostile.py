@@ -323,6 +323,7 @@ def test_validate_that_measured_nothing_fails(tmp_path):
     ({"path": "bogus"}, [], "path: 'bogus' is not one of"),
     ({"iterations": -1}, [], "iterations: expected a whole number"),
     ({"launches": [1, 2]}, [], "launches: expected {kind"),
+    ({"dispatch_probe_ms": 5e-324}, [], "dispatch_probe_ms: expected the probe's ms (a number from 0.001 to 10000)"),
     ({}, ["--policy", "bogus"], "--policy: it chooses what to measure"),
     ({}, ["--model", "kimi-k2"], "--model: it chooses what to measure"),
     ({"drop": "model"}, [], "model: missing"),  # the check that the cost file prices these runs needs it

@@ -19,6 +19,7 @@ from .fit import LAUNCH_KINDS, PROBES
 PATHS = ("chunked", "one-shot", "absorbed", "sm90", "sm100", "no context")
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
 MAX_PROBE_MS = 1e4  # as the cost file's host.probe_ms: the probe takes about 1 ms on the H200's host
+MIN_PROBE_MS = 1e-3  # under a microsecond is no probe: a run's host costs would scale a millionfold
 MAX_LAUNCH_US = 1e6  # as the cost file's host.launch_us
 
 
@@ -68,11 +69,11 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         v = r.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < math.inf):
             raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
-    # The host costs are scaled by them (fit.probe_scale): a probe is a time above 0, or null.
+    # The host costs are scaled by them (fit.probe_scale): a probe is a time of a microsecond or more, or null.
     for key in PROBES.values():
         v = r.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v <= MAX_PROBE_MS):
-            raise UsageError(f"{where}.{key}: expected the probe's ms (a number above 0 and at most "
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not MIN_PROBE_MS <= v <= MAX_PROBE_MS):
+            raise UsageError(f"{where}.{key}: expected the probe's ms (a number from {MIN_PROBE_MS:g} to "
                              f"{MAX_PROBE_MS:g}) or null, got {v!r}")
     # The launch stamps' host costs (fit.stamped_us): microseconds per launch of known kinds.
     stamped = r.get("host_launch_us")
