@@ -60,11 +60,11 @@ def wait_for_full_speed(wait_s: float = WAIT_S) -> float:
     wait_s (the first call in a process first learns the fastest, for up to LEARN_S more); returns
     the last probe's ms (slow where the wait ran out)."""
     global _waited_s
-    start = t0 = time.perf_counter()
+    start = time.perf_counter()
     try:
         return _wait(wait_s, start)
     finally:
-        _waited_s += time.perf_counter() - t0
+        _waited_s += time.perf_counter() - start
 
 
 def _wait(wait_s: float, start: float) -> float:
