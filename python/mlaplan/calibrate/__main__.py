@@ -88,7 +88,7 @@ def parser() -> Parser:
 def _read_measurements(path: str, host_runs: bool = False) -> dict:
     """A file --measurements wrote; with host_runs (--host-from), also one validate --save wrote: held-out
     runs, once reported, pooled into a later host fit."""
-    from .records import read_measurements
+    from .records import read_measurements, require_fields
     from .validate import MEASURED_FORMAT
 
     wrote = "--measurements or validate --save" if host_runs else "--measurements"
@@ -99,16 +99,13 @@ def _read_measurements(path: str, host_runs: bool = False) -> dict:
         # validate wrote neither before it recorded them: it times bfloat16 on a GPU (float32 on the CPU,
         # where there is no graph time), and a pool without a date keeps the others' latest.
         if "dtype" not in doc:
-            doc["dtype"] = "bf16" if any(isinstance(r, dict) and r.get("graph_ms") is not None for r in doc["records"]) else "fp32"
+            doc["dtype"] = "bf16" if any(r.get("graph_ms") is not None for r in doc["records"]) else "fp32"
         keys.append(("dtype", str))
         if "date" in doc:
             keys.append(("date", str))
     else:
         keys += [("merge", str), ("dtype", str), ("date", str)]
-    for key, kind in keys:
-        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool) or kind is int and not 1 <= doc[key] < 2**32:
-            what = "missing" if key not in doc else f"{doc[key]!r} is not {'a whole number >= 1' if kind is int else 'a string'}"
-            raise UsageError(f"{path}: {key}: {what}; give a file {wrote} wrote")
+    require_fields(path, doc, keys, f"give a file {wrote} wrote")
     if doc["attention"] not in KERNEL_TITLES and not isinstance(doc.get("attention_title"), str):
         raise UsageError(f"{path}: attention: {doc['attention']!r} is not one of {', '.join(KERNEL_TITLES)}; give a file "
                          f"{wrote} wrote")

@@ -41,6 +41,16 @@ def each_once(option_paths) -> None:
             seen[key] = option
 
 
+def require_fields(path: str, doc: dict, fields: Iterable, fix: str) -> None:
+    """Each (key, str or int) of `fields` in the document: a string, or a whole number 1 .. 2^32 - 1;
+    else the one error line naming the field, then `fix`."""
+    for key, kind in fields:
+        v = doc.get(key)
+        if not isinstance(v, kind) or isinstance(v, bool) or kind is int and not 1 <= v < 2**32:
+            what = "missing" if key not in doc else f"{v!r} is not {'a whole number >= 1' if kind is int else 'a string'}"
+            raise UsageError(f"{path}: {key}: {what}; {fix}")
+
+
 def _whole(value, low: int) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= value < 2**32
 
