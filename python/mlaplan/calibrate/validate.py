@@ -114,13 +114,17 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
     import time
 
     start = time.monotonic()
+
+    def out_of_time() -> bool:
+        return args.max_seconds is not None and time.monotonic() - start > args.max_seconds
+
     stopped = None  # the workload whose scenarios --max-seconds cut off
     for workload, i, s in scenario_batches(args.scenarios):
         if workload == stopped or (args.batches is not None and i >= args.batches):
             continue
         # Not before the first batch: the time counts from the start, and a loaded host may spend it on
         # reading the batches.
-        if records and args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+        if records and out_of_time():
             print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
             stopped = workload
             continue
@@ -128,7 +132,7 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
         rounds = {k: [] for k in settings}
         batch_start, waited = time.monotonic(), cpu_speed.waited_s()
         for r in range(args.rounds):
-            if r and args.max_seconds is not None and time.monotonic() - start > args.max_seconds:
+            if r and out_of_time():
                 # Whole rounds are kept: every setting of the batch measured as often, the time asked for
                 # overrun by one round, not by the batch's remaining rounds.
                 print(f"validate: --max-seconds reached; {workload} {s['name']} measured in {r} of {args.rounds} rounds, "
@@ -378,7 +382,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   + [(p, "a --scenarios file") for p in args.scenarios or ()],
                   [(args.output, "-o"), (args.save, "--save"), (args.json, "--json")])
     from .cost_file import json_text
-    from .records import read_measurements, require_scipy
+    from .records import read_measurements, require_fields, require_scipy
 
     cost = None
     if args.cost:
@@ -392,11 +396,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             doc = read_measurements(path, MEASURED_FORMAT, "--save", text_keys=("workload", "scenario"))
             if not doc["records"]:
                 raise UsageError(f"{path}: records: empty; give runs that validate --save wrote")
-            for key, ok in (("model", isinstance(doc.get("model"), str)),
-                            ("tp", isinstance(doc.get("tp"), int) and not isinstance(doc.get("tp"), bool) and doc["tp"] >= 1)):
-                if not ok:  # what the runs measured, which the cost file must price (check_alike)
-                    raise UsageError(f"{path}: {key}: {'missing' if key not in doc else repr(doc[key]) + ' is not valid'}; "
-                                     f"give a file validate --save wrote (it records the model and TP measured)")
+            # What the runs measured, which the cost file must price (check_alike).
+            require_fields(path, doc, (("model", str), ("tp", int)),
+                           "give a file validate --save wrote (it records the model and TP measured)")
             check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
             records += doc["records"]
     else:
