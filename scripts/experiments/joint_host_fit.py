@@ -17,13 +17,11 @@ import shlex
 import numpy as np
 from scipy.optimize import least_squares
 
+from mlaplan.calibrate.__main__ import MEASUREMENTS_FORMAT
 from mlaplan.calibrate.fit import HOST_LOSS, HOST_SCALE, LAUNCH_KINDS
 from mlaplan.calibrate.validate import MEASURED_FORMAT, cost_kernel, predict_us, report
 from saved_runs import Parser, fail, host_cost, measurements, runs_priced_by, saved_runs, with_host_costs
 from refit_host import recorded_options  # scripts/, on the path saved_runs puts it
-
-CALIBRATION_FORMAT = "mlaplan-calibration-measurements"
-
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -58,7 +56,7 @@ def main():
     points = []  # (cost file, run)
     for path, cost in costs.items():
         for runs in host_runs(path, cost):
-            points += [(path, r) for r in saved_runs(runs, (CALIBRATION_FORMAT, MEASURED_FORMAT),
+            points += [(path, r) for r in saved_runs(runs, (MEASUREMENTS_FORMAT, MEASURED_FORMAT),
                                                         "calibrate --measurements or validate --save", path, cost)
                        if r.get("eager_ms") and r.get("graph_ms") and r.get("dispatch_probe_ms")]
     probe_ms = float(np.median([r["dispatch_probe_ms"] for _, r in points]))

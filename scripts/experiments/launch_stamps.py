@@ -15,10 +15,11 @@ from collections import defaultdict
 import numpy as np
 
 from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale, stamped_us
-from mlaplan.calibrate.validate import predict_us
+from mlaplan.calibrate.__main__ import MEASUREMENTS_FORMAT
+from mlaplan.calibrate.validate import MEASURED_FORMAT, predict_us
 from saved_runs import Parser, fail, host_cost, saved_runs, with_host_costs
 
-FORMATS = ("mlaplan-validation-measurements", "mlaplan-calibration-measurements")
+FORMATS = (MEASURED_FORMAT, MEASUREMENTS_FORMAT)
 
 
 def stats(e) -> str:
