@@ -289,7 +289,7 @@ cost_reports() {
   for t in graph eager; do
     (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --cost "$1" --timing $t \
        --measured "$2" --json "$3-$t.json" -o "$3-$t.md") || { [[ $t == graph ]] && rc=1; }
-    [[ -e $3-$t.md ]] && head -n 9 "$3-$t.md"
+    [[ -e $3-$t.md ]] && head -n 10 "$3-$t.md"  # the table and the targets line
   done
   return $rc
 }

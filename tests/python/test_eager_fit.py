@@ -287,6 +287,47 @@ def test_validate_eager_needs_host_costs(tmp_path):
     assert q["misses"][0]["measured_range"] is None and q["misses_within_measured_range"] == len(q["misses"]) - 1
 
 
+def test_validate_gates_eager_time_on_its_own_targets(tmp_path):
+    """Eager time's gate is tighter than graph time's: a p90 of 12% passes graph time's 15% and misses
+    eager time's 10%, and an eager / graph ratio off by more than 0.1 at a host-bound setting misses
+    though every error is small; the report says which target missed, and the exit status follows."""
+    from mlaplan.calibrate.validate import markdown, report
+
+    cost = _mlaplan.read_cost_model(EXAMPLE)
+    recs = []
+    for i, p in enumerate(make_grid(60, 21, 16)):
+        x = dict(p.as_dict(), workload="w", scenario=f"w-{i % 3}", path="chunked")
+        recs.append(dict(x, eager_ms=predict_us(cost, x, "eager") / 1e3, graph_ms=predict_us(cost, x, "graph") / 1e3,
+                         eager_spread_ms=0.0))
+    exact = report(cost, recs, "eager")
+    assert exact["targets"]["met"] and exact["targets"]["missed"] == [] and exact["ratio"]["settings"] > 0
+    assert exact["targets"]["p90_abs_error"] == 0.10 and report(cost, recs, "graph")["targets"]["p90_abs_error"] == 0.15
+    assert "**Met.**" in markdown(exact, "c.json")
+    # A fifth of the runs, all above 8K rows (no ratio moves), 12% slower than priced, both timings alike.
+    big = [r for r in recs if r["buffer_tokens"] > 8192]
+    assert len(big) >= len(recs) // 5
+    slow = {id(r) for r in big[: len(recs) // 5]}
+    off = [dict(r, eager_ms=r["eager_ms"] * 1.12, graph_ms=r["graph_ms"] * 1.12) if id(r) in slow else r for r in recs]
+    graph, eager = report(cost, off, "graph"), report(cost, off, "eager")
+    assert 0.10 < eager["workloads"]["w"]["p90_abs_error"] < 0.15
+    assert graph["targets"]["met"], graph["targets"]["missed"]
+    assert not eager["targets"]["met"] and eager["targets"]["missed"] == ["w p90 10.7% > 10%"]
+    assert "**Missed:** w p90 10.7% > 10%." in markdown(eager, "c.json")
+    # The ratio alone: the graph time of every run at 8K rows and below 20% short, so each measured
+    # ratio is 1.25x the predicted (every predicted one is at least 1, so off by more than 0.1).
+    fast = [dict(r, graph_ms=r["graph_ms"] * 0.8) if r["buffer_tokens"] <= 8192 else r for r in recs]
+    eager = report(cost, fast, "eager")
+    assert eager["workloads"]["w"]["p90_abs_error"] < 1e-9
+    q = eager["ratio"]
+    assert len(q["misses"]) == q["settings"] and eager["targets"]["missed"] == [
+        f"eager / graph ratio off by more than 0.1 at {q['settings']} of {q['settings']} settings of 8192 rows and below"]
+    meas = tmp_path / "v.json"
+    for runs, status in ((recs, 0), (off, 1), (fast, 1)):
+        meas.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": runs}))
+        r = _run("mlaplan.calibrate.validate", "--cost", EXAMPLE, "--measured", str(meas), "--timing", "eager")
+        assert r.returncode == status, r.stdout + r.stderr
+
+
 torch = pytest.importorskip("torch", reason="timing the host's dispatch needs torch")
 
 

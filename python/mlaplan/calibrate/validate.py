@@ -5,8 +5,9 @@ executor (or reads measurements saved with --save), and reports the error and th
 workload (one scenario file each), the median and p90 of |predicted / measured - 1|, and Kendall's
 tau between the settings (buffer, policy) ranked by predicted and by measured mean time.
 
-Exit status: 0 the targets are met (median |error| <= 5%, p90 <= 15%, tau >= 0.8 per workload), 1
-missed, 2 bad usage or input, 3 a device failure.
+Exit status: 0 the targets are met (per workload median |error| <= 5%, p90 <= 15% for graph time and
+10% for eager, tau >= 0.8; for eager time also the eager / graph ratio within 0.1 of the measured at
+every setting of 8K rows and below), 1 missed, 2 bad usage or input, 3 a device failure.
 """
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ from ..prefill import cpu_speed
 from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.schedule import parse_engines
 
-MEDIAN_TARGET, P90_TARGET, TAU_TARGET = 0.05, 0.15, 0.8
+MEDIAN_TARGET, TAU_TARGET = 0.05, 0.8
+# The p90 by timing: eager time's is tighter, since a model of the host that only held at the median
+# would mislead on exactly the host-bound settings an eager engine's buffer is chosen among.
+P90_TARGET = {"graph": 0.15, "eager": 0.10}
 # Eager time's other target: on every host-bound setting (8K rows and below, where a step has the most
 # chunks), the eager / graph ratio predicted within 0.1 of the measured.
 RATIO_BUFFER, RATIO_TOLERANCE = 8192, 0.1
@@ -277,7 +281,30 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
     if all_errors:
         out["overall"] = {"runs": len(all_errors), "median_abs_error": float(np.median(all_errors)),
                           "p90_abs_error": float(np.quantile(all_errors, 0.9))}
+    out["targets"] = targets(out)
     return out
+
+
+def targets(rep: dict) -> dict:
+    """The report's verdict: each target, and each miss in words (`missed`); `met` where there is none."""
+    timing = rep["timing"]
+    t = {"median_abs_error": MEDIAN_TARGET, "p90_abs_error": P90_TARGET[timing], "kendall_tau": TAU_TARGET}
+    missed = []
+    for w, s in rep["workloads"].items():
+        for key, word in (("median_abs_error", "median"), ("p90_abs_error", "p90")):
+            if s[key] > t[key]:
+                missed.append(f"{w} {word} {100 * s[key]:.1f}% > {100 * t[key]:g}%")
+        if s["kendall_tau"] is None:
+            missed.append(f"{w} tau: no ranking (one setting, or all tied)")
+        elif s["kendall_tau"] < TAU_TARGET:
+            missed.append(f"{w} tau {s['kendall_tau']:.3f} < {TAU_TARGET:g}")
+    q = rep.get("ratio")
+    if q is not None:
+        t.update(ratio_tolerance=RATIO_TOLERANCE, ratio_buffer_at_most=RATIO_BUFFER)
+        if q["misses"]:
+            missed.append(f"eager / graph ratio off by more than {RATIO_TOLERANCE:g} at {len(q['misses'])} of {q['settings']} "
+                          f"settings of {RATIO_BUFFER} rows and below")
+    return {**t, "met": bool(rep["workloads"]) and not missed, "missed": missed}
 
 
 def ratio_check(cost: dict, records: List[dict]) -> dict:
@@ -314,6 +341,12 @@ def markdown(rep: dict, cost_path: str) -> str:
     if "overall" in rep:
         o = rep["overall"]
         lines.append(f"| all | | {o['runs']} | | {100 * o['median_abs_error']:.1f}% | {100 * o['p90_abs_error']:.1f}% | | |")
+    t = rep["targets"]
+    ratio = (f", and the eager / graph ratio within {t['ratio_tolerance']:g} of the measured at every setting of "
+             f"{t['ratio_buffer_at_most']} rows and below" if "ratio_tolerance" in t else "")
+    lines += ["", f"Targets: median |error| <= {100 * t['median_abs_error']:g}%, p90 <= {100 * t['p90_abs_error']:g}% and "
+                  f"Kendall tau >= {t['kendall_tau']:g} per workload{ratio}. "
+                  + ("**Met.**" if t["met"] else "**Missed:** " + "; ".join(t["missed"]) + ".")]
     if "cpu_slow_runs" in rep:
         lines += ["", f"The host CPU was in a slow phase (its probe over {cpu_speed.SLOW:g}x the fastest) at "
                       f"{rep['cpu_slow_runs']} of the {rep['cpu_probed_runs']} eager runs probed (--cpu-wait-s)."]
@@ -359,9 +392,7 @@ def markdown(rep: dict, cost_path: str) -> str:
 
 
 def met(rep: dict) -> bool:
-    return bool(rep["workloads"]) and all(
-        s["median_abs_error"] <= MEDIAN_TARGET and s["p90_abs_error"] <= P90_TARGET and s["kendall_tau"] is not None
-        and s["kendall_tau"] >= TAU_TARGET for s in rep["workloads"].values())
+    return rep["targets"]["met"]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
