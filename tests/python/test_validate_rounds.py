@@ -256,19 +256,46 @@ def test_max_seconds_stops_before_the_next_round(tmp_path):
             "32,64", "--scenarios", str(scen), "--save", str(saved), "--max-seconds", "1e-9")
     assert r.returncode == 0, r.stderr
     assert "--max-seconds reached; tiny a measured in 1 of 3 rounds, the batches after it not" in r.stderr, r.stderr
-    assert re.search(r"validate: tiny a measured, 4 runs in \d+ s \(\d+ s of it waiting for the CPU's full speed\)\n", r.stderr), r.stderr
+    # Where the batch's seconds went: each phase of half a second or more, or that none took as long.
+    assert re.search(r"validate: tiny a measured, 4 runs in \d+ s \((each phase under half a second|(\d+ s [a-zA-Z' ]+(, )?)+)\)\n",
+                     r.stderr), r.stderr
     doc = json.loads(saved.read_text())
     assert [x["scenario"] for x in doc["records"]] == ["a"] * 4
     assert all("eager_rounds_ms" not in x and x.get("eager_ms") for x in doc["records"])
 
 
 def test_cpu_speed_counts_its_waits(monkeypatch):
-    """cpu_speed.waited_s adds up the time spent in wait_for_full_speed, which validate reports per batch."""
-    from mlaplan.prefill import cpu_speed
+    """The time spent in cpu_speed.wait_for_full_speed is the phase cpu_wait, which validate reports per batch."""
+    from mlaplan.prefill import cpu_speed, phases
 
-    before = cpu_speed.waited_s()
+    before = phases.seconds()
     # A fastest probe no real one can reach: the wait runs its whole 0.2 s.
     monkeypatch.setattr(cpu_speed, "_fastest_ms", 1e-9)
     monkeypatch.setattr(cpu_speed, "_learnt", True)
     cpu_speed.wait_for_full_speed(0.2)
-    assert 0.2 <= cpu_speed.waited_s() - before < 5
+    spent = phases.since(before)
+    assert 0.2 <= spent["cpu_wait"] < 5 and spent["timed"] == 0
+
+
+def test_phases_say_where_the_seconds_went(monkeypatch):
+    """Each phase adds its blocks' time; the words list those of half a second or more, largest first,
+    and the rest of the total as other; an unknown phase is a programming error, said at once."""
+    from mlaplan.prefill import phases
+
+    clock = iter([10.0, 13.2, 20.0, 20.4, 30.0, 31.0])
+    monkeypatch.setattr(phases.time, "perf_counter", lambda: next(clock))
+    before = phases.seconds()
+    with phases.phase("reheat"):
+        pass
+    with phases.phase("probe"):
+        pass
+    with pytest.raises(RuntimeError):
+        with phases.phase("timed"):
+            raise RuntimeError("the block's error passes, its time counted")
+    spent = phases.since(before)
+    assert spent["reheat"] == pytest.approx(3.2) and spent["probe"] == pytest.approx(0.4) and spent["timed"] == pytest.approx(1.0)
+    assert phases.words(spent, 10.0) == "3 s reheating, 1 s timed eager runs, 5 s other"
+    assert phases.words(dict.fromkeys(phases.WORDS, 0.0), 0.2) == "each phase under half a second"
+    with pytest.raises(KeyError):
+        with phases.phase("lunch"):
+            pass

@@ -12,6 +12,7 @@ from typing import Dict, Iterable, List, Optional
 
 import torch
 
+from ..prefill import phases
 from ..prefill.inputs import host_page_table, random_inputs
 from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
@@ -41,8 +42,9 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
     try:
-        x = random_inputs(p.cache, p.offsets, p.page_size, dims, dtype, device, seed)
-        sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device, **paths)
+        with phases.phase("inputs"):
+            x = random_inputs(p.cache, p.offsets, p.page_size, dims, dtype, device, seed)
+            sched = build_schedule(p.policy, x.lengths, host_page_table(x), p.buffer_tokens, None, device, **paths)
         if sched.path == "absorbed":  # a float32 reference here (attention.latent_attention), not a kernel
             rec.update(path="absorbed", refused="absorbed MLA: the executor's absorbed path is a float32 reference, not timed")
             return rec

@@ -22,7 +22,7 @@ import numpy as np
 from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs,
                                write_output)
 from ..prefill.attention import KERNELS
-from ..prefill import cpu_speed
+from ..prefill import cpu_speed, phases
 from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.schedule import parse_engines
 
@@ -134,7 +134,7 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
         rounds = {k: [] for k in settings}
-        batch_start, waited = time.monotonic(), cpu_speed.waited_s()
+        batch_start, spent = time.monotonic(), phases.seconds()
         for r in range(args.rounds):
             if r and out_of_time():
                 # Whole rounds are kept: every setting of the batch measured as often, the time asked for
@@ -155,9 +155,9 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
             rec.update(workload=workload, scenario=s["name"])
             records.append(rec)
         # Its time, so that a session can size --max-seconds, --reps and --rounds to its slot.
-        taken = sum(len(v) for v in rounds.values())
-        print(f"validate: {workload} {s['name']} measured, {taken} runs in {time.monotonic() - batch_start:.0f} s "
-              f"({cpu_speed.waited_s() - waited:.0f} s of it waiting for the CPU's full speed)", file=sys.stderr, flush=True)
+        taken, took = sum(len(v) for v in rounds.values()), time.monotonic() - batch_start
+        print(f"validate: {workload} {s['name']} measured, {taken} runs in {took:.0f} s "
+              f"({phases.words(phases.since(spent), took)})", file=sys.stderr, flush=True)
     import datetime
 
     # date and dtype let calibrate --host-from pool these runs into a later host fit.

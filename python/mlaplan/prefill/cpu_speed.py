@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import time
 
+from . import phases
+
 # About 1 ms of interpreter work at full speed: short beside a phase, long beside a timer tick.
 PROBE_ITERATIONS = 30_000
 # A probe this much slower than the fastest seen marks a slow phase (the phases differ by ~2x).
@@ -26,12 +28,6 @@ LEARNT, LEARN_S = 1.5, 10
 
 _fastest_ms = math.inf
 _learnt = False
-_waited_s = 0.0  # every wait's time in this process, learning included
-
-
-def waited_s() -> float:
-    """Seconds this process has spent in wait_for_full_speed, for a measurement to say what its waits cost."""
-    return _waited_s
 
 
 def probe_ms() -> float:
@@ -58,13 +54,10 @@ def full_speed(ms: float) -> bool:
 def wait_for_full_speed(wait_s: float = WAIT_S) -> float:
     """Probes every 50 ms until the CPU runs within SLOW of the fastest probe seen, for at most
     wait_s (the first call in a process first learns the fastest, for up to LEARN_S more); returns
-    the last probe's ms (slow where the wait ran out)."""
-    global _waited_s
-    start = time.perf_counter()
-    try:
-        return _wait(wait_s, start)
-    finally:
-        _waited_s += time.perf_counter() - start
+    the last probe's ms (slow where the wait ran out). Its time, learning included, is the phase
+    `cpu_wait` (phases)."""
+    with phases.phase("cpu_wait"):
+        return _wait(wait_s, time.perf_counter())
 
 
 def _wait(wait_s: float, start: float) -> float:

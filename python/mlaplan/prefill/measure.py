@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 import torch
 
-from . import cpu_speed, dispatch_probe, executor, host_clock
+from . import cpu_speed, dispatch_probe, executor, host_clock, phases
 from .executor import execute, prepare
 from .inputs import PrefillInputs
 from .schedule import Schedule, merge_stats
@@ -109,7 +109,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     dispatch speed is probed before each timed eager run and after the last (dispatch_probe_ms, their median),
     and with host_reps the timed eager runs stamp their launches (host_launch_us, host_issue_ms);
     reheat_ms: the layer runs back to back that long after each probe (timing.time_eager_probed)."""
-    p = prepare(x, s, fused_merge, kernel, state)
+    with phases.phase("inputs"):
+        p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
     run.state = str(p.state).replace("torch.", "")
@@ -136,14 +137,16 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
         if cuda and attn > 0:
             run.attention_tflops = run.attention_tflop / (attn / 1e3)
     if cuda and host_reps > 0:
-        executor.launch_log = {}
-        try:
-            execute(p)
-            run.launches = {k: executor.launch_log.get(k, 0) for k in executor.LAUNCH_KINDS}
-        finally:
-            executor.launch_log = None
+        with phases.phase("host"):
+            executor.launch_log = {}
+            try:
+                execute(p)
+                run.launches = {k: executor.launch_log.get(k, 0) for k in executor.LAUNCH_KINDS}
+            finally:
+                executor.launch_log = None
         if cpu_wait_s > 0:
             cpu_speed.wait_for_full_speed(cpu_wait_s)
-        host = time_host(lambda: execute(p), host_reps)
+        with phases.phase("host"):
+            host = time_host(lambda: execute(p), host_reps)
         run.host_ms = None if host is None else statistics.median(host)
     return run

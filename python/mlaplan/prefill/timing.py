@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from .. import _files
-from . import cpu_speed, executor
+from . import cpu_speed, executor, phases
 from .executor import PARTS, RANGE_PREFIX
 
 
@@ -87,10 +87,10 @@ def _warm(fn: Callable[[], object], cuda: bool, warmup: int, settle_ms: float) -
 
 
 def time_eager(fn: Callable[[], object], cuda: bool, reps: int, warmup: int, settle_ms: float = 0.0) -> List[float]:
-    _warm(fn, cuda, warmup, settle_ms)
-    if cuda:
-        return _events_ms(fn, reps)
-    return _wall_ms(fn, reps)
+    with phases.phase("settle"):
+        _warm(fn, cuda, warmup, settle_ms)
+    with phases.phase("timed"):
+        return _events_ms(fn, reps) if cuda else _wall_ms(fn, reps)
 
 
 def time_eager_probed(fn: Callable[[], object], reps: int, warmup: int, settle_ms: float,
@@ -105,21 +105,26 @@ def time_eager_probed(fn: Callable[[], object], reps: int, warmup: int, settle_m
     back this long before the timed run: the probe leaves the GPU idle a millisecond or two, and a
     layer that holds the card at its power cap may start the next run at a higher clock
     (scripts/experiments/probe_gap.py times whether it does)."""
-    _warm(fn, True, warmup, settle_ms)
+    with phases.phase("settle"):
+        _warm(fn, True, warmup, settle_ms)
     samples, probes = [], []
     for _ in range(reps):
-        probes.append(probe())
+        with phases.phase("probe"):
+            probes.append(probe())
         if reheat_ms > 0:
-            _warm(fn, True, 0, reheat_ms)
+            with phases.phase("reheat"):
+                _warm(fn, True, 0, reheat_ms)
         if stamps is not None:
             executor.launch_stamps = []
         try:
-            samples += _events_ms(fn, 1)
+            with phases.phase("timed"):
+                samples += _events_ms(fn, 1)
         finally:
             if stamps is not None:
                 stamps.append(executor.launch_stamps)
                 executor.launch_stamps = None
-    probes.append(probe())
+    with phases.phase("probe"):
+        probes.append(probe())
     return samples, statistics.median(probes)
 
 
@@ -335,7 +340,8 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
         nonlocal graph_ms, graph_error
         if cuda and graph:
             try:
-                graph_ms = statistics.median(time_graph(fn, reps, warmup, settle_ms))
+                with phases.phase("graph"):
+                    graph_ms = statistics.median(time_graph(fn, reps, warmup, settle_ms))
             except RuntimeError as e:  # a kernel that cannot be captured: say so, keep the eager figures
                 graph_error = str(e).splitlines()[0]
 
