@@ -186,7 +186,7 @@ def test_validate_alternates_which_timing_comes_first(monkeypatch):
     assert sum(g for _, _, g in seen[:4]) == 2  # and half of a round's settings each way
 
 
-def test_no_policy_keeps_one_timing_order(monkeypatch):
+def test_no_policy_keeps_one_timing_order(monkeypatch, capsys):
     """Six policies make an even row: alternating over the settings in order gave every policy one
     order at every buffer and batch (packed's eager always timed second). Each policy, and each
     buffer, now replays its graph first at half its settings, in validate and in calibrate."""
@@ -211,7 +211,11 @@ def test_no_policy_keeps_one_timing_order(monkeypatch):
     points = interleave_workloads(scenario_points([os.path.join(c, "workloads-seed62", "short-chat.json"),
                                                    os.path.join(c, "workloads-seed61", "coding-agent.json")],
                                                   [8192, 16384, 65536]))
-    m.measure_points(points[:72], None, None, "cpu")
+    m.measure_points(points[:72], None, None, "cpu", progress="calibrate")
+    # Its progress every 25 points, with where the seconds went.
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("calibrate:")]
+    assert [x.split(",")[0] for x in lines] == ["calibrate: 25 of 72 points", "calibrate: 50 of 72 points"]
+    assert all(re.fullmatch(r"calibrate: \d+ of 72 points, \d+ s \((each phase under half a second|.* s .*)\)", x) for x in lines), lines
     for policy, (t, n) in halves(lambda b, p: p).items():
         assert t == n // 2, (policy, t, n)
     assert [g for _, p, g in seen if p == "packed"][:4] == [False, True, False, True]

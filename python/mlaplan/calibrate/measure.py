@@ -91,7 +91,7 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
     """The points measured in order; with max_seconds, those measured by then (the grid is random, so
     a prefix of it is a smaller grid of the same spread)."""
     points = list(points)
-    out, start = [], time.monotonic()
+    out, start, spent = [], time.monotonic(), phases.seconds()
     timed: Dict[str, int] = {}  # points measured so far, by policy
     for i, p in enumerate(points):
         if max_seconds is not None and time.monotonic() - start > max_seconds:
@@ -107,7 +107,9 @@ def measure_points(points: Iterable[Point], dims: MlaDims, dtype, device, reps: 
             rec.update(workload=p.workload, scenario=p.scenario)
         out.append(rec)
         if progress and (i + 1) % 25 == 0:
-            print(f"{progress}: {i + 1} of {len(points)} points, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+            took = time.monotonic() - start
+            print(f"{progress}: {i + 1} of {len(points)} points, {took:.0f} s ({phases.words(phases.since(spent), took)})",
+                  file=sys.stderr, flush=True)
     return out
 
 
