@@ -2,8 +2,6 @@
 line, `mlaplan: error: SCRIPT: what is wrong; the fix`, never a traceback or argparse's usage block."""
 import argparse
 import errno
-import json
-import math
 import os
 import signal
 import subprocess
@@ -26,20 +24,22 @@ class Parser(argparse.ArgumentParser):
 MAX_INPUT = 256 << 20  # as the package's and the CLI's readers: /dev/zero is refused, not read forever
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
+def _strict_json():
+    """The package's JSON rules (python/mlaplan/_strict_json.py, standard library only), loaded by path:
+    the plotting scripts run without the package built."""
+    import importlib.util
 
-
-def _finite(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):
-        raise ValueError(f"{text} is past a double's range")
-    return v
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "mlaplan", "_strict_json.py")
+    spec = importlib.util.spec_from_file_location("mlaplan_strict_json", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def load_json(path: str, what: str):
-    """The JSON document at path, or the one line: unreadable, over 256 MiB, or not JSON (NaN, Infinity,
-    numbers past a double's range and nesting too deep for Python included). `what`: what to give instead."""
+    """The JSON document at path, or the one line: unreadable, over 256 MiB, or not JSON by the
+    package's rules (NaN, Infinity, numbers past a double's range, a key given twice in one object, and
+    nesting too deep for Python included). `what`: what to give instead."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_INPUT + 1)
@@ -48,7 +48,7 @@ def load_json(path: str, what: str):
     if len(data) > MAX_INPUT:
         fail(f"{path}: over {MAX_INPUT >> 20} MiB; give {what}")
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite)
+        return _strict_json().loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         fail(f"{path}: not JSON (byte {e.start} is not UTF-8); give {what}")
     except (ValueError, RecursionError) as e:

@@ -53,6 +53,13 @@ with tempfile.TemporaryDirectory() as d:
     json.dump({"rows": [{"batch_size": 1, "kernel": "fast", "mode": "hot", "spread": 0.1}]}, open(bad, "w"))
     r = subprocess.run([sys.executable, script, bad, bad], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "rows[0].median_us: None" in r.stderr, r.stderr
+    # JSON by the package's rules (python/mlaplan/_strict_json.py): NaN and a key given twice refused.
+    for text, why in (('{"rows": [{"median_us": NaN}]}', "NaN is not a JSON number"),
+                      ('{"rows": [], "rows": []}', "key 'rows' given twice in one object")):
+        with open(bad, "w") as f:
+            f.write(text)
+        r = subprocess.run([sys.executable, script, bad, bad], capture_output=True, text=True)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and f"{bad}: not JSON ({why})" in r.stderr, r.stderr
     # A stdout that cannot be written: one line, exit 3 (not a traceback).
     if os.path.exists("/dev/full"):
         with tempfile.TemporaryDirectory() as e:
@@ -61,4 +68,4 @@ with tempfile.TemporaryDirectory() as d:
             with open("/dev/full", "w") as full:
                 r = subprocess.run([sys.executable, script, pa, pa], stdout=full, stderr=subprocess.PIPE, text=True)
             assert r.returncode == 3 and r.stderr.count("\n") == 1 and "stdout: cannot write it" in r.stderr, r.stderr
-print("compare_bench: 9 checks passed")
+print("compare_bench: 11 checks passed")

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import signal
 import stat
 import sys
 from typing import Any, List, Optional
+
+from . import _strict_json
 
 MAX_INPUT_BYTES = 256 << 20  # io::kMaxInputBytes
 
@@ -121,26 +122,6 @@ def read_input(path: str, what: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     return b"".join(chunks)
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):  # 1e400: JSON's grammar allows it, but it reads as infinity
-        raise ValueError(f"{text} is past a double's range")
-    return v
-
-
-def _unique_keys(pairs) -> dict:
-    out = {}
-    for k, v in pairs:
-        if k in out:  # as the C++ reader: which of two values was meant cannot be known
-            raise ValueError(f"key {k!r} given twice in one object")
-        out[k] = v
-    return out
-
-
 def read_json(path: str, what: str) -> Any:
     """The file's JSON (NaN, Infinity, numbers past a double's range and keys given twice in one object
     refused, as the C++ reader refuses them): InputError naming the path, and the line and column of a
@@ -151,7 +132,7 @@ def read_json(path: str, what: str) -> Any:
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: invalid JSON: byte {e.start} is not UTF-8; give {what}") from None
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_unique_keys)
+        return _strict_json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give {what}") from None
     except (ValueError, RecursionError) as e:
