@@ -40,7 +40,7 @@ DEFAULT_MODEL, DEFAULT_TP = "deepseek-v3", 8
 
 def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.calibrate.validate", description=__doc__.split("\n\n")[1].replace("\n", " "),
-               formatter_class=argparse.RawDescriptionHelpFormatter)
+               epilog=__doc__.split("\n\n")[2].strip(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cost", metavar="FILE.json", help="the cost file to check (without it: measure and --save only)")
     p.add_argument("--scenarios", nargs="+", action="extend", metavar="FILE.json", help="held-out batches, one file per workload (mlaplan gen)")
     p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
