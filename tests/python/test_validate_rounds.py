@@ -7,6 +7,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -303,3 +304,33 @@ def test_phases_say_where_the_seconds_went(monkeypatch):
     with pytest.raises(KeyError):
         with phases.phase("lunch"):
             pass
+
+
+def test_the_probed_eager_timing_counts_each_phase(monkeypatch):
+    """timing.time_eager_probed's phases, on the CPU with the GPU's events and synchronisation stood in:
+    its settle, each probe (one per repetition and one after), each reheat and each timed run go to
+    their own phase, and only there."""
+    torch = pytest.importorskip("torch", reason="the executor's timing needs torch")
+    from mlaplan.prefill import phases, timing
+
+    monkeypatch.setattr(timing, "_events_ms", lambda fn, reps: [fn() or 1.0 for _ in range(reps)])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    calls = {"layer": 0, "probe": 0}
+
+    def layer():
+        calls["layer"] += 1
+        time.sleep(0.002)
+
+    def probe():
+        calls["probe"] += 1
+        time.sleep(0.03)
+        return 1.0
+
+    before = phases.seconds()
+    samples, _ = timing.time_eager_probed(layer, reps=3, warmup=1, settle_ms=100, probe=probe, reheat_ms=60)
+    spent = phases.since(before)
+    assert samples == [1.0] * 3 and calls["probe"] == 4
+    assert 4 * 0.03 <= spent["probe"] < 4 * 0.03 + 0.5
+    assert 0.1 <= spent["settle"] < 0.6 and 3 * 0.06 <= spent["reheat"] < 3 * 0.06 + 0.5
+    assert 3 * 0.002 <= spent["timed"] < 0.3
+    assert spent["graph"] == spent["host"] == spent["cpu_wait"] == spent["inputs"] == 0
