@@ -285,6 +285,25 @@ def test_validate_eager_needs_host_costs(tmp_path):
             x.pop("eager_spread_ms")
     q = ratio_check(cost, priced)
     assert q["misses"][0]["measured_range"] is None and q["misses_within_measured_range"] == len(q["misses"]) - 1
+    assert "settings_in_rounds" not in q and all("rounds_range" not in x for x in q["misses"])  # not measured in rounds
+    # Measured in rounds: each setting's rounds moved its eager time 0.05 ms at one setting, 0.5 ms at
+    # the others (over 1 ms of graph time): those repeat outside the tolerance, and are counted.
+    rounds = [dict(x, eager_round_spread_ms=0.5) for x in priced]
+    first = min((x["workload"], x["policy"], x["buffer_tokens"]) for x in rounds if x["buffer_tokens"] <= 8192)
+    for x in rounds:
+        if (x["workload"], x["policy"], x["buffer_tokens"]) == first:
+            x["eager_round_spread_ms"] = 0.05
+    q = ratio_check(cost, rounds)
+    per = {x["policy"]: x for x in q["misses"]}
+    assert q["settings_in_rounds"] == q["settings"] and q["rounds_apart"] == q["settings"] - 1
+    assert q["rounds_range_median"] == pytest.approx(0.5)
+    assert all(x["rounds_range"] == pytest.approx(0.05 if (x["workload"], x["policy"], x["buffer_tokens"]) == first else 0.5)
+               for x in per.values())
+    from mlaplan.calibrate.validate import markdown
+    rep = {"timing": "eager", "workloads": {}, "settings": [], "ratio": q, "targets": {"median_abs_error": 0.05, "p90_abs_error": 0.1,
+                                                                                        "kendall_tau": 0.8, "met": False, "missed": []}}
+    assert (f"Between rounds the measured ratio itself moved by more than 0.1 at {q['settings'] - 1} of {q['settings']} settings "
+            "(the rounds' range over graph time, median 0.50)") in markdown(rep, "c.json")
 
 
 def test_validate_gates_eager_time_on_its_own_targets(tmp_path):

@@ -312,8 +312,11 @@ def ratio_check(cost: dict, records: List[dict]) -> dict:
     or fewer; its batches' eager time over their graph time), measured on the same runs and predicted,
     and the settings where the two differ by more than RATIO_TOLERANCE. Each setting also carries the
     measured ratio's own range, its runs' (max - min) eager time over their graph time (None where a
-    run lacks its spread): a miss smaller than that is inside the measurement's own noise."""
-    sums: Dict[tuple, List[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
+    run lacks its spread): a miss smaller than that is inside the measurement's own noise. Measured in
+    rounds (validate --rounds), each also carries `rounds_range`, its runs' (max - min) over the rounds
+    over their graph time, and `rounds_apart` counts the settings whose rounds differ by more than the
+    tolerance: there the measurement does not repeat within the target, whatever predicts it."""
+    sums: Dict[tuple, List[float]] = defaultdict(lambda: [0.0] * 6)
     for r in records:
         if r["buffer_tokens"] <= RATIO_BUFFER and r.get("graph_ms") and r.get("eager_ms"):
             s = sums[(r["workload"], r["policy"], r["buffer_tokens"])]
@@ -322,12 +325,19 @@ def ratio_check(cost: dict, records: List[dict]) -> dict:
             s[2] += r["predicted_ms"]
             s[3] += predict_us(cost, r, "graph") / 1e3
             s[4] += r["eager_spread_ms"] if r.get("eager_spread_ms") is not None else math.nan
+            s[5] += r["eager_round_spread_ms"] if r.get("eager_round_spread_ms") is not None else math.nan
     rows = [{"workload": k[0], "policy": k[1], "buffer_tokens": k[2], "measured": s[0] / s[1], "predicted": s[2] / s[3],
-             "measured_range": None if math.isnan(s[4]) else s[4] / s[1]} for k, s in sorted(sums.items())]
+             "measured_range": None if math.isnan(s[4]) else s[4] / s[1],
+             **({} if math.isnan(s[5]) else {"rounds_range": s[5] / s[1]})} for k, s in sorted(sums.items())]
     misses = [x for x in rows if abs(x["predicted"] - x["measured"]) > RATIO_TOLERANCE]
     inside = [x for x in misses if x["measured_range"] is not None and abs(x["predicted"] - x["measured"]) <= x["measured_range"]]
-    return {"buffer_at_most": RATIO_BUFFER, "tolerance": RATIO_TOLERANCE, "settings": len(rows),
-            "within": len(rows) - len(misses), "misses": misses, "misses_within_measured_range": len(inside)}
+    out = {"buffer_at_most": RATIO_BUFFER, "tolerance": RATIO_TOLERANCE, "settings": len(rows),
+           "within": len(rows) - len(misses), "misses": misses, "misses_within_measured_range": len(inside)}
+    rounds = [x["rounds_range"] for x in rows if "rounds_range" in x]
+    if rounds:
+        out.update(settings_in_rounds=len(rounds), rounds_apart=sum(v > RATIO_TOLERANCE for v in rounds),
+                   rounds_range_median=float(np.median(rounds)))
+    return out
 
 
 def markdown(rep: dict, cost_path: str) -> str:
@@ -384,6 +394,10 @@ def markdown(rep: dict, cost_path: str) -> str:
         if q["misses"]:
             lines.append(f"{q.get('misses_within_measured_range', 0)} of the {len(q['misses'])} misses are smaller than the measured "
                          "ratio's own range, (max - min) over its runs' repetitions divided by their graph time.")
+        if "settings_in_rounds" in q:
+            lines.append(f"Between rounds the measured ratio itself moved by more than {q['tolerance']:g} at {q['rounds_apart']} of "
+                         f"{q['settings_in_rounds']} settings (the rounds' range over graph time, median "
+                         f"{q['rounds_range_median']:.2f}): there a repeat of the measurement misses it too.")
     lines += ["", "| workload | policy | buffer | measured ms | predicted ms | error |", "|---|---|---:|---:|---:|---:|"]
     for s in rep["settings"]:
         lines.append(f"| {s['workload']} | {s['policy']} | {s['buffer_tokens']} | {s['measured_ms']:.3f} | "
