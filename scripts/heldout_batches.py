@@ -7,7 +7,8 @@ cache, each the first step with at least 4,096 cached tokens from 30%, 50%, 70% 
   scripts/heldout_batches.py SEED FIRST OUT_DIR --trace conversation_trace.jsonl [--mlaplan build/mlaplan]
 
 The trace is Mooncake's FAST25-release/traces/conversation_trace.jsonl (github.com/kvcache-ai/Mooncake).
-Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001.
+Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001; seed 131's, SEED 131, FIRST 5001.
+The Mooncake steps depend on FIRST alone: a FIRST another set used gives that set's steps again.
 """
 import json
 import os
