@@ -2,6 +2,7 @@
 line, `mlaplan: error: SCRIPT: what is wrong; the fix`, never a traceback or argparse's usage block."""
 import argparse
 import errno
+import functools
 import os
 import signal
 import subprocess
@@ -24,9 +25,10 @@ class Parser(argparse.ArgumentParser):
 MAX_INPUT = 256 << 20  # as the package's and the CLI's readers: /dev/zero is refused, not read forever
 
 
+@functools.lru_cache(maxsize=None)
 def _strict_json():
-    """The package's JSON rules (python/mlaplan/_strict_json.py, standard library only), loaded by path:
-    the plotting scripts run without the package built."""
+    """The package's JSON rules (python/mlaplan/_strict_json.py, standard library only), loaded by path
+    once a process: the plotting scripts run without the package built."""
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python", "mlaplan", "_strict_json.py")
