@@ -2,6 +2,7 @@
 mlaplan.calibrate, its validate) and the API (sweep, replay) keep the contract of docs/interface.md:
 exit 2 and one `mlaplan: error:` line naming the file or option (no traceback), exit 3 for a device
 that failed a write, 130 for Ctrl-C or SIGTERM, nothing left behind, outputs by the CLI's rules."""
+import contextlib
 import json
 import os
 import signal
@@ -35,6 +36,24 @@ def run(*args, stdout=subprocess.PIPE, timeout=300, prelude=""):
     code = f"{prelude}\nimport runpy, sys\nsys.argv = {[module] + rest!r}\nrunpy.run_module({module!r}, run_name='__main__')"
     return subprocess.run([sys.executable, "-c", code], stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                           timeout=timeout, env=ENV)
+
+
+def interruptible(cmd, **kwargs):
+    """Popen with SIGINT as a terminal gives it. A runner started in the background (`cmd &` without job
+    control, nohup) passes SIGINT on ignored, and Python then keeps it ignored, so Ctrl-C would be
+    tested as a signal the child never sees."""
+    return subprocess.Popen(cmd, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
+
+
+@contextlib.contextmanager
+def reaped(p):
+    """The child killed if the test fails before it ends, so that it does not load the rest of the run."""
+    try:
+        yield p
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
 
 
 def one_error_line(r, code, *words):
@@ -261,12 +280,13 @@ def test_ctrl_c_stops_the_api(call):
         except KeyboardInterrupt:
             print("interrupted", flush=True)
     """)
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
-    assert p.stdout.readline().strip() == "ready"
-    time.sleep(0.5)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    with reaped(interruptible([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=ENV)) as p:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        sent = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
     assert out.strip() == "interrupted", (out, err)
     assert time.monotonic() - sent < 5 and p.returncode == 0, err
 
@@ -436,10 +456,10 @@ def test_prefill_interrupted_is_130_with_one_line(tmp_path, sig):
     out = tmp_path / "out.txt"
     cmd = [sys.executable, "-m", "mlaplan.prefill", SCENARIO, "--model", "deepseek-v2-lite", "--heads", "1", "--device",
            "cpu", "--reps", "1000000", "--warmup", "0", "-o", str(out)]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
-    time.sleep(8)  # past the imports, into the timed runs
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=60)
+    with reaped(interruptible(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)) as p:
+        time.sleep(8)  # past the imports, into the timed runs
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert err.strip().splitlines() == ["mlaplan: error: prefill: interrupted; nothing written"], err
     assert list(tmp_path.iterdir()) == []
