@@ -33,6 +33,7 @@ fi
 [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${settings[@]}" "$root[test,torch,calibrate]"
 python=$venv/bin/python
-# From outside the source folder, so `import mlaplan` finds the installed package, not python/.
+# From outside the source folder, so `import mlaplan` finds the installed package, not python/. On every
+# core (pytest-xdist): most of the time is subprocesses and torch on one thread each.
 cd "$work"
-"$python" -m pytest -q -rs "$root/tests/python"
+"$python" -m pytest -q -rs -n "$(nproc)" "$root/tests/python"

@@ -23,7 +23,7 @@ stage() { echo "== test.sh: $1 ($(date -u +%H:%M:%S))" >&2; }
 # Chromium) and the schema test (python3 jsonschema).
 export MLAPLAN_REQUIRE_TOOLS=1
 
-# The Python stage needs torch (about 5 GB of wheels from PyPI) and scipy: install them now into the
+# The Python stage needs torch (about 5 GB of wheels from PyPI), scipy and pytest-xdist: install them now into the
 # stage's fresh virtual environment, behind the C++ builds (mostly download and unpacking, which the
 # compilers leave room for), so the stage only builds and installs the package. scripts/test-python.sh
 # waits for this and falls back to a venv of its own.
@@ -33,7 +33,7 @@ if [[ -z ${SKIP_PYTHON:-} && -z ${MLAPLAN_PYENV:-} ]]; then
   ( start=$SECONDS
     { python3 -m venv "$MLAPLAN_PYENV/venv" &&
       "$MLAPLAN_PYENV/venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: \
-        'torch>=2.11' 'scipy>=1.10' pytest; } >"$MLAPLAN_PYENV/log" 2>&1
+        'torch>=2.11' 'scipy>=1.10' pytest pytest-xdist; } >"$MLAPLAN_PYENV/log" 2>&1
     rc=$?
     echo "== test.sh: torch, scipy and pytest installed in the background in $((SECONDS - start)) s (exit $rc)" >&2
     echo $rc >"$MLAPLAN_PYENV/rc" ) &
