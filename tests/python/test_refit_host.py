@@ -1,6 +1,7 @@
 """scripts/refit_host.py: a shipped file's host section refitted on other runs, its graph fit kept."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -42,9 +43,15 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     session's bias; --commit is the file's commit."""
     pytest.importorskip("scipy", reason="the fit needs scipy (pip install .[calibrate])")
     out = tmp_path / "cost.json"
+    # The shipped FA2 file as it was until 2026-12-05: its section fitted on runs not reheated, which
+    # the full-speed runs (not reheated either) pool with.
     old = json.load(open(SHIPPED_FA2))
+    probed = os.path.join("docs", "data", "cost-calibration", "deepseek-v3-tp8-fa2-host-probed-reps-2026-12-04.json")
+    old = dict(old, command=re.sub(r"--host-from \S+", "--host-from " + probed, old["command"]))
+    unreheated = tmp_path / "unreheated.json"
+    unreheated.write_text(json.dumps(old))
     earlier = old["command"].split("--host-from ")[1].split(" -")[0].split()
-    r = run(SHIPPED_FA2, RUNS_FA2, "--keep", "--commit", "abc1234", "-o", str(out))
+    r = run(str(unreheated), RUNS_FA2, "--keep", "--commit", "abc1234", "-o", str(out))
     assert r.returncode == 0, r.stderr
     new = json.loads(out.read_text())
     assert new["commit"] == "abc1234" and new["coefficients"] == old["coefficients"]
@@ -54,7 +61,7 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     assert sum(x["points"] for x in sessions) == new["host"]["fit"]["points"]
     assert "the sessions pooled" in r.stdout
     # Runs the file was already fitted on are not pooled twice.
-    r = run(SHIPPED_FA2, os.path.join(ROOT, earlier[0]), "--keep", "-o", str(tmp_path / "again.json"))
+    r = run(str(unreheated), os.path.join(ROOT, earlier[0]), "--keep", "-o", str(tmp_path / "again.json"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "already among the runs" in r.stderr, r.stderr
     assert not (tmp_path / "again.json").exists()
     # A file fitted without --host-from has no runs of its own to keep.
@@ -62,10 +69,11 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     bare.write_text(json.dumps(dict(old, command=old["command"].split(" --host-from ")[0] + " -o x.json")))
     r = run(str(bare), RUNS_FA2, "--keep", "-o", str(tmp_path / "none.json"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no --host-from runs to keep" in r.stderr, r.stderr
-    # The FA3 file's runs were reheated after each probe; runs timed without it do not pool with them.
-    r = run(SHIPPED, RUNS, "--keep", "-o", str(tmp_path / "mixed.json"))
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pool eager runs timed alike" in r.stderr, r.stderr
-    assert not (tmp_path / "mixed.json").exists()
+    # The shipped files' runs were reheated after each probe; runs timed without it do not pool with them.
+    for shipped, runs in ((SHIPPED, RUNS), (SHIPPED_FA2, RUNS_FA2)):
+        r = run(shipped, runs, "--keep", "-o", str(tmp_path / "mixed.json"))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "pool eager runs timed alike" in r.stderr, r.stderr
+        assert not (tmp_path / "mixed.json").exists()
 
 
 @pytest.mark.parametrize("args,message", [
