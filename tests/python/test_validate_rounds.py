@@ -93,6 +93,22 @@ def test_a_bad_round_spread_is_one_line(tmp_path):
     assert r.returncode == 2 and len(lines) == 1 and "records[0].eager_round_spread_ms" in lines[0], r.stderr
 
 
+def test_runs_on_another_gpu_are_one_line(tmp_path):
+    """An H200 file does not price an H100's runs (its device times and its host's costs are the
+    H200's); runs on the CPU, the executor's own check, it prices as before."""
+    for gpu, code in (("NVIDIA H100 80GB HBM3", 2), ("CPU", 0), ("NVIDIA H200", 0)):
+        m = tmp_path / "m.json"
+        m.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "gpu": gpu,
+                                 "records": [rec(2.0, 1.0, workload="w", scenario="s", dispatch_probe_ms=0.7)]}))
+        r = run("--cost", EAGER_COST, "--measured", str(m), "--timing", "eager", "-o", str(tmp_path / "r.md"))
+        lines = r.stderr.strip().splitlines()
+        if code == 2:
+            assert r.returncode == 2 and len(lines) == 1, r.stderr
+            assert "gpu: 'NVIDIA H100 80GB HBM3', but" in lines[0] and "'NVIDIA H200'" in lines[0], r.stderr
+        else:
+            assert r.returncode in (0, 1) and "gpu" not in r.stderr, r.stderr
+
+
 # The probes (a time above 0), and the host's own figures: the launch stamps' costs per kind and
 # their issue time, and the dispatch timed alone.
 @pytest.mark.parametrize("key,value", [

@@ -79,13 +79,28 @@ def cost_kernel(cost: dict) -> Optional[str]:
     return word if word in KERNELS and word != "auto" else None
 
 
-def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp: int, kernel: Optional[str]) -> None:
+def cost_gpu(cost: dict) -> Optional[str]:
+    """The GPU a cost file was calibrated on (its `gpu`, as calibrate writes torch's device name); None
+    where it names none."""
+    gpu = cost.get("gpu")
+    return gpu if isinstance(gpu, str) and gpu else None
+
+
+def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp: int, kernel: Optional[str],
+                gpu: Optional[str] = None) -> None:
     """The runs (a --measured file; None: those the options ask for) measured what the cost file
-    prices: its model, TP and, where both name one, attention kernel. Else one line and exit 2: a
-    report pricing one model's runs with another's file reads as a large error of the model."""
-    for key, theirs, mine in (("model", model, cost["model"]), ("tp", tp, cost["tp"]), ("attention", kernel, cost_kernel(cost))):
+    prices: its model, TP and, where both name one, attention kernel and GPU (runs on the CPU, the
+    executor's own check, are priced by any file). Else one line and exit 2: a report pricing one
+    model's runs with another's file reads as a large error of the model, and an H200 file's
+    prices against an H100's runs as one of the host costs."""
+    gpu = None if gpu == "CPU" else gpu
+    for key, theirs, mine in (("model", model, cost["model"]), ("tp", tp, cost["tp"]), ("attention", kernel, cost_kernel(cost)),
+                              ("gpu", gpu, cost_gpu(cost))):
         if theirs is None or mine is None or theirs == mine:
             continue
+        if key == "gpu" and runs is None:
+            raise UsageError(f"--device: this machine's GPU is {theirs}, but {cost_path} prices the {mine}; measure on the "
+                             f"{mine}, or give a cost file calibrated on the {theirs}")
         name = f"TP {theirs}" if key == "tp" else theirs
         if runs is None:
             raise UsageError(f"--{key}: {theirs}, but {cost_path} prices {mine}; give --{key} {mine} (or leave it out: the "
@@ -94,7 +109,7 @@ def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp:
                          f"for {name} (costs/)")
 
 
-def measure(args, expect_kernel: Optional[str] = None) -> dict:
+def measure(args, expect_kernel: Optional[str] = None, cost: Optional[dict] = None) -> dict:
     import torch
 
     from ..prefill.model import model_dims
@@ -113,6 +128,8 @@ def measure(args, expect_kernel: Optional[str] = None) -> dict:
     if expect_kernel is not None and kernel != expect_kernel:  # before the time is spent
         raise UsageError(f"--attention: {args.attention} runs {kernel} here, but {args.cost} prices {expect_kernel}; "
                          f"give --attention {expect_kernel} or a cost file for {kernel}")
+    if cost is not None:  # and on the GPU the file was calibrated on
+        check_alike(args.cost, cost, None, None, None, None, describe(torch, device)["gpu"])
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     records = []
     import time
@@ -444,13 +461,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             # What the runs measured, which the cost file must price (check_alike).
             require_fields(path, doc, (("model", str), ("tp", int)),
                            "give a file validate --save wrote (it records the model and TP measured)")
-            check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"))
+            check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"), doc.get("gpu"))
             records += doc["records"]
     else:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
             args.model, args.tp = args.model or cost["model"], args.tp or cost["tp"]
             check_alike(args.cost, cost, None, args.model, args.tp, None)
-        doc = measure(args, cost_kernel(cost) if cost else None)
+        doc = measure(args, cost_kernel(cost) if cost else None, cost if cost else None)
         records = doc["records"]
         if args.save:
             write_output(args.save, json_text(doc))
