@@ -50,6 +50,9 @@
 # workload (validate --batches), so that N rounds fit the slot. REHEAT_MS=MS has calibrate-host's and
 # the held-out parts' eager runs reheat that long after each dispatch probe (--reheat-ms; the
 # calibrate-host refit then fits the new runs alone, not pooled with the shipped section's).
+# SETTLE_MS=MS and CPU_WAIT_S=S set the held-out parts' --settle-ms (default 250; 3000 for heldout-tp1's
+# Mooncake) and --cpu-wait-s (default validate's): on short-chat's millisecond steps reheating and
+# settling took 60% of a batch's time, the timed runs 1% (docs/cost-model.md, "Measuring it").
 #
 # Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|host-experiments|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
@@ -303,7 +306,7 @@ validate_heldout() {
   shift 5
   for w; do files+=("$d/$w.json"); done
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate.validate --model "$model" --tp "$tp" --attention "$attention" \
-     --scenarios "${files[@]}" --reps "${REPS:-3}" --warmup 1 --settle-ms "$settle" \
+     --scenarios "${files[@]}" --reps "${REPS:-3}" --warmup 1 --settle-ms "${SETTLE_MS:-$settle}" ${CPU_WAIT_S:+--cpu-wait-s "$CPU_WAIT_S"} \
      --rounds "${ROUNDS:-1}" ${BATCHES:+--batches "$BATCHES"} ${REHEAT_MS:+--reheat-ms "$REHEAT_MS"} --max-seconds "$seconds" \
      --save "$log_dir/heldout-measured-$tag.json") || return 1
   local rc=0
