@@ -109,7 +109,9 @@ def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp:
                          f"for {name} (costs/)")
 
 
-def measure(args, expect_kernel: Optional[str] = None, cost: Optional[dict] = None) -> dict:
+def measure(args, cost: Optional[dict] = None) -> dict:
+    """The held-out runs the options ask for; with the cost file to check, refused before any timing
+    where this machine's kernel or GPU is not the file's."""
     import torch
 
     from ..prefill.model import model_dims
@@ -125,11 +127,13 @@ def measure(args, expect_kernel: Optional[str] = None, cost: Optional[dict] = No
     dims = model_dims(model, tp)
     device = _device(torch, args.device)
     kernel = attention_kernel(args.attention, device)
+    expect_kernel = cost_kernel(cost) if cost else None
     if expect_kernel is not None and kernel != expect_kernel:  # before the time is spent
         raise UsageError(f"--attention: {args.attention} runs {kernel} here, but {args.cost} prices {expect_kernel}; "
                          f"give --attention {expect_kernel} or a cost file for {kernel}")
+    machine = describe(torch, device)
     if cost is not None:  # and on the GPU the file was calibrated on
-        check_alike(args.cost, cost, None, None, None, None, describe(torch, device)["gpu"])
+        check_alike(args.cost, cost, None, None, None, None, machine["gpu"])
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     records = []
     import time
@@ -178,7 +182,7 @@ def measure(args, expect_kernel: Optional[str] = None, cost: Optional[dict] = No
     import datetime
 
     # date and dtype let calibrate --host-from pool these runs into a later host fit.
-    return {"format": MEASURED_FORMAT, "model": model, "tp": tp, "heads": dims.heads, **describe(torch, device),
+    return {"format": MEASURED_FORMAT, "model": model, "tp": tp, "heads": dims.heads, **machine,
             "dtype": "bf16" if dtype == torch.bfloat16 else "fp32", "date": datetime.date.today().isoformat(),
             "attention": kernel, "attention_title": kernel_title(kernel),
             "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
@@ -467,7 +471,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
             args.model, args.tp = args.model or cost["model"], args.tp or cost["tp"]
             check_alike(args.cost, cost, None, args.model, args.tp, None)
-        doc = measure(args, cost_kernel(cost) if cost else None, cost if cost else None)
+        doc = measure(args, cost)
         records = doc["records"]
         if args.save:
             write_output(args.save, json_text(doc))
