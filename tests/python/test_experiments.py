@@ -40,6 +40,26 @@ def test_same_plan_spread_gives_validates_errors(tmp_path):
         assert float(got[w]) == round(100 * figures["median_abs_error"], 1), (w, r.stdout)
 
 
+def test_launch_stamps_ratio_counts_are_validates(tmp_path):
+    """The ratio check launch_stamps.py prints with the file's costs is validate's on the same runs; the
+    one with each run's own stamps counts the same settings."""
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    stamped = os.path.join(ROOT, "docs", "data", "cost-validation", "seed-131", "measured-kimi-k2-tp8-fa3-2026-12-05.json")
+    r = experiment("launch_stamps.py", KIMI, stamped)
+    assert r.returncode == 0, r.stderr
+    counts = re.findall(r"ratio within 0\.1 at 8192 rows and below: the file's at (\d+) of (\d+) settings, "
+                        r"each run's own stamps at (\d+) \(measured", r.stdout)
+    assert len(counts) == 2, r.stdout  # short-chat and coding-agent
+    report = tmp_path / "r.json"
+    v = subprocess.run([sys.executable, "-m", "mlaplan.calibrate.validate", "--cost", KIMI, "--measured", stamped, "--timing",
+                        "eager", "--json", str(report), "-o", str(tmp_path / "r.md")], capture_output=True, text=True, env=ENV)
+    assert v.returncode in (0, 1), v.stderr
+    ratio = json.loads(report.read_text())["ratio"]
+    assert sum(int(f) for f, _, _ in counts) == ratio["within"]
+    assert sum(int(n) for _, n, _ in counts) == ratio["settings"]
+    assert all(int(o) <= int(n) for _, n, o in counts)
+
+
 @pytest.mark.parametrize("name", ["same_plan_spread.py", "launch_stamps.py"])
 def test_runs_of_another_model_are_refused(name):
     r = experiment(name, DEEPSEEK, MEASURED)
