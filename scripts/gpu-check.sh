@@ -39,7 +39,7 @@
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
 # $ATTENTION: in heldout, DeepSeek-V3 and Kimi-K2 at TP 8, every policy at five buffers, graph and eager
 # reports (heldout-*.md, heldout-measured-*.json); in heldout-tp1, DeepSeek-V3 at TP 1 (Mooncake at a
-# 3 s settle, its first two batches); in heldout-eager, both TP 8 files on seed-131's batches (drawn after
+# 3 s settle, its first two batches); in heldout-eager, both TP 8 files on seed-141's batches (drawn after
 # every TP 8 file's last host refit; HELDOUT_SEED picks another set; two batches a workload; HELDOUT_MODELS, HELDOUT_WORKLOADS and HELDOUT_SECONDS
 # narrow it); in heldout-more, mlaplan's `guided`
 # against the engines (guided-*.md, and docs/policies.md's table rows), and the host's drift
@@ -68,11 +68,11 @@ part=${2:-all}
 case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | host-experiments | heldout | heldout-tp1 | heldout-eager | heldout-more | heldout-guided) ;;
   *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, host-experiments, heldout, heldout-tp1, heldout-eager, heldout-more or heldout-guided" >&2; exit 2 ;;
 esac
-# The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager seed 131's
+# The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager seed 141's
 # (drawn after every TP 8 file's last host refit; scripts/heldout_batches.py); HELDOUT_SEED=N
 # seed N's.
 heldout_seed=${HELDOUT_SEED:-71}
-[[ $part == heldout-eager ]] && heldout_seed=${HELDOUT_SEED:-131} && BATCHES=${BATCHES:-2}
+[[ $part == heldout-eager ]] && heldout_seed=${HELDOUT_SEED:-141} && BATCHES=${BATCHES:-2}
 log_dir=${OUT:-./gpu-check-logs}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$log_dir"
