@@ -7,10 +7,10 @@ price its eager time no better than the file does, the two clocks' device side, 
 costs, is what is off. Per workload also the layer's issue time as stamped over the file's host costs
 summed over its launches, and its dispatch timed alone behind a sleeping GPU (host_ms) over that issue
 time: on the calibration runs so far host_ms was 1.3-1.5x the file's sum at the median. And the eager /
-graph ratio of the host-bound settings (validate's ratio check: RATIO_BUFFER rows and below, within
-RATIO_TOLERANCE), predicted with the file's costs and with each run's own stamps: where even a run's
-own host costs miss the measured ratio, no host section can meet the check on those runs. A CPU
-computation on saved runs (docs/cost-model.md, "Eager time").
+graph ratio of the host-bound settings (validate's ratio check: 8,192 rows and below, within 0.1),
+predicted with the file's costs and with each run's own stamps: where even a run's own host costs
+miss the measured ratio, no host section can meet the check on those runs. A CPU computation on
+saved runs (docs/cost-model.md, "Eager time").
 
   python scripts/experiments/launch_stamps.py COST.json MEASURED.json ...
 """
