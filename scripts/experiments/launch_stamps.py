@@ -20,7 +20,7 @@ import numpy as np
 
 from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale, stamped_us
 from mlaplan.calibrate.__main__ import MEASUREMENTS_FORMAT
-from mlaplan.calibrate.validate import MEASURED_FORMAT, RATIO_BUFFER, RATIO_TOLERANCE, predict_us
+from mlaplan.calibrate.validate import MEASURED_FORMAT, RATIO_BUFFER, RATIO_TOLERANCE, predict_us, ratio_check
 from saved_runs import Parser, fail, host_cost, saved_runs, with_host_costs
 
 FORMATS = (MEASURED_FORMAT, MEASUREMENTS_FORMAT)
@@ -50,20 +50,20 @@ def main():
         print("  us per launch at the file's probe: " + ", ".join(
             f"{k} {h['launch_us'][k]:.0f} (stamps {median[k]:.0f})" for k in LAUNCH_KINDS))
         by = defaultdict(lambda: defaultdict(list))
-        # Per host-bound setting, as validate's ratio check sums them: measured eager and graph, and
-        # the eager time predicted with the file's costs and with the run's own, over the graph predicted.
-        ratios = defaultdict(lambda: np.zeros(5))
+        # Each workload's runs with their eager time predicted by the file's costs and by their own
+        # stamps, for validate's ratio check.
+        priced = defaultdict(lambda: defaultdict(list))
         for r in recs:
             w = r.get("workload") or "grid"
             scale = probe_scale(r, h.get("probe_ms"), probe)
             own = {k: r["host_launch_us"].get(k, median[k] * scale) for k in LAUNCH_KINDS}
-            by[w]["file"].append(predict_us(cost, r, "eager") / 1e3 / r["eager_ms"] - 1)
+            file_ms = predict_us(cost, r, "eager") / 1e3
+            own_ms = predict_us(with_host_costs(cost, own, None), r, "eager") / 1e3
+            by[w]["file"].append(file_ms / r["eager_ms"] - 1)
             by[w]["stamps"].append(predict_us(stamps, r, "eager") / 1e3 / r["eager_ms"] - 1)
-            own_us = predict_us(with_host_costs(cost, own, None), r, "eager")
-            by[w]["own"].append(own_us / 1e3 / r["eager_ms"] - 1)
-            if r["buffer_tokens"] <= RATIO_BUFFER:
-                ratios[(w, r["policy"], r["buffer_tokens"])] += (r["eager_ms"], r["graph_ms"], predict_us(cost, r, "eager"),
-                                                                 own_us, predict_us(cost, r, "graph"))
+            by[w]["own"].append(own_ms / r["eager_ms"] - 1)
+            priced[w]["file"].append(dict(r, workload=w, predicted_ms=file_ms))
+            priced[w]["own"].append(dict(r, workload=w, predicted_ms=own_ms))
             by[w]["graph"].append(predict_us(cost, r, "graph") / 1e3 / r["graph_ms"] - 1)
             # The layer's issue time as stamped, against the file's host costs summed over its launches,
             # and against its dispatch timed alone behind a sleeping GPU (host_ms).
@@ -78,13 +78,17 @@ def main():
             if e["issue"] and e["alone"]:
                 print(f"    issue time stamped over the file's host costs summed: median {np.median(e['issue']):.3f}; "
                       f"dispatch timed alone over it: median {np.median(e['alone']):.3f}")
-            settings = [v for k, v in ratios.items() if k[0] == w]
-            if settings:
-                def within(i):
-                    return sum(abs(v[i] / v[4] - v[0] / v[1]) <= RATIO_TOLERANCE for v in settings)
+            file_ratio, own_ratio = (ratio_check(cost, priced[w][k]) for k in ("file", "own"))
+            if file_ratio["settings"]:
+                # The measured ratios' range, each setting's as ratio_check takes it (its runs' eager over their graph).
+                sums = defaultdict(lambda: np.zeros(2))
+                for r in priced[w]["file"]:
+                    if r["buffer_tokens"] <= RATIO_BUFFER:
+                        sums[r["policy"], r["buffer_tokens"]] += (r["eager_ms"], r["graph_ms"])
+                measured = [e / g for e, g in sums.values()]
                 print(f"    eager / graph ratio within {RATIO_TOLERANCE:g} at {RATIO_BUFFER} rows and below: the file's at "
-                      f"{within(2)} of {len(settings)} settings, each run's own stamps at {within(3)} (measured "
-                      f"{min(v[0] / v[1] for v in settings):.2f}-{max(v[0] / v[1] for v in settings):.2f})")
+                      f"{file_ratio['within']} of {file_ratio['settings']} settings, each run's own stamps at "
+                      f"{own_ratio['within']} (measured {min(measured):.2f}-{max(measured):.2f})")
 
 
 if __name__ == "__main__":
