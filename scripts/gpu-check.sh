@@ -15,7 +15,7 @@
 # 200 random batches with a planted off-by-one caught and the bundled batches timed at five buffer
 # sizes (JSON beside the logs: prefill-*.json), each with FlashAttention-2 (V padded) and with
 # FlashAttention-3 (V as it is, what vLLM and SGLang run on SM90; prefill-fa3-*.json); then cuDNN SDPA
-# checked on 40 batches and timed on the coding-agent batch, and the up-projection's parts timed.
+# checked on 40 batches and timed on the coding-agent batch.
 # FlashAttention-3 is taken where a build imports; else from a wheel in $FA3_WHEELS (default
 # .whl/ in the checkout: `pip download fa3-fwd==0.0.3` there, for a machine without network); else
 # its steps are skipped, saying why.
@@ -191,13 +191,11 @@ prefill_check_cudnn() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill.check --batches 40 --seed 2 --attention cudnn)
 }
 
-# The coding-agent batch on cuDNN (V unpadded) beside FlashAttention-2's, and where the
-# up-projection's time goes (scripts/experiments/up_projection.py).
-prefill_cudnn_and_up_projection() {
+# The coding-agent batch on cuDNN (V unpadded) beside FlashAttention-2's.
+prefill_cudnn() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.prefill \
      "$source_dir/docs/data/prefill-batches/coding-agent.json" --model deepseek-v3 --tp 8 --policy all \
-     --attention cudnn --buffer-tokens 8192,65536,262144 --json "$log_dir/prefill-coding-agent-cudnn.json" &&
-   PYTHONPATH=/tmp/mlaplan-gpu-site python3 "$source_dir/scripts/experiments/up_projection.py")
+     --attention cudnn --buffer-tokens 8192,65536,262144 --json "$log_dir/prefill-coding-agent-cudnn.json")
 }
 
 # The bundled batches (docs/data/prefill-batches), DeepSeek-V3 at TP 8, every policy at five buffer
@@ -472,7 +470,7 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
     grep -E '^(coding|mooncake|short)|fastest|best at' "$log_dir/prefill-bundled-fa3.log" || true
   fi
   step "prefill, cuDNN, 40 random batches" prefill-check-cudnn.log prefill_check_cudnn
-  step "prefill, cuDNN and the up-projection" prefill-cudnn.log prefill_cudnn_and_up_projection
+  step "prefill, cuDNN, coding-agent timed" prefill-cudnn.log prefill_cudnn
 fi
 
 if [[ $part == calibrate* || $part == heldout* || $part == host-experiments ]]; then
