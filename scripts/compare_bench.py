@@ -10,7 +10,7 @@ A report from before 2026-12-01 names the max-port kernel seed: it is read (and 
 max-port, so old and new runs compare row for row.
 """
 
-from script_errors import Parser, fail, load_json, run
+from script_errors import Parser, escape, fail, load, run
 
 
 def kernel_name(name):
@@ -18,19 +18,10 @@ def kernel_name(name):
 
 
 def rows(path):
-    what = "a report of mlaplan bench --format json"
-    doc = load_json(path, what)
-    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
-        fail(f"{path}: rows: missing or not a list; give {what}")
     out = {}
-    for i, r in enumerate(doc["rows"]):
-        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("kernel", "mode")):
-            fail(f"{path}: rows[{i}]: needs \"kernel\" and \"mode\"; give {what}")
-        for key, low in (("batch_size", 1), ("median_us", 0), ("spread", 0)):
-            v = r.get(key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= low or (key == "median_us" and v == 0):
-                fail(f"{path}: rows[{i}].{key}: {v!r} is not a number {'above 0' if key != 'spread' else '>= 0'}; give {what}")
-        out[(r["batch_size"], kernel_name(r["kernel"]), r["mode"])] = r
+    for r in load(path, "a report of mlaplan bench --format json")["rows"].list():
+        key = (r["batch_size"].number(low=1, integer=True), kernel_name(r["kernel"].text()), r["mode"].text())
+        out[key] = {"median_us": r["median_us"].number(above=0), "spread": r["spread"].number(low=0)}
     return out
 
 
@@ -61,7 +52,7 @@ def main():
         if gap <= allowed:
             agree += 1
         else:
-            print(f"differ: B={key[0]} {key[1]} {key[2]}: {x['median_us']:.4g} vs {y['median_us']:.4g} us "
+            print(f"differ: B={key[0]} {escape(key[1])} {escape(key[2])}: {x['median_us']:.4g} vs {y['median_us']:.4g} us "
                   f"(gap {100 * gap / x['median_us']:.1f}%, spreads {100 * x['spread']:.1f}% / {100 * y['spread']:.1f}%)")
     share = 100.0 * agree / len(keys)
     print(f"{agree} of {len(keys)} rows agree within the reported spread ({share:.1f}%; at least {args.min_agree:g}% wanted)")

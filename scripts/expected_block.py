@@ -10,7 +10,7 @@ seed's loop), so golden files made with it cross-check the reference rather than
 import argparse
 import re
 
-from script_errors import Field, Parser, dumps, escape, load, run, write_text
+from script_errors import Field, Parser, dumps, escape, load, run, write_files
 
 WHAT = "a scenario file (docs/interface.md)"
 MAX_CELLS = 1 << 22  # the tables' cells written or compared: a few hundred MiB of Python lists at most
@@ -83,7 +83,7 @@ def main():
     ap.add_argument("--check", action="store_true", help="compare instead of rewriting")
     ap.add_argument("files", nargs="+")
     args = ap.parse_args()
-    bad, rewritten = 0, []
+    bad, rewritten = 0, {}
     for path in args.files:
         doc = load(path, WHAT)
         items = doc["scenarios"].list() if "scenarios" in doc else [doc]
@@ -97,10 +97,9 @@ def main():
             else:
                 s.object()["expected"] = want
         if not args.check:
-            rewritten.append((path, dump(doc.value)))
+            rewritten[path] = dump(doc.value)
     # Written once every file has read and computed: a bad file leaves all of them as they were.
-    for path, text in rewritten:
-        write_text(path, text)
+    write_files(rewritten)
     return 1 if bad else 0
 
 

@@ -13,10 +13,9 @@ e.g. `scripts/guided_modelled.py build/mlaplan "FA3, eager=costs/h200/deepseek-v
 -- coding-agent --workload coding-agent --batches 2000 -- "Mooncake trace" --replay conversation_trace.jsonl
 --batches 10000`. Prints Markdown rows on stdout, the NAME in the workload column.
 """
-import json
 import sys
 
-from script_errors import fail, run, run_mlaplan
+from script_errors import cell, fail, mlaplan_json, run
 
 BUFFERS = (8192, 16384, 32768, 65536)
 WHOLE = 16777216
@@ -29,22 +28,31 @@ def sweep(exe, cost, timing, source):
     args = ["sweep", *source, "--model", "deepseek-v3", "--tp", "8", "--cost", cost, "--timing", timing,
             "--policy", ",".join([*ENGINES, guided]), "--buffer-tokens", ",".join(map(str, (*BUFFERS, WHOLE))), "--format", "json"]
     mean = {}
-    for r in json.loads(run_mlaplan(exe, args, f"mlaplan sweep with {cost}"))["rows"]:
+    out = mlaplan_json(exe, args, f"mlaplan sweep with {cost}", "MLAPLAN, an mlaplan binary (build/mlaplan)")
+    for r in out["rows"].list():
         ms = r.get("layer_ms")  # absent where batches were refused (MAX past max_chunks)
-        if isinstance(ms, dict):
+        if ms is not None and isinstance(ms.value, dict):
             ms = ms.get("mean")
         if ms is not None:
-            mean[(r["policy"].split(":")[0].replace("guided/eager", "guided"), r["buffer_tokens"])] = ms
+            policy = r["policy"].text().split(":")[0].replace("guided/eager", "guided")
+            mean[(policy, r["buffer_tokens"].number(low=1, integer=True))] = ms.number(above=0)
     return mean
 
 
-def row(mean):
-    bound = min(mean[("packed", WHOLE)], mean[("even-split/vllm", WHOLE)])
+def row(mean, label):
+    def at(policy, buffer):
+        if (policy, buffer) not in mean:
+            fail(f"{label}: no mean layer time for {policy} at {buffer:,} rows; give MLAPLAN, an mlaplan binary (build/mlaplan)")
+        return mean[(policy, buffer)]
+
+    bound = min(at("packed", WHOLE), at("even-split/vllm", WHOLE))
     cells, removed, met = [], [], 0
     for b in BUFFERS:
         over = {p: mean[(p, b)] / bound - 1 for p in ENGINES if (p, b) in mean}
+        if not over:
+            at("packed", b)
         best = min(over, key=over.get)
-        g = mean[("guided", b)] / bound - 1
+        g = at("guided", b) / bound - 1
         cells.append(f"{ENGINES[best]} {over[best]:+.1%} / " + (f"**{g:+.1%}**" if g <= over[best] else f"{g:+.1%}"))
         if over[best] <= MET:
             met += 1
@@ -72,12 +80,12 @@ def main(argv):
         label, _, spec = f.partition("=")
         cost, _, timing = spec.partition(",")
         if not label or not cost:
-            fail(f"'{f}': give LABEL=COST.json or LABEL=COST.json,eager")
+            fail(f"{f!r}: give LABEL=COST.json or LABEL=COST.json,eager")
         for source in sources:
             if timing not in ("", "graph", "eager"):
-                fail(f"'{f}': the timing after the comma is graph or eager")
-            cells, share = row(sweep(exe, cost, timing or "graph", source[1:]))
-            print(f"| {label} | {source[0]} | " + " | ".join(cells) + f" | {share} |")
+                fail(f"{f!r}: the timing after the comma is graph or eager")
+            cells, share = row(sweep(exe, cost, timing or "graph", source[1:]), f"mlaplan sweep with {cost}")
+            print(f"| {cell(label)} | {cell(source[0])} | " + " | ".join(cells) + f" | {share} |")
 
 
 if __name__ == "__main__":

@@ -10,25 +10,24 @@ The trace is Mooncake's FAST25-release/traces/conversation_trace.jsonl (github.c
 Seed 81's set is SEED 81, FIRST 6001; seed 91's, SEED 91, FIRST 8001; seed 131's, SEED 131, FIRST 5001.
 The Mooncake steps depend on FIRST alone: a FIRST another set used gives that set's steps again.
 """
-import json
 import os
 import re
 import tempfile
 
-from script_errors import Parser, fail, run, run_mlaplan
+from script_errors import Parser, dumps, fail, mlaplan_json, read_lines, run, write_files
 
 REQUESTS, MIN_CACHED, MARKS = 2000, 4096, (30, 50, 70, 90)
 
 
 def gen(mlaplan, *args, explain=lambda line: line):
-    out = run_mlaplan(mlaplan, ["gen", "--page-size", "64", *args], explain(f"mlaplan gen {' '.join(args)}"), explain)
-    try:
-        doc = json.loads(out)
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict) or not isinstance(doc.get("scenarios"), list):
-        fail(f"--mlaplan {mlaplan}: its gen printed no scenario file; give an mlaplan binary (build/mlaplan)")
-    return doc
+    """The scenarios mlaplan gen printed, each with what is read of it checked."""
+    label = explain(f"mlaplan gen {' '.join(args)}")
+    out = mlaplan_json(mlaplan, ["gen", "--page-size", "64", *args], label, "an mlaplan binary (build/mlaplan) as --mlaplan")
+    scenarios = out["scenarios"].list()
+    for s in scenarios:
+        for c in s["cache_lengths"].list():
+            c.number(low=0, integer=True)
+    return {"scenarios": [s.value for s in scenarios]}
 
 
 def main():
@@ -39,17 +38,15 @@ def main():
     ap.add_argument("--trace", required=True)
     ap.add_argument("--mlaplan", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "mlaplan"))
     a = ap.parse_args()
-    try:
-        with open(a.trace) as f:
-            lines = f.readlines()[a.first - 1 : a.first - 1 + REQUESTS]
-    except (OSError, UnicodeDecodeError) as e:
-        fail(f"{a.trace}: {getattr(e, 'strerror', None) or e}; give Mooncake's conversation_trace.jsonl")
-    if a.first < 1 or len(lines) < REQUESTS:
+    if a.first < 1:
+        fail(f"FIRST: {a.first} is below 1; give the trace's first request replayed, from 1")
+    lines = read_lines(a.trace, "Mooncake's conversation_trace.jsonl")[a.first - 1 : a.first - 1 + REQUESTS]
+    if len(lines) < REQUESTS:
         fail(f"{a.trace}: requests {a.first} to {a.first + REQUESTS - 1} are not all there ({len(lines)} from {a.first}); "
              "give a FIRST of 1 or more that leaves 2,000 requests")
     docs = {w: gen(a.mlaplan, "--workload", w, "--seed", str(a.seed), "--batches", "4") for w in ("short-chat", "coding-agent")}
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as part:
-        part.writelines(lines)
+        part.writelines(line + "\n" for line in lines)
         part.flush()
         # mlaplan reads the requests from a temporary file: its errors name the trace and the trace's line.
         at = re.compile(re.escape(part.name) + r"(:(\d+))?")
@@ -67,34 +64,12 @@ def main():
                             f"cached tokens from {mark}% on; mlaplan gen --replay")
         picked.append(s)
     docs["mooncake-replay"] = {"scenarios": picked}
-    # Written only once all three are drawn, each to a temporary file then renamed, after every target is
-    # known to take a file: a failure leaves none of them.
-    targets = {name: os.path.join(a.out_dir, f"{name}.json") for name in docs}
-    for path in targets.values():
-        if os.path.lexists(path) and not os.path.isfile(path):
-            fail(f"{path}: not a regular file; give a folder whose {os.path.basename(path)} can be written")
-    written = []
-    umask = os.umask(0)
-    os.umask(umask)
+    # Written only once all three are drawn, and all or none of them.
     try:
         os.makedirs(a.out_dir, exist_ok=True)
-        for name, doc in docs.items():
-            # Beside the file a symlink points to, which is replaced in its place: the link stays.
-            real = os.path.realpath(targets[name])
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{name}.", suffix=".json")
-            written.append(tmp)
-            # The mode a file it replaces had, else what open() would give (mkstemp's is 0600).
-            os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
-            with os.fdopen(fd, "w") as f:
-                json.dump(doc, f, indent=2)
-                f.write("\n")
-        for tmp, path in zip(written, targets.values()):
-            os.replace(tmp, os.path.realpath(path))
     except OSError as e:
-        for tmp in written:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        fail(f"{a.out_dir}: {e.strerror}; give a folder that can be written")
+        fail(f"{a.out_dir}: cannot make the folder ({e.strerror}); give OUT_DIR in a writable folder")
+    write_files({os.path.join(a.out_dir, f"{name}.json"): dumps(doc, indent=2) + "\n" for name, doc in docs.items()}, "OUT_DIR")
 
 
 if __name__ == "__main__":

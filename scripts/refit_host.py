@@ -14,17 +14,15 @@ commit the runs were measured at (the file's `commit`; without it, the checkout'
 Exit status: calibrate's (0 written; 2 bad input, one `mlaplan: error:` line). The refit runs as
 calibrate itself (this process becomes it), so Ctrl-C, SIGTERM and the output's rules are its own.
 """
-import argparse
 import importlib.util
-import json
 import os
 import shlex
 import sys
 
-from script_errors import fail
+from script_errors import Parser, fail, load, run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MAX_BYTES = 256 << 20  # as the CLI reads a cost file
+WHAT = "a cost file written by python -m mlaplan.calibrate"
 
 
 def rooted(path: str) -> str:
@@ -54,15 +52,6 @@ def recorded_options(args):
     return kept, host_from
 
 
-class Usage(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, as the package's commands do
-        raise Usage(message)
-
-
 def parser() -> Parser:
     p = Parser(prog="scripts/refit_host.py", description=__doc__.split("\n\n")[0])
     p.add_argument("cost", metavar="COST.json", help="the cost file whose host section is refitted")
@@ -74,28 +63,13 @@ def parser() -> Parser:
 
 
 def main(argv) -> int:
-    try:
-        opts = parser().parse_args(argv)
-    except Usage as e:
-        return fail(f"{e}; usage: scripts/refit_host.py COST.json HOST-RUNS.json [...] [--keep] [--commit C] [-o OUT.json]")
+    opts = parser().parse_args(argv)
     cost_path, host_runs = opts.cost, [rooted(p) for p in opts.runs]
-    if not os.path.isfile(cost_path) or os.path.getsize(cost_path) > MAX_BYTES:
-        return fail(f"{cost_path}: not a regular file of at most 256 MiB; give a cost file written by python -m mlaplan.calibrate")
+    command = load(cost_path, WHAT)["command"]
     try:
-        with open(cost_path) as f:
-            doc = json.load(f)
-    except json.JSONDecodeError as e:
-        return fail(f"{cost_path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}; give a cost file written by python -m mlaplan.calibrate")
-    except (OSError, UnicodeDecodeError) as e:
-        return fail(f"{cost_path}: {e}; give a cost file written by python -m mlaplan.calibrate")
-    except RecursionError:
-        return fail(f"{cost_path}: invalid JSON: nested too deeply; give a cost file written by python -m mlaplan.calibrate")
-    if not isinstance(doc, dict) or "command" not in doc:
-        return fail(f"{cost_path}: command: missing; give a cost file written by python -m mlaplan.calibrate --refit")
-    try:
-        args = shlex.split(doc["command"]) if isinstance(doc["command"], str) else []
+        args = shlex.split(command.text())
     except ValueError as e:  # an unclosed quote
-        return fail(f"{cost_path}: command: {e}; give a cost file written by python -m mlaplan.calibrate --refit")
+        command.bad(str(e), "give a cost file written by python -m mlaplan.calibrate --refit")
     if args[:3] != ["python", "-m", "mlaplan.calibrate"] or "--refit" not in args:
         return fail(f"{cost_path}: command: not a `python -m mlaplan.calibrate --refit ...`; refit it by hand with --host-from")
     refit = args[args.index("--refit") + 1:]
@@ -120,4 +94,4 @@ def main(argv) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    run(lambda: main(sys.argv[1:]))

@@ -9,12 +9,11 @@ tokens per request (p50/p90/p99), the share of input tokens cached, and the buff
 TRACES_DIR holds conversation_trace.jsonl and synthetic_trace.jsonl from github.com/kvcache-ai/Mooncake
 (FAST25-release/traces/). Prints Markdown on stdout.
 """
-import json
 import math
 import os
 import sys
 
-from script_errors import fail, run, run_mlaplan
+from script_errors import Field, fail, mlaplan_json, parse_json, read_lines, run
 
 POLICIES = ["max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"]
 BUFFERS = "4096,8192,16384,32768,65536,131072,262144,524288,1048576"
@@ -26,31 +25,52 @@ def quantile(values, p):
     return v[min(len(v) - 1, max(0, math.ceil(p * len(v)) - 1))]
 
 
+BINARY = "an mlaplan binary (build/mlaplan)"
+
+
 def recommended(exe, source, k):
     """The buffer per policy, and the sweep's source line (which holds a replay's statistics)."""
-    out = json.loads(run_mlaplan(exe, ["sweep", *source, "--batches", "100000", "--model", "deepseek-v3", "--tp", "8",
-                               "--policy", "variants", "--buffer-tokens", BUFFERS, "--recommend",
-                               "--max-iterations", str(k), "--format", "json"], "mlaplan sweep"))
-    groups = {g["group"].split(" ")[0]: g["buffer_tokens"] for g in out["recommendation"]["groups"]}
-    return [f"{groups[p]:,}" if groups.get(p) else "none" for p in POLICIES], out["source"]
+    out = mlaplan_json(exe, ["sweep", *source, "--batches", "100000", "--model", "deepseek-v3", "--tp", "8",
+                             "--policy", "variants", "--buffer-tokens", BUFFERS, "--recommend",
+                             "--max-iterations", str(k), "--format", "json"], "mlaplan sweep", BINARY)
+    groups = {}
+    for g in out["recommendation"]["groups"].list():
+        buffer = g.get("buffer_tokens")
+        groups[g["group"].text().split(" ")[0]] = buffer.number(low=1, integer=True) if buffer else None
+    return [f"{groups[p]:,}" if groups.get(p) else "none" for p in POLICIES], out["source"].text()
 
 
 def preset_row(exe, preset):
     # Whole requests, one per batch: the preset's draws as they are.
-    gen = json.loads(run_mlaplan(exe, ["gen", "--workload", preset, "--batch-size", "1", "--batches", "20000"], "mlaplan gen"))
-    cached = [s["cache_lengths"][0] for s in gen["scenarios"]]
-    total = [s["cache_lengths"][0] + s["input_row_offsets"][1] - s["input_row_offsets"][0] for s in gen["scenarios"]]
+    gen = mlaplan_json(exe, ["gen", "--workload", preset, "--batch-size", "1", "--batches", "20000"], "mlaplan gen", BINARY)
+    cached, total = [], []
+    for s in gen["scenarios"].list(nonempty=True):
+        c = s["cache_lengths"].list(nonempty=True)[0].number(low=0, integer=True)
+        off = [x.number(low=0, integer=True) for x in s["input_row_offsets"].list()[:2]]
+        cached.append(c)
+        total.append(c + off[1] - off[0])
+    if not sum(total):
+        fail(f"mlaplan gen --workload {preset}: no tokens drawn; give {BINARY}")
     return cached, sum(cached) / sum(total)
+
+
+def trace_blocks(trace):
+    """The distinct block hashes of a Mooncake trace, every line checked."""
+    what = f"the folder holding Mooncake's {' and '.join(n for _, n in PAIRS)} (FAST25-release/traces/)"
+    blocks = set()
+    for i, line in enumerate(read_lines(trace, what)):
+        if line.strip():
+            where = f"{trace}:{i + 1}"
+            for h in Field(parse_json(line, where, what), where, what)["hash_ids"].list():
+                blocks.add(h.number(low=0, integer=True))
+    return blocks
 
 
 def main():
     if len(sys.argv) != 3:
         fail("usage: scripts/replay_table.py build/mlaplan TRACES_DIR")
     exe, folder = sys.argv[1], sys.argv[2]
-    for _, name in PAIRS:  # before any row is printed
-        if not os.path.isfile(os.path.join(folder, name)):
-            fail(f"{os.path.join(folder, name)}: no such file; give the folder holding Mooncake's "
-                 f"{' and '.join(n for _, n in PAIRS)} (FAST25-release/traces/)")
+    distinct = {name: trace_blocks(os.path.join(folder, name)) for _, name in PAIRS}  # before any row is printed
     print("| requests from | prefix cache | cached p50 | p90 | p99 | input cached | "
           + " | ".join(f"{p} K=2 / K=4" for p in POLICIES) + " |")
     print("| --- | --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in POLICIES) + " |")
@@ -61,10 +81,7 @@ def main():
         cells = [f"{a} / {b}" for a, b in zip(k2, k4)]
         print(f"| preset `{preset}` | (spread evenly) | {quantile(cached, .5):,} | {quantile(cached, .9):,} | "
               f"{quantile(cached, .99):,} | {100 * share:.1f}% | " + " | ".join(cells) + " |")
-        blocks = set()
-        with open(trace) as f:
-            for line in f:
-                blocks.update(json.loads(line)["hash_ids"])
+        blocks = distinct[name]
         for cache in (0, len(blocks) // 10 * 512):
             source = ["--replay", trace] + (["--prefix-cache-tokens", str(cache)] if cache else [])
             (k2, text), (k4, _) = recommended(exe, source, 2), recommended(exe, source, 4)

@@ -210,28 +210,34 @@ def dumps(doc, **kwargs) -> str:
         fail(f"the output would hold a value JSON has no number for ({e}); this input cannot be written as JSON")
 
 
-def write_text(path: str, text: str, option: str = "the output") -> None:
-    """Writes text to path whole or not at all: a temporary file beside it (beside the file a symlink
-    points to, so the link stays) renamed over it, with the mode the file it replaces had (else what
-    open() gives). Nothing is left behind on failure."""
-    real = os.path.realpath(path)
-    if os.path.lexists(path) and not os.path.isfile(real):
-        fail(f"{path}: not a regular file; give {option} a file that can be written")
+def write_files(texts: dict, option: str = "the output") -> None:
+    """Writes each {path: text} whole, or none of them: each to a temporary file beside it (beside the
+    file a symlink points to, so the link stays) with the mode the file it replaces had (else what
+    open() gives), renamed over it once every one is written. Nothing is left behind on failure."""
+    targets = {path: os.path.realpath(path) for path in texts}
+    for path, real in targets.items():
+        if os.path.lexists(path) and not os.path.isfile(real):
+            fail(f"{path}: not a regular file; give {option} a file that can be written")
     umask = os.umask(0)
     os.umask(umask)
-    tmp = None
+    written = []
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
-        os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, real)
-        tmp = None
+        for path, text in texts.items():
+            real = targets[path]
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+            written.append(tmp)
+            os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+        for tmp, real in zip(written, targets.values()):
+            os.replace(tmp, real)
+        written = []
     except OSError as e:
-        fail(f"{path}: cannot write it ({e.strerror or e}); give {option} a path in a writable folder")
+        fail(f"{e.filename or path}: cannot write it ({e.strerror or e}); give {option} a path in a writable folder")
     finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.remove(tmp)
+        for tmp in written:
+            if os.path.exists(tmp):
+                os.remove(tmp)
 
 
 def run_mlaplan(exe: str, args, label: str, explain=lambda line: line) -> str:
@@ -251,7 +257,11 @@ def run_mlaplan(exe: str, args, label: str, explain=lambda line: line) -> str:
 def mlaplan_json(exe: str, args, label: str, what: str) -> Field:
     """The JSON mlaplan printed for `exe ARGS`, as a Field named by label; `what`: the binary to give
     where it printed something else."""
-    return Field(parse_json(run_mlaplan(exe, args, label), label, what), label, what)
+    try:
+        value = _strict_json().loads(run_mlaplan(exe, args, label))
+    except (ValueError, RecursionError):
+        fail(f"{label}: printed no JSON; give {what}")
+    return Field(value, label, what)
 
 
 def _terminated(signum, frame):

@@ -52,7 +52,7 @@ with tempfile.TemporaryDirectory() as d:
     bad = os.path.join(d, "bad.json")
     json.dump({"rows": [{"batch_size": 1, "kernel": "fast", "mode": "hot", "spread": 0.1}]}, open(bad, "w"))
     r = subprocess.run([sys.executable, script, bad, bad], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "rows[0].median_us: None" in r.stderr, r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "rows[0].median_us: missing" in r.stderr, r.stderr
     # JSON by the package's rules (python/mlaplan/_strict_json.py): NaN and a key given twice refused.
     for text, why in (('{"rows": [{"median_us": NaN}]}', "NaN is not a JSON number"),
                       ('{"rows": [], "rows": []}', "key 'rows' given twice in one object")):

@@ -39,5 +39,5 @@ with tempfile.TemporaryDirectory() as out:
     # A binary that is not mlaplan: one line, not a traceback.
     r = subprocess.run([sys.executable, script, "51", "1", blocked, "--trace", trace, "--mlaplan", "/bin/true"],
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "printed no scenario file" in r.stderr, r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "printed no JSON" in r.stderr, r.stderr
 print("heldout_batches.py draws the committed seed-51 set")
