@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <sys/stat.h>
+
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
 
@@ -76,26 +78,62 @@ void parse_waves_shape(std::string text, Policy& p, const std::string& option, c
   if (at != text.size()) throw bad();
 }
 
-// guided's variant (eager or none) and its cost file, read here: "guided/eager" and PATH of
-// "guided/eager:PATH".
-void parse_guided(const std::string& item, size_t slash, const std::string& path, Policy& p, const std::string& option) {
+// guided's variant (eager or none): "guided/eager" chooses by eager time.
+void parse_guided_variant(const std::string& item, size_t slash, Policy& p, const std::string& option) {
   p.guide_eager = false;
-  if (slash != std::string::npos) {
-    if (item.substr(slash + 1) != "eager")
-      throw InputError(fmt::format("{} {}: unknown variant '{}'; guided/eager chooses by eager time, plain guided by "
-                                   "graph time",
-                                   option, item, item.substr(slash + 1)));
-    p.guide_eager = true;
-  }
-  if (path.empty()) return;
+  if (slash == std::string::npos) return;
+  if (item.substr(slash + 1) != "eager")
+    throw InputError(fmt::format("{} {}: unknown variant '{}'; guided/eager chooses by eager time, plain guided by "
+                                 "graph time",
+                                 option, item, item.substr(slash + 1)));
+  p.guide_eager = true;
+}
+
+// guided's cost file, read here (`shown`: the item as given, for messages).
+void read_guide(const std::string& path, const std::string& shown, Policy& p, const std::string& option) {
   auto model = std::make_shared<cost::CostModel>(cost::read_cost_model(path));
   if (p.guide_eager && !model->host)
-    throw InputError(fmt::format("{} {}:{}: host: missing, and guided/eager chooses by eager time, which needs the "
+    throw InputError(fmt::format("{} {}: host: missing, and guided/eager chooses by eager time, which needs the "
                                  "host's dispatch costs; choose by graph time (guided:FILE) or calibrate them "
                                  "(python -m mlaplan.calibrate)",
-                                 option, item, path));
+                                 option, shown));
   p.guide = std::move(model);
   p.guide_path = path;
+}
+
+// A file's identity (device and inode), where it exists: two spellings of one cost file are one guide.
+struct FileId {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const FileId& o) const { return exists && o.exists && dev == o.dev && ino == o.ino; }
+};
+FileId file_id(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return {};
+  return {true, st.st_dev, st.st_ino};
+}
+
+// The file a guided policy chooses by: its guided:PATH, else the model it was given (--cost's).
+std::string guide_file(const Policy& p) { return !p.guide_path.empty() ? p.guide_path : p.guide ? p.guide->path : ""; }
+
+// Two guided policies that choose alike: the same timing and the same cost file (one file by its
+// identity, however spelled; one model object where it has no file).
+bool same_guided(const Policy& a, const Policy& b) {
+  if (a.kind != PolicyKind::guided || b.kind != PolicyKind::guided || a.guide_eager != b.guide_eager) return false;
+  if (!a.guide || !b.guide) return !a.guide && !b.guide;
+  if (a.guide == b.guide) return true;
+  const std::string fa = guide_file(a), fb = guide_file(b);
+  return !fa.empty() && (fa == fb || file_id(fa) == file_id(fb));
+}
+
+// The list's words for several policies: "all" and "variants" anywhere in it.
+std::string expand_groups(const std::string& item_lower, bool* expanded) {
+  *expanded = true;
+  if (item_lower == "all") return "max,packed,even-split";
+  if (item_lower == "variants") return "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
+  *expanded = false;
+  return "";
 }
 
 }  // namespace
@@ -108,7 +146,8 @@ PolicyKind parse_policy_kind(const std::string& name, const std::string& option)
   if (name == "guided") return PolicyKind::guided;
   throw InputError(fmt::format("{} {}: unknown policy; choose max, packed, even-split, waves or guided, a variant "
                                "(packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang, waves/even, "
-                               "guided:COST.json), a comma list of them, all (the three) or variants (all five)",
+                               "guided/eager, guided:COST.json), all (max, packed and even-split) or variants (the "
+                               "engines' five); several as a comma list",
                                option, name));
 }
 
@@ -119,18 +158,33 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
     std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
     return t;
   };
-  std::string spelled = lower(list);
-  if (spelled == "all") spelled = "max,packed,even-split";
-  else if (spelled == "variants") spelled = "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
-  else spelled = list;
-  std::vector<Policy> policies;
-  size_t start = 0;
-  while (start <= spelled.size()) {
-    const size_t comma = std::min(spelled.find(',', start), spelled.size());
-    std::string item = spelled.substr(start, comma - start);
+  // The items, with all and variants spelled out where they stand.
+  std::vector<std::string> items;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
     start = comma + 1;
-    std::string path;
-    if (const size_t colon = item.find(':'); colon != std::string::npos) {
+    if (item.empty())
+      throw InputError(fmt::format("{} {}: an empty item{}; name a policy between each two commas, or remove the extra "
+                                   "comma",
+                                   option, list, list.empty() ? "" : " in the list"));
+    bool group = false;
+    const std::string members = expand_groups(lower(item), &group);
+    if (!group) {
+      items.push_back(item);
+      continue;
+    }
+    for (size_t at = 0; at <= members.size();) {
+      const size_t c = std::min(members.find(',', at), members.size());
+      items.push_back(members.substr(at, c - at));
+      at = c + 1;
+    }
+  }
+  std::vector<Policy> policies;
+  for (const std::string& given : items) {
+    std::string item = given, path;
+    const size_t colon = item.find(':');
+    if (colon != std::string::npos) {
       path = item.substr(colon + 1);
       item = item.substr(0, colon);
     }
@@ -138,12 +192,17 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
     const size_t slash = item.find('/');
     Policy p = defaults;
     p.kind = parse_policy_kind(item.substr(0, slash), option);
-    if (p.kind != PolicyKind::guided && !path.empty())
-      throw InputError(fmt::format("{} {}:{}: only guided takes a cost file after ':' (guided:COST.json)", option, item, path));
+    if (p.kind != PolicyKind::guided && colon != std::string::npos)
+      throw InputError(fmt::format("{} {}: only guided takes a cost file after ':' (guided:COST.json); drop ':{}'",
+                                   option, given, path));
     if (p.kind == PolicyKind::guided) {
-      parse_guided(item, slash, path, p, option);
+      parse_guided_variant(item, slash, p, option);
+      if (colon != std::string::npos && path.empty())
+        throw InputError(fmt::format("{} {}: no cost file after ':'; name it ({}:COST.json), or drop the ':' to choose "
+                                     "by the --cost file",
+                                     option, given, item));
     } else if (slash != std::string::npos) {
-      const std::string variant = item.substr(slash + 1);
+      const std::string kind = item.substr(0, slash), variant = item.substr(slash + 1);
       if (p.kind == PolicyKind::packed && (variant == "vllm" || variant == "trtllm")) {
         p.packed = variant == "trtllm" ? PackedVariant::trtllm : PackedVariant::vllm;
       } else if (p.kind == PolicyKind::even_split && (variant == "vllm" || variant == "sglang")) {
@@ -151,9 +210,10 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
       } else if (p.kind == PolicyKind::waves) {
         parse_waves_shape(variant, p, option, item);
       } else {
-        throw InputError(fmt::format("{} {}: unknown variant '{}'; packed/vllm, packed/trtllm, even-split/vllm and "
-                                     "even-split/sglang name one",
-                                     option, item, variant));
+        throw InputError(fmt::format("{} {}: unknown variant '{}'; {}", option, item, variant,
+                                     p.kind == PolicyKind::packed       ? "packed/vllm and packed/trtllm name one"
+                                     : p.kind == PolicyKind::even_split ? "even-split/vllm and even-split/sglang name one"
+                                                                        : "max has none: write max"));
       }
     }
     if (p.kind == PolicyKind::packed && p.packed == PackedVariant::trtllm) p.split_align = 0;  // TensorRT-LLM has none
@@ -164,11 +224,29 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
       p.split_align = 0;
       p.even_split = EvenSplitVariant::vllm;
     }
-    bool seen = false;
-    for (const Policy& x : policies) seen = seen || x.name() == p.name();
-    if (!seen) policies.push_back(p);
+    // A repeat is dropped before its file is read: guided:c.json twice reads c.json once (a FIFO
+    // named twice would wait for a second writer).
+    p.guide_path = path;
+    const bool seen = std::any_of(policies.begin(), policies.end(), [&](const Policy& x) {
+      return x.name() == p.name() || (!path.empty() && x.guide_eager == p.guide_eager && !x.guide_path.empty() &&
+                                      file_id(x.guide_path) == file_id(path));
+    });
+    if (seen) continue;
+    if (!path.empty()) read_guide(path, given, p, option);
+    policies.push_back(p);
   }
   return policies;
+}
+
+void merge_repeats(std::vector<Policy>& policies) {
+  std::vector<Policy> kept;
+  for (Policy& p : policies) {
+    const bool seen = std::any_of(kept.begin(), kept.end(), [&](const Policy& x) {
+      return p.kind == PolicyKind::guided ? same_guided(x, p) : x.name() == p.name();
+    });
+    if (!seen) kept.push_back(std::move(p));
+  }
+  policies = std::move(kept);
 }
 
 void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
@@ -187,6 +265,7 @@ void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cos
     p.guide = model;
     p.guide_eager = p.guide_eager || eager;
   }
+  merge_repeats(policies);  // plain guided under eager timing is guided/eager: one row, not two
 }
 
 void attach_guide(std::vector<Policy>& policies, const std::vector<cost::CostModel>& costs, bool eager,

@@ -76,13 +76,20 @@ struct Policy {
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
 // A comma list of policies, each a kind (its variant taken from `defaults`) or a kind/variant:
 // packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang. "all" is max,packed,even-split;
-// "variants" is every engine's variant, five policies. guided:PATH reads the cost file at PATH (its
-// case kept). Repeats are dropped. InputError names `option`.
+// "variants" is every engine's variant, five policies; either may stand among other items.
+// guided:PATH reads the cost file at PATH (its case kept); an empty PATH is refused. Repeats are
+// dropped, a guided one before its file is read (one file however spelled: by its identity).
+// InputError names `option`.
 std::vector<Policy> parse_policies(const std::string& list, const Policy& defaults, const std::string& option = "--policy");
+
+// Drops each policy that plans as one before it: the same name, or guided choosing by the same cost
+// file (by identity) and timing. attach_guide ends with it, so `guided,guided/eager` under eager
+// timing, or `guided:C,guided` with C the --cost file, are one policy, as callers' rows must be.
+void merge_repeats(std::vector<Policy>& policies);
 
 // Gives each guided policy without a model `model` (run's and sweep's --cost file for the batch's
 // model and TP), choosing by eager time where `eager`. A guided policy with no model and none given
-// is an InputError naming `option`.
+// is an InputError naming `option`. Then merges the repeats this makes (merge_repeats).
 void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cost::CostModel>& model, bool eager,
                   const std::string& option = "--policy", const std::string& give = "--cost FILE");
 // The same from the cost files a run or sweep was given: a guided policy without a model takes the
