@@ -93,13 +93,14 @@ std::string whole_context_reason(const Policy& policy, uint32_t sm) {
 }
 
 std::string path_reason(const Batch& batch, const Policy& policy, uint32_t sm) {
-  if (sm == 0) return "no GPU named: the policy's own loop";
-  const char* engine = engine_title(policy);
+  // guided's choice is its own on any GPU or none (engine_path), and so is its reason.
   if (policy.kind == PolicyKind::guided)
     return engine_path(batch, policy, sm) == EnginePath::one_shot
                ? "guided runs the whole context at once: every cached and new token fits the buffer, and its cost model "
                  "prices that below every plan's loop"
                : "guided runs vLLM's packed loop over the plan its cost model prices lowest";
+  if (sm == 0) return "no GPU named: the policy's own loop";
+  const char* engine = engine_title(policy);
   if (!dispatches(policy, sm)) return fmt::format("{} runs its chunk loop on every GPU", engine);
   if (is_trtllm(policy)) {
     if (whole_without_buffer(policy, sm)) return whole_context_reason(policy, sm);
