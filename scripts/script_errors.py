@@ -5,6 +5,7 @@ and written by the package's strict rules; names read from files are escaped whe
 
 A script raises ScriptError (or calls fail) and runs its main() under run(), which prints the line."""
 import argparse
+import contextlib
 import errno
 import functools
 import json
@@ -210,34 +211,60 @@ def dumps(doc, **kwargs) -> str:
         fail(f"the output would hold a value JSON has no number for ({e}); this input cannot be written as JSON")
 
 
-def write_files(texts: dict, option: str = "the output") -> None:
-    """Writes each {path: text} whole, or none of them: each to a temporary file beside it (beside the
-    file a symlink points to, so the link stays) with the mode the file it replaces had (else what
-    open() gives), renamed over it once every one is written. Nothing is left behind on failure."""
-    targets = {path: os.path.realpath(path) for path in texts}
-    for path, real in targets.items():
-        if os.path.lexists(path) and not os.path.isfile(real):
-            fail(f"{path}: not a regular file; give {option} a file that can be written")
+def _temp_beside(path: str, option: str):
+    """(fd, temporary path, real path) of a file to be renamed over path once written: beside the file
+    a symlink points to (the link stays), with the mode the file it replaces had (else what open()
+    gives). A path that exists and is not a regular file (a folder, /dev/full, a FIFO) is refused:
+    a rename would put a file in its place."""
+    real = os.path.realpath(path)
+    if os.path.lexists(path) and not os.path.isfile(real):
+        fail(f"{path}: not a regular file; give {option} a file that can be written")
     umask = os.umask(0)
     os.umask(umask)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
+        os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
+    except OSError as e:
+        fail(f"{path}: cannot write it ({e.strerror or e}); give {option} a path in a writable folder")
+    return fd, tmp, real
+
+
+def write_files(texts: dict, option: str = "the output") -> None:
+    """Writes each {path: text} whole, or none of them: each to a temporary file beside it, renamed
+    over it once every one is written. Nothing is left behind on failure."""
     written = []
     try:
         for path, text in texts.items():
-            real = targets[path]
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real), prefix=f".{os.path.basename(real)}.", suffix=".tmp")
-            written.append(tmp)
-            os.chmod(tmp, os.stat(real).st_mode & 0o7777 if os.path.exists(real) else 0o666 & ~umask)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-        for tmp, real in zip(written, targets.values()):
+            fd, tmp, real = _temp_beside(path, option)
+            written.append((tmp, real))
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+            except OSError as e:
+                fail(f"{path}: cannot write it ({e.strerror or e}); give {option} a path with room")
+        for tmp, real in written:
             os.replace(tmp, real)
         written = []
-    except OSError as e:
-        fail(f"{e.filename or path}: cannot write it ({e.strerror or e}); give {option} a path in a writable folder")
     finally:
-        for tmp in written:
+        for tmp, _ in written:
             if os.path.exists(tmp):
                 os.remove(tmp)
+
+
+@contextlib.contextmanager
+def replacing(path: str, option: str = "the output"):
+    """A text file to stream into, renamed over path when the block ends, removed if it raises (Ctrl-C,
+    a full disk): a file cut short is never left behind."""
+    fd, tmp, real = _temp_beside(path, option)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            yield f
+        os.replace(tmp, real)
+    except OSError as e:
+        fail(f"{path}: cannot write it ({e.strerror or e}); give {option} a path with room")
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def run_mlaplan(exe: str, args, label: str, explain=lambda line: line) -> str:

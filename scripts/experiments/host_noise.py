@@ -7,7 +7,6 @@ so that whatever else the machine does falls on both alike.
   python scripts/experiments/host_noise.py [--rounds 40] [--json OUT.json]   # on a CUDA GPU
 """
 import gc
-import json
 import os
 import statistics
 import time
@@ -17,7 +16,7 @@ import numpy as np
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_eager, time_host
 from warmed_layer import warmed_layer
-from saved_runs import Parser
+from saved_runs import Parser, dumps, run, write_files
 
 LAYERS = {
     "short-chat packed": ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384),
@@ -50,8 +49,7 @@ def main():
         time.sleep(args.pause_s)
     # The figures first, so that a failed print leaves them.
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "layers": out}, f)
+        write_files({args.json: dumps({"rounds": args.rounds, "pause_s": args.pause_s, "layers": out})}, "--json")
     print(f"{args.rounds} rounds in {time.monotonic() - t0:.0f} s; {len(cpus)} CPUs; {os.cpu_count()} on the machine")
     for lname, by in out.items():
         for sname, d in by.items():
@@ -64,4 +62,4 @@ def main():
                 print(f"{lname:28} {sname:16} {k:9} p10 {p10:7.3f}  p50 {p50:7.3f}  p90 {p90:7.3f} ms  (p90-p10)/p50 {(p90 - p10) / p50:6.1%}")
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -8,7 +8,6 @@ Prints the correlation of the layer's dispatch time with each, and the p10/p50/p
 
   python scripts/experiments/host_state.py [--rounds 40] [--json OUT.json]   # on a CUDA GPU
 """
-import json
 import os
 import statistics
 import time
@@ -18,7 +17,7 @@ import numpy as np
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_host
 from warmed_layer import warmed_layer
-from saved_runs import Parser
+from saved_runs import Parser, dumps, run, write_files
 
 
 def machine_ticks():
@@ -91,8 +90,8 @@ def main():
                      "loadavg": os.getloadavg()[0]})
         time.sleep(args.pause_s)
     if args.json:  # the figures first, so that a failed print leaves them
-        with open(args.json, "w") as f:
-            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "cpus": os.cpu_count(), "rows": rows}, f)
+        doc = {"rounds": args.rounds, "pause_s": args.pause_s, "cpus": os.cpu_count(), "rows": rows}
+        write_files({args.json: dumps(doc)}, "--json")
     ok = [r for r in rows if r["host_ms"] is not None]
     host = np.asarray([r["host_ms"] for r in ok])
     print(f"{len(ok)} of {args.rounds} rounds with an honest host sample; {os.cpu_count()} CPUs")
@@ -105,4 +104,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

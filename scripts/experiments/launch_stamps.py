@@ -21,7 +21,7 @@ import numpy as np
 from mlaplan.calibrate.fit import LAUNCH_KINDS, probe_scale, stamped_us
 from mlaplan.calibrate.__main__ import MEASUREMENTS_FORMAT
 from mlaplan.calibrate.validate import MEASURED_FORMAT, RATIO_BUFFER, RATIO_TOLERANCE, predict_us, ratio_check
-from saved_runs import Parser, fail, host_cost, saved_runs, with_host_costs
+from saved_runs import Parser, escape, fail, host_cost, run, saved_runs, with_host_costs
 
 FORMATS = (MEASURED_FORMAT, MEASUREMENTS_FORMAT)
 
@@ -46,7 +46,7 @@ def main():
                  f"give runs measured on the GPU by this version")
         median = stamped_us(recs, h.get("probe_ms"), probe, [h["launch_us"][k] for k in LAUNCH_KINDS])
         stamps = with_host_costs(cost, median, h.get("probe_ms"))  # each run priced at its own probe
-        print(f"{path}: {len(recs)} runs")
+        print(f"{escape(path)}: {len(recs)} runs")
         print("  us per launch at the file's probe: " + ", ".join(
             f"{k} {h['launch_us'][k]:.0f} (stamps {median[k]:.0f})" for k in LAUNCH_KINDS))
         by = defaultdict(lambda: defaultdict(list))
@@ -73,7 +73,7 @@ def main():
             if r.get("host_issue_ms") and r.get("host_ms"):
                 by[w]["alone"].append(r["host_ms"] / r["host_issue_ms"])
         for w, e in by.items():
-            print(f"  {w} ({len(e['file'])} runs), |error| median / p90 (signed median): the file's {stats(e['file'])}, "
+            print(f"  {escape(w)} ({len(e['file'])} runs), |error| median / p90 (signed median): the file's {stats(e['file'])}, "
                   f"the stamps' {stats(e['stamps'])}, each run's own {stats(e['own'])}; graph {stats(e['graph'])}")
             if e["issue"] and e["alone"]:
                 print(f"    issue time stamped over the file's host costs summed: median {np.median(e['issue']):.3f}; "
@@ -92,4 +92,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

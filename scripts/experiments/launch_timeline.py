@@ -11,7 +11,6 @@ profiler adds a few microseconds to each op, so the figures are the shape of a c
   python scripts/experiments/launch_timeline.py [--runs 20] [--json OUT.json]   # on a CUDA GPU
 """
 import bisect
-import json
 import os
 import re
 import statistics
@@ -23,7 +22,7 @@ import torch
 from mlaplan.prefill.__main__ import _count
 from mlaplan.prefill.executor import RANGE_PREFIX, execute
 from mlaplan.prefill.timing import quiet_profiler
-from saved_runs import Parser, fail
+from saved_runs import Parser, dumps, fail, run, write_files
 from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -83,10 +82,9 @@ def main():
         for part, m in out[name].items():
             print(f"  {part:<12} {m['range_us']:8.1f} {m['before_first_us']:14.1f} {m['after_last_us']:11.1f} {m['launches']:9.0f}")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"command": " ".join(sys.argv), "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                       "layers": out}, f, indent=1)
+        doc = {"command": " ".join(sys.argv), "device": torch.cuda.get_device_name(), "torch": torch.__version__, "layers": out}
+        write_files({a.json: dumps(doc, indent=1)}, "--json")
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

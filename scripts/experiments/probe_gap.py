@@ -20,7 +20,6 @@ and the reheat takes that back, the timed eager runs should reheat.
 
   python scripts/experiments/probe_gap.py [--rounds 8] [--json OUT.json]   # on a CUDA GPU
 """
-import json
 import os
 import statistics
 
@@ -31,7 +30,7 @@ from mlaplan.prefill import dispatch_probe
 from mlaplan.prefill.__main__ import _count
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import SETTLE_MS, time_eager, time_eager_probed, time_graph
-from saved_runs import Parser, fail
+from saved_runs import Parser, dumps, fail, run, write_files
 from warmed_layer import first_batch, warmed_layer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -81,9 +80,8 @@ def main():
             v = np.asarray([x[name] / x["graph"] for x in rows])
             print(f"  {name} / graph: median {np.median(v):.4f}, below 1 in {int((v < 1).sum())} of {a.rounds} rounds")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
+        write_files({a.json: dumps(out, indent=1)}, "--json")
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

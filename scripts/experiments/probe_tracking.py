@@ -17,7 +17,6 @@ and `layer, each rep` is the median of those probes, beside `layer, ends`, the m
 
   python scripts/experiments/probe_tracking.py [--rounds 150] [--json OUT.json]   # on a CUDA GPU
 """
-import json
 import statistics
 import time
 
@@ -28,7 +27,7 @@ from mlaplan.prefill import cpu_speed, dispatch_probe
 from mlaplan.prefill.executor import execute
 from mlaplan.prefill.timing import time_eager, time_eager_probed, time_host
 from warmed_layer import warmed_layer
-from saved_runs import Parser
+from saved_runs import Parser, dumps, run, write_files
 
 TIMED = ([300 + 37 * i for i in range(40)], [200] * 40, "packed", 16384)
 
@@ -86,10 +85,10 @@ def main():
                         if args.interleave else {})})
         time.sleep(args.pause_s)
     if args.json:  # the figures first, so that a failed print leaves them
-        with open(args.json, "w") as f:
-            json.dump({"rounds": args.rounds, "pause_s": args.pause_s, "timed": TIMED,
-                       "reference": [dispatch_probe.CACHE, dispatch_probe.NEW, dispatch_probe.POLICY, dispatch_probe.BUFFER_TOKENS],
-                       "rows": rows}, f)
+        doc = {"rounds": args.rounds, "pause_s": args.pause_s, "timed": TIMED,
+               "reference": [dispatch_probe.CACHE, dispatch_probe.NEW, dispatch_probe.POLICY, dispatch_probe.BUFFER_TOKENS],
+               "rows": rows}
+        write_files({args.json: dumps(doc)}, "--json")
     ok = [r for r in rows if r["host_ms"] is not None]
     eager = np.asarray([r["eager_ms"] for r in ok])
     host = np.asarray([r["host_ms"] for r in ok])
@@ -106,4 +105,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -1,21 +1,17 @@
-"""What the experiments share: their one error line and argument parser (scripts/script_errors.py's),
-a cost file with a host section read as `run --cost` reads it, and saved runs read as validate and
-calibrate read them."""
+"""What the experiments share: their one error line, argument parser, escaping and main() wrapper
+(scripts/script_errors.py's), a cost file with a host section read as `run --cost` reads it, and
+saved runs read as validate and calibrate read them."""
 import os
-import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # scripts/, for script_errors
-from script_errors import Parser, fail  # noqa: E402
+from script_errors import Parser, dumps, escape, fail, run, write_files  # noqa: E402
 from mlaplan._files import InputError  # noqa: E402
 from mlaplan.calibrate.records import read_measurements  # noqa: E402
 from mlaplan.calibrate.validate import check_alike, read_cost  # noqa: E402
 from mlaplan.prefill.__main__ import UsageError  # noqa: E402
 
-__all__ = ["Parser", "fail", "host_cost", "measurements", "runs_priced_by", "saved_runs", "with_host_costs"]
-
-# Output piped into `head` ends the script quietly, as a shell tool's does, not with a BrokenPipeError.
-signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+__all__ = ["Parser", "dumps", "escape", "fail", "run", "write_files", "host_cost", "measurements", "runs_priced_by", "saved_runs", "with_host_costs"]
 
 
 def host_cost(path: str) -> dict:
