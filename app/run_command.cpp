@@ -225,7 +225,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
   for (size_t i = first; i < first + count; ++i) {
     const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
-      out += fmt::format("{:<20} refused: {}\n", r.policy, io::printable(r.refused));
+      out += fmt::format("{:<20} refused: {}\n", io::printable(r.policy), io::printable(r.refused));
       continue;
     }
     const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
@@ -241,7 +241,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     }
     const std::string merges =  // a query row's merges: the most / p99 over the rows
         r.merges_per_query ? fmt::format("{}/{}", r.merges_per_query->first, r.merges_per_query->second) : "-";
-    out += fmt::format("{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n", r.policy, loop ? std::to_string(used) : "-",
+    out += fmt::format("{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n", io::printable(r.policy), loop ? std::to_string(used) : "-",
                        loop ? fmt::format("{:.1f}%", fill) : "-", rows, rows - r.shape.input_tokens, merges, time);
   }
   if (whole) out += "(-: the path runs the whole context at once on the cost file's GPU, not the plan's chunks)\n";

@@ -150,7 +150,7 @@ std::string safe_name(const std::string& s) {
 // A failure's line: the case, the planner, the generator's shape (or the plan's policy), the problem.
 void print_failure(const check::VerifyCaseRecord& rec) {
   fmt::print("  FAIL {} [{}]{}: {}\n", io::printable(rec.name), io::printable(rec.planner),
-             rec.shape.empty() ? "" : " (" + rec.shape + ")", io::printable(rec.detail));
+             rec.shape.empty() ? "" : " (" + io::printable(rec.shape) + ")", io::printable(rec.detail));
 }
 
 class Verifier {

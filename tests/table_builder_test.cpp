@@ -48,3 +48,10 @@ TEST(TableBuilder, ATitleOnlyTableAndATooLongRow) {
   EXPECT_THROW(t.add_row({"a", "b", "c"}), std::invalid_argument);
   EXPECT_TRUE(t.rows().empty());
 }
+
+TEST(TableBuilder, MarkdownEscapesAPipeInACell) {
+  // A policy naming a guided cost file "a|b.json" stays one cell, not two.
+  TableBuilder t({{"policy", Align::left}, {"buffer", Align::right}});
+  t.add_row({"guided:a|b.json", "8192"});
+  EXPECT_EQ(t.markdown(), "| policy | buffer |\n| --- | ---: |\n| guided:a\\|b.json | 8192 |\n");
+}

@@ -127,7 +127,7 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   put("batch     {} sequences, page {} tokens, buffer {} rows, max {} chunks\n", b.batch_size(), b.page_size, n,
       b.max_chunks);
   put("planner   {} on {}{}{}\n", printable(r.planner), r.backend, r.device ? fmt::format(" ({})", printable(*r.device)) : "",
-      r.policy == "max" ? "" : fmt::format(", policy {}: the cached context only", r.policy));
+      r.policy == "max" ? "" : fmt::format(", policy {}: the cached context only", printable(r.policy)));
   if (r.memory) {
     const MemoryFigures& f = *r.memory;
     put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", printable(f.model), f.tp, printable(f.dtype), n,

@@ -44,7 +44,17 @@ std::string TableBuilder::markdown() const {
     rule.push_back(c.align == Align::right ? "---:" : "---");
   }
   std::string out = fmt::format("| {} |\n| {} |\n", fmt::join(titles, " | "), fmt::join(rule, " | "));
-  for (const auto& row : rows_) out += fmt::format("| {} |\n", fmt::join(row, " | "));
+  // A '|' in a cell (a path, a name) would end it early: Markdown's escape keeps it one cell.
+  auto cell = [](const std::string& text) {
+    std::string escaped;
+    for (char c : text) escaped += c == '|' ? std::string("\\|") : std::string(1, c);
+    return escaped;
+  };
+  for (const auto& row : rows_) {
+    std::vector<std::string> cells;
+    for (const std::string& c : row) cells.push_back(cell(c));
+    out += fmt::format("| {} |\n", fmt::join(cells, " | "));
+  }
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 // The cells of one row, in the order of columns().
 std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_time, bool eager) {
-  std::vector<std::string> c{r.policy.name(),
+  std::vector<std::string> c{io::printable(r.policy.name()),  // guided:FILE holds a path
                              fmt::format("{}", r.buffer_tokens),
                              r.max_chunks ? fmt::format("{}", *r.max_chunks) : "-",
                              fmt::format("{:.2f}", r.mean_iterations),
@@ -50,6 +50,16 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_tim
     if (with_model) c.push_back(io::format_bytes(r.memory->total_bytes(t.memory_rows)));
   }
   return c;
+}
+
+// A text cell of the CSV (a policy naming a guided cost file, a --model-config's name): control bytes
+// escaped as on the terminal, and quoted (RFC 4180) where a comma or a quote would split it.
+std::string csv_text(const std::string& value) {
+  const std::string shown = io::printable(value);
+  if (shown.find_first_of(",\"") == std::string::npos) return shown;
+  std::string quoted = "\"";
+  for (char c : shown) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
 }
 
 bool has_model(const SweepResult& s) { return !s.rows.empty() && s.rows.front().model.has_value(); }
@@ -159,7 +169,7 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, io::printable(r.group),
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
     }
-    for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, x.why);
+    for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, io::printable(x.why));
   }
   return out;
 }
@@ -295,6 +305,7 @@ std::string format_sweep_csv(const SweepReport& rep) {
           [&](const auto& v) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, double>) out += fmt::format("{:.{}f}", v, f.csv_decimals);
+            else if constexpr (std::is_same_v<T, std::string>) out += csv_text(v);
             else if constexpr (!std::is_same_v<T, std::monostate>) out += fmt::format("{}", v);
           },
           f.value(rep.sweep->rows[i]));
