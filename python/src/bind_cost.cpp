@@ -29,12 +29,11 @@ nb::dict features_dict(const cost::Features& f) {
 }
 
 // The terms (and, with `eager`, its two clocks) of one layer, as cost_features and cost_launches
-// count them: the path the engine dispatches the batch to on sm, the loop's refusals raised.
-policies::EnginePath layer_terms(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
-                                const std::string& policy, const cost::Geometry& g, uint32_t max_chunks, bool unbounded,
-                                uint32_t sm, cost::Features& f, policies::EagerTime* eager) {
+// count them: the path the engine dispatches the batch to on sm, the loop's refusals raised. Inside
+// `interruptible`: guided:FILE reads its file, and a large batch takes a while.
+policies::EnginePath layer_terms(Batch b, const std::string& policy, const cost::Geometry& g, uint32_t max_chunks,
+                                bool unbounded, uint32_t sm, cost::Features& f, policies::EagerTime* eager) {
   using namespace mlaplan::policies;
-  Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
   const Policy p = policy_named(policy);
   // sm: the GPU's compute capability x10, whose dispatch picks the path (0: the policy's own loop).
   const EnginePath path = unbounded ? unbounded_path(b, p, sm) : engine_path(b, p, sm);
@@ -52,6 +51,12 @@ policies::EnginePath layer_terms(const HostU32& cache, const HostU32& offsets, u
     f = policy_features(b, p, g, nullptr, nullptr, eager);
   }
   return path;
+}
+
+// The batch of a cost or path call (checked with the GIL, as host_batch reads the arrays).
+Batch cost_batch(const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size,
+                 uint32_t max_chunks) {
+  return host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
 }
 
 nb::dict launches_dict(const cost::Clock& clock) {
@@ -97,9 +102,10 @@ void bind_cost(nb::module_& m) {
          uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
          uint32_t sm, const std::string& scheduler) {
         const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
+        const Batch b = cost_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
         cost::Features f;
-        const policies::EnginePath path = layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks,
-                                                     unbounded, sm, f, nullptr);
+        const policies::EnginePath path = interruptible_if(
+            needs_worker(b, policy), [&] { return layer_terms(b, policy, g, max_chunks, unbounded, sm, f, nullptr); });
         nb::dict d = features_dict(f);
         if (sm != 0) d["path"] = policies::path_name(path);  // without a GPU every policy runs its loop
         return d;
@@ -121,8 +127,10 @@ void bind_cost(nb::module_& m) {
         cost::HostCosts host;
         host.pad_v = pad_v;
         policies::EagerTime eager(none, host);
+        const Batch b = cost_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
         cost::Features f;
-        layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, max_chunks, unbounded, sm, f, &eager);
+        interruptible_if(needs_worker(b, policy),
+                         [&] { return layer_terms(b, policy, g, max_chunks, unbounded, sm, f, &eager); });
         return launches_dict(eager.clock);
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
@@ -145,8 +153,9 @@ void bind_cost(nb::module_& m) {
         for (size_t k = 0; k < cost::kLaunchKinds; ++k)
           host.us[k] = number_of(launch_us, cost::launch_kind_name(static_cast<cost::LaunchKind>(k)), "launch_us");
         policies::EagerTime eager(c, host);
+        const Batch b = cost_batch(cache, offsets, page_size, buffer_token_size, 0);
         cost::Features f;
-        layer_terms(cache, offsets, page_size, buffer_token_size, policy, g, 0, false, sm, f, &eager);
+        interruptible_if(needs_worker(b, policy), [&] { return layer_terms(b, policy, g, 0, false, sm, f, &eager); });
         nb::dict d;
         d["eager_us"] = eager.clock.dev;
         d["device_us"] = eager.clock.busy;
@@ -167,21 +176,21 @@ void bind_cost(nb::module_& m) {
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t max_chunks, uint32_t sm) {
         using namespace mlaplan::policies;
-        Batch b = host_batch(cache, offsets, page_size, buffer_token_size, std::max(max_chunks, 1u));
-        const Policy p = policy_named(policy);
-        QueryMerges q;
-        if (p.kind == PolicyKind::max) {
-          if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
-          const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
-          const MaxTablesView view = max_tables_view(t);
-          q = dispatched_query_merges(b, p, sm, &view);
-        } else {
+        Batch b = cost_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
+        QueryMerges q = interruptible_if(needs_worker(b, policy), [&] {
+          const Policy p = policy_named(policy);
+          if (p.kind == PolicyKind::max) {
+            if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
+            const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+            const MaxTablesView view = max_tables_view(t);
+            return dispatched_query_merges(b, p, sm, &view);
+          }
           if (engine_path(b, p, sm) == EnginePath::chunked) {
             const PolicyOutcome o = policy_outcome(b, p);
             if (o.refused) throw InputError(o.why);
           }
-          q = dispatched_query_merges(b, p, sm);
-        }
+          return dispatched_query_merges(b, p, sm);
+        });
         q.compact();
         nb::dict d;
         d["max"] = q.max();
@@ -202,8 +211,12 @@ void bind_cost(nb::module_& m) {
          uint32_t sm) {
         using namespace mlaplan::policies;
         const Batch b = host_batch(cache, offsets, page_size, buffer_token_size, 1);
-        const Policy p = policy_named(policy);
-        return nb::make_tuple(path_name(engine_path(b, p, sm)), path_reason(b, p, sm));
+        const auto [path, reason] = interruptible_if(needs_worker(b, policy), [&] {
+          const Policy p = policy_named(policy);
+          const EnginePath e = engine_path(b, p, sm);
+          return std::make_pair(std::string(path_name(e)), path_reason(b, p, sm));
+        });
+        return nb::make_tuple(path, reason);
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "sm"_a,
       "The path the policy's engine runs the batch on, on a GPU of compute capability sm (x10): (\"chunked\", "

@@ -6,6 +6,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <thread>
 #include <variant>
 
@@ -79,7 +81,7 @@ void bind_explore(nb::module_& m) {
          uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
          const std::string& policies, const std::string& replay, const std::string& replay_format,
          uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms, const std::vector<std::string>& costs,
-         uint64_t memory_limit, const std::string& timing) {
+         uint64_t memory_limit, const std::string& timing, nb::object progress) {
         using namespace mlaplan::models;
         using namespace mlaplan::workloads;
         using namespace mlaplan::policies;
@@ -89,48 +91,64 @@ void bind_explore(nb::module_& m) {
           throw InputError("timing: eager prices the host's dispatch with a cost file's host section; add cost=FILE");
         if (buffer_tokens.empty() || max_chunks.empty())
           throw InputError("buffer_tokens, max_chunks: give at least one value each");
-        SweepGrid grid;
-        grid.buffer_tokens = buffer_tokens;
-        grid.max_chunks = max_chunks;
-        grid.policies = parse_policies(policies, Policy{}, "policies");
-        // Cost models: the sweep takes each file's model (a preset) and TP, as `sweep --cost` without --model.
-        for (const std::string& path : costs) grid.costs.push_back(cost::read_cost_model(path));
-        grid.eager = timing == "eager";  // before take_cost_models: it refuses a file without a host section
-        // guided without its own file chooses by the one cost file, as the CLI's sweep does.
-        attach_guide(grid.policies, grid.costs, grid.eager, "policies", "cost=FILE");
-        if (!grid.costs.empty()) {
-          grid.dtype = parse_dtype(grid.costs.front().dtype);
-          take_cost_models(grid, false);
-        }
-        const SweepShape shape = sweep_shape(grid);
-        require_batches_fit(batches, shape, memory_limit);
-        BatchFormation formation;
-        formation.token_budget = token_budget;
-        formation.max_sequences = max_sequences;
-        formation.memory_limit = memory_limit;
-        formation.bytes_per_batch = shape.bytes_per_batch();
-        formation.memory_limit_text = limit_text(memory_limit);
-        BatchSettings settings;
-        settings.page_size = page_size;
-        const SweepResult result = interruptible([&] {
-          // Opened here: a trace that is a FIFO blocks the open until a writer comes, or Ctrl-C.
-          std::unique_ptr<RequestSource> source =
-              replay.empty() ? preset_source(find_workload_preset(workload), seed)
-                             : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
-          const std::vector<Batch> formed = form_batches(*source, formation, settings, batches, seed);
-          sweeps::SweepFootprint footprint;
-          for (const Batch& b : formed) footprint.add(b);
-          require_sweep_fits(shape, grid, footprint, memory_limit,
-                             {fmt::format("batches={}", formed.size()), "max_chunks", "=", limit_text(memory_limit), "memory_limit"});
-          return run_sweep(formed, grid);
-        });
+        // Settings done and in all, for `progress`: set by the sweep's threads, read at each tick.
+        std::atomic<size_t> done{0}, total{0};
+        std::function<void()> tick;
+        if (!progress.is_none()) tick = [&] { progress(done.load(), total.load()); };
+        // Everything from here reads files (guided:FILE, cost files, the trace: a FIFO blocks) or runs
+        // long: on the worker, so that Ctrl-C stops it.
+        const SweepResult result = interruptible(
+            [&] {
+              SweepGrid grid;
+              grid.buffer_tokens = buffer_tokens;
+              grid.max_chunks = max_chunks;
+              grid.policies = parse_policies(policies, Policy{}, "policies");
+              // Cost models: the sweep takes each file's model (a preset) and TP, as `sweep --cost` without --model.
+              for (const std::string& path : costs) grid.costs.push_back(cost::read_cost_model(path));
+              grid.eager = timing == "eager";  // before take_cost_models: it refuses a file without a host section
+              // guided without its own file chooses by the one cost file, as the CLI's sweep does.
+              // (It merges a policy that resolves to one given before it: guided under eager timing.)
+              attach_guide(grid.policies, grid.costs, grid.eager, "policies", "cost=FILE");
+              if (!grid.costs.empty()) {
+                grid.dtype = parse_dtype(grid.costs.front().dtype);
+                take_cost_models(grid, false);
+              }
+              const SweepShape shape = sweep_shape(grid);
+              require_batches_fit(batches, shape, memory_limit);
+              total = shape.settings;
+              BatchFormation formation;
+              formation.token_budget = token_budget;
+              formation.max_sequences = max_sequences;
+              formation.memory_limit = memory_limit;
+              formation.bytes_per_batch = shape.bytes_per_batch();
+              formation.memory_limit_text = limit_text(memory_limit);
+              BatchSettings settings;
+              settings.page_size = page_size;
+              std::unique_ptr<RequestSource> source =
+                  replay.empty() ? preset_source(find_workload_preset(workload), seed)
+                                 : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
+              const std::vector<Batch> formed = form_batches(*source, formation, settings, batches, seed);
+              sweeps::SweepFootprint footprint;
+              for (const Batch& b : formed) footprint.add(b);
+              require_sweep_fits(shape, grid, footprint, memory_limit,
+                                 {fmt::format("batches={}", formed.size()), "max_chunks", "=", limit_text(memory_limit),
+                                  "memory_limit"});
+              SweepOptions options;
+              options.progress = [&](size_t d, size_t t) {
+                done = d;
+                total = t;
+              };
+              return run_sweep(formed, grid, options);
+            },
+            tick);
         return rows_of(result);
       },
       "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
       "max_chunks"_a, "policies"_a, "replay"_a = "", "replay_format"_a = "auto", "replay_block_size"_a = 512,
       "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0, "costs"_a = std::vector<std::string>{},
-      "memory_limit"_a = uint64_t{2} << 30, "timing"_a = "graph",
-      "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting.");
+      "memory_limit"_a = uint64_t{2} << 30, "timing"_a = "graph", "progress"_a = nb::none(),
+      "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting. "
+      "progress: None, or a callable given (settings done, settings in all) about every 50 ms while it runs.");
 
   m.def(
       "replay",

@@ -29,7 +29,9 @@ void bind_planners(nb::module_& m) {
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
          const std::string& policy) {
         const Batch b = host_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
-        const policies::PolicyPlan p = policies::plan_policy(b, policy_named(policy));
+        // guided:FILE reads its file (a FIFO blocks), and a large plan takes a while: Ctrl-C stops both.
+        const policies::PolicyPlan p = 
+            interruptible_if(needs_worker(b, policy), [&] { return policies::plan_policy(b, policy_named(policy)); });
         return nb::make_tuple(tables_tuple(p.tables), p.outcome.chunks, p.outcome.streamed_rows, p.outcome.payload_tokens);
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "max_chunks"_a, "policy"_a,

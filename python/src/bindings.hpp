@@ -7,6 +7,7 @@
 #include <nanobind/ndarray.h>
 
 #include <exception>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -37,6 +38,8 @@ nb::ndarray<nb::numpy, T> numpy_of(const std::vector<T>& values, std::initialize
 
 nb::tuple tables_tuple(const PlanTables& t);
 
+// One policy by name, as the calls that plan or price one batch take it (guided:FILE reads the file:
+// call it inside `interruptible`).
 policies::Policy policy_named(const std::string& name);
 
 // Runs `work` (pure C++, no Python objects) on a worker thread with the GIL released, while the
@@ -44,14 +47,17 @@ policies::Policy policy_named(const std::string& name);
 // KeyboardInterrupt) requests a stop (stop_request.hpp, which the sweep's and formation's loops
 // poll), waits for the worker to stop and raises that exception; otherwise `work`'s result or
 // exception comes back as if called directly. (The stop flag is the process's: a stop ends every
-// such call running at the time.)
-void run_interruptible(void (*body)(void*), void* context);
+// such call running at the time.) Every call that may read a file (a FIFO blocks) or run long goes
+// through here: Python's handlers run only on this thread, between its own steps. `tick`, where
+// given, runs on the calling thread with the GIL at each check (a progress report); a Python error it
+// raises stops the work as Ctrl-C does and is raised in its place.
+void run_interruptible(void (*body)(void*), void* context, const std::function<void()>& tick = {});
 
 template <typename F>
-auto interruptible(F&& work) -> std::invoke_result_t<F&> {
+auto interruptible(F&& work, const std::function<void()>& tick = {}) -> std::invoke_result_t<F&> {
   using R = std::invoke_result_t<F&>;
   struct Context {
-    F* work;
+    std::remove_reference_t<F>* work;
     std::optional<R> result;
     std::exception_ptr error;
   } context{&work, std::nullopt, nullptr};
@@ -64,9 +70,19 @@ auto interruptible(F&& work) -> std::invoke_result_t<F&> {
           c->error = std::current_exception();
         }
       },
-      &context);
+      &context, tick);
   if (context.error) std::rethrow_exception(context.error);
   return std::move(*context.result);
+}
+
+// Whether a call that plans or prices one batch runs through `interruptible`: where the policy names
+// a file (guided:FILE, whose open blocks on a FIFO) or the batch is large enough to take a while. A
+// small one runs inline, as a worker thread costs several times the call (calibrate prices thousands).
+bool needs_worker(const Batch& b, const std::string& policy);
+
+template <typename F>
+auto interruptible_if(bool worker, F&& work) -> std::invoke_result_t<F&> {
+  return worker ? interruptible(work) : work();
 }
 
 void bind_planners(nb::module_& m);

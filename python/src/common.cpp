@@ -1,6 +1,7 @@
 // The helpers bindings.hpp declares.
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <condition_variable>
@@ -41,7 +42,17 @@ policies::Policy policy_named(const std::string& name) {
   return policies[0];
 }
 
-void run_interruptible(void (*body)(void*), void* context) {
+bool needs_worker(const Batch& b, const std::string& policy) {
+  if (policy.find(':') != std::string::npos) return true;
+  // About the table cells a plan of the batch fills: sequences x chunks of the whole batch.
+  const uint64_t tokens = b.input_row_offsets.empty() ? 0 : b.input_row_offsets.back();
+  long double cells = static_cast<long double>(tokens);
+  for (uint32_t c : b.cache_lengths) cells += c;
+  cells = (cells / std::max<uint32_t>(b.buffer_token_size, 1) + 1) * (b.cache_lengths.size() + 1);
+  return b.cache_lengths.size() >= 1024 || cells >= (1 << 16);
+}
+
+void run_interruptible(void (*body)(void*), void* context, const std::function<void()>& tick) {
   profile::clear_stop_request();
   bool interrupted = false;
   {
@@ -63,6 +74,17 @@ void run_interruptible(void (*body)(void*), void* context) {
         // KeyboardInterrupt) runs here, on the main thread, and its exception stays set.
         nb::gil_scoped_acquire acquire;
         interrupted = PyErr_CheckSignals() != 0;
+        if (!interrupted && tick) {
+          try {
+            tick();
+          } catch (nb::python_error& e) {
+            e.restore();  // raised below, once the worker has stopped
+            interrupted = true;
+          } catch (const std::exception& e) {  // the worker must stop before anything leaves this scope
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+            interrupted = true;
+          }
+        }
       }
       lock.lock();
       if (interrupted) {

@@ -44,6 +44,9 @@ NB_MODULE(_mlaplan, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const mlaplan::DeviceError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const mlaplan::Interrupted&) {
+      // A stop requested while no Python signal was seen (run_interruptible raises the signal's own).
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
     }
   });
 
