@@ -15,7 +15,7 @@ import shlex
 import sys
 from typing import List, Optional
 
-from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive, _positive_list, _seconds, attention_kernel,
+from ..prefill.__main__ import (UsageError, _count, _device, _positive, _positive_list, _seconds, attention_kernel,
                                 claim_outputs)
 from ..prefill.attention import KERNELS, KERNEL_TITLES
 from ..prefill import cpu_speed
@@ -23,12 +23,16 @@ from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 from ..prefill.__main__ import write_output
 from .fit import HOST_REPS
+from .options import Parser, given, refuse_given
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 # A workload-shaped point weighs this many grid points in the fit: chosen on the seed-51 held-out
 # batches (1 to 1000 tried on the three FA3 files), confirmed on batches drawn after (docs/cost-model.md).
 WORKLOAD_WEIGHT = 8.0
 _weight = _positive("weight", "8")
+# What only measuring reads: with --refit, which measures nothing, each is refused rather than ignored.
+MEASURING = ("model", "tp", "dtype", "points", "buffer_tokens", "host_reps", "seed", "attention", "reps", "warmup", "settle_ms",
+             "cpu_wait_s", "reheat_ms", "max_total_context", "max_seconds", "device")
 
 
 def parser() -> Parser:
@@ -143,6 +147,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise UsageError("--measurements: it saves what this run measures, and --refit measures nothing; drop one")
     if args.refit and args.scenarios:
         raise UsageError("--scenarios: they add points to measure, and --refit measures nothing; drop one")
+    if args.refit:  # the files' model, TP, kernel and clocks are what is fitted
+        refuse_given(args, MEASURING, "--refit", "it only matters when measuring, and --refit measures nothing (it fits the "
+                                                 "runs its files hold)")
+    elif not args.scenarios:  # both only concern the workload-shaped points
+        refuse_given(args, ("buffer_tokens",), "give --scenarios", "it sets the buffers of the --scenarios points, and none are given")
+        refuse_given(args, ("workload_weight",), "give --scenarios",
+                     "it weighs the --scenarios points in the fit, and none are measured")
     if args.host_from and args.timing == "eager":
         raise UsageError("--host-from: an eager-timed file has no host section to fit; give --timing graph (the default)")
     from .records import each_once
@@ -155,7 +166,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     require_scipy("the fit (scipy.optimize.nnls)")  # before an hour of measuring, not after
     from ..prefill.model import model_dims
-    from .cost_file import cost_document, json_text
+    from .cost_file import check_readable, cost_document, json_text
     from .device_info import git_commit
     from .fit import fit_host, fit_records, geometries_for, scheduler_for
 
@@ -202,7 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
                "records": records}
         if args.measurements:
-            write_output(args.measurements, json_text(doc))
+            write_output(args.measurements, json_text(doc, args.measurements))
     try:
         fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing,
                           geometries_for(doc["attention"]), scheduler_for(doc["attention"]), args.workload_weight)
@@ -227,30 +238,38 @@ def main(argv: Optional[List[str]] = None) -> int:
         pad_v=doc["attention"] == "flash", host_date=host_doc.get("date"),
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
-    write_output(args.output, json_text(cost))
-    print(f"{doc['model']} TP {doc['tp']} on {doc['gpu']}: {fit.points} points, {args.timing} timing, geometry tile "
-          f"{fit.tile_queries} x {fit.blocks_per_sm} per SM, {fit.scheduler} scheduler; |error| median {100 * fit.median_abs_error:.1f}%, p90 "
-          f"{100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {100 * fit.cv_median_abs_error:.1f}%, "
-          f"{100 * fit.cv_p90_abs_error:.1f}%)")
-    for name, value in fit.coefficients.items():
-        print(f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}")
+    check_readable(cost, args.output)
+    write_output(args.output, json_text(cost, args.output))
+    write_output(None, summary(doc, fit, host, args.timing))
+    return 0
+
+
+def summary(doc: dict, fit, host, timing: str) -> str:
+    """What the fit found, for stdout: its names (the files' model and GPU, sessions' paths) escaped."""
+    from .._mlaplan import printable
+
+    cv = ("too few points for any fold" if fit.cv_median_abs_error is None
+          else f"{100 * fit.cv_median_abs_error:.1f}%, {100 * fit.cv_p90_abs_error:.1f}%")
+    lines = [f"{doc['model']} TP {doc['tp']} on {doc['gpu']}: {fit.points} points, {timing} timing, geometry tile "
+             f"{fit.tile_queries} x {fit.blocks_per_sm} per SM, {fit.scheduler} scheduler; |error| median "
+             f"{100 * fit.median_abs_error:.1f}%, p90 {100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {cv})"]
+    lines += [f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}" for name, value in fit.coefficients.items()]
     if host is not None:
-        print(f"eager time's host costs, {host.points} points (the two clocks against the eager times): |error| median {100 * host.median_abs_error:.1f}%, p90 "
-              f"{100 * host.p90_abs_error:.1f}%; us per launch:")
-        for name, value in host.launch_us.items():
-            print(f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}")
+        lines.append(f"eager time's host costs, {host.points} points (the two clocks against the eager times): |error| median "
+                     f"{100 * host.median_abs_error:.1f}%, p90 {100 * host.p90_abs_error:.1f}%; us per launch:")
+        lines += [f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}" for name, value in host.launch_us.items()]
         if host.stamped:
             st = host.stamped
-            print(f"  on the {st['runs']} runs that stamped their launches, the stamps' own costs at the same probe give |error| "
-                  f"median {100 * st['median_abs_error']:.1f}%, p90 {100 * st['p90_abs_error']:.1f}% (these costs: "
-                  f"{100 * st['fitted_median_abs_error']:.1f}%, {100 * st['fitted_p90_abs_error']:.1f}%): "
-                  + ", ".join(f"{k} {v:.3g}" for k, v in st["launch_us"].items()))
+            lines.append(f"  on the {st['runs']} runs that stamped their launches, the stamps' own costs at the same probe give "
+                         f"|error| median {100 * st['median_abs_error']:.1f}%, p90 {100 * st['p90_abs_error']:.1f}% (these costs: "
+                         f"{100 * st['fitted_median_abs_error']:.1f}%, {100 * st['fitted_p90_abs_error']:.1f}%): "
+                         + ", ".join(f"{k} {v:.3g}" for k, v in st["launch_us"].items()))
         if host.sessions:
             spread = max(x["median_error"] for x in host.sessions) - min(x["median_error"] for x in host.sessions)
-            print(f"the sessions pooled, each's median signed error under these costs (they differ by {100 * spread:.1f} points):")
-            for x in host.sessions:
-                print(f"  {x['runs']}: {x['points']} points, {100 * x['median_error']:+.1f}%")
-    return 0
+            lines.append(f"the sessions pooled, each's median signed error under these costs (they differ by {100 * spread:.1f} "
+                         f"points):")
+            lines += [f"  {x['runs']}: {x['points']} points, {100 * x['median_error']:+.1f}%" for x in host.sessions]
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def entry(argv: Optional[List[str]] = None, command=None, name: str = "calibrate") -> int:

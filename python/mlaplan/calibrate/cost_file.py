@@ -3,6 +3,7 @@ the kernel geometry and the coefficients, with the fit's figures for the record.
 from __future__ import annotations
 
 import json
+import math
 from typing import Optional
 
 FORMAT = "mlaplan-cost-model"
@@ -52,6 +53,43 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
     return doc
 
 
-def json_text(doc: dict) -> str:
-    """The file's text (the command writes it by the package's output rules, mlaplan/_files.py)."""
-    return json.dumps(doc, indent=2) + "\n"
+def json_text(doc: dict, name: str = "the output") -> str:
+    """The file's text (the command writes it by the package's output rules, mlaplan/_files.py): strict
+    JSON, which every reader of the project takes; a figure that is NaN or infinite is a ValueError
+    naming `name` and the field, never `NaN` written."""
+    try:
+        return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    except ValueError:
+        raise ValueError(f"{name}: {_not_finite(doc) or 'a figure'} is not a finite number, which JSON cannot hold; "
+                         f"nothing written (check the inputs' times)") from None
+
+
+def _not_finite(v, where: str = "") -> Optional[str]:
+    """The path of the first NaN or infinite float in v ("fit.median_abs_error"), or None."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return where or "(top level)"
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, (list, tuple)) else ()
+    for k, x in items:
+        found = _not_finite(x, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else str(k))
+        if found:
+            return found
+    return None
+
+
+def check_readable(doc: dict, output: str) -> None:
+    """ValueError where `mlaplan run --cost` would refuse the document as a file: the C++ reader's own
+    check, run on a private copy before anything is written, its message naming `output`."""
+    import os
+    import tempfile
+
+    from .. import _mlaplan
+
+    with tempfile.TemporaryDirectory(prefix="mlaplan-cost-") as folder:
+        path = os.path.join(folder, "cost.json")
+        with open(path, "w") as f:
+            f.write(json_text(doc, output))
+        try:
+            _mlaplan.read_cost_model(path)
+        except ValueError as e:
+            raise ValueError(f"{str(e).replace(path, output)} (the fit wrote a file mlaplan would refuse; nothing written: "
+                             f"check the measurements' times)") from None

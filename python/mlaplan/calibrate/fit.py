@@ -4,6 +4,8 @@ geometry (query tile, blocks per SM) chosen by the fit, and which terms the meas
 apart."""
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -22,6 +24,26 @@ SCHEDULERS = {"fa3": "sorted"}
 # FlashAttention-3's SM90 forward for head dimension 192 runs tiles of 128 queries, one CTA per SM
 # (hopper/tile_size.h, tile_size_fwd_sm90; flash_fwd_kernel_sm90.h): its geometry is known, not fitted.
 KERNEL_GEOMETRIES = {"fa3": [(128, 1)]}
+# What a cost file holds per unit of a term (the C++ reader's kMaxCoefficient: a second): a fit past it
+# wrote a file that `run --cost` then refused.
+MAX_COEFFICIENT = 1e6
+# A fit that prices for longer than this says how far it is, this often (stderr).
+PROGRESS_S = 3.0
+
+
+class Progress:
+    """A line on stderr every PROGRESS_S seconds of a long fit (none for a fit done sooner): what is
+    being fitted and how far, so that a fit of many or large runs never sits silent."""
+
+    def __init__(self, what: str):
+        self.what, self.start = what, time.monotonic()
+        self.last = self.start
+
+    def tick(self, where: str) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_S:
+            self.last = now
+            print(f"calibrate: {self.what}: {where}, {now - self.start:.0f} s", file=sys.stderr, flush=True)
 
 
 def scheduler_for(kernel: str) -> str:
@@ -99,8 +121,8 @@ class FitResult:
     median_abs_error: float
     p90_abs_error: float
     max_abs_error: float
-    cv_median_abs_error: float            # 5-fold cross-validated
-    cv_p90_abs_error: float
+    cv_median_abs_error: Optional[float]  # 5-fold cross-validated (None: too few points for any fold's fit)
+    cv_p90_abs_error: Optional[float]
     not_identifiable: Dict[str, str] = field(default_factory=dict)
     errors: List[float] = field(default_factory=list)
     scheduler: str = "grid"
@@ -115,7 +137,7 @@ class FitResult:
 
 def _cross_validated(X: np.ndarray, y: np.ndarray, weights: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
     order = np.random.default_rng(seed).permutation(len(y))
-    errs = np.empty(len(y))
+    errs = np.full(len(y), np.nan)  # a point whose fold could not be fitted stays NaN: left out of the figures
     for k in range(folds):
         test = order[k::folds]
         train = np.setdiff1d(order, test)
@@ -127,16 +149,33 @@ def _cross_validated(X: np.ndarray, y: np.ndarray, weights: np.ndarray, folds: i
 
 
 def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int,
-           scheduler: str = "grid") -> Tuple[np.ndarray, List[str]]:
-    from .grid import Point, features, record_sm
+           scheduler: str = "grid", progress: Optional[Progress] = None, points=None) -> Tuple[np.ndarray, List[str]]:
+    """Each record's terms (a row) at the geometry. points: the records' batches, built once
+    (record_points), where the caller prices them at several geometries."""
+    from .grid import features
 
     names = term_names()
     rows = []
-    for r in records:
-        p = Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"])
-        f = features(p, heads, sms, blocks, tile, record_sm(r), scheduler)
+    for i, (p, sm) in enumerate(points or record_points(records)):
+        f = features(p, heads, sms, blocks, tile, sm, scheduler)
         rows.append([f[n] for n in names])
+        if progress:
+            progress.tick(f"geometry {tile} x {blocks}, {i + 1} of {len(records)} points priced")
     return np.asarray(rows, dtype=np.float64), names
+
+
+def record_points(records: Sequence[dict]) -> list:
+    """(batch, compute capability of its path) of each record: the batch's arrays built once, so
+    that a fit pricing it many times converts its lists once (grid.Point.arrays)."""
+    from .grid import Point, record_sm
+
+    return [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r)) for r in records]
+
+
+def _figures(errors: np.ndarray) -> Tuple[Optional[float], Optional[float]]:
+    """(median, p90) of |errors| over the finite ones; None where there are none."""
+    e = np.abs(errors[np.isfinite(errors)])
+    return (float(np.median(e)), float(np.quantile(e, 0.9))) if e.size else (None, None)
 
 
 def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "graph",
@@ -155,22 +194,28 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
     y = np.asarray([r[key] * 1e3 for r in usable])  # microseconds
     w = np.asarray([workload_weight if r.get("workload") else 1.0 for r in usable])
     best = None
+    progress, points = Progress("fitting the graph coefficients"), record_points(usable)
     for tile, blocks in geometries:
-        X, names = design(usable, heads, sms, tile, blocks, scheduler)
+        X, names = design(usable, heads, sms, tile, blocks, scheduler, progress, points)
         c = fit_coefficients(X, y, w)
         e = relative_errors(X, y, c)
         rms = float(np.sqrt(np.average(e**2, weights=w)))
         if best is None or rms < best[0]:
             best = (rms, tile, blocks, X, c, e)
     _, tile, blocks, X, c, e = best
-    cv = _cross_validated(X, y, w)
     names = term_names()
+    # A cost file holds at most MAX_COEFFICIENT per unit: past it the times are no layer's (a unit slip).
+    for n, v in zip(names, c):
+        if not v <= MAX_COEFFICIENT:
+            raise ValueError(f"the fit gives {n} {v:.3g} us, past the {MAX_COEFFICIENT:g} (a second per unit) a cost file "
+                             f"holds: the {key} times are not one layer's; check their units")
+    cv_median, cv_p90 = _figures(_cross_validated(X, y, w))
     return FitResult(
         coefficients={n: float(v) for n, v in zip(names, c)}, tile_queries=tile, blocks_per_sm=blocks, points=len(usable),
         scheduler=scheduler,
         median_abs_error=float(np.median(np.abs(e))), p90_abs_error=float(np.quantile(np.abs(e), 0.9)),
-        max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=float(np.median(np.abs(cv))),
-        cv_p90_abs_error=float(np.quantile(np.abs(cv), 0.9)), not_identifiable=identifiability(X, y, names, c),
+        max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=cv_median,
+        cv_p90_abs_error=cv_p90, not_identifiable=identifiability(X, y, names, c),
         errors=[float(v) for v in e], workload_weight=float(workload_weight))
 
 
@@ -245,7 +290,7 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
         from scipy.optimize import least_squares
     except ImportError as e:  # pragma: no cover - scipy comes with the calibrate extra
         raise ImportError("the host fit uses scipy.optimize.least_squares: pip install 'mlaplan[calibrate]' (scipy)") from e
-    from .grid import Point, eager_us, record_sm
+    from .grid import eager_us
 
     keep = [i for i, r in enumerate(records) if r.get("eager_ms") and r.get("graph_ms")]
     usable = [records[i] for i in keep]
@@ -256,14 +301,19 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     # The costs are stated at the runs' median host speed, each run's scaled by its own probe.
     probe = common_probe(usable)
     probe_ms = float(np.median([r[PROBES[probe]] for r in usable])) if probe else None
-    # The points once, each priced at every step of the search.
-    points = [(Point(r["cache"], r["new"], r["page_size"], r["buffer_tokens"], r["policy"]), record_sm(r),
-               probe_scale(r, probe_ms, probe or "cpu")) for r in usable]
+    # The points once (their arrays built once), each priced at every step of the search, which says
+    # how far it is every few seconds.
+    points = [(p, sm, probe_scale(r, probe_ms, probe or "cpu")) for (p, sm), r in zip(record_points(usable), usable)]
+    progress, calls = Progress(f"fitting the host costs on {len(usable)} runs"), [0]
 
     def residuals(h):
-        return np.asarray([eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
-                                    graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler)
-                           for p, sm, scale in points]) / y - 1
+        calls[0] += 1
+        out = np.empty(len(points))
+        for i, (p, sm, scale) in enumerate(points):
+            out[i] = eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
+                              graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler)
+            progress.tick(f"pricing {calls[0]}, {i + 1} of {len(points)} runs")
+        return out / y - 1
 
     # The walk is piecewise linear in h: finite differences of a few percent see its kinks.
     f = least_squares(residuals, np.full(len(LAUNCH_KINDS), 50.0), bounds=(0.0, 1e4), diff_step=0.05, loss=HOST_LOSS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Dict, List, Sequence
 
 import numpy as np
@@ -34,6 +35,15 @@ class Point:
     def offsets(self) -> List[int]:
         return [0] + np.cumsum(self.new).tolist()
 
+    @cached_property
+    def arrays(self):
+        """(cache lengths, row offsets) as the C++ pricing takes them, built on first use: a fit prices
+        one point many times. Past 32 bits is the C++ check's to name (OverflowError here otherwise)."""
+        offsets = np.concatenate(([0], np.cumsum(np.asarray(self.new, dtype=np.uint64))))
+        if len(self.cache) and max(self.cache) >= 2**32 or offsets[-1] >= 2**32:
+            raise ValueError(f"{int(offsets[-1])} new tokens, or a cache length, past 2^32 - 1; the tables are 32-bit")
+        return np.asarray(self.cache, dtype=np.uint32), offsets.astype(np.uint32)
+
     def as_dict(self) -> dict:
         d = asdict(self)
         del d["workload"], d["scenario"]  # recorded as the measurement's own fields where set
@@ -45,8 +55,9 @@ def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_
     """The cost terms of the point as `sweep --cost` counts them (max: as many chunks as it needs), on
     the path its engine takes on a GPU of compute capability sm (90: SM90; 0: every policy's loop),
     the attention's blocks handed out by `scheduler` (grid: FlashAttention-2; sorted: FlashAttention-3)."""
-    f = cost_features(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
-                      p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, sm=sm, scheduler=scheduler)
+    cache, offsets = p.arrays
+    f = cost_features(cache, offsets, p.page_size, p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, sm=sm,
+                      scheduler=scheduler)
     return {k: v for k, v in f.items() if k != "path"}
 
 
@@ -54,9 +65,9 @@ def eager_us(p: Point, coefficients: dict, launch_us: dict, pad_v: bool, heads: 
              tile_queries: int = 128, sm: int = 0, scheduler: str = "grid") -> float:
     """The point's layer priced eagerly, as `run --cost --timing eager` prices it: the two clocks over
     its launches on the path `features` counts, with the coefficients and host costs given."""
-    return _mlaplan.cost_eager(np.asarray(p.cache, dtype=np.uint32), np.asarray(p.offsets, dtype=np.uint32), p.page_size,
-                               p.buffer_tokens, p.policy, coefficients, launch_us, pad_v, heads, sms, blocks_per_sm,
-                               tile_queries, sm, scheduler)["eager_us"]
+    cache, offsets = p.arrays
+    return _mlaplan.cost_eager(cache, offsets, p.page_size, p.buffer_tokens, p.policy, coefficients, launch_us, pad_v, heads, sms,
+                               blocks_per_sm, tile_queries, sm, scheduler)["eager_us"]
 
 
 def record_sm(rec: dict) -> int:

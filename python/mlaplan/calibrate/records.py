@@ -5,7 +5,6 @@ the ranking need, asked for by name before any work."""
 from __future__ import annotations
 
 import importlib.util
-import math
 import numbers
 import os
 from typing import Iterable, List, Sequence, Union
@@ -21,6 +20,14 @@ MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any me
 MAX_PROBE_MS = 1e4  # as the cost file's host.probe_ms: the probe takes about 1 ms on the H200's host
 MIN_PROBE_MS = 1e-3  # under a microsecond is no probe: a run's host costs would scale a millionfold
 MAX_LAUNCH_US = 1e6  # as the cost file's host.launch_us
+# A measured layer time in ms: one layer's run of one batch, timed with CUDA events or the host's clock,
+# takes from a few microseconds to seconds. A nanosecond is below any clock's resolution and an hour
+# past any batch: either is a unit slip, and 1e308 or 5e-324 made the fit's relative errors inf and NaN.
+MIN_TIME_MS, MAX_TIME_MS = 1e-6, 3.6e6
+# The pricing's work (cost_features, cost_eager) grows as sequences x buffer-fulls (the cached and new
+# tokens over buffer_tokens, rounded up): max at 2^22 prices in about 0.3 s, and a fit prices each
+# record many times. The measured runs reach 64 x 250; 2^20 sequences took minutes and 2.7 GiB.
+MAX_PRICING_WORK = 1 << 22
 
 
 def require_scipy(purpose: str) -> None:
@@ -75,10 +82,19 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
         known = False
     if not known:
         raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(POLICIES)}")
-    for key in ("eager_ms", "graph_ms", "eager_spread_ms", "eager_round_spread_ms", "host_ms", "host_issue_ms"):
+    fulls = -(-(sum(r["cache"]) + sum(r["new"])) // r["buffer_tokens"])
+    if len(r["cache"]) * fulls > MAX_PRICING_WORK:
+        raise UsageError(f"{where}: {len(r['cache'])} sequences over {fulls} buffer-fulls of {r['buffer_tokens']} rows, past "
+                         f"what a fit prices (sequences x buffer-fulls at most {MAX_PRICING_WORK:,}; measured runs reach "
+                         f"64 x 250); give runs of batches the executor measured")
+    # The times the fit and the report divide by: a nanosecond to an hour. Spreads and the host's own
+    # times may be 0 (one repetition; nothing told apart).
+    for key, low in (("eager_ms", MIN_TIME_MS), ("graph_ms", MIN_TIME_MS), ("eager_spread_ms", 0), ("eager_round_spread_ms", 0),
+                     ("host_ms", 0), ("host_issue_ms", 0)):
         v = r.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v < math.inf):
-            raise UsageError(f"{where}.{key}: expected a time in ms (a number >= 0) or null, got {v!r}")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not low <= v <= MAX_TIME_MS):
+            raise UsageError(f"{where}.{key}: expected a time in ms from {low:g} to {MAX_TIME_MS:g} (an hour) or null, "
+                             f"got {v!r}; give a file mlaplan wrote")
     # The host costs are scaled by them (fit.probe_scale): a probe is a time of a microsecond or more, or null.
     for key in PROBES.values():
         v = r.get(key)

@@ -19,12 +19,13 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..prefill.__main__ import (Parser, UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs,
+from ..prefill.__main__ import (UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs,
                                write_output)
 from ..prefill.attention import KERNELS
 from ..prefill import cpu_speed, phases
 from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.schedule import parse_engines
+from .options import Parser, refuse_given
 
 MEDIAN_TARGET, TAU_TARGET = 0.05, 0.8
 # The p90 by timing: eager time's is tighter, since a model of the host that only held at the median
@@ -36,6 +37,9 @@ RATIO_BUFFER, RATIO_TOLERANCE = 8192, 0.1
 MEASURED_FORMAT = "mlaplan-validation-measurements"
 # What validate measures without --model, --tp or a --cost file to take them from.
 DEFAULT_MODEL, DEFAULT_TP = "deepseek-v3", 8
+# What only measuring reads: with --measured, which measures nothing, each is refused rather than ignored.
+MEASURING = ("policy", "model", "tp", "buffer_tokens", "reps", "warmup", "rounds", "settle_ms", "cpu_wait_s", "reheat_ms",
+             "max_seconds", "batches", "device", "attention")
 
 
 def parser() -> Parser:
@@ -436,11 +440,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         raise UsageError("--scenarios: they are measured, and --measured gives the measurements; give one of them")
     if args.measured and args.save:
         raise UsageError("--save: it saves what this run measures, and --measured measures nothing; drop one")
-    if args.measured:  # options that choose what to measure: the runs of --measured are the file's own
-        for option, given in (("--policy", args.policy != "all"), ("--model", args.model), ("--tp", args.tp)):
-            if given:
-                raise UsageError(f"{option}: it chooses what to measure, and --measured gives runs measured already (their "
-                                 f"{option[2:]} is the file's); leave {option} out")
+    if args.measured:  # options that choose what to measure, or how: the runs of --measured are the file's own
+        refuse_given(args, MEASURING, "--measured", "it chooses what to measure or how, and --measured gives runs measured "
+                                                    "already (their settings are the file's)")
+    if not args.cost:  # the report and its timing need a cost file to predict with
+        refuse_given(args, ("output", "json", "timing"), "give --cost FILE",
+                     "it concerns the report, and without --cost there is none (validate only measures and saves)")
+        if not args.measured and not args.save:
+            raise UsageError("--save: without --cost (nothing to check) the runs measured would be lost; give --save FILE, "
+                             "or --cost FILE to check")
     from .records import each_once
 
     each_once([("--measured", args.measured), ("--scenarios", args.scenarios)])
