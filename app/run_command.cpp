@@ -87,6 +87,8 @@ io::PlanReport plan_scenario(const check::Scenario& s, const policies::Policy& p
   r.planner = planner.name();
   r.device = planner.device();
   r.policy = policy.name();
+  if (policy.kind == policies::PolicyKind::guided && policy.guide_path.empty() && policy.guide)
+    r.guide_cost_file = policy.guide->path;  // --cost's: verify --plan chooses again by it
   r.memory = memory_figures(opt.model, s.batch.buffer_token_size);
   if (policy.kind != policies::PolicyKind::max) {
     try {

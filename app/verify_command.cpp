@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "cli_common.hpp"
 #include "commands.hpp"
@@ -234,6 +235,14 @@ int verify_plan_file(const VerifyOptions& opt) {
   for (const check::Scenario& s : scenarios) io::require_tables_fit(s, opt.memory_limit.bytes, opt.memory_limit.given);
   const auto start = Clock::now();
   const io::PlanFile file = io::load_plan_file(opt.plan_file);
+  // A guided plan's cost file is read to choose again: an input, which --report and --junit may not be.
+  std::set<std::string> guides;
+  for (const io::PlanEntry& e : file.plans) {
+    const size_t colon = e.policy.find(':');
+    const std::string guide = colon != std::string::npos && iequal(e.policy.substr(0, 6), "guided") ? e.policy.substr(colon + 1)
+                                                                                                    : e.guide_cost_file;
+    if (guides.insert(guide).second) outputs().claim_input(guide, fmt::format("the cost file of {}'s guided plan", opt.plan_file));
+  }
   check::VerifyRun run;
   run.backend = "external";
   run.planners = {opt.plan_file};

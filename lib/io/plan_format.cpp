@@ -46,6 +46,7 @@ std::string format_plan_json(const PlanReport& r) {
   put("  \"backend\": {},\n  \"planner\": {},\n", quoted(r.backend), quoted(r.planner));
   put("  \"device\": {},\n", r.device ? quoted(*r.device) : "null");
   put("  \"policy\": {},\n", quoted(r.policy));
+  if (!r.guide_cost_file.empty()) put("  \"guide_cost_file\": {},\n", quoted(r.guide_cost_file));
   put("  \"batch_size\": {},\n  \"page_size\": {},\n  \"buffer_token_size\": {},\n  \"max_chunks\": {},\n", n, b.page_size,
       b.buffer_token_size, m);
   if (!r.refused.empty()) {  // a refusal in a run comparing policies: no plan to show

@@ -84,12 +84,13 @@ PlanEntry read_entry(const json& j, const std::string& path, const std::string& 
   for (const auto& item : j.items()) {
     const std::string& key = item.key();
     const json& v = item.value();
-    if (key == "scenario" || key == "policy" || key == "refused") {
+    if (key == "scenario" || key == "policy" || key == "refused" || key == "guide_cost_file") {
       if (!v.is_string())
         throw InputError(fmt::format("{}: {}{}: expected a string, got {}", path, prefix, key, json_preview(v)));
       if (key == "scenario") e.scenario = v.get<std::string>();
       if (key == "policy") e.policy = v.get<std::string>();
       if (key == "refused") e.refused = true;
+      if (key == "guide_cost_file") e.guide_cost_file = v.get<std::string>();
     } else if (key == "infeasible") {  // j.value("infeasible", false) would throw a type_error on "yes"
       if (!v.is_boolean())
         throw InputError(fmt::format("{}: {}infeasible: expected true or false; write {{\"infeasible\": true}} for a refused "
@@ -103,7 +104,7 @@ PlanEntry read_entry(const json& j, const std::string& path, const std::string& 
       for (size_t i = 0; i < std::size(kFactKeys); ++i)
         if (key == kFactKeys[i]) *slot[i] = n;
     } else if (!one_of(key, kTableKeys, std::size(kTableKeys)) && !one_of(key, kMetadataKeys, std::size(kMetadataKeys))) {
-      throw InputError(fmt::format("{}: {}{}: unknown key; a plan holds the keys run --format json writes (scenario, policy, "
+      throw InputError(fmt::format("{}: {}{}: unknown key; a plan holds the keys run --format json writes (scenario, policy, guide_cost_file, "
                                    "batch_size, page_size, buffer_token_size, max_chunks, chunks_used, padded_tokens, "
                                    "input_tokens, buffer_row_offsets, cache_offsets, buffer_lengths; backend, planner, "
                                    "device, buffer_memory, predicted_time, merges_per_query, verification and timings_us are not compared), or infeasible "

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <optional>
 #include <utility>
 
+#include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy_check.hpp"
 
@@ -74,6 +76,31 @@ Policy plan_entry_policy(const io::PlanEntry& e, const std::string& path) {
     if (ec != std::errc() || ptr != end || align == 0) align = 0, spelled = "?";
     else spelled = "packed/vllm";
   }
+  // guided chooses by a cost file: guided:PATH names it, plain guided's is guide_cost_file (run writes
+  // it). Its problems (a missing file, one without a host section for guided/eager) are the file's.
+  const size_t colon = spelled.find(':');
+  std::string head = spelled.substr(0, colon);
+  std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+  const bool guided = head == "guided" || head == "guided/eager";
+  if (!e.guide_cost_file.empty() && (!guided || colon != std::string::npos))
+    throw InputError(fmt::format("{}: {}guide_cost_file: only a plan of plain guided or guided/eager names one (policy "
+                                 "'{}'{}); drop it",
+                                 path, e.field_prefix, e.policy,
+                                 guided ? ", whose own file follows ':'" : ""));
+  if (guided && colon == std::string::npos) {
+    if (e.guide_cost_file.empty())
+      throw InputError(fmt::format("{}: {}guide_cost_file: missing, and policy {} chooses each batch's plan by a cost "
+                                   "file; name the --cost file the plan was made with (run --format json writes it)",
+                                   path, e.field_prefix, e.policy));
+    Policy p;
+    p.kind = PolicyKind::guided;
+    p.guide_eager = head == "guided/eager";
+    std::vector<Policy> one{p};
+    attach_guide(one, std::make_shared<const cost::CostModel>(cost::read_cost_model(e.guide_cost_file)), false,
+                 fmt::format("{}: {}policy", path, e.field_prefix), "guide_cost_file");
+    return one.front();
+  }
+  if (guided) return parse_policies(spelled, Policy{}, fmt::format("{}: {}policy:", path, e.field_prefix)).front();
   if (spelled.find(',') == std::string::npos && spelled != "all" && spelled != "variants") {
     try {
       const std::vector<Policy> named = parse_policies(spelled, Policy{});
@@ -86,7 +113,8 @@ Policy plan_entry_policy(const io::PlanEntry& e, const std::string& path) {
     }
   }
   throw InputError(fmt::format("{}: {}policy: unknown policy '{}'; run writes max, packed, packed/trtllm, packed/align-A, "
-                               "even-split/vllm or even-split/sglang",
+                               "even-split/vllm, even-split/sglang, waves (waves/even, waves/hH-sS), guided, "
+                               "guided/eager, guided:PATH or guided/eager:PATH",
                                path, e.field_prefix, e.policy));
 }
 
@@ -155,8 +183,11 @@ std::vector<check::VerifyCaseRecord> check_plan_file(const io::PlanFile& file, c
                                                      const std::function<void(const check::VerifyCaseRecord&)>& on_case) {
   const PlanPairs pairs = match_plans(file, scenarios, src);
   std::vector<Policy> policies;  // parsed before any check: a bad name is bad input
-  for (const auto& [entry, scenario] : pairs)
-    policies.push_back(entry->policy == "max" ? Policy{} : plan_entry_policy(*entry, src.plan_path));
+  std::map<std::pair<std::string, std::string>, size_t> first_of;  // a list of guided plans reads its file once
+  for (const auto& [entry, scenario] : pairs) {
+    const auto [at, fresh] = first_of.emplace(std::make_pair(entry->policy, entry->guide_cost_file), policies.size());
+    policies.push_back(!fresh ? policies[at->second] : entry->policy == "max" ? Policy{} : plan_entry_policy(*entry, src.plan_path));
+  }
 
   std::vector<check::VerifyCaseRecord> records;
   auto record = [&](check::VerifyCaseRecord rec) {

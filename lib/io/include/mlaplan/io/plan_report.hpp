@@ -61,6 +61,9 @@ struct PlanReport {
   // The chunking policy (lib/policies/policy.hpp): "max" is the seed's plan of cache + new tokens;
   // the others stream the cached context only, and their tables may hold more than max_chunks rows.
   std::string policy = "max";
+  // Plain guided's cost file (--cost's), which `policy` does not name: what verify --plan re-derives
+  // the choice by. Empty for every other policy, guided:PATH included (its name holds the path).
+  std::string guide_cost_file;
   std::optional<MemoryFigures> memory;
   std::optional<TimeFigures> time;
   // LSE merges of one query row's running output under the policy's loop (policies' QueryMerges): the

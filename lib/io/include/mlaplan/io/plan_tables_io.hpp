@@ -34,6 +34,8 @@ struct PlanEntry {
   std::string field_prefix;  // "" or "scenarios[2]."
   std::optional<std::string> scenario;  // the scenario it plans: run writes its name
   std::string policy = "max";           // run writes the policy it planned under
+  // Plain guided's cost file, which its name does not hold (guided:PATH's does): what it chose by.
+  std::string guide_cost_file;
   bool refused = false;       // {"infeasible": true}, or run's "refused" (a policy that cannot plan the batch)
   check::PlanClaims claims;          // chunks_used, padded_tokens, min_max_chunks, the batch's echo...
   bool has_tables = false;
