@@ -89,7 +89,8 @@ with tempfile.TemporaryDirectory() as tmp:
     outputs = 0
     for f in bundled:
         for extra in (["--policy", "variants"], ["--model", "deepseek-v3", "--tp", "8"], ["--policy", "variants", "--cost", cost],
-                      ["--cost", eager_cost, "--timing", "eager"]):
+                      ["--cost", eager_cost, "--timing", "eager"],
+                      ["--policy", f"max,waves,waves/even,guided,guided:{cost}", "--cost", eager_cost, "--timing", "eager"]):
             r = mlaplan("run", f, "--backend", "cpu", "--format", "json", *extra)
             if r.returncode == 2 and "infeasible" in r.stderr:
                 continue  # max alone refuses an infeasible scenario: no output
