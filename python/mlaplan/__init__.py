@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from . import _args, _mlaplan
+from . import _args, _mlaplan, _progress
 from ._mlaplan import STATUS_BAD_OFFSETS, STATUS_INFEASIBLE, STATUS_OK, STATUS_OVERFLOW, InfeasibleBatch
 
 __all__ = [
@@ -300,7 +300,7 @@ def sweep(
     max_chunks: Sequence[int] = (16,),
     policies: str = "all",
     batches: int = 10000,
-    seed: int = 1,
+    seed: Optional[int] = None,
     page_size: int = 128,
     token_budget: int = 8192,
     max_sequences: int = 256,
@@ -312,6 +312,7 @@ def sweep(
     cost=None,
     memory_limit=_args.MEMORY_LIMIT,
     timing: str = "graph",
+    progress: Any = None,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
@@ -325,13 +326,24 @@ def sweep(
 
     Every value is checked as the CLI checks its option (ValueError naming the keyword); the batches,
     their counts and the planner's tables must fit memory_limit (bytes, or a size such as "4GiB";
-    default 2 GiB, the CLI's --memory-limit), checked before forming and as batches form. Ctrl-C
-    stops the sweep (KeyboardInterrupt)."""
+    default 2 GiB, the CLI's --memory-limit), checked before forming and as batches form. seed draws
+    the preset's requests (default 1); a replayed trace takes none. Ctrl-C stops the sweep
+    (KeyboardInterrupt), also while a file it reads (a FIFO) waits for its writer.
+
+    progress: None (the default) prints nothing; True prints a line on stderr every 2 s once the sweep
+    has run that long ("mlaplan: sweep: 3 of 12 settings done, 8 s", in place on a terminal);
+    a function is called as progress(done, total) on the calling thread whenever a setting finishes
+    and at least once a second; an exception it raises stops the sweep and is raised by it."""
     a = _args
     if replay is None:
         workload = a.name_of("workload", workload, workload_names())
+        seed = 1 if seed is None else seed
     else:
         replay = a.path("replay", replay)
+        if seed is not None:
+            raise ValueError("seed: it draws a workload preset's requests, and a replayed trace uses none; leave seed "
+                             "out with replay=")
+        seed = 1
     if cost is None:
         costs = []
     elif isinstance(cost, (str, bytes, os.PathLike)):
@@ -340,6 +352,7 @@ def sweep(
         costs = [a.path(f"cost[{i}]", c) for i, c in enumerate(cost)]
     else:
         raise TypeError(f"cost: expected a cost file's path or a list of them, got {type(cost).__name__} {cost!r}")
+    block_size = a.whole("replay_block_size", replay_block_size, 1, 1 << 30)
     checked = dict(
         workload=workload, batches=a.whole("batches", batches, 1, 100_000_000), seed=a.whole("seed", seed, 0, 2**64 - 1),
         page_size=a.whole("page_size", page_size, 1, 1 << 30),
@@ -348,18 +361,22 @@ def sweep(
         buffer_tokens=a.whole_list("buffer_tokens", buffer_tokens, 1, 0x7FFFFFFF),
         max_chunks=a.whole_list("max_chunks", max_chunks, 1, 1 << 20), policies=a.policies("policies", policies),
         replay=replay or "", replay_format=a.name_of("replay_format", replay_format, ("auto", "mooncake", "azure")),
-        replay_block_size=a.whole("replay_block_size", replay_block_size, 1, 1 << 30),
-        prefix_cache_tokens=a.whole("prefix_cache_tokens", prefix_cache_tokens, 0, 1 << 48),
+        replay_block_size=block_size,
+        prefix_cache_tokens=a.prefix_cache_tokens("prefix_cache_tokens", prefix_cache_tokens, block_size),
         step_ms=a.duration_ms("step_ms", step_ms), costs=costs, memory_limit=a.memory_limit(memory_limit),
         timing=a.name_of("timing", timing, ("graph", "eager")))
     if replay is None:
         for name in ("replay_format", "replay_block_size", "prefix_cache_tokens", "step_ms"):
             if checked[name] != _REPLAY_DEFAULTS[name]:
                 raise ValueError(f"{name}: it sets how a trace is replayed; add replay=PATH or leave {name} out")
+    tick = _progress.ticker(progress, "sweep")
     try:
-        return _mlaplan.sweep(**checked)
+        return _mlaplan.sweep(**checked, progress=tick)
     except ValueError as e:
         raise _args.reraise_by_keyword(e) from None
+    finally:
+        if tick is not None:
+            tick.close()
 
 
 _REPLAY_DEFAULTS = {"replay_format": "auto", "replay_block_size": 512, "prefix_cache_tokens": 0, "step_ms": 0.0}
@@ -385,15 +402,20 @@ def replay(
     counted, must fit memory_limit (bytes or a size such as "4GiB"; default 2 GiB, the CLI's
     --memory-limit). Ctrl-C stops it (KeyboardInterrupt)."""
     a = _args
-    checked = (a.path("path", path), a.name_of("replay_format", replay_format, ("auto", "mooncake", "azure")),
-               a.whole("block_size", block_size, 1, 1 << 30), a.whole("prefix_cache_tokens", prefix_cache_tokens, 0, 1 << 48),
+    block_size = a.whole("block_size", block_size, 1, 1 << 30)
+    checked = (a.path("path", path), a.name_of("replay_format", replay_format, ("auto", "mooncake", "azure")), block_size,
+               a.prefix_cache_tokens("prefix_cache_tokens", prefix_cache_tokens, block_size),
                a.duration_ms("step_ms", step_ms), a.whole("token_budget", token_budget, 1, 1 << 30),
                a.whole("max_sequences", max_sequences, 1, 1 << 24), a.whole("max_model_len", max_model_len, 0, 1 << 32),
                a.memory_limit(memory_limit))
     try:
-        return _mlaplan.replay(*checked)
+        result = _mlaplan.replay(*checked)
     except ValueError as e:
         raise ValueError(_args.keyword_message(str(e), {"--replay-block-size": "block_size"})) from None
+    if result["requests"] == 0 and result["dropped"] > 0:  # as `gen --replay` refuses it: nothing to replay
+        raise ValueError(f"max_model_len={max_model_len}: every request of {_mlaplan.printable(checked[0])} is longer "
+                         f"({result['dropped']} dropped), so nothing is replayed; raise max_model_len, or 0 for none")
+    return result
 
 
 def cost_terms() -> list:

@@ -36,13 +36,26 @@ def whole_list(name: str, values: Any, low: int, high: int) -> List[int]:
     return out
 
 
+STEP_MS = (0.001, 3_600_000)  # the CLI's --step-ms: from a microsecond to an hour
+
+
 def duration_ms(name: str, value: Any) -> float:
-    """0 (none) or a finite number of ms above 0."""
+    """0 (none) or a step's duration in ms within the CLI's --step-ms range."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}: expected a number of ms, got {type(value).__name__} {value!r}")
     value = float(value)
-    if not math.isfinite(value) or value < 0 or 0 < value < 1e-6:
-        raise ValueError(f"{name}={value!r}: expected 0 (no arrivals) or a step's duration in ms, at least 1e-6")
+    if not math.isfinite(value) or value < 0 or (value != 0 and not STEP_MS[0] <= value <= STEP_MS[1]):
+        raise ValueError(f"{name}={value!r}: expected 0 (no arrivals) or a step's duration in ms from {STEP_MS[0]} to "
+                         f"{STEP_MS[1]}")
+    return value
+
+
+def prefix_cache_tokens(name: str, value: Any, block_size: int) -> int:
+    """0 (unlimited) or at least one block, as the CLI's --prefix-cache-tokens."""
+    value = whole(name, value, 0, 1 << 48)
+    if 0 < value < block_size:
+        raise ValueError(f"{name}={value}: less than one block of {block_size} tokens; give at least {block_size}, or 0 "
+                         f"(unlimited)")
     return value
 
 
@@ -82,9 +95,10 @@ _OPTIONS = {
     "--step-ms": "step_ms", "--replay-format": "replay_format", "--replay-block-size": "replay_block_size",
     "--prefix-cache-tokens": "prefix_cache_tokens", "--cost": "cost", "--policy": "policies",
     "--page-size": "page_size", "--seed": "seed", "--max-model-len": "max_model_len", "--workload": "workload",
-    "--replay": "replay",
+    "--replay": "replay", "--timing": "timing",
 }
 _OPTION = re.compile(r"--[a-z][a-z-]*")
+_TIMING = re.compile(r"--timing (graph|eager)\b")  # a value the call spells as a keyword's
 
 
 def keyword_message(message: str, renamed: Optional[Dict[str, str]] = None) -> str:
@@ -92,6 +106,7 @@ def keyword_message(message: str, renamed: Optional[Dict[str, str]] = None) -> s
     call spells it otherwise, e.g. replay's block_size); "or --batch-size", which the API has not, goes."""
     names = dict(_OPTIONS, **(renamed or {}))
     message = message.replace(" or --batch-size", "")
+    message = _TIMING.sub(lambda m: f"timing={m.group(1)!r}", message)
     return _OPTION.sub(lambda m: names.get(m.group(0), m.group(0)), message)
 
 

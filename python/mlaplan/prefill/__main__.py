@@ -210,7 +210,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.trace and args.reps == 0:
         raise UsageError("--trace: it records the profiled run of the timing, and --reps 0 times nothing; give --reps 1 "
                          "or more, or drop --trace")
-    claim_outputs(args, [(args.scenario, "the scenario file"), (args.model_config, "the --model-config file")],
+    from .schedule import policy_files
+
+    try:  # guided:FILE's file is an input too: no output may write over it
+        guides = [(path, f"the cost file of --policy guided:{path}") for path in policy_files(args.policy)]
+    except ValueError as e:
+        raise UsageError(str(e))
+    claim_outputs(args, [(args.scenario, "the scenario file"), (args.model_config, "the --model-config file")] + guides,
                   [(args.output, "-o"), (args.json, "--json"), (args.trace, "--trace")])
     import torch
 

@@ -135,11 +135,26 @@ def engine_named(name: str) -> str:
     return key
 
 
+def _policy_items(text: str) -> List[str]:
+    """The --policy list's items, stripped; an empty one refused as the CLI refuses it."""
+    names = [t.strip() for t in text.split(",")]
+    if not any(names):
+        raise ValueError("--policy: give all or a comma list of " + ", ".join(POLICIES))
+    if not all(names):
+        raise ValueError(f"--policy {text}: an empty item in the list; name a policy between each two commas, or remove "
+                         f"the extra comma")
+    return names
+
+
+def policy_files(text: str) -> List[str]:
+    """The cost files the --policy list names (guided:FILE), as spelled: the command's inputs, which no
+    output may overwrite. Read nothing; parse_engines checks them."""
+    return [path for head, colon, path in (t.partition(":") for t in _policy_items(text)) if colon and path]
+
+
 def parse_engines(text: str) -> List[str]:
     """'all' or a comma list of engine names (docs/prefill.md); ValueError names a bad one."""
-    names = [t for t in (s.strip() for s in text.split(",")) if t]
-    if not names:
-        raise ValueError("--policy: give all or a comma list of " + ", ".join(POLICIES))
+    names = _policy_items(text)
     out: List[str] = []
     for n in names:
         for e in (POLICIES if n.lower() == "all" else (engine_named(n),)):
