@@ -4,6 +4,7 @@ many iterations, every engine's query pattern, a few queries per sequence and th
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Dict, List, Sequence
@@ -16,6 +17,10 @@ from ..prefill.schedule import ENGINES
 
 # Past this many iterations a point costs more device time than it teaches the fit.
 MAX_ITERATIONS = 256
+# What a guided policy's cost file keeps in its private copy (priced_policy): the fields the C++ reader takes.
+COST_FIELDS = ("format", "version", "model", "tp", "dtype", "gpu", "compute_capability", "kernels", "timing", "date",
+               "geometry", "coefficients", "host")
+_GUIDES: Dict[tuple, str] = {}  # (path, its identity) -> the private copy
 # The executor's paths that take the batch whole (TensorRT-LLM on SM90, SGLang's one-shot and
 # absorbed paths), which the cost model prices as the cost file's GPU dispatches them.
 WHOLE_PATHS = ("sm90", "one-shot", "absorbed")
@@ -50,14 +55,66 @@ class Point:
         return d
 
 
+def priced_policy(policy: str) -> str:
+    """The policy as the C++ pricing takes it: guided:PATH (guided/eager:PATH) with PATH read once, by the
+    package's bounded reader (which a signal stops on a FIFO), into a private copy of the fields the
+    cost reader takes. A fit prices each record many times, and the C++ reads a guided file at every
+    pricing: a 200 MiB file took seconds each time. ValueError naming PATH where it is no cost file."""
+    head, sep, path = policy.partition(":")
+    if not sep or head.lower() not in ("guided", "guided/eager") or not path:
+        return policy
+    import os
+
+    try:
+        st = os.stat(path)
+        key = (path, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = (path,)  # the reader names what is wrong with it
+    if key not in _GUIDES:
+        _GUIDES[key] = _private_copy(path)
+    return f"{head}:{_GUIDES[key]}"
+
+
+def _private_copy(path: str) -> str:
+    import atexit
+    import json
+    import shutil
+    import tempfile
+
+    from .._files import read_json
+
+    doc = read_json(path, "a cost file (python -m mlaplan.calibrate writes one)")
+    if isinstance(doc, dict):
+        doc = {k: doc[k] for k in COST_FIELDS if k in doc}
+    folder = tempfile.mkdtemp(prefix="mlaplan-guide-")
+    atexit.register(shutil.rmtree, folder, True)
+    copy = os.path.join(folder, "cost.json")
+    with open(copy, "w") as f:
+        json.dump(doc, f)
+    try:
+        _mlaplan.read_cost_model(copy)
+    except ValueError as e:
+        raise ValueError(str(e).replace(copy, path)) from None
+    return copy
+
+
+def _named(call, policy: str):
+    """call(the policy as priced), its errors naming the policy's own file, not its private copy."""
+    priced = priced_policy(policy)
+    try:
+        return call(priced)
+    except ValueError as e:
+        raise ValueError(str(e).replace(priced.partition(":")[2], policy.partition(":")[2]) if priced != policy else str(e)) from None
+
+
 def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, sm: int = 0,
              scheduler: str = "grid") -> dict:
     """The cost terms of the point as `sweep --cost` counts them (max: as many chunks as it needs), on
     the path its engine takes on a GPU of compute capability sm (90: SM90; 0: every policy's loop),
     the attention's blocks handed out by `scheduler` (grid: FlashAttention-2; sorted: FlashAttention-3)."""
     cache, offsets = p.arrays
-    f = cost_features(cache, offsets, p.page_size, p.buffer_tokens, p.policy, heads, sms, blocks_per_sm, tile_queries, sm=sm,
-                      scheduler=scheduler)
+    f = _named(lambda policy: cost_features(cache, offsets, p.page_size, p.buffer_tokens, policy, heads, sms, blocks_per_sm,
+                                            tile_queries, sm=sm, scheduler=scheduler), p.policy)
     return {k: v for k, v in f.items() if k != "path"}
 
 
@@ -66,8 +123,8 @@ def eager_us(p: Point, coefficients: dict, launch_us: dict, pad_v: bool, heads: 
     """The point's layer priced eagerly, as `run --cost --timing eager` prices it: the two clocks over
     its launches on the path `features` counts, with the coefficients and host costs given."""
     cache, offsets = p.arrays
-    return _mlaplan.cost_eager(cache, offsets, p.page_size, p.buffer_tokens, p.policy, coefficients, launch_us, pad_v, heads, sms,
-                               blocks_per_sm, tile_queries, sm, scheduler)["eager_us"]
+    return _named(lambda policy: _mlaplan.cost_eager(cache, offsets, p.page_size, p.buffer_tokens, policy, coefficients, launch_us,
+                                                     pad_v, heads, sms, blocks_per_sm, tile_queries, sm, scheduler), p.policy)["eager_us"]
 
 
 def record_sm(rec: dict) -> int:

@@ -62,7 +62,23 @@ def _whole(value, low: int) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= value < 2**32
 
 
-def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
+def _policy_error(name: str) -> str:
+    """Why `name` is no policy a record can hold ("" where it is one): an engine, mlaplan's waves with
+    its launch shape, or guided by a cost file, whose file is read once here (grid.priced_policy)."""
+    from .grid import priced_policy
+
+    fallback = f"{name!r} is not one of {', '.join(POLICIES)}"
+    try:
+        priced = priced_policy(name)
+    except ValueError as e:  # the guided policy's cost file: its own message names it and the field
+        return f"{name!r}: {str(e).splitlines()[0]}"
+    try:
+        return "" if engine_named(priced) == priced else fallback
+    except ValueError:
+        return fallback
+
+
+def _check_record(path: str, i: int, r, text_keys: Iterable[str], policies: dict) -> None:
     where = f"{path}: records[{i}]"
     if not isinstance(r, dict):
         raise UsageError(f"{where}: a {type(r).__name__}, not an object; give a file mlaplan wrote")
@@ -76,12 +92,13 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str]) -> None:
     for key in ("page_size", "buffer_tokens"):
         if not _whole(r.get(key), 1):
             raise UsageError(f"{where}.{key}: expected a whole number >= 1, got {r.get(key)!r}")
-    try:  # an engine, or mlaplan's waves with its launch shape
-        known = isinstance(r.get("policy"), str) and engine_named(r["policy"]) == r["policy"]
-    except ValueError:
-        known = False
-    if not known:
-        raise UsageError(f"{where}.policy: {r.get('policy')!r} is not one of {', '.join(POLICIES)}")
+    name = r.get("policy")
+    if not isinstance(name, str):
+        raise UsageError(f"{where}.policy: {name!r} is not one of {', '.join(POLICIES)}")
+    if name not in policies:
+        policies[name] = _policy_error(name)
+    if policies[name]:
+        raise UsageError(f"{where}.policy: {policies[name]}")
     fulls = -(-(sum(r["cache"]) + sum(r["new"])) // r["buffer_tokens"])
     if len(r["cache"]) * fulls > MAX_PRICING_WORK:
         raise UsageError(f"{where}: {len(r['cache'])} sequences over {fulls} buffer-fulls of {r['buffer_tokens']} rows, past "
@@ -139,6 +156,7 @@ def read_measurements(path: str, fmt: Union[str, Sequence[str]], wrote: str, top
     records: List = doc.get("records")
     if not isinstance(records, list):
         raise UsageError(f"{path}: records: missing or not a list; give {what}")
+    policies: dict = {}  # each policy checked once (a guided one reads its cost file)
     for i, r in enumerate(records):
-        _check_record(path, i, r, tuple(text_keys))
+        _check_record(path, i, r, tuple(text_keys), policies)
     return doc

@@ -351,11 +351,14 @@ def ratio_check(cost: dict, records: List[dict]) -> dict:
             s[3] += predict_us(cost, r, "graph") / 1e3
             s[4] += r["eager_spread_ms"] if r.get("eager_spread_ms") is not None else math.nan
             s[5] += r["eager_round_spread_ms"] if r.get("eager_round_spread_ms") is not None else math.nan
-    rows = [{"workload": k[0], "policy": k[1], "buffer_tokens": k[2], "measured": s[0] / s[1], "predicted": s[2] / s[3],
+    # A file whose coefficients price the setting's graph time 0 predicts no ratio (null), which misses.
+    rows = [{"workload": k[0], "policy": k[1], "buffer_tokens": k[2], "measured": s[0] / s[1],
+             "predicted": s[2] / s[3] if s[3] > 0 else None,
              "measured_range": None if math.isnan(s[4]) else s[4] / s[1],
              **({} if math.isnan(s[5]) else {"rounds_range": s[5] / s[1]})} for k, s in sorted(sums.items())]
-    misses = [x for x in rows if abs(x["predicted"] - x["measured"]) > RATIO_TOLERANCE]
-    inside = [x for x in misses if x["measured_range"] is not None and abs(x["predicted"] - x["measured"]) <= x["measured_range"]]
+    misses = [x for x in rows if x["predicted"] is None or abs(x["predicted"] - x["measured"]) > RATIO_TOLERANCE]
+    inside = [x for x in misses if x["measured_range"] is not None and x["predicted"] is not None
+              and abs(x["predicted"] - x["measured"]) <= x["measured_range"]]
     out = {"buffer_at_most": RATIO_BUFFER, "tolerance": RATIO_TOLERANCE, "settings": len(rows),
            "within": len(rows) - len(misses), "misses": misses, "misses_within_measured_range": len(inside)}
     rounds = [x["rounds_range"] for x in rows if "rounds_range" in x]
@@ -410,9 +413,11 @@ def markdown(rep: dict, cost_path: str) -> str:
                   + "; ".join(drift) + "."]
     q = rep.get("ratio")
     if q and q["settings"]:
-        miss = "; ".join(f"{x['workload']} {x['policy']} at {x['buffer_tokens']}: {x['predicted']:.2f} predicted, "
-                         f"{x['measured']:.2f} measured" + ("" if x.get("measured_range") is None else
-                                                            f" (its repetitions span {x['measured_range']:.2f})")
+        miss = "; ".join(f"{x['workload']} {x['policy']} at {x['buffer_tokens']}: "
+                         + ("none predicted (the file prices its graph time 0)" if x["predicted"] is None
+                            else f"{x['predicted']:.2f} predicted")
+                         + f", {x['measured']:.2f} measured" + ("" if x.get("measured_range") is None else
+                                                                f" (its repetitions span {x['measured_range']:.2f})")
                          for x in q["misses"])
         lines += ["", f"The eager / graph ratio at {q['buffer_at_most']} rows and below, predicted within {q['tolerance']:g} of "
                       f"the measured (the same runs) at {q['within']} of {q['settings']} settings" + (f"; not at {miss}." if miss else ".")]
@@ -427,7 +432,10 @@ def markdown(rep: dict, cost_path: str) -> str:
     for s in rep["settings"]:
         lines.append(f"| {s['workload']} | {s['policy']} | {s['buffer_tokens']} | {s['measured_ms']:.3f} | "
                      f"{s['predicted_ms']:.3f} | {100 * s['error']:+.1f}% |")
-    return "\n".join(lines) + "\n"
+    # The workloads, scenarios and paths come from the user's files: control bytes escaped, as the CLI's.
+    from .._mlaplan import printable
+
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def met(rep: dict) -> bool:
@@ -482,7 +490,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         doc = measure(args, cost)
         records = doc["records"]
         if args.save:
-            write_output(args.save, json_text(doc))
+            write_output(args.save, json_text(doc, args.save))
     if cost is None:
         return 0
     timing = args.timing or cost.get("timing") or "eager"
@@ -501,7 +509,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                               f"{f' ({refused} refused)' if refused else ''}; measure on a CUDA GPU"
                               f"{'' if timing == 'eager' else ', or compare --timing eager'}")
     if args.json:
-        write_output(args.json, json_text(rep))
+        write_output(args.json, json_text(rep, args.json))
     write_output(args.output, markdown(rep, args.cost))
     return 0 if met(rep) else 1
 
