@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string_view>
 #include <thread>
 
 #include "cli_common.hpp"
@@ -185,10 +186,16 @@ int sweep(const SweepOptions& opt) {
     profile::PlannerChoice choice = profile::choose_planner(profile::Backend::gpu, GpuKernel::fast);  // DeviceError (exit 3) without a GPU
     run_options.max_planner = std::shared_ptr<profile::Planner>(std::move(choice.planner));
   }
+  // Twice a second, within settings too: one setting of guided over a million batches takes minutes.
   if (!opt.no_progress && ::isatty(STDERR_FILENO))
-    run_options.progress = [](size_t done, size_t total) {
-      print_stderr(fmt::format("\r\033[Kmlaplan: sweep: {} of {} settings", done, total));
-      if (done == total) print_stderr(fmt::format("\r\033[K"));
+    run_options.work_progress = [](const sweeps::SweepProgress& p) {
+      const double share = p.total ? 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total) : 100.0;
+      if (std::string_view(p.phase) == "bounds")
+        print_stderr(fmt::format("\r\033[Kmlaplan: sweep: lower bounds, {:.0f}% of the batches", share));
+      else if (p.settings_done < p.settings)
+        print_stderr(fmt::format("\r\033[Kmlaplan: sweep: {:.0f}% ({} of {} settings done)", share, p.settings_done, p.settings));
+      else
+        print_stderr("\r\033[K");
     };
 
   InterruptScope interrupt_scope;  // Ctrl-C: finish the settings at hand, print them, exit 130

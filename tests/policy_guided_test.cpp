@@ -16,6 +16,9 @@
 #include "mlaplan/policies/policy.hpp"
 #include "mlaplan/policies/policy_check.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
+#include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/workloads/workload.hpp"
 #include "test_batches.hpp"
 
 namespace mlaplan::policies {
@@ -131,4 +134,61 @@ TEST(PolicyGuided, Names) {
 }
 
 }  // namespace
+// The choice's own terms and outcome are its plan's: a sweep reuses them instead of walking again.
+TEST(PolicyGuided, ChoiceCarriesItsPlansTermsAndOutcome) {
+  check::BatchGeneratorOptions options;
+  options.max_chunks = 64;
+  for (bool eager : {false, true}) {
+    const Policy g = guided(kFa2, eager);
+    check::BatchGenerator gen(43, options);
+    for (int i = 0; i < 200; ++i) {
+      const Batch b = gen.next();
+      const GuidedChoice c = guided_choice(b, g);
+      if (!c.priced || c.one_shot) continue;
+      std::optional<EagerTime> e;
+      if (eager) e.emplace(*g.guide);
+      const cost::Features f = policy_features(b, c.plan, g.guide->geometry, nullptr, nullptr, e ? &*e : nullptr);
+      for (size_t t = 0; t < cost::kTerms; ++t) ASSERT_EQ(c.terms[static_cast<cost::Term>(t)], f[static_cast<cost::Term>(t)]);
+      if (e) ASSERT_EQ(c.clock.dev, e->clock.dev);
+      const PolicyOutcome o = policy_outcome(b, c.plan);
+      ASSERT_EQ(c.outcome.chunks, o.chunks);
+      ASSERT_EQ(c.outcome.largest_chunk, o.largest_chunk);
+      ASSERT_EQ(plan_policy(b, g).tables.buffer_row_offsets, plan_policy(b, c.plan).tables.buffer_row_offsets);
+    }
+  }
+}
+
+// A sweep prices guided (choosing once per batch and buffer) and waves/even (at a buffer that streams
+// every context whole, from the lower bound's terms) as each batch alone prices them, as run does.
+TEST(PolicyGuided, SweepRowsAreEachBatchsOwnPrice) {
+  auto source = workloads::preset_source(workloads::find_workload_preset("coding-agent"), 3);
+  const std::vector<Batch> batches =
+      workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 60, 3);
+  const cost::CostModel m = cost::read_cost_model(kFa2);
+  for (bool eager : {false, true}) {
+    sweeps::SweepGrid grid;
+    grid.buffer_tokens = {4096, 65536, 1u << 20};
+    grid.max_chunks = {16};
+    grid.policies = parse_policies("guided,waves/even", Policy{});
+    grid.costs = {m};
+    grid.eager = eager;
+    attach_guide(grid.policies, grid.costs, eager);
+    sweeps::take_cost_models(grid, false, "sweep");
+    const sweeps::SweepResult r = sweeps::run_sweep(batches, grid);
+    ASSERT_EQ(r.rows.size(), 6u);
+    for (const sweeps::SweepRow& row : r.rows) {
+      double sum = 0;
+      for (Batch b : batches) {
+        b.buffer_token_size = row.buffer_tokens;
+        std::optional<EagerTime> e;
+        if (eager) e.emplace(m);
+        const cost::Features f = dispatched_features(b, row.policy, m.geometry, m.sm, nullptr, nullptr, e ? &*e : nullptr);
+        sum += e ? e->clock.dev : m.predict_us(f);
+      }
+      const double mean = sum / static_cast<double>(batches.size());
+      EXPECT_NEAR(row.time->mean_us, mean, 1e-5 * mean) << row.setting() << (eager ? " eager" : " graph");
+    }
+  }
+}
+
 }  // namespace mlaplan::policies

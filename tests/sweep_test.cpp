@@ -127,6 +127,33 @@ TEST(Sweep, ThreadsDoNotChangeResults) {
   }
 }
 
+// Progress comes within a setting, not only between settings: one setting of guided over a million
+// batches takes minutes. At every report the counts only grow; the last says all is done.
+TEST(Sweep, ProgressWithinASetting) {
+  auto source = workloads::preset_source(workloads::find_workload_preset("mooncake-conv"), 3);
+  const std::vector<Batch> batches =
+      workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 5000, 3);
+  SweepGrid g = small_grid();
+  g.buffer_tokens = {4096};
+  g.policies = {policies::Policy{policies::PolicyKind::packed}};
+  SweepOptions o;
+  o.threads = 1;
+  o.progress_every = 0;  // every count reported
+  std::vector<SweepProgress> seen;
+  o.work_progress = [&](const SweepProgress& p) { seen.push_back(p); };
+  run_sweep(batches, g, o);
+  ASSERT_GE(seen.size(), 4u);
+  size_t within = 0;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    within += std::string(seen[i].phase) == "settings" && seen[i].settings_done == 0 && seen[i].done > 0;
+    if (i > 0 && std::string(seen[i].phase) == seen[i - 1].phase) EXPECT_GE(seen[i].done, seen[i - 1].done);
+  }
+  EXPECT_GE(within, 3u);  // 5,000 batches: a report every 1,024
+  EXPECT_EQ(seen.back().done, seen.back().total);
+  EXPECT_EQ(seen.back().total, 5000u);
+  EXPECT_EQ(seen.back().settings_done, 1u);
+}
+
 TEST(Recommend, SmallestQualifyingBufferAndWhySmallerFail) {
   const SweepResult r = run_sweep({two_contexts(), one_short()}, small_grid());
   RecommendOptions o;

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "mlaplan/policies/policy_cost.hpp"
 #include "policy_walk.hpp"
 
 namespace mlaplan::policies {
@@ -69,7 +70,7 @@ EnginePath engine_path(const Policy& policy, uint64_t prefix, uint64_t total, ui
 EnginePath engine_path(const Batch& batch, const Policy& policy, uint32_t sm) {
   if (!dispatches(policy, sm)) return EnginePath::chunked;
   if (policy.kind == PolicyKind::guided)  // its own choice, by its cost model, on any GPU
-    return detail::guided_choice(batch, policy).one_shot ? EnginePath::one_shot : EnginePath::chunked;
+    return guided_choice(batch, policy).one_shot ? EnginePath::one_shot : EnginePath::chunked;
   const Sums s = sums_of(batch);
   return engine_path(policy, s.prefix, s.total, batch.buffer_token_size, sm);
 }

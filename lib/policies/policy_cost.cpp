@@ -405,8 +405,11 @@ Features unbounded_features(const Batch& b, const Policy& policy, const Geometry
     with_context += len > 0;
   }
   uint64_t rows = total;  // packed: every context in one buffer
-  if (policy.kind == PolicyKind::even_split)
-    rows = policy.even_split == EvenSplitVariant::sglang
+  // waves/even takes vLLM's even share: a buffer of `total` rows could split its longest context
+  // (10,000 and 100 tokens: a share of 4,992), where any buffer it streams whole at gives one chunk.
+  const bool even_shares = policy.kind == PolicyKind::waves && policy.waves_shares == WavesShares::even;
+  if (policy.kind == PolicyKind::even_split || even_shares)
+    rows = policy.even_split == EvenSplitVariant::sglang && !even_shares
                ? longest * b.batch_size()
                : with_context * detail::ceil_div(longest, b.page_size) * b.page_size;
   thread_local Batch wide;  // reused: a sweep asks this for every batch and policy
@@ -454,6 +457,19 @@ Features dispatched_features(const Batch& b, const Policy& policy, const Geometr
 
 Features dispatched_unbounded_features(const Batch& b, const Policy& policy, const Geometry& g, uint32_t sm,
                                        const Features* new_step, EagerTime* eager) {
+  if (policy.kind == PolicyKind::guided) {
+    // Its choice with a buffer that holds the batch whole, once: the whole context at once, or the
+    // plan it chose, which streams every context whole (as at any buffer holding them).
+    thread_local Batch wide;
+    wide.page_size = b.page_size;
+    wide.max_chunks = b.max_chunks;
+    wide.cache_lengths.assign(b.cache_lengths.begin(), b.cache_lengths.end());
+    wide.input_row_offsets.assign(b.input_row_offsets.begin(), b.input_row_offsets.end());
+    wide.buffer_token_size = std::numeric_limits<int32_t>::max();
+    const GuidedChoice choice = guided_choice(wide, policy);
+    if (choice.one_shot) return whole_context_features(b, g, eager);
+    return unbounded_features(b, choice.plan, g, new_step, eager);
+  }
   if (unbounded_path(b, policy, sm) != EnginePath::chunked) return whole_context_features(b, g, eager);
   return unbounded_features(b, policy, g, new_step, eager);
 }

@@ -220,20 +220,13 @@ inline bool runs_packed_loop(const Policy& p) {
          p.kind == PolicyKind::guided;
 }
 
-// guided's choice for the batch (guided_choice.cpp): of the candidates (guided_candidates), the plan its
-// model prices lowest at the batch's buffer, or, where every cached and new token fits the buffer
-// and its model prices that lower, the whole context at once (one_shot, SGLang's one-shot MHA); then
-// `plan` is waves', one chunk. O(B + chunks) per candidate.
-struct GuidedChoice {
-  Policy plan;
-  bool one_shot = false;
-};
-GuidedChoice guided_choice(const Batch& batch, const Policy& guided);
+// guided's choice: policy_cost.hpp's guided_choice (guided_choice.cpp).
+Policy guided_plan(const Batch& batch, const Policy& guided);
 
 // The walk of a policy for which runs_packed_loop holds.
 template <typename Emit>
 uint64_t walk_packed_loop(const Batch& batch, const Policy& policy, Emit&& emit) {
-  if (policy.kind == PolicyKind::guided) return walk_packed_loop(batch, guided_choice(batch, policy).plan, emit);
+  if (policy.kind == PolicyKind::guided) return walk_packed_loop(batch, guided_plan(batch, policy), emit);
   if (policy.kind == PolicyKind::waves && policy.waves_shares == WavesShares::even) {
     std::string why;  // the even split's share, which a buffer of at least one page per context never makes 0
     const uint64_t share = std::max<uint64_t>(even_split_share(batch, EvenSplitVariant::vllm, why), 1);

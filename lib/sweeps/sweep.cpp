@@ -101,7 +101,7 @@ void finish_times(Evaluated& e, const std::vector<TimeSums>& sums) {
 // `b` is scratch, one per thread: each batch is copied into it with the setting's N and M, so the
 // threads share one copy of the batches (a copy per thread multiplied their memory by the cores).
 Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const SweepGrid& grid, const Shared& shared,
-                   const MaxPlan& plan_max, Batch& b) {
+                   const MaxPlan& plan_max, Batch& b, Ticker& ticker) {
   const LowerBounds& lower = shared.lower;
   Evaluated e;
   SweepRow& row = e.row;
@@ -136,10 +136,33 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     floors[k] = loop_floor(s.policy, grid.costs[k].sm);
   }
   std::vector<policies::EnginePath> paths(costs, policies::EnginePath::chunked);
+  // guided: its choice, once per batch (the candidates priced once), and then its plan runs, priced
+  // and merged in its place. Cost model k takes the choice's own terms where they are k's: the same
+  // geometry (graph timing) or the same pricing, clocks included (eager timing, guided/eager).
+  const bool guided = s.policy.kind == policies::PolicyKind::guided;
+  std::optional<policies::GuidedChoice> choice;
+  std::vector<bool> as_guide(costs, false);
+  for (size_t k = 0; guided && k < costs; ++k) {
+    const cost::CostModel& c = grid.costs[k];
+    const cost::Geometry &g = c.geometry, &h = s.policy.guide->geometry;
+    // The terms depend on the geometry alone; the clocks on the coefficients and host costs too.
+    as_guide[k] = grid.eager ? s.policy.guide_eager && policies::same_pricing(c, *s.policy.guide, true)
+                             : g.heads == h.heads && g.sms == h.sms && g.blocks_per_sm == h.blocks_per_sm &&
+                                   g.tile_queries == h.tile_queries && g.scheduler == h.scheduler;
+  }
+  // The choice's terms (and clocks) for cost model k, where they are k's.
+  auto chosen_terms = [&](size_t k) -> const cost::Features* {
+    if (!choice || !choice->priced || choice->one_shot || !as_guide[k]) return nullptr;
+    if (clocks[k]) clocks[k]->clock = choice->clock;
+    return &choice->terms;
+  };
   for (size_t i = 0; i < batches.size(); ++i) {
-    if (i % 1024 == 0 && profile::stop_requested()) {
-      row.batches = 0;  // unfinished: run_sweep drops it
-      return e;
+    if (i % 1024 == 0 && i > 0) {
+      if (profile::stop_requested()) {
+        row.batches = 0;  // unfinished: run_sweep drops it
+        return e;
+      }
+      ticker.priced(1024);
     }
     const Batch& from = batches[i];
     b.page_size = from.page_size;
@@ -148,14 +171,18 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     b.buffer_token_size = s.n;
     b.max_chunks = s.m.value_or(from.max_chunks);
     const bool max = s.policy.kind == policies::PolicyKind::max;
+    const policies::Policy* plan = &s.policy;  // what plans the batch: guided's choice, for guided
+    if (guided) {
+      choice = policies::guided_choice(b, s.policy);
+      if (choice->priced) plan = &choice->plan;  // else too long to walk: guided refuses it, by its name
+    }
     // The path the engine takes under each cost model: O(1) from the batch's sums, and only for the
     // engines that dispatch (vLLM and MAX always run their loops).
     bool any_loop = !costs;  // some cost model prices the policy's loop
     for (size_t k = 0; k < costs; ++k) {
-      paths[k] = !dispatching[k]                      ? policies::EnginePath::chunked
-                 : s.policy.kind == policies::PolicyKind::guided ? policies::engine_path(b, s.policy, grid.costs[k].sm)
-                                                       : policies::engine_path(s.policy, shared.prefix[i], shared.total[i], s.n,
-                                                                     grid.costs[k].sm);
+      paths[k] = !dispatching[k] ? policies::EnginePath::chunked
+                 : guided        ? (choice->one_shot ? policies::EnginePath::one_shot : policies::EnginePath::chunked)
+                                 : policies::engine_path(s.policy, shared.prefix[i], shared.total[i], s.n, grid.costs[k].sm);
       any_loop = any_loop || paths[k] == policies::EnginePath::chunked;
     }
     // A setting that streams the batch whole has the lower bound's terms, worked out already, where
@@ -169,7 +196,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       o = plan_max(b, tables);
       whole = costs && policies::streams_whole(b, s.policy);
     } else if (!costs || !any_loop) {
-      o = policies::policy_outcome(b, s.policy);
+      o = choice && choice->priced && !choice->one_shot ? choice->outcome : policies::policy_outcome(b, *plan);
     } else if (s.policy.kind == policies::PolicyKind::even_split) {  // its outcome is closed-form: one chunk is streams_whole
       o = policies::policy_outcome(b, s.policy);
       whole = !o.refused && o.chunks <= 1;
@@ -180,9 +207,13 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     } else {
       whole = policies::streams_whole(b, s.policy);
       if (!want_first || (whole && floors[0])) {
-        o = policies::policy_outcome(b, s.policy);
+        o = choice && choice->priced && !choice->one_shot ? choice->outcome : policies::policy_outcome(b, *plan);
+      } else if (const cost::Features* terms = chosen_terms(0)) {
+        o = choice->outcome;
+        first = *terms;
+        have_first = true;
       } else {
-        o = policies::outcome_with_features(b, s.policy, grid.costs[0].geometry, first, &shared.new_steps[0][i], eager(0));
+        o = policies::outcome_with_features(b, *plan, grid.costs[0].geometry, first, &shared.new_steps[0][i], eager(0));
         have_first = !o.refused;
       }
     }
@@ -195,7 +226,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       row.iterations.push_back(chunks);
       shown.push_back(chunks);
       if (max) policies::add_max_query_merges(merges, b, tables);
-      else policies::add_policy_query_merges(merges, b, s.policy);
+      else policies::add_policy_query_merges(merges, b, *plan);
       payload += o.payload_tokens;
       streamed += o.streamed_rows;
       if (o.chunks > 0) {
@@ -223,10 +254,12 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
           iterations = shared.lower_iterations[s.policy_index][i];
         } else {
           // k == 0 && have_first: the clocks ran with `first`'s walk, and no walk under cost 0 since.
+          const cost::Features* terms = k > 0 ? chosen_terms(k) : nullptr;
           const cost::Features f = max ? policies::max_features(b, tables, c.geometry, eager(k))
-                                   : k == 0 && have_first
-                                       ? first
-                                       : policies::policy_features(b, s.policy, c.geometry, nullptr, &shared.new_steps[k][i], eager(k));
+                                   : k == 0 && have_first ? first
+                                   : terms                ? *terms
+                                                          : policies::policy_features(b, *plan, c.geometry, nullptr,
+                                                                                      &shared.new_steps[k][i], eager(k));
           us = clocks[k] ? clocks[k]->clock.dev : c.predict_us(f);
           if (clocks[k]) wait = clocks[k]->clock.waited();
           iterations = f[cost::Term::iteration];
@@ -245,6 +278,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
       ++sums[k].planned;
     }
   }
+  if (!batches.empty()) ticker.priced(batches.size() - (batches.size() - 1) / 1024 * 1024);
   row.padding_overhead = payload ? static_cast<double>(streamed - payload) / static_cast<double>(payload) : 0;
   row.mean_fill = filled_batches ? fill_sum / static_cast<double>(filled_batches) : 0;
   row.merges_max = merges.max();
@@ -389,11 +423,13 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
 
   check_costs(grid);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const Shared shared = shared_terms(batches, grid, options.threads ? options.threads : cores);
+  Ticker ticker(options, settings.size(), batches.size());
+  const Shared shared = shared_terms(batches, grid, options.threads ? options.threads : cores, &ticker);
   std::vector<Evaluated> evaluated(settings.size());
   std::atomic<size_t> next{0}, done{0};
   std::mutex progress_mutex;
   auto report = [&] {
+    ticker.setting_done();
     const size_t d = ++done;
     if (options.progress) {
       std::lock_guard<std::mutex> lock(progress_mutex);
@@ -413,7 +449,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
       return policies::outcome_from_tables(b, planned);
     };
     for (size_t i = 0; i < settings.size() && !profile::stop_requested(); ++i) {
-      evaluated[i] = evaluate(batches, settings[i], grid, shared, plan_max, scratch);
+      evaluated[i] = evaluate(batches, settings[i], grid, shared, plan_max, scratch, ticker);
       report();
     }
   } else {
@@ -427,7 +463,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         CpuMaxPlanner cpu;
         MaxPlan plan_max = [&cpu](const Batch& b, policies::MaxTablesView& view) { return cpu(b, view); };
         for (size_t i = next++; i < settings.size() && !profile::stop_requested(); i = next++) {
-          evaluated[i] = evaluate(batches, settings[i], grid, shared, plan_max, scratch);
+          evaluated[i] = evaluate(batches, settings[i], grid, shared, plan_max, scratch, ticker);
           report();
         }
       } catch (const Interrupted&) {  // inside a large batch: its setting is left unfinished, as on any stop
@@ -445,6 +481,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
     if (failure) std::rethrow_exception(failure);
   }
 
+  if (!profile::stop_requested()) ticker.finish();
   if (!batches.empty()) bound_rows(evaluated, settings, shared.lower, grid.policies.size(), batches.size());
 
   SweepResult result;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string_view>
 #include <thread>
 
 #include "mlaplan/policies/policy_cost.hpp"
@@ -35,7 +36,38 @@ void bound_rows(std::vector<Evaluated>& evaluated, const std::vector<Setting>& s
     }
 }
 
-Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads) {
+Ticker::Ticker(const SweepOptions& options, size_t settings, size_t batches)
+    : options_(options), settings_(settings), batches_(batches), last_(std::chrono::steady_clock::now()) {}
+
+void Ticker::add(std::atomic<uint64_t>& counter, uint64_t n, const char* phase) {
+  counter += n;
+  if (!options_.work_progress) return;
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);  // another thread reports: go on
+  if (!lock.owns_lock()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (std::chrono::duration<double>(now - last_).count() < options_.progress_every) return;
+  last_ = now;
+  report(phase);
+}
+
+void Ticker::report(const char* phase) {
+  SweepProgress p;
+  p.phase = phase;
+  const bool bounds = std::string_view(phase) == "bounds";
+  p.done = bounds ? bounds_.load() : priced_.load();
+  p.total = bounds ? batches_ : uint64_t{batches_} * settings_;
+  p.settings_done = settings_done_;
+  p.settings = settings_;
+  options_.work_progress(p);
+}
+
+void Ticker::finish() {
+  if (!options_.work_progress) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  report("settings");
+}
+
+Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads, Ticker* ticker) {
   Shared shared;
   LowerBounds& out = shared.lower;
   out.assign(grid.policies.size(), std::vector<std::vector<double>>(grid.costs.size()));
@@ -54,6 +86,10 @@ Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, un
   auto worker = [&] {
     for (size_t from = next.fetch_add(kBlock); from < batches.size() && !profile::stop_requested(); from = next.fetch_add(kBlock))
       for (size_t i = from; i < std::min(batches.size(), from + kBlock); ++i) {
+        if (i % 256 == 0 && i > from) {  // a guided policy prices a batch's bound in microseconds: Ctrl-C is seen
+          if (profile::stop_requested()) return;
+          if (ticker) ticker->bounds(256);
+        }
         const Batch& b = batches[i];
         uint64_t prefix = 0;
         for (uint32_t len : b.cache_lengths) prefix += len;

@@ -3,7 +3,10 @@
 // or eager timing alike. Private to sweeps.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -51,9 +54,30 @@ struct Evaluated {
   std::vector<TimeStats> times;
 };
 
+// A sweep's progress (SweepOptions::work_progress), counted by its threads as they go and reported
+// by whichever passes a count once `every` seconds have gone by since the last report.
+class Ticker {
+ public:
+  Ticker(const SweepOptions& options, size_t settings, size_t batches);
+  void bounds(uint64_t batches) { add(bounds_, batches, "bounds"); }  // lower bounds worked out
+  void priced(uint64_t batches) { add(priced_, batches, "settings"); }  // batches x settings priced
+  void setting_done() { ++settings_done_; }
+  void finish();  // the last report, whatever the time
+
+ private:
+  void add(std::atomic<uint64_t>& counter, uint64_t n, const char* phase);
+  void report(const char* phase);
+  const SweepOptions& options_;
+  const size_t settings_, batches_;
+  std::atomic<uint64_t> bounds_{0}, priced_{0};
+  std::atomic<size_t> settings_done_{0};
+  std::mutex mutex_;
+  std::chrono::steady_clock::time_point last_;
+};
+
 // Shared terms of every batch (its lower bounds per policy and cost model, priced eagerly under eager
 // timing, and its new tokens' step), over `threads` threads.
-Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads);
+Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, unsigned threads, Ticker* ticker = nullptr);
 
 // Each row's time over the lower bound: per batch, the least the cost model predicts for it under the
 // row's policy, with a buffer that holds it whole or at any buffer (and M) of the grid, summed over

@@ -86,6 +86,31 @@ bool streams_whole(const Batch& batch, const Policy& policy);
 // has its place in the grid). O(B). Without context it is the new tokens' step.
 cost::Features whole_context_features(const Batch& batch, const cost::Geometry& g, EagerTime* eager = nullptr);
 
+// guided's choice for one batch at its buffer (docs/policies.md): of its candidates (guided_candidates),
+// the plan its model prices lowest (by eager time for guided/eager; a tie goes to the first), or,
+// where every cached and new token fits the buffer and the model prices that lower, the whole context
+// at once (`one_shot`; `plan` is then waves', one chunk). Each candidate is priced once, O(B + chunks).
+// Every function that takes guided asks it again per batch; a caller that needs several of them
+// (a sweep: the path, the terms, the outcome, the merges) asks once and passes `plan`, which plans,
+// prices and merges as guided does for this batch, and reuses `terms`.
+struct GuidedChoice {
+  Policy plan;
+  bool one_shot = false;
+  // False where the batch's context needs more chunks than are walked (policy_outcome refuses it):
+  // nothing was priced, and `plan` (waves) refuses it too.
+  bool priced = false;
+  // `plan`'s own loop as the choice priced it, under the guide's model and timing (`eager`: with the
+  // host's clocks, in `clock`): its terms and outcome. Not `plan`'s on a one-shot choice.
+  cost::Features terms;
+  PolicyOutcome outcome;
+  cost::Clock clock;
+};
+GuidedChoice guided_choice(const Batch& batch, const Policy& guided);
+
+// Whether two cost models price alike (the same geometry and coefficients and, with `eager`, host
+// costs): a guide read from the --cost file is priced as that file.
+bool same_pricing(const cost::CostModel& a, const cost::CostModel& b, bool eager);
+
 // The terms of a policy other than max on the path its engine dispatches the batch to on a GPU of
 // compute capability `sm` (engine_path; 0: the policy's own loop, policy_features): the whole
 // context's terms, or the loop's for a batch the policy does not refuse. `path`, when given, gets the

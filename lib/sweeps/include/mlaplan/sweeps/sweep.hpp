@@ -130,11 +130,24 @@ struct SweepResult {
   std::vector<cost::CostModel> costs;  // the grid's, which rows' times refer to
 };
 
+// Where a sweep stands: its batches' lower bounds first (phase "bounds": `done` of `total` batches),
+// then the settings (phase "settings": `done` of `total` batches x settings, `settings_done` of
+// `settings` finished).
+struct SweepProgress {
+  const char* phase = "settings";
+  uint64_t done = 0, total = 0;
+  size_t settings_done = 0, settings = 0;
+};
+
 // Plans max's batches: the fast CPU planner (parallel over settings) or a Planner such as the GPU's.
 struct SweepOptions {
   std::shared_ptr<profile::Planner> max_planner;  // null: the fast CPU planner
   unsigned threads = 0;                  // 0: hardware concurrency (CPU planner only)
   std::function<void(size_t done, size_t total)> progress;  // optional, called between settings
+  // Optional: within settings too, from a sweep's thread, about every `progress_every` seconds while
+  // it works (one setting of a million batches under guided takes minutes), and once at the end.
+  std::function<void(const SweepProgress&)> work_progress;
+  double progress_every = 0.5;
 };
 
 // `batches` must be validated; their N and M are overridden by the grid's.
