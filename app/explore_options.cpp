@@ -180,9 +180,13 @@ void add_timing_option(CLI::App& cmd, std::string& timing) {
       ->default_str("graph");
 }
 
-bool eager_timing(const std::string& timing, bool with_cost) {
+bool eager_timing(const std::string& timing, bool with_cost, bool given) {
   if (timing == "eager" && !with_cost)
     throw InputError("--timing eager: it prices with a cost file's host section; add --cost FILE (one with a host section)");
+  if (given && !with_cost)
+    throw InputError(fmt::format("--timing {}: it sets how --cost prices, and no --cost file is given; add --cost FILE or "
+                                 "drop --timing",
+                                 timing));
   return timing == "eager";
 }
 

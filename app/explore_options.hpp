@@ -51,8 +51,9 @@ void add_cost_option(CLI::App& cmd, std::vector<std::string>& files, bool list);
 // --timing eager|graph (default graph): how --cost prices, CUDA-graph replay or eagerly with the host's
 // dispatch (docs/cost-model.md, Eager time).
 void add_timing_option(CLI::App& cmd, std::string& timing);
-// Whether --timing asks for eager timing; InputError where it does without --cost (nothing to price).
-bool eager_timing(const std::string& timing, bool with_cost);
+// Whether --timing asks for eager timing; InputError where it is given (`given`: on the line, graph
+// too) without --cost: nothing is priced, so it would change nothing.
+bool eager_timing(const std::string& timing, bool with_cost, bool given);
 std::vector<cost::CostModel> load_costs(const std::vector<std::string>& files);
 
 // The models and TPs to predict for: --model/--tp where given, else the cost files' own (their models

@@ -42,6 +42,7 @@ struct RunOptions {
   std::vector<std::string> costs;  // --cost FILE (one)
   std::string timing = "graph";    // --timing
   bool tp_given = false;
+  bool timing_given = false;  // --timing on the line
   std::string svg;   // --svg FILE
   std::string html;  // --html FILE
   bool kernel_given = false;         // --kernel on the line
@@ -264,11 +265,11 @@ int run(const RunOptions& opt) {
     std::vector<cost::CostModel> costs = load_costs(opt.costs);
     std::vector<models::ModelDims> models = make_models(opt.model);
     std::vector<uint32_t> tps = make_tps(opt.model);
-    const bool eager = eager_timing(opt.timing, true);
+    const bool eager = eager_timing(opt.timing, true, opt.timing_given);
     resolve_cost_models(costs, opt.model, opt.tp_given, models, tps, "run", eager);
     cost = RunCost{costs.front(), models.front(), eager};
   } else {
-    eager_timing(opt.timing, false);
+    eager_timing(opt.timing, false, opt.timing_given);
   }
   // Ctrl-C: reading, planning and the outputs' pieces stop; nothing is written (exit 130).
   InterruptScope interrupt_scope;
@@ -406,6 +407,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
     opt->kernel_given = given(*cmd, "--kernel");
     opt->max_sequences_given = given(*cmd, "--max-sequences");
     opt->tp_given = given(*cmd, "--tp");
+    opt->timing_given = given(*cmd, "--timing");
     exit_code = run(*opt);
   }));
 }

@@ -54,6 +54,7 @@ struct SweepOptions {
   std::string html;  // --html FILE: the page
   bool no_progress = false;
   std::vector<std::string> formation_given;  // options forming batches from a workload, given on the line
+  bool timing_given = false;  // --timing on the line
   bool quantile_given = false, max_chunks_given = false, backend_given = false, tp_given = false, objective_given = false,
        within_given = false;
   MemoryLimit memory_limit;
@@ -146,7 +147,7 @@ int sweep(const SweepOptions& opt) {
   grid.costs = load_costs(opt.costs);
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
-  grid.eager = eager_timing(opt.timing, !grid.costs.empty());
+  grid.eager = eager_timing(opt.timing, !grid.costs.empty(), opt.timing_given);
   policies::attach_guide(grid.policies, grid.costs, grid.eager);
   resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep", grid.eager);
   for (const models::ModelDims& m : grid.models)
@@ -324,6 +325,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
     opt->max_chunks_given = given(*cmd, "--max-chunks");
     opt->backend_given = given(*cmd, "--backend");
     opt->tp_given = given(*cmd, "--tp");
+    opt->timing_given = given(*cmd, "--timing");
     opt->objective_given = given(*cmd, "--objective");
     opt->within_given = given(*cmd, "--within");
     exit_code = sweep(*opt);
