@@ -23,6 +23,7 @@ import os
 import signal
 import stat
 import sys
+import threading
 from typing import Any, List, Optional
 
 from . import _strict_json
@@ -195,6 +196,9 @@ class OutputSet:
     def __init__(self):
         self._inputs: List[tuple] = []  # (path, what, identity)
         self._outputs: List[_Output] = []
+        # A stop from another thread (abandon) against the main thread's temporaries and renames.
+        self._lock = threading.RLock()
+        self.renaming = False  # the commit has begun putting the files in place
 
     def claim_input(self, path: Optional[str], what: str) -> None:
         if not path or path == "-" or not os.path.exists(path):
@@ -242,9 +246,10 @@ class OutputSet:
                 raise InputError(f"{option} {path}: is also the file of {other.option} ({other.path}); one would "
                                  f"overwrite the other; give each output its own path")
         if not special:  # the folder must take a new file now, not after the work
-            fd, probe = self._make_temp(o)
-            os.close(fd)
-            os.unlink(probe)
+            with self._lock:
+                fd, probe = self._make_temp(o)
+                os.close(fd)
+                os.unlink(probe)
         self._outputs.append(o)
 
     def claimed(self, path: Optional[str]) -> bool:
@@ -282,6 +287,10 @@ class OutputSet:
         if o.special:
             o.content = data
             return
+        with self._lock:
+            self._stage_file(o, path, data)
+
+    def _stage_file(self, o: _Output, path: str, data: bytes) -> None:
         if o.temp is not None:  # staged again: the last content wins
             os.unlink(o.temp)
             o.temp = None
@@ -319,24 +328,43 @@ class OutputSet:
             except OSError as e:
                 _fail(o.path, e.errno, "writing the output failed")
             o.content = None
-        # A signal now would stop half-way through the renames: it waits until they are done.
+        # A signal now would stop half-way through the renames: it waits until they are done (a
+        # handler that sees `renaming` leaves the stop to the end of the command, see abandon).
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
-            for o in self._outputs:
-                if o.temp is None:
-                    continue
-                try:
-                    os.rename(o.temp, o.target)
-                except OSError as e:
-                    _fail(o.path, e.errno, "cannot replace the output file")
-                o.temp = None
+            with self._lock:
+                self.renaming = True
+                for o in self._outputs:
+                    if o.temp is None:
+                        continue
+                    try:
+                        os.rename(o.temp, o.target)
+                    except OSError as e:
+                        _fail(o.path, e.errno, "cannot replace the output file")
+                    o.temp = None
         finally:
+            self.renaming = False
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         self._inputs.clear()
         self._outputs.clear()
 
+    def abandon(self) -> bool:
+        """For a thread that ends the process (a stop the main thread cannot take in time): removes the
+        temporaries and keeps the set locked, so that nothing is staged or renamed after; False, and
+        nothing done, where the commit has begun its renames (the outputs are going into place)."""
+        self._lock.acquire()  # held until the process ends
+        if self.renaming:
+            self._lock.release()
+            return False
+        self.discard()
+        return True
+
     def discard(self) -> None:
         """Removes the temporaries and forgets everything claimed."""
+        with self._lock:
+            self._discard()
+
+    def _discard(self) -> None:
         for o in self._outputs:
             if o.temp is not None:
                 try:

@@ -9,11 +9,13 @@ usage or input, 3 a device failure (out of memory included), 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import re
 import errno
 import signal
 import sys
+import threading
 from typing import List, Optional
 
 from .. import _files
@@ -323,8 +325,55 @@ def _error(message: str) -> None:
         pass
 
 
-def _on_terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM stops the command as Ctrl-C does (exit 130, nothing written)
+def _on_signal(signum, frame):
+    # SIGTERM stops the command as Ctrl-C does (exit 130, nothing written); while the outputs are being
+    # renamed into place the command finishes instead (they are all written, or none would be).
+    if not _files.outputs().renaming:
+        raise KeyboardInterrupt
+
+
+GRACE_S = 0.3  # after a signal, how long the command has to stop by itself before _Stopper ends it
+
+
+class _Stopper:
+    """Ctrl-C and SIGTERM within a second even inside one long call: Python runs its handlers only
+    between the main thread's steps, and one torch operation on the CPU can run for many seconds. The
+    signal also wakes this thread (signal.set_wakeup_fd); where the command has not reported its stop
+    GRACE_S later, the thread removes its temporaries, writes the line and ends the process (130)."""
+
+    def __init__(self, name: str):
+        self.name, self.lock, self.reported, self.done = name, threading.Lock(), False, threading.Event()
+        self.read, self.write = os.pipe()
+        os.set_blocking(self.write, False)
+        self.previous = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
+        threading.Thread(target=self._watch, daemon=True, name="mlaplan-stop").start()
+
+    def report(self) -> bool:
+        """True for the first caller (the command or the thread): it alone writes the line."""
+        with self.lock:
+            first, self.reported = not self.reported, True
+            return first
+
+    def _watch(self) -> None:
+        try:
+            while True:
+                data = os.read(self.read, 64)
+                if not data:
+                    return  # closed: the command ended
+                if signal.SIGINT in data or signal.SIGTERM in data:
+                    break
+        finally:
+            os.close(self.read)
+        if self.done.wait(GRACE_S) or not self.report():
+            return  # it stopped by itself
+        if _files.outputs().abandon():  # else it is putting its outputs in place, and ends with them
+            _error(f"{self.name}: interrupted; nothing written")
+            os._exit(130)
+
+    def close(self) -> None:
+        self.done.set()
+        signal.set_wakeup_fd(self.previous)
+        os.close(self.write)
 
 
 def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill") -> int:
@@ -333,7 +382,9 @@ def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill")
     its stdout was written, else removed; Ctrl-C or SIGTERM is exit 130 and one line saying what was
     stopped. mlaplan.calibrate's commands share it (`name`: the command, as the line names it)."""
     files = _files.outputs()
-    previous = signal.signal(signal.SIGTERM, _on_terminate) if _main_thread() else None
+    main_thread = _main_thread()
+    previous = [(sig, signal.signal(sig, _on_signal)) for sig in (signal.SIGINT, signal.SIGTERM)] if main_thread else []
+    stopper = _Stopper(name) if main_thread else None
     try:
         code = (command or main)(argv)
         if code in (0, 1):
@@ -350,10 +401,12 @@ def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill")
         _error(str(e).splitlines()[0])
         return 2
     except KeyboardInterrupt:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C kills at once
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        previous = None
-        _error(f"{name}: interrupted; nothing written")
+        if main_thread:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C kills at once
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            previous = []
+        if stopper is None or stopper.report():
+            _error(f"{name}: interrupted; nothing written")
         return 130
     except MemoryError:
         _error(f"{name}: out of host memory; give smaller batches or fewer heads")
@@ -376,8 +429,10 @@ def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill")
         raise
     finally:
         files.discard()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if stopper is not None:
+            stopper.close()
+        for sig, handler in previous:
+            signal.signal(sig, handler)
 
 
 def _stdout_broken() -> bool:
@@ -388,11 +443,22 @@ def _stdout_broken() -> bool:
         return True
 
 
-def _main_thread() -> bool:
-    import threading
+def exit_with(code: int) -> None:
+    """Ends `python -m` with the command's status. An interrupted one (130), having written nothing,
+    skips the interpreter's teardown: torch's alone takes 0.4 s, past a second on a loaded machine."""
+    if code == 130:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(130)
+    sys.exit(code)
 
+
+def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
 if __name__ == "__main__":
-    sys.exit(entry())
+    exit_with(entry())
