@@ -332,8 +332,9 @@ def sweep(
 
     progress: None (the default) prints nothing; True prints a line on stderr every 2 s once the sweep
     has run that long ("mlaplan: sweep: 3 of 12 settings done, 8 s", in place on a terminal);
-    a function is called as progress(done, total) on the calling thread whenever a setting finishes
-    and at least once a second; an exception it raises stops the sweep and is raised by it."""
+    a function is called as progress(done, total) on the calling thread whenever a setting finishes,
+    at least once a second, and once at the end with every setting done; an exception it raises stops
+    the sweep and is raised by it."""
     a = _args
     if replay is None:
         workload = a.name_of("workload", workload, workload_names())
@@ -371,7 +372,10 @@ def sweep(
                 raise ValueError(f"{name}: it sets how a trace is replayed; add replay=PATH or leave {name} out")
     tick = _progress.ticker(progress, "sweep")
     try:
-        return _mlaplan.sweep(**checked, progress=tick)
+        rows = _mlaplan.sweep(**checked, progress=tick)
+        if tick is not None:
+            tick.finish(len(rows))
+        return rows
     except ValueError as e:
         raise _args.reraise_by_keyword(e) from None
     finally:

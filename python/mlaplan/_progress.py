@@ -32,6 +32,9 @@ class _Line:
         text = f"mlaplan: {self.what}: {done} of {total} settings done, {now - self.start:.0f} s"
         self._write(("\r\033[K" + text) if self.tty else text + "\n")
 
+    def finish(self, settings: int) -> None:
+        pass
+
     def close(self) -> None:
         if self.tty and self.shown:
             self._write("\r\033[K")
@@ -46,7 +49,8 @@ class _Line:
 
 
 class _Calls:
-    """progress=FUNCTION: FUNCTION(done, total) when the count moves, and at least every CALL_S."""
+    """progress=FUNCTION: FUNCTION(done, total) when the count moves, at least every CALL_S, and at the
+    end with every setting done."""
 
     def __init__(self, function: Callable[[int, int], Any]):
         self.function, self.seen, self.last = function, None, time.monotonic()
@@ -56,6 +60,10 @@ class _Calls:
         if (done, total) != self.seen or now - self.last >= CALL_S:
             self.seen, self.last = (done, total), now
             self.function(done, total)
+
+    def finish(self, settings: int) -> None:
+        """The last call, (settings, settings), for a call that ended before the count was seen there."""
+        self(settings, settings)
 
     def close(self) -> None:
         pass
