@@ -298,6 +298,6 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from .__main__ import entry  # one mlaplan: error: line and exit 2 for bad input, as the command's
+    from .__main__ import entry, exit_with  # one mlaplan: error: line and exit 2 for bad input, as the command's
 
-    sys.exit(entry(command=main))
+    exit_with(entry(command=main))
