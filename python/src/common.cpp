@@ -44,12 +44,13 @@ policies::Policy policy_named(const std::string& name) {
 
 bool needs_worker(const Batch& b, const std::string& policy) {
   if (policy.find(':') != std::string::npos) return true;
-  // About the table cells a plan of the batch fills: sequences x chunks of the whole batch.
+  // About the table cells a plan of the batch fills: sequences x chunks of the whole batch, or of
+  // max_chunks where the tables have that many rows.
   const uint64_t tokens = b.input_row_offsets.empty() ? 0 : b.input_row_offsets.back();
-  long double cells = static_cast<long double>(tokens);
-  for (uint32_t c : b.cache_lengths) cells += c;
-  cells = (cells / std::max<uint32_t>(b.buffer_token_size, 1) + 1) * (b.cache_lengths.size() + 1);
-  return b.cache_lengths.size() >= 1024 || cells >= (1 << 16);
+  long double chunks = static_cast<long double>(tokens);
+  for (uint32_t c : b.cache_lengths) chunks += c;
+  chunks = std::max<long double>(chunks / std::max<uint32_t>(b.buffer_token_size, 1) + 1, b.max_chunks);
+  return b.cache_lengths.size() >= 1024 || chunks * (b.cache_lengths.size() + 1) >= (1 << 16);
 }
 
 void run_interruptible(void (*body)(void*), void* context, const std::function<void()>& tick) {
