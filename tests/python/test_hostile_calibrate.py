@@ -205,6 +205,10 @@ def test_the_fit_says_how_far_it_is(monkeypatch, capsys):
     err = capsys.readouterr().err.splitlines()
     assert any(x.startswith("calibrate: fitting the graph coefficients: geometry 128 x 1, 20 of 20 points priced") for x in err)
     assert any(x.startswith("calibrate: fitting the host costs on 20 runs: pricing 1, 20 of 20 runs") for x in err)
+    from mlaplan.calibrate.validate import read_cost, report
+
+    report(read_cost(COST), held_out(6)["records"], "graph")
+    assert "validate: pricing the runs: 11 of 12 runs priced" in capsys.readouterr().err
 
 
 def test_ctrl_c_stops_a_long_fit_within_a_second(tmp_path):

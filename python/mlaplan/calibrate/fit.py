@@ -35,15 +35,15 @@ class Progress:
     """A line on stderr every PROGRESS_S seconds of a long fit (none for a fit done sooner): what is
     being fitted and how far, so that a fit of many or large runs never sits silent."""
 
-    def __init__(self, what: str):
-        self.what, self.start = what, time.monotonic()
+    def __init__(self, what: str, command: str = "calibrate"):
+        self.what, self.command, self.start = what, command, time.monotonic()
         self.last = self.start
 
     def tick(self, where: str) -> None:
         now = time.monotonic()
         if now - self.last >= PROGRESS_S:
             self.last = now
-            print(f"calibrate: {self.what}: {where}, {now - self.start:.0f} s", file=sys.stderr, flush=True)
+            print(f"{self.command}: {self.what}: {where}, {now - self.start:.0f} s", file=sys.stderr, flush=True)
 
 
 def scheduler_for(kernel: str) -> str:

@@ -148,13 +148,17 @@ def measure(args, cost: Optional[dict] = None) -> dict:
         return args.max_seconds is not None and time.monotonic() - start > args.max_seconds
 
     stopped = None  # the workload whose scenarios --max-seconds cut off
+    from .._mlaplan import printable
+
     for workload, i, s in scenario_batches(args.scenarios):
+        # The progress lines name them: the file's name and the scenario's, escaped as the CLI's.
+        shown = printable(f"{workload} {s['name']}")
         if workload == stopped or (args.batches is not None and i >= args.batches):
             continue
         # Not before the first batch: the time counts from the start, and a loaded host may spend it on
         # reading the batches.
         if records and out_of_time():
-            print(f"validate: --max-seconds reached; {workload} {s['name']} and after not measured", file=sys.stderr)
+            print(f"validate: --max-seconds reached; {shown} and after not measured", file=sys.stderr)
             stopped = workload
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
@@ -164,7 +168,7 @@ def measure(args, cost: Optional[dict] = None) -> dict:
             if r and out_of_time():
                 # Whole rounds are kept: every setting of the batch measured as often, the time asked for
                 # overrun by one round, not by the batch's remaining rounds.
-                print(f"validate: --max-seconds reached; {workload} {s['name']} measured in {r} of {args.rounds} rounds, "
+                print(f"validate: --max-seconds reached; {shown} measured in {r} of {args.rounds} rounds, "
                       f"the batches after it not", file=sys.stderr)
                 stopped = workload
                 break
@@ -181,7 +185,7 @@ def measure(args, cost: Optional[dict] = None) -> dict:
             records.append(rec)
         # Its time, so that a session can size --max-seconds, --reps and --rounds to its slot.
         taken, took = sum(len(v) for v in rounds.values()), time.monotonic() - batch_start
-        print(f"validate: {workload} {s['name']} measured, {taken} runs in {took:.0f} s "
+        print(f"validate: {shown} measured, {taken} runs in {took:.0f} s "
               f"({phases.words(phases.since(spent), took)})", file=sys.stderr, flush=True)
     import datetime
 
@@ -229,11 +233,13 @@ PROBE_WORDS = {"cpu": "CPU probe", "dispatch": "dispatch probe (a small layer's 
 
 
 def report(cost: dict, records: List[dict], timing: str) -> dict:
-    from .fit import PROBES
+    from .fit import PROBES, Progress
 
     key = f"{timing}_ms"
     by_workload: Dict[str, List[dict]] = defaultdict(list)
-    for r in records:
+    progress = Progress("pricing the runs", "validate")
+    for i, r in enumerate(records):
+        progress.tick(f"{i} of {len(records)} runs priced")
         if r.get(key):
             r = dict(r, predicted_ms=predict_us(cost, r, timing) / 1e3)
             r["error"] = r["predicted_ms"] / r[key] - 1
