@@ -65,6 +65,8 @@ def parser() -> Parser:
 def main(argv) -> int:
     opts = parser().parse_args(argv)
     cost_path, host_runs = opts.cost, [rooted(p) for p in opts.runs]
+    if not os.path.isfile(cost_path):  # refitted in place by default: a FIFO or a device would be replaced
+        fail(f"{cost_path}: not a regular file; give {WHAT}")
     command = load(cost_path, WHAT)["command"]
     try:
         args = shlex.split(command.text())
