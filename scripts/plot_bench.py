@@ -8,12 +8,10 @@ line per kernel (hot mode solid, cold dashed), with the empty-launch floor drawn
 Exit status: 0 written, 2 bad input, 77 matplotlib is not installed (the test is skipped then).
 """
 import os
-import sys
 
-from plot_common import save_figure
+from plot_common import SKIP, pyplot, save_figure
 from script_errors import Parser, fail, load_json, run
 
-SKIP = 77  # ctest SKIP_RETURN_CODE
 NUMBER = (int, float)
 
 
@@ -57,15 +55,8 @@ def main():
     if os.path.splitext(args.output)[1].lower() not in (".png", ".svg"):  # matplotlib would pick (or refuse) a format
         fail(f"{args.output}: write a .png or .svg image")
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # no display needed
-        if "text.parse_math" in matplotlib.rcParams:  # matplotlib 3.5 on: a title or name with $ is text, not mathtext
-            matplotlib.rcParams["text.parse_math"] = False
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return SKIP
 
     data = load_json(args.json, "the JSON of mlaplan bench --format json")

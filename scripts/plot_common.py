@@ -1,6 +1,27 @@
 """What scripts/plot_bench.py and scripts/plot_sweep.py share: writing the figure, with the
 exit status and error line both scripts promise."""
+import os
+import sys
+
 from script_errors import fail
+
+SKIP = 77  # ctest SKIP_RETURN_CODE: the check is skipped, not failed, without matplotlib
+
+
+def pyplot():
+    """matplotlib.pyplot set up to draw files (no display; a $ in a title or name is text, not
+    mathtext), or None after one line saying matplotlib is not installed (the script then exits SKIP)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        if "text.parse_math" in matplotlib.rcParams:  # matplotlib 3.5 on
+            matplotlib.rcParams["text.parse_math"] = False
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+        return None
+    return plt
 
 
 def save_figure(fig, path, **savefig_args):

@@ -22,10 +22,9 @@ import os
 import sys
 import textwrap
 
-from plot_common import save_figure
-from script_errors import Parser, fail, load_json, run
+from plot_common import SKIP, pyplot, save_figure
+from script_errors import Parser, escape, fail, load_json, run
 
-SKIP = 77  # ctest SKIP_RETURN_CODE
 STATS = ["p50", "p90", "p99", "max", "mean"]
 # Okabe-Ito, yellow last (it is faint on white); markers differ too, so colour is never the only cue.
 COLORS = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
@@ -278,18 +277,11 @@ def main():
     except BadInput as e:
         fail(f"{args.json}: {e}")
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # no display needed
-        if "text.parse_math" in matplotlib.rcParams:  # matplotlib 3.5 on: a title or name with $ is text, not mathtext
-            matplotlib.rcParams["text.parse_math"] = False
-        import matplotlib.pyplot as plt
-        from matplotlib.lines import Line2D
-        from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
-    except ImportError:
-        print(f"{os.path.basename(sys.argv[0])}: matplotlib is not installed (pip install matplotlib)", file=sys.stderr)
+    plt = pyplot()
+    if plt is None:
         return SKIP
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
     # One point per (policy, M, N): the first row; later models/TPs repeat the same iterations.
     keys, points, models = [], {}, []
@@ -306,7 +298,8 @@ def main():
         elif points[pk]["iterations"] != r["iterations"]:
             differ.add(series_label(k))
     if differ:
-        print(f"mlaplan: warning: {os.path.basename(sys.argv[0])}: {args.json}: iterations differ across models/TPs for {', '.join(sorted(differ))}; "
+        print(f"mlaplan: warning: {os.path.basename(sys.argv[0])}: {escape(args.json)}: iterations differ across models/TPs for "
+              f"{escape(', '.join(sorted(differ)))}; "
               "plotting the first row of each", file=sys.stderr)
     several_models = len(models) > 1
     style = {k: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)]) for i, k in enumerate(keys)}
