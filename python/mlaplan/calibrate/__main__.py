@@ -23,7 +23,7 @@ from ..prefill.timing import REHEAT_HELP, SETTLE_MS
 from ..prefill.__main__ import entry as _entry
 from ..prefill.__main__ import write_output
 from .fit import HOST_REPS
-from .options import Parser, given, refuse_given
+from .options import Parser, refuse_given
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 # A workload-shaped point weighs this many grid points in the fit: chosen on the seed-51 held-out
