@@ -7,7 +7,6 @@ of the Python call against a C++ graph replay of plan_on_device. Prints a Markdo
 
 Usage: python3 scripts/bench_python.py [--batch-size 128] [--iterations 20000] [--repeats 5]
 """
-import argparse
 import statistics
 import time
 
@@ -15,6 +14,7 @@ import numpy as np
 import torch
 
 import mlaplan
+from script_errors import Parser, fail, run
 
 
 def per_call_us(fn, iterations):
@@ -27,12 +27,17 @@ def per_call_us(fn, iterations):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = Parser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--max-chunks", type=int, default=16)
     parser.add_argument("--iterations", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
+    for option in ("batch_size", "max_chunks", "iterations", "repeats"):
+        if not 1 <= getattr(args, option) <= 1 << 24:
+            fail(f"--{option.replace('_', '-')} {getattr(args, option)}: give 1 to 16,777,216")
+    if not torch.cuda.is_available():
+        fail("no CUDA device: it times the CUDA planner's calls; run it on a GPU machine")
     b, m, page, n = args.batch_size, args.max_chunks, 128, 65536
     rng = np.random.default_rng(1)
     cache = torch.from_numpy(rng.integers(0, 2048, b).astype(np.int32)).cuda()
@@ -86,4 +91,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

@@ -6,7 +6,6 @@ sweep section: medians of the repetitions. Keep the machine quiet.
 
 Usage: scripts/bench_sweep.py [--exe build/mlaplan] [--batches 100000] [--repeats 3] [--json OUT.json]
 """
-import json
 import os
 import statistics
 import subprocess
@@ -15,7 +14,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from script_errors import Parser, fail, load_json, run  # noqa: E402
+from script_errors import Parser, dumps, fail, load_json, run, write_files  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORKLOADS = ["coding-agent", "mooncake-conv", "azure-conv", "short-chat"]
@@ -75,11 +74,7 @@ def main():
                                           "sweep": statistics.median(sweep),
                                           "mib": statistics.median(mib) if TIME else None}
     if a.json:
-        try:
-            with open(a.json, "w") as f:
-                json.dump(medians, f, indent=1)
-        except OSError as e:
-            fail(f"--json {a.json}: cannot write it ({e.strerror}); give a writable path")
+        write_files({a.json: dumps(medians, indent=1)}, "--json")
     names = [n for n, _ in SETTINGS]
     print("| workload | " + " | ".join(names) + " | FA3 eager / none | peak memory (none -> FA3 eager) |")
     print("| --- |" + " ---: |" * (len(names) + 2))
