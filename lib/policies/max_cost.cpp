@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "max_segment.hpp"
+#include "policy_walk.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
 
 namespace mlaplan::policies {
@@ -98,7 +99,9 @@ Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g,
   f[Term::batch] = 1;
   Clock loop;  // eager: the chunks'
   const uint32_t B = b.batch_size();
+  detail::StopPoll poll;
   for (uint32_t c = 0; c < t.chunks; ++c) {
+    poll(B + uint64_t{1});
     if (t.lengths[c] <= 0) continue;
     f[Term::iteration] += 1;
     f[Term::row] += t.lengths[c];

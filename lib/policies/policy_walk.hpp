@@ -11,12 +11,29 @@
 #include <vector>
 
 #include "mlaplan/batch.hpp"
+#include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::policies::detail {
 
 // Past this many chunks a plan is not worth walking piece by piece (and no engine would run it).
 constexpr uint64_t kMaxWalkChunks = uint64_t{1} << 24;
+
+// Ctrl-C inside one long walk or pricing (a batch of a million sequences takes seconds): the stop
+// request is read once per kEvery units of work counted, so a sweep's small batches pay a counter.
+class StopPoll {
+ public:
+  static constexpr uint64_t kEvery = uint64_t{1} << 16;
+  void operator()(uint64_t work = 1) {
+    if ((done_ += work) < kEvery) return;
+    done_ = 0;
+    if (profile::stop_requested()) throw Interrupted("interrupted while pricing the plans");
+  }
+
+ private:
+  uint64_t done_ = 0;
+};
 
 inline uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
 inline uint64_t ceil_div(uint64_t v, uint64_t a) { return (v + a - 1) / a; }
@@ -33,13 +50,16 @@ uint64_t walk_packed_vllm(const Batch& batch, uint64_t align, Emit&& emit) {
   uint64_t chunk = 0;
   uint32_t b = 0;
   uint64_t start = 0;  // tokens of sequence b already streamed by earlier chunks
+  StopPoll poll;
   while (b < B) {
+    poll();
     if (batch.cache_lengths[b] == 0) {
       ++b;
       continue;
     }
     uint64_t rows = 0;
     while (b < B && batch.cache_lengths[b] > 0) {
+      poll();
       const uint64_t remaining = batch.cache_lengths[b] - start;
       if (rows + remaining > W) {
         const uint64_t limit = std::min(max_split_chunk, round_down(remaining - 1, align));
@@ -66,10 +86,13 @@ template <typename Emit>
 uint64_t walk_packed_trtllm(const Batch& batch, Emit&& emit) {
   const uint64_t W = batch.buffer_token_size;
   uint64_t chunk = 0, remain = W, total = 0;
+  StopPoll poll;
   for (uint32_t b = 0; b < batch.batch_size(); ++b) {
     uint64_t left = batch.cache_lengths[b], start = 0;
     total += left;
+    poll();
     while (left > 0) {
+      poll();
       const uint64_t used = std::min(remain, left);
       emit(chunk, b, start, used);
       start += used;
@@ -90,7 +113,9 @@ uint64_t walk_even_split(const Batch& batch, uint64_t share, Emit&& emit) {
   uint64_t longest = 0;
   for (uint32_t len : batch.cache_lengths) longest = std::max<uint64_t>(longest, len);
   const uint64_t chunks = longest ? ceil_div(longest, share) : 0;
+  StopPoll poll;
   for (uint64_t c = 0; c < chunks; ++c) {
+    poll(batch.batch_size() + uint64_t{1});
     for (uint32_t b = 0; b < batch.batch_size(); ++b) {
       const uint64_t from = c * share, len = batch.cache_lengths[b];
       if (from < len) emit(c, b, from, std::min(share, len - from));
@@ -123,11 +148,13 @@ uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
   thread_local std::vector<uint64_t> share;
   uint64_t chunk = 0, rows = 0;  // rows of the current chunk taken
   uint32_t b = 0;
+  StopPoll poll;
   while (b < B) {
     group.clear();
     left.clear();
     uint64_t blocks = 0, rest = 0;
     for (; b < B; ++b) {
+      poll();
       const uint64_t len = batch.cache_lengths[b];
       if (len == 0) continue;
       if (!group.empty() && (policy.waves_fill > 1 ? static_cast<double>(blocks) / static_cast<double>(slots)
@@ -142,6 +169,7 @@ uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
     const size_t n = group.size();
     share.assign(n, 0);
     while (rest > 0) {
+      poll(n);  // a group of a million sequences through thousands of chunks: O(chunks x group)
       const uint64_t room = W - rows;
       if (rest <= room) {  // the group ends in this chunk
         for (size_t j = 0; j < n; ++j)

@@ -155,7 +155,9 @@ void add_max_query_merges(QueryMerges& q, const Batch& b, const MaxTablesView& t
   // was a fifth of its time in allocations.
   thread_local std::vector<std::pair<uint32_t, uint64_t>> from;
   from.clear();
+  detail::StopPoll poll;
   for (uint32_t c = 0; c < t.chunks; ++c) {
+    poll(B + uint64_t{1});
     if (t.lengths[c] <= 0) continue;
     const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
     const uint32_t* cache = t.cache_offsets + size_t{c} * B;

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
+#include <mutex>
 #include <cmath>
 #include <string_view>
 #include <thread>
 
+#include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/profile/stop_request.hpp"
 
@@ -83,7 +86,7 @@ Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, un
   shared.total.resize(batches.size());
   std::atomic<size_t> next{0};
   constexpr size_t kBlock = 4096;
-  auto worker = [&] {
+  auto bounds = [&] {
     for (size_t from = next.fetch_add(kBlock); from < batches.size() && !profile::stop_requested(); from = next.fetch_add(kBlock))
       for (size_t i = from; i < std::min(batches.size(), from + kBlock); ++i) {
         if (i % 256 == 0 && i > from) {  // a guided policy prices a batch's bound in microseconds: Ctrl-C is seen
@@ -112,10 +115,25 @@ Shared shared_terms(const std::vector<Batch>& batches, const SweepGrid& grid, un
           }
       }
   };
+  // An exception must not leave a thread (std::terminate): the first is raised once they are joined.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    try {
+      bounds();
+    } catch (const Interrupted&) {  // inside one large batch's pricing: run_sweep sees the stop request
+      next = batches.size();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = batches.size();
+    }
+  };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
   return shared;
 }
 

@@ -15,6 +15,7 @@
 #include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
+#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::python {
 
@@ -43,7 +44,7 @@ policies::EnginePath layer_terms(Batch b, const std::string& policy, const cost:
     f = whole_context_features(b, g, eager);  // no refusal: the loop does not run
   } else if (p.kind == PolicyKind::max) {
     if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
-    const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+    const PlanTables t = plan_fast_cpu(b, profile::stop_flag());  // InfeasibleBatch past max_chunks
     f = max_features(b, max_tables_view(t), g, eager);
   } else {
     const PolicyOutcome o = policy_outcome(b, p);
@@ -181,7 +182,7 @@ void bind_cost(nb::module_& m) {
           const Policy p = policy_named(policy);
           if (p.kind == PolicyKind::max) {
             if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
-            const PlanTables t = plan_fast_cpu(b);  // InfeasibleBatch past max_chunks
+            const PlanTables t = plan_fast_cpu(b, profile::stop_flag());  // InfeasibleBatch past max_chunks
             const MaxTablesView view = max_tables_view(t);
             return dispatched_query_merges(b, p, sm, &view);
           }
