@@ -15,13 +15,10 @@ import shlex
 import sys
 from typing import List, Optional
 
-from ..prefill.__main__ import (UsageError, _count, _device, _positive, _positive_list, _seconds, attention_kernel,
-                                claim_outputs)
-from ..prefill.attention import KERNELS, KERNEL_TITLES
-from ..prefill import cpu_speed
-from ..prefill.timing import REHEAT_HELP, SETTLE_MS
-from ..prefill.__main__ import entry as _entry
-from ..prefill.__main__ import write_output
+# Torch-free: with --refit (no GPU) torch is never imported, which alone takes seconds on a loaded host.
+from .. import _cli
+from .._cli import (CPU_WAIT_HELP, CPU_WAIT_S, KERNEL_TITLES, KERNELS, REHEAT_HELP, SETTLE_MS, UsageError, _count, _positive,
+                    _positive_list, _seconds, claim_outputs, exit_with, write_output)
 from .fit import HOST_REPS
 from .options import Parser, refuse_given
 
@@ -71,7 +68,7 @@ def parser() -> Parser:
     p.add_argument("--reps", type=_count(1), default=5, metavar="N", help="timed runs per point, the median kept (default 5)")
     p.add_argument("--warmup", type=_count(0), default=2, metavar="N", help="untimed runs first (default 2)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
-    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
+    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=CPU_WAIT_S, metavar="S", help=CPU_WAIT_HELP)
     p.add_argument("--reheat-ms", type=_count(0, 10000), default=0, metavar="MS", help=REHEAT_HELP)
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
                    help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
@@ -156,16 +153,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                      "it weighs the --scenarios points in the fit, and none are measured")
     if args.host_from and args.timing == "eager":
         raise UsageError("--host-from: an eager-timed file has no host section to fit; give --timing graph (the default)")
-    from .records import each_once
+    from .records import each_once, require_scipy, require_torch
 
     each_once([("--refit", args.refit), ("--host-from", args.host_from), ("--scenarios", args.scenarios)])
     claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()] + [(p, "a --scenarios file") for p in args.scenarios or ()]
                   + [(p, "a --host-from file") for p in args.host_from or ()],
                   [(args.output, "-o"), (args.measurements, "--measurements")])
-    from .records import require_scipy
-
     require_scipy("the fit (scipy.optimize.nnls)")  # before an hour of measuring, not after
-    from ..prefill.model import model_dims
     from .cost_file import check_readable, cost_document, json_text
     from .device_info import git_commit
     from .fit import fit_host, fit_records, geometries_for, scheduler_for
@@ -173,8 +167,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.refit:
         doc = _pooled(args.refit)
     else:
-        import torch
-
+        torch = require_torch("fit saved measurements with --refit")
+        from ..prefill.__main__ import _device, attention_kernel
+        from ..prefill.model import model_dims
         from . import device_info
         from .grid import interleave_workloads, make_grid, scenario_points
         from .measure import measure_points
@@ -273,8 +268,8 @@ def summary(doc: dict, fit, host, timing: str) -> str:
 
 
 def entry(argv: Optional[List[str]] = None, command=None, name: str = "calibrate") -> int:
-    return _entry(argv, command or main, name)
+    return _cli.entry(argv, command or main, name)
 
 
 if __name__ == "__main__":
-    sys.exit(entry())
+    exit_with(entry())

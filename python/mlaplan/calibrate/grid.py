@@ -12,8 +12,7 @@ from typing import Dict, List, Sequence
 import numpy as np
 
 from .. import _mlaplan, cost_features
-from ..prefill.check import random_batch
-from ..prefill.schedule import ENGINES
+from .._cli import ENGINES
 
 # Past this many iterations a point costs more device time than it teaches the fit.
 MAX_ITERATIONS = 256
@@ -156,6 +155,8 @@ def make_grid(points: int, seed: int, heads: int, max_total_context: int = 1 << 
     to 256K (scaled to max_total_context) and new tokens up to 4K each and 16K in all. The buffer is
     log-uniform from 1K (or 1/256 of the batch) up to twice the batch; shapes a policy refuses or that
     need more than MAX_ITERATIONS are drawn again."""
+    from ..prefill.check import random_batch  # torch's: a refit prices points and draws none
+
     rng = np.random.default_rng(seed)
     out: List[Point] = []
     while len(out) < points:

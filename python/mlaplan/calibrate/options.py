@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Iterable
 
-from ..prefill.__main__ import Parser as BaseParser
-from ..prefill.__main__ import UsageError
+from .._cli import Parser as BaseParser
+from .._cli import UsageError
 
 _UNSET = object()  # an option's value before argparse stores the one given
 

@@ -9,9 +9,8 @@ import numbers
 import os
 from typing import Iterable, List, Sequence, Union
 
+from .._cli import POLICIES, UsageError, engine_named
 from .._files import read_json
-from ..prefill.__main__ import UsageError
-from ..prefill.schedule import POLICIES, engine_named
 from .fit import LAUNCH_KINDS, PROBES
 
 # A run's path: the engine's loop, or the path it dispatched the batch to (prefill.schedule's).
@@ -34,6 +33,16 @@ def require_scipy(purpose: str) -> None:
     """UsageError naming scipy and the extra that brings it, where scipy cannot be imported."""
     if importlib.util.find_spec("scipy") is None:
         raise UsageError(f"{purpose} needs scipy, which is not installed: pip install 'mlaplan[calibrate]' (or pip install scipy)")
+
+
+def require_torch(instead: str):
+    """torch, imported for measuring; where it cannot be, UsageError naming the extra and `instead`
+    (the option that needs no torch): --refit and --measured import none."""
+    try:
+        import torch
+    except ImportError as e:
+        raise UsageError(f"measuring needs torch ({e}): pip install 'mlaplan[calibrate]', or {instead}") from None
+    return torch
 
 
 def each_once(option_paths) -> None:

@@ -19,12 +19,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from ..prefill.__main__ import (UsageError, _count, _device, _positive_list, _seconds, attention_kernel, claim_outputs,
-                               write_output)
-from ..prefill.attention import KERNELS
-from ..prefill import cpu_speed, phases
-from ..prefill.timing import REHEAT_HELP, SETTLE_MS
-from ..prefill.schedule import parse_engines
+# Torch-free: with --measured (no GPU) torch is never imported, which alone takes seconds on a loaded host.
+from .._cli import (CPU_SLOW, CPU_WAIT_HELP, CPU_WAIT_S, KERNELS, REHEAT_HELP, SETTLE_MS, UsageError, _count, _positive_list,
+                    _seconds, claim_outputs, exit_with, write_output)
 from .options import Parser, refuse_given
 
 MEDIAN_TARGET, TAU_TARGET = 0.05, 0.8
@@ -59,7 +56,7 @@ def parser() -> Parser:
                    help="measure each batch's settings N times over, the order reversed every other round, and "
                         "keep the median of the rounds and their spread (eager time drifts with the host; default 1)")
     p.add_argument("--settle-ms", type=_count(0), default=SETTLE_MS, metavar="MS", help="on the GPU, run each timing back to back this long first, so it sees the sustained clock (default 250; docs/cost-model.md)")
-    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=cpu_speed.WAIT_S, metavar="S", help=cpu_speed.HELP)
+    p.add_argument("--cpu-wait-s", type=_count(0, 3600), default=CPU_WAIT_S, metavar="S", help=CPU_WAIT_HELP)
     p.add_argument("--reheat-ms", type=_count(0, 10000), default=0, metavar="MS", help=REHEAT_HELP)
     p.add_argument("--measured", nargs="+", action="extend", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
@@ -116,16 +113,20 @@ def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp:
 def measure(args, cost: Optional[dict] = None) -> dict:
     """The held-out runs the options ask for; with the cost file to check, refused before any timing
     where this machine's kernel or GPU is not the file's."""
-    import torch
+    from .records import require_torch
 
+    if not args.scenarios:
+        raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
+    torch = require_torch("report saved runs with --measured")
+    from ..prefill import phases
+    from ..prefill.__main__ import _device, attention_kernel
     from ..prefill.model import model_dims
+    from ..prefill.schedule import parse_engines
     from .device_info import describe
     from .grid import Point, scenario_batches
     from ..prefill.attention import kernel_title
     from .measure import AUTO_PATHS, combine_rounds, measure_point, replays_first
 
-    if not args.scenarios:
-        raise UsageError("--scenarios: give the held-out batches to measure (or --measured FILE)")
     engines = parse_engines(args.policy)
     model, tp = args.model or DEFAULT_MODEL, args.tp or DEFAULT_TP
     dims = model_dims(model, tp)
@@ -292,7 +293,7 @@ def report(cost: dict, records: List[dict], timing: str) -> dict:
     # against the fastest probe of the whole measurement.
     probes = [r["cpu_probe_ms"] for rs in by_workload.values() for r in rs if r.get("cpu_probe_ms")]
     if timing == "eager" and probes:
-        slow = cpu_speed.SLOW * min(probes)
+        slow = CPU_SLOW * min(probes)
         out["cpu_slow_runs"] = sum(p > slow for p in probes)
         out["cpu_probed_runs"] = len(probes)
         if ref:
@@ -392,7 +393,7 @@ def markdown(rep: dict, cost_path: str) -> str:
                   f"Kendall tau >= {t['kendall_tau']:g} per workload{ratio}. "
                   + ("**Met.**" if t["met"] else "**Missed:** " + "; ".join(t["missed"]) + ".")]
     if "cpu_slow_runs" in rep:
-        lines += ["", f"The host CPU was in a slow phase (its probe over {cpu_speed.SLOW:g}x the fastest) at "
+        lines += ["", f"The host CPU was in a slow phase (its probe over {CPU_SLOW:g}x the fastest) at "
                       f"{rep['cpu_slow_runs']} of the {rep['cpu_probed_runs']} eager runs probed (--cpu-wait-s)."]
         fast = [f"{w} {100 * s['full_speed_median_abs_error']:.1f}%, {100 * s['full_speed_p90_abs_error']:.1f}% "
                 f"({s['full_speed_runs']} runs)" for w, s in rep["workloads"].items() if "full_speed_runs" in s]
@@ -529,4 +530,4 @@ class NothingMeasured(UsageError):
 if __name__ == "__main__":
     from .__main__ import entry
 
-    sys.exit(entry(None, main, "validate"))
+    exit_with(entry(None, main, "validate"))

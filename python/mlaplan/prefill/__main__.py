@@ -9,20 +9,17 @@ usage or input, 3 a device failure (out of memory included), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
-import re
-import errno
-import signal
 import sys
-import threading
 from typing import List, Optional
 
-from .. import _files
+from .. import _cli
+# The parser pieces, outputs and exit handling live in _cli (torch-free, shared with mlaplan.calibrate);
+# named here too, for the modules and scripts that take them from this one.
+from .._cli import (KERNELS, SETTLE_MS, Parser, UsageError, _count, _positive, _positive_list,  # noqa: F401
+                    _seconds, claim_outputs, exit_with, write_output)
 from . import cpu_speed, merge
-from .attention import KERNELS
 from .schedule import SGLANG_PATHS, TRTLLM_PATHS
-from .timing import SETTLE_MS
 
 EPILOG = """examples:
   python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
@@ -45,52 +42,7 @@ exit status: 0 ok, 1 a policy missed one-shot attention by more than --tolerance
 3 device failure (out of memory included), 130 interrupted."""
 
 
-class UsageError(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2, as the C++ tool does
-        raise UsageError(message)
-
-
-def _positive_list(text: str) -> List[int]:
-    """A comma list as the CLI's --buffer-tokens takes it: decimal digits, no empty item."""
-    items = text.split(",")
-    if any(not t.strip() for t in items):
-        raise argparse.ArgumentTypeError(f"{text!r}: an empty item in the list; give numbers separated by single commas, "
-                                         f"e.g. 8192,65536")
-    return [_count(1, 2**31 - 1)(t.strip()) for t in items]
-
-
-def _count(low: int, high: int = 1_000_000):
-    """A whole number in decimal digits from low to high, as the CLI reads counts (no sign, exponent,
-    fraction or underscore; past the range refused, never clamped)."""
-    def parse(text: str) -> int:
-        if not re.fullmatch(r"[0-9]+", text):
-            raise argparse.ArgumentTypeError(f"{text!r} is not written in digits; give a whole number from {low} to {high}")
-        v = int(text)
-        if not low <= v <= high:
-            raise argparse.ArgumentTypeError(f"{text} is outside the range; give a whole number from {low} to {high}")
-        return v
-    return parse
-
-
-def _positive(what: str, example: str):
-    """A parser of a positive, finite number (nan, inf, 0 and negatives refused), named as `what`."""
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            v = -1.0
-        if not 0 < v < float("inf"):
-            raise argparse.ArgumentTypeError(f"{text!r}: expected a positive {what}, e.g. {example}")
-        return v
-    return parse
-
-
 _tolerance = _positive("number", "1e-2")
-_seconds = _positive("number of seconds", "170")  # --max-seconds
 
 
 def parser() -> Parser:
@@ -160,28 +112,6 @@ def _device(torch, name: str):
         if d.index is not None and d.index >= torch.cuda.device_count():
             raise UsageError(f"--device {name}: there are {torch.cuda.device_count()} CUDA devices")
     return d
-
-
-def claim_outputs(args, inputs, outputs) -> None:
-    """Before any work, as the CLI does (docs/interface.md, "Output files"): every input claimed,
-    then each (path, option) of `outputs`: one that is an input or another output, a folder, or one
-    whose folder cannot take a file is refused. `inputs`: (path, what) pairs."""
-    files = _files.outputs()
-    for path, what in inputs:
-        files.claim_input(path, what)
-    for path, option in outputs:
-        if path == "-" and option != "-o":
-            raise UsageError(f"{option} -: stdout takes the report; give {option} a file name")
-        if path != "-":
-            files.claim_output(path, option)
-
-
-def write_output(path: Optional[str], text: str) -> None:
-    """The report into its claimed output (committed when the command succeeds), or stdout."""
-    if path is None or path == "-":
-        _files.write_stdout(text)
-    else:
-        _files.outputs().stage(path, text)
 
 
 def _model_choice(args) -> None:
@@ -315,149 +245,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 3 if device_failed else 1 if failed else 0
 
 
-def _error(message: str) -> None:
-    """One line on stderr, user text escaped as the CLI escapes it; a closed or full stderr changes nothing."""
-    from .. import _mlaplan
-
-    try:
-        print(f"mlaplan: error: {_mlaplan.printable(message)}", file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
-def _on_signal(signum, frame):
-    # SIGTERM stops the command as Ctrl-C does (exit 130, nothing written); while the outputs are being
-    # renamed into place the command finishes instead (they are all written, or none would be).
-    if not _files.outputs().renaming:
-        raise KeyboardInterrupt
-
-
-GRACE_S = 0.3  # after a signal, how long the command has to stop by itself before _Stopper ends it
-
-
-class _Stopper:
-    """Ctrl-C and SIGTERM within a second even inside one long call: Python runs its handlers only
-    between the main thread's steps, and one torch operation on the CPU can run for many seconds. The
-    signal also wakes this thread (signal.set_wakeup_fd); where the command has not reported its stop
-    GRACE_S later, the thread removes its temporaries, writes the line and ends the process (130)."""
-
-    def __init__(self, name: str):
-        self.name, self.lock, self.reported, self.done = name, threading.Lock(), False, threading.Event()
-        self.read, self.write = os.pipe()
-        os.set_blocking(self.write, False)
-        self.previous = signal.set_wakeup_fd(self.write, warn_on_full_buffer=False)
-        threading.Thread(target=self._watch, daemon=True, name="mlaplan-stop").start()
-
-    def report(self) -> bool:
-        """True for the first caller (the command or the thread): it alone writes the line."""
-        with self.lock:
-            first, self.reported = not self.reported, True
-            return first
-
-    def _watch(self) -> None:
-        try:
-            while True:
-                data = os.read(self.read, 64)
-                if not data:
-                    return  # closed: the command ended
-                if signal.SIGINT in data or signal.SIGTERM in data:
-                    break
-        finally:
-            os.close(self.read)
-        if self.done.wait(GRACE_S) or not self.report():
-            return  # it stopped by itself
-        if _files.outputs().abandon():  # else it is putting its outputs in place, and ends with them
-            _error(f"{self.name}: interrupted; nothing written")
-            os._exit(130)
-
-    def close(self) -> None:
-        self.done.set()
-        signal.set_wakeup_fd(self.previous)
-        os.close(self.write)
-
-
 def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill") -> int:
-    """Runs `command` (default this module's main) with the package's exit statuses, one-line errors
-    and output files (docs/interface.md): its outputs are committed only when it returns 0 or 1 and
-    its stdout was written, else removed; Ctrl-C or SIGTERM is exit 130 and one line saying what was
-    stopped. mlaplan.calibrate's commands share it (`name`: the command, as the line names it)."""
-    files = _files.outputs()
-    main_thread = _main_thread()
-    previous = [(sig, signal.signal(sig, _on_signal)) for sig in (signal.SIGINT, signal.SIGTERM)] if main_thread else []
-    stopper = _Stopper(name) if main_thread else None
-    try:
-        code = (command or main)(argv)
-        if code in (0, 1):
-            _files.flush_stdout()
-            files.commit()
-        return code
-    except UsageError as e:
-        _error(str(e))
-        return getattr(e, "exit_code", 2)
-    except _files.DeviceError as e:
-        _error(str(e))
-        return 3
-    except ValueError as e:  # the scenario reader's and the inputs' messages name the file and field
-        _error(str(e).splitlines()[0])
-        return 2
-    except KeyboardInterrupt:
-        if main_thread:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # a second Ctrl-C kills at once
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            previous = []
-        if stopper is None or stopper.report():
-            _error(f"{name}: interrupted; nothing written")
-        return 130
-    except MemoryError:
-        _error(f"{name}: out of host memory; give smaller batches or fewer heads")
-        return 3
-    except OSError as e:  # a print to stdout (| head, > /dev/full) failed before the final flush
-        # A stream's error names no file; a file's does, and its readers and writers report it themselves.
-        if not isinstance(e, BrokenPipeError) and not (e.filename is None and e.errno in _files._IO_FAULTS) and not _stdout_broken():
-            raise
-        _files._abandon_stdout()
-        _error(f"stdout: writing the output failed: {_files.cause(e.errno or errno.EIO, True)}; nothing written")
-        return 3
-    except RuntimeError as e:
-        text = str(e)
-        if "CUDA" in text or "cuda" in text:
-            _error(f"device failure: {text.splitlines()[0]}")
-            return 3
-        if "can't allocate memory" in text or "DefaultCPUAllocator" in text:
-            _error(f"{name}: out of host memory ({text.splitlines()[0]}); give smaller batches or fewer heads")
-            return 3
-        raise
-    finally:
-        files.discard()
-        if stopper is not None:
-            stopper.close()
-        for sig, handler in previous:
-            signal.signal(sig, handler)
-
-
-def _stdout_broken() -> bool:
-    try:
-        sys.stdout.flush()
-        return False
-    except (OSError, ValueError, AttributeError):
-        return True
-
-
-def exit_with(code: int) -> None:
-    """Ends `python -m` with the command's status. An interrupted one (130), having written nothing,
-    skips the interpreter's teardown: torch's alone takes 0.4 s, past a second on a loaded machine."""
-    if code == 130:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError, AttributeError):
-                pass
-        os._exit(130)
-    sys.exit(code)
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
+    """Runs `command` (default this module's main) as _cli.entry does: the package's exit statuses,
+    one-line errors, output files and signals (docs/interface.md)."""
+    return _cli.entry(argv, command or main, name)
 
 
 if __name__ == "__main__":

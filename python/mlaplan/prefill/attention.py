@@ -17,6 +17,9 @@ from typing import Optional, Tuple
 import torch
 
 from . import fa3
+# auto: what the engines run on this GPU (resolve_kernel); flash: FlashAttention-2, V padded. Defined
+# in _cli, which the commands' parsers read without torch.
+from .._cli import KERNEL_TITLES, KERNELS
 
 
 @dataclass
@@ -112,14 +115,6 @@ def _cpu_attention(q, k, v, c: VarlenCall, scale: float):
         out[q0:q1] = o[0].transpose(0, 1)
         lse[:, q0:q1] = l[0].float()
     return out, lse
-
-
-# auto: what the engines run on this GPU (resolve_kernel); flash: FlashAttention-2, V padded.
-KERNELS = ("auto", "fa3", "flash", "cudnn")
-KERNEL_TITLES = {
-    "flash": "flash (FlashAttention-2 through torch varlen_attn, V padded)",
-    "cudnn": "cudnn (cuDNN SDPA, V unpadded)",
-}
 
 
 def kernel_title(kernel: str) -> str:

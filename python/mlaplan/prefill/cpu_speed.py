@@ -12,14 +12,12 @@ import math
 import time
 
 from . import phases
+# A probe SLOW x slower than the fastest seen marks a slow phase; an eager timing waits up to WAIT_S for
+# a full-speed one (why these values: _cli, where the commands' parsers read them without torch).
+from .._cli import CPU_SLOW as SLOW, CPU_WAIT_HELP as HELP, CPU_WAIT_S as WAIT_S  # noqa: F401
 
 # About 1 ms of interpreter work at full speed: short beside a phase, long beside a timer tick.
 PROBE_ITERATIONS = 30_000
-# A probe this much slower than the fastest seen marks a slow phase (the phases differ by ~2x).
-SLOW = 1.25
-# How long an eager timing waits for a full-speed phase before it is timed anyway (its record says):
-# slow phases of over 10 s were seen (a calibration's first 20 runs).
-WAIT_S = 30
 
 # Before its first wait a process has seen one speed only, which may be the slow one: it first
 # probes for up to LEARN_S (or its wait, if shorter), or until a probe LEARNT x faster than the first
@@ -73,7 +71,3 @@ def _wait(wait_s: float, start: float) -> float:
         if full_speed(ms) or time.perf_counter() - start >= wait_s:
             return ms
         time.sleep(0.05)
-
-
-HELP = (f"on the GPU, wait up to S seconds for the host CPU's full speed before each eager timing; 0: do not "
-        f"wait (default {WAIT_S}; docs/cost-model.md)")

@@ -19,8 +19,9 @@ from .. import engine_path, plan_policy, InfeasibleBatch
 from .attention import VarlenCall, make_call
 from .inputs import Lengths, flat_rows
 
-# The engines, by the name of the chunking policy each one plans with (docs/policies.md).
-ENGINES = ("max", "packed", "even-split", "even-split/sglang", "packed/trtllm")
+# The engines, mlaplan's own policies, their aliases and engine_named, which reads a name: in _cli, where
+# calibrate's and validate's saved runs are read without torch (docs/policies.md).
+from .._cli import ALIASES, ENGINES, OWN_POLICIES, POLICIES, engine_named  # noqa: F401
 ENGINE_TITLES = {
     "max": "MAX",
     "packed": "vLLM, packed (since PR 50613)",
@@ -28,16 +29,8 @@ ENGINE_TITLES = {
     "even-split/sglang": "SGLang",
     "packed/trtllm": "TensorRT-LLM",
 }
-# mlaplan's own policy (docs/policies.md), run by vLLM's packed loop over its plan; "waves/h<heads>-s<slots>"
-# names another launch shape than the default (16 heads, 132 slots).
-# "guided:COST.json" chooses per batch, by that cost file, the cheapest of the plans vLLM's packed loop
-# runs, or the whole context at once where the batch fits the buffer; it needs its file, so "all" leaves
-# it out.
-OWN_POLICIES = ("waves",)
-POLICIES = ENGINES + OWN_POLICIES
 ENGINE_TITLES["waves"] = "mlaplan's waves (vLLM's packed loop)"
 ENGINE_TITLES["guided"] = "mlaplan's guided (vLLM's packed loop, or one shot where its cost file says so)"
-ALIASES = {"even-split/vllm": "even-split", "packed/vllm": "packed"}
 SGLANG_PATHS = ("auto", "chunked", "one-shot", "absorbed")
 TRTLLM_PATHS = ("auto", "sm90", "sm100")
 # SGLang's defaults: SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD, and the one-shot path's token limit.
@@ -113,26 +106,6 @@ def merge_stats(counts) -> tuple:
         return 0, 0
     rank = min(max(int(math.ceil(0.99 * v.size)), 1), v.size)
     return int(v[-1]), int(v[rank - 1])
-
-
-def engine_named(name: str) -> str:
-    key = ALIASES.get(name.strip().lower(), name.strip().lower())
-    if key.split(":")[0] in ("guided", "guided/eager"):
-        head, _, path = name.strip().partition(":")  # the cost file's path keeps its case
-        if not path:
-            raise ValueError(f"--policy {name}: guided chooses each batch's plan by a cost file; name it: "
-                             f"guided:COST.json (costs/h200/ has the H200 files)")
-        key = f"{head.lower()}:{path}"
-    if key.startswith(("waves/", "guided")):
-        try:  # the planner reads the shape, and names what it takes
-            plan_policy(np.zeros(1, np.uint32), np.zeros(2, np.uint32), 1, 1, 1, key)
-        except ValueError as e:
-            raise ValueError(str(e).replace("policy ", "--policy ", 1)) from None
-        return key
-    if key not in POLICIES:
-        raise ValueError(f"--policy {name}: unknown policy; choose all or a comma list of {', '.join(POLICIES)}, "
-                         f"guided:COST.json")
-    return key
 
 
 def _policy_items(text: str) -> List[str]:

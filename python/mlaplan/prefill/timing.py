@@ -23,6 +23,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from .. import _files
+# How long the GPU runs the work back to back before it is timed (why: _cli, where the commands' parsers
+# read it without torch), and the option that asks time_eager_probed to reheat.
+from .._cli import REHEAT_HELP, SETTLE_MS  # noqa: F401
 from . import cpu_speed, executor, phases
 from .executor import PARTS, RANGE_PREFIX
 
@@ -62,16 +65,6 @@ def _wall_ms(fn: Callable[[], object], reps: int) -> List[float]:
         fn()
         samples.append((time.perf_counter() - t0) * 1e3)
     return samples
-
-
-# How long the GPU runs the work back to back before it is timed. FlashAttention-3 near its peak draws
-# an H200 to its 700 W power cap within about 0.1 s, and the SM clock then falls from 1,980 MHz to
-# 1,400-1,600: a layer timed in its first replays after an idle pause ran 4-11% faster than the same
-# layer sustained, as an engine runs 61 of them back to back (docs/cost-model.md, "Sustained clocks").
-SETTLE_MS = 250
-# The command-line option that asks time_eager_probed to reheat (calibrate's and validate's).
-REHEAT_HELP = ("on the GPU, run each layer back to back this long after each dispatch probe, before its timed eager run: "
-               "the probe idles the GPU a millisecond or two (default 0; docs/cost-model.md)")
 
 
 def _warm(fn: Callable[[], object], cuda: bool, warmup: int, settle_ms: float) -> None:
