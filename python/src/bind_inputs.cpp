@@ -7,6 +7,7 @@
 #include "bindings.hpp"
 #include "mlaplan/models/model.hpp"
 #include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/workloads/batch_formation.hpp"
 #include "mlaplan/workloads/workload.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/io/input_file.hpp"
@@ -63,6 +64,36 @@ void bind_inputs(nb::module_& m) {
     for (const auto& p : workloads::workload_presets()) names.push_back(p.name);
     return names;
   });
+  m.def(
+      "workload_batches",
+      [](const std::string& workload, size_t batches, uint64_t seed, uint32_t page_size, uint32_t token_budget,
+         uint32_t max_sequences) {
+        // As `mlaplan gen --workload W --seed S --page-size P --batches K` forms them (its defaults for the
+        // rest), so the calibration's built-in batches are the scenario files an expert would generate.
+        const std::vector<Batch> formed = interruptible([&] {
+          workloads::BatchFormation formation;
+          formation.token_budget = token_budget;
+          formation.max_sequences = max_sequences;
+          formation.memory_limit = uint64_t{2} << 30;
+          formation.memory_limit_text = "2.00 GiB";
+          workloads::BatchSettings settings;
+          settings.page_size = page_size;
+          auto source = workloads::preset_source(workloads::find_workload_preset(workload), seed);
+          return workloads::form_batches(*source, formation, settings, batches, seed);
+        });
+        nb::list out;
+        for (const Batch& b : formed) {
+          nb::dict d;
+          d["page_size"] = b.page_size;
+          d["cache_lengths"] = b.cache_lengths;
+          d["input_row_offsets"] = b.input_row_offsets;
+          out.append(d);
+        }
+        return out;
+      },
+      "workload"_a, "batches"_a, "seed"_a, "page_size"_a = 64, "token_budget"_a = 8192, "max_sequences"_a = 256,
+      "A workload preset's first `batches` scheduler steps, formed as `mlaplan gen` forms them: dicts of page_size, "
+      "cache_lengths and input_row_offsets (read_scenarios' keys).");
   m.def(
       "parse_byte_size", [](const std::string& text, const std::string& name) { return sweeps::parse_byte_size(text, name); },
       "text"_a, "name"_a, "A size as --memory-limit takes it (512MiB, 4GiB, 2GB), in bytes; ValueError naming `name`.");
