@@ -272,8 +272,8 @@ def test_measuring_without_torch_is_one_line(tmp_path, name, args, instead):
     with reaped(module(name, *args, prelude=NO_TORCH, cwd=tmp_path)) as p:
         _, err = p.communicate(timeout=120)
     assert p.returncode == 2 and len(err.splitlines()) == 1, err
-    assert err.startswith("mlaplan: error: measuring needs torch (torch is hidden): pip install 'mlaplan[calibrate]', "
-                          + instead), err
+    assert err.startswith("mlaplan: error: measuring needs torch (torch is hidden): pip install torch (or, in a clone of "
+                          "mlaplan, pip install '.[calibrate]'), " + instead), err
     assert os.listdir(tmp_path) == []
 
 

@@ -1,10 +1,14 @@
-"""python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --dtype bf16 -o costs/h200/deepseek-v3-tp8-bf16.json
+"""python -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o my-gpu.json
 
-Times the prefill executor (mlaplan.prefill) on a grid of batch shapes and policies on this GPU, fits
-the cost model (docs/cost-model.md) and writes the cost file that `mlaplan run/sweep --cost` read.
-With --refit, fits measurements saved by an earlier --measurements instead (no GPU needed).
+Times the prefill executor (mlaplan.prefill) on this GPU, on a grid of batch shapes and policies and on
+workload-shaped batches it draws itself, fits the cost model (docs/cost-model.md), checks the fit on
+batches it never fitted (another seed) against the targets, and writes the cost file that `mlaplan
+run/sweep --cost` read, within --max-seconds (default 9 minutes). With --refit, fits measurements
+saved by an earlier --measurements instead (no GPU needed). Needs torch with CUDA, Triton and scipy:
+pip install scipy torch (or, in a clone of mlaplan, pip install '.[calibrate]').
 
-Exit status: 0 ok, 2 bad usage or input, 3 a device failure.
+Exit status: 0 ok, 1 written but the held-out check missed its targets, 2 bad usage or input (no GPU
+or torch included), 3 a device failure.
 """
 from __future__ import annotations
 
@@ -20,7 +24,9 @@ from .. import _cli
 from .._cli import (CPU_WAIT_HELP, CPU_WAIT_S, KERNEL_TITLES, KERNELS, REHEAT_HELP, SETTLE_MS, UsageError, _count, _positive,
                     _positive_list, _seconds, claim_outputs, exit_with, write_output)
 from .fit import HOST_REPS
-from .options import Parser, refuse_given
+from .oneshot import DEFAULT_SECONDS
+from .options import Parser, given, refuse_given
+from .workloads import FIT_BATCHES, FIT_SEED, HELDOUT_SEED, WORKLOADS, parse_workloads
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 # A workload-shaped point weighs this many grid points in the fit: chosen on the seed-51 held-out
@@ -29,14 +35,18 @@ WORKLOAD_WEIGHT = 8.0
 _weight = _positive("weight", "8")
 # What only measuring reads: with --refit, which measures nothing, each is refused rather than ignored.
 MEASURING = ("model", "tp", "dtype", "points", "buffer_tokens", "host_reps", "seed", "attention", "reps", "warmup", "settle_ms",
-             "cpu_wait_s", "reheat_ms", "max_total_context", "max_seconds", "device")
+             "cpu_wait_s", "reheat_ms", "max_total_context", "max_seconds", "device", "workloads", "workload_seed", "heldout_seed",
+             "no_check", "host")
+# With --host the host-bound points come on top: the budget's default grows by this much.
+HOST_EXTRA_SECONDS = 180
 
 
 def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.calibrate", description=__doc__.split("\n\n")[1].replace("\n", " "),
                formatter_class=argparse.RawDescriptionHelpFormatter,
                epilog="examples:\n"
-                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o costs/h200/deepseek-v3-tp8-bf16.json\n"
+                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o my-gpu.json\n"
+                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --host -o my-gpu-eager.json\n"
                       "  python -m mlaplan.calibrate --model kimi-k2 --tp 8 --points 120 --measurements raw.json -o kimi.json\n"
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --points 150 --scenarios coding-agent.json short-chat.json "
                       "--buffer-tokens 8192,65536 -o fa3.json\n"
@@ -47,11 +57,24 @@ def parser() -> Parser:
     p.add_argument("--dtype", choices=("bf16",), default="bf16", help="the activations' and cache's type (bf16, as the executor runs)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the cost file to write (atomically)")
     p.add_argument("--points", type=_count(10), default=160, metavar="N", help="calibration points, each a batch, buffer and policy (default 160)")
+    p.add_argument("--workloads", default=",".join(WORKLOADS), metavar="LIST",
+                   help=f"workload presets whose scheduler steps (drawn here, --workload-seed) are measured under every policy at "
+                        f"every --buffer-tokens, and checked on after the fit (--heldout-seed); none: the grid alone (default "
+                        f"{','.join(WORKLOADS)}; with --scenarios, none)")
+    p.add_argument("--workload-seed", type=_count(0, 2**64 - 1), default=FIT_SEED, metavar="N",
+                   help=f"seed of the workload batches fitted (default {FIT_SEED})")
+    p.add_argument("--heldout-seed", type=_count(0, 2**64 - 1), default=HELDOUT_SEED, metavar="N",
+                   help=f"seed of the held-out batches checked, never fitted (default {HELDOUT_SEED})")
+    p.add_argument("--no-check", action="store_true", help="skip the held-out check (the file then has no `heldout` field)")
+    p.add_argument("--host", action="store_true",
+                   help="also measure host-bound steps (the workloads at 8K-64K rows, another seed) and fit the host section on "
+                        "the workload-shaped runs, so that eager time (--timing eager in run/sweep, guided/eager) can be "
+                        f"priced; the budget's default grows by {HOST_EXTRA_SECONDS} s")
     p.add_argument("--scenarios", nargs="+", action="extend", metavar="FILE.json",
                    help="also every batch of these scenario files (mlaplan gen, one workload each; other seeds than the held-out "
                         "batches) under every policy and --buffer-tokens: points shaped as the workloads priced")
     p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
-                   help="the buffers of the --scenarios points (default 8192,16384,65536,131072,262144)")
+                   help="the buffers of the workload points, fitted and held out (default 8192,16384,65536,131072,262144)")
     p.add_argument("--host-reps", type=_count(0), default=HOST_REPS, metavar="N",
                    help="layers whose host dispatch is also timed on its own per point, the GPU held busy (default 3; recorded as "
                         "host_ms; 0: not timed). The host section is fitted on the eager times either way")
@@ -72,8 +95,9 @@ def parser() -> Parser:
     p.add_argument("--reheat-ms", type=_count(0, 10000), default=0, metavar="MS", help=REHEAT_HELP)
     p.add_argument("--max-total-context", type=_count(1), metavar="TOKENS",
                    help="cached tokens per batch at most (default 16M / local heads, at most 1M)")
-    p.add_argument("--max-seconds", type=_seconds, metavar="S",
-                   help="stop measuring after S seconds and fit the points measured by then")
+    p.add_argument("--max-seconds", type=_seconds, default=DEFAULT_SECONDS, metavar="S",
+                   help=f"the whole run ends within about S seconds (default {DEFAULT_SECONDS}): the points take about half, "
+                        f"measured until then and fitted, the held-out check what is left; with --no-check measuring takes all")
     p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
     p.add_argument("--refit", nargs="+", action="extend", metavar="FILE.json",
                    help="fit these saved measurements instead of measuring (several: of one model, TP and GPU, pooled)")
@@ -147,13 +171,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.refit:  # the files' model, TP, kernel and clocks are what is fitted
         refuse_given(args, MEASURING, "--refit", "it only matters when measuring, and --refit measures nothing (it fits the "
                                                  "runs its files hold)")
-    elif not args.scenarios:  # both only concern the workload-shaped points
-        refuse_given(args, ("buffer_tokens",), "give --scenarios", "it sets the buffers of the --scenarios points, and none are given")
-        refuse_given(args, ("workload_weight",), "give --scenarios",
-                     "it weighs the --scenarios points in the fit, and none are measured")
+    try:
+        workloads = () if args.scenarios and not given(args, "workloads") else parse_workloads(args.workloads)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    if not args.refit and not args.scenarios and not workloads:  # both only concern the workload-shaped points
+        refuse_given(args, ("workload_weight",), "give --scenarios or --workloads",
+                     "it weighs the workload points in the fit, and none are measured")
+    if args.no_check:
+        refuse_given(args, ("heldout_seed",), "--no-check", "it draws the held-out batches, and --no-check checks none")
+    if not args.refit and args.heldout_seed == args.workload_seed and not args.no_check:
+        raise UsageError(f"--heldout-seed: {args.heldout_seed} is the --workload-seed too: the check would test the fit on "
+                         f"the batches it fitted; give another")
     if args.host_from and args.timing == "eager":
         raise UsageError("--host-from: an eager-timed file has no host section to fit; give --timing graph (the default)")
-    from .records import each_once, require_scipy, require_torch
+    if args.host and args.host_from:
+        raise UsageError("--host: it measures the host section's runs, and --host-from gives them; drop one")
+    from .records import each_once, require_scipy
 
     each_once([("--refit", args.refit), ("--host-from", args.host_from), ("--scenarios", args.scenarios)])
     claim_outputs(args, [(p, "a --refit file") for p in args.refit or ()] + [(p, "a --scenarios file") for p in args.scenarios or ()]
@@ -163,50 +197,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .cost_file import check_readable, cost_document, json_text
     from .device_info import git_commit
     from .fit import fit_host, fit_records, geometries_for, scheduler_for
+    from .oneshot import Budget
 
+    seconds = args.max_seconds + (HOST_EXTRA_SECONDS if args.host and not given(args, "max_seconds") else 0)
+    budget = Budget(None if args.refit else seconds)
+    check = not args.refit and not args.no_check
+    dev = None
     if args.refit:
         doc = _pooled(args.refit)
     else:
-        torch = require_torch("fit saved measurements with --refit")
-        from ..prefill.__main__ import _device, attention_kernel
-        from ..prefill.model import model_dims
-        from . import device_info
-        from .grid import interleave_workloads, make_grid, scenario_points
-        from .measure import measure_points
-
-        try:
-            dims = model_dims(args.model, args.tp)
-        except ValueError as e:
-            msg = str(e)
-            raise UsageError(msg if msg.startswith("--") else f"--model: {msg}")
-        # Read before the device is asked for, so a bad file is named first.
-        try:
-            workload_points = interleave_workloads(scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads))
-        except ValueError as e:  # the reader's message names the file and field
-            raise UsageError(str(e)) from None
-        device = _device(torch, args.device)
-        if device.type != "cuda":
-            raise UsageError("the calibration times a GPU: torch sees none here; run it on one, or fit saved measurements with --refit")
-        from ..prefill import merge
-
-        if merge.triton is None:
-            raise UsageError("the executor's fused merge needs Triton on CUDA (pip install triton)")
-        from ..prefill.attention import kernel_title
-
-        kernel = attention_kernel(args.attention, device)
-        info = device_info.describe(torch, device)
-        limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
-        grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
-        # Interleaved, so that --max-seconds keeps a share of both.
-        points = [p for pair in zip(grid, workload_points) for p in pair] + grid[len(workload_points):] + workload_points[len(grid):]
-        records = measure_points(points, dims, torch.bfloat16, device, args.reps, args.warmup, kernel, args.seed,
-                                 progress="calibrate", max_seconds=args.max_seconds, settle_ms=args.settle_ms,
-                                 host_reps=args.host_reps, cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms)
-        doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
-               "dtype": args.dtype, "attention": kernel, "attention_title": kernel_title(kernel), "merge": "fused (Triton)", **info,
-               "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
-               "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
-               "records": records}
+        dev = open_device(args)
+        doc, host_batches = _measure(args, dev, workloads, budget, check)
         if args.measurements:
             write_output(args.measurements, json_text(doc, args.measurements))
     try:
@@ -220,7 +221,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         host_doc = _pooled(args.host_from, host_runs=True)
         _require_alike(args.host_from[0], host_doc, args.refit[0] if args.refit else "this run", doc,
                        "give --host-from runs of the same model, TP, GPU and kernel")
-    host = fit_host(host_doc["records"], fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash",
+    host_records = host_doc["records"]
+    if args.host:  # the workload-shaped runs, the host-bound steps among them: the grid's random shapes fit the host worse
+        host_records = [r for r in host_records if r.get("workload")]
+    host = fit_host(host_records, fit, int(doc["heads"]), int(doc["sms"]), doc["attention"] == "flash",
                     host_doc.get("sessions")) if args.timing == "graph" else None
     if args.host_from and host is None:
         raise UsageError(f"{' '.join(args.host_from)}: too few runs with both an eager and a graph time to fit the host costs "
@@ -234,9 +238,83 @@ def main(argv: Optional[List[str]] = None) -> int:
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     check_readable(cost, args.output)
+    text = summary(doc, fit, host, args.timing)
+    met = True
+    if check:
+        from .oneshot import table
+
+        print(text, end="", flush=True)  # the fit's figures while the check runs
+        text = ""
+        cost["heldout"] = _heldout(args, dev, cost, workloads or WORKLOADS, host_batches, budget)
+        check_readable(cost, args.output)
+        text, met = table(cost["heldout"]), cost["heldout"]["met"]
     write_output(args.output, json_text(cost, args.output))
-    print(summary(doc, fit, host, args.timing), end="")  # a failing stdout: entry's line, nothing written
-    return 0
+    print(text, end="")  # a failing stdout: entry's line, nothing written
+    return 0 if met else 1
+
+
+def open_device(args):
+    """The GPU the points are timed on (oneshot.Device), refused in one line where there is none, or no
+    torch, Triton or CUDA build to time it with. Tests replace it with a made-up one."""
+    from .oneshot import open_gpu
+
+    return open_gpu(args)
+
+
+def _measure(args, dev, workloads, budget, check):
+    """The calibration points measured within the budget's share: (the measurements document, the
+    batches drawn for them, which the held-out draw must not repeat)."""
+    import datetime
+
+    from .grid import interleave_workloads, make_grid, scenario_points
+    from .oneshot import FIT_SHARE, measure_all
+    from .workloads import HOST_BUFFERS, HOST_SEED, draw, points
+
+    dims = dev.dims
+    # Read before any point is timed, so a bad file is named first.
+    try:
+        files = scenario_points(args.scenarios or (), args.buffer_tokens, heads=dims.heads)
+    except ValueError as e:  # the reader's message names the file and field
+        raise UsageError(str(e)) from None
+    dev.open()
+    fitted = draw(workloads, args.workload_seed, FIT_BATCHES)
+    workload_points = interleave_workloads(files + points(fitted, args.buffer_tokens, dims.heads))
+    host_batches = draw(workloads or WORKLOADS, HOST_SEED, 1) if args.host or args.timing == "eager" else []
+    host_points = interleave_workloads(points(host_batches, HOST_BUFFERS, dims.heads))
+    limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
+    grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
+    # Taking turns, so that the budget keeps a share of each kind.
+    lists = [x for x in (host_points, grid, workload_points) if x]
+    ordered = [q[i] for i in range(max(len(q) for q in lists)) for q in lists if i < len(q)]
+    end = budget.phase_end(FIT_SHARE if check else 1.0)
+    after = (budget.seconds - budget.seconds * FIT_SHARE) if check and budget.seconds else 0.0
+    records = measure_all(ordered, dev.measure_calibration, budget, end, after)
+    doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
+           "dtype": args.dtype, "attention": dev.kernel, "attention_title": dev.kernel_title, "merge": "fused (Triton)", **dev.info,
+           "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
+           "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
+           "records": records}
+    return doc, fitted + host_batches
+
+
+def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
+    """The held-out check: batches drawn with --heldout-seed (none of the fitted ones), measured within
+    what is left of the budget, priced with `cost`; its verdict and figures (the file's `heldout`)."""
+    from .oneshot import RESERVE_S, heldout_groups, heldout_record, measure_heldout, verdict
+    from .validate import report
+    from .workloads import HELDOUT_BATCHES, disjoint, draw, points
+    from .._cli import ENGINES
+
+    start = budget.clock()
+    held = disjoint(draw(workloads, args.heldout_seed, HELDOUT_BATCHES), fitted)
+    groups = heldout_groups(points(held, args.buffer_tokens, dev.dims.heads))
+    end = None if budget.seconds is None else budget.end() - RESERVE_S
+    records = measure_heldout(groups, dev.measure_heldout, budget, end)
+    timing = args.timing
+    rep = report(cost, records, timing)
+    eager = report(cost, records, "eager") if cost.get("host") and any(r.get("eager_ms") for r in records) else None
+    return heldout_record(verdict(rep), eager, seed=args.heldout_seed, batches=HELDOUT_BATCHES, buffers=args.buffer_tokens,
+                          policies=ENGINES, seconds=budget.clock() - start, reps=dev.heldout_reps, warmup=dev.heldout_warmup)
 
 
 def summary(doc: dict, fit, host, timing: str) -> str:

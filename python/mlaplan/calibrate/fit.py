@@ -358,8 +358,10 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
 HOST_BOUND_RATIO = 1.2
 MIN_HOST_BOUND = 2 * len(LAUNCH_KINDS)
 # On the host-bound runs: their host time (launches x costs) known to within this relative standard
-# error (p90 over the runs), and their eager time fitted within validate's eager p90 target.
-HOST_SE_LIMIT, HOST_P90_LIMIT = 0.10, 0.10
+# error (p90 over the runs), and their eager time fitted within this p90. The shipped H200 sections
+# (dedicated host runs) give 11% and a few percent; 101 points of grid and workloads, as a 4.5-minute
+# calibration measures, 41% and 39% (docs/data/cost-calibration's DeepSeek-V3 TP 8 FA3 runs).
+HOST_SE_LIMIT, HOST_P90_LIMIT = 0.10, 0.15
 
 
 def host_identification(bound: np.ndarray, residuals: np.ndarray, jac: np.ndarray, cost: float, h: np.ndarray,

@@ -32,7 +32,8 @@ MAX_PRICING_WORK = 1 << 22
 def require_scipy(purpose: str) -> None:
     """UsageError naming scipy and the extra that brings it, where scipy cannot be imported."""
     if importlib.util.find_spec("scipy") is None:
-        raise UsageError(f"{purpose} needs scipy, which is not installed: pip install 'mlaplan[calibrate]' (or pip install scipy)")
+        raise UsageError(f"{purpose} needs scipy, which is not installed: pip install scipy (or, in a clone of mlaplan, "
+                         f"pip install '.[calibrate]')")
 
 
 def require_torch(instead: str):
@@ -41,7 +42,8 @@ def require_torch(instead: str):
     try:
         import torch
     except ImportError as e:
-        raise UsageError(f"measuring needs torch ({e}): pip install 'mlaplan[calibrate]', or {instead}") from None
+        raise UsageError(f"measuring needs torch ({e}): pip install torch (or, in a clone of mlaplan, pip install "
+                         f"'.[calibrate]'), or {instead}") from None
     return torch
 
 
