@@ -104,10 +104,12 @@ def test_refit_refuses_measuring_options(saved, tmp_path, capsys, option):
     assert "--refit measures nothing" in line and list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("option,words", [(["--buffer-tokens", "8192"], "--buffer-tokens: it sets the buffers of the --scenarios"),
-                                          (["--workload-weight", "8"], "--workload-weight: it weighs the --scenarios points")])
+@pytest.mark.parametrize("option,words", [(["--no-check", "--buffer-tokens", "8192"], "--buffer-tokens: it sets the buffers of the "
+                                                                                    "workload points"),
+                                          (["--workload-weight", "8"], "--workload-weight: it weighs the workload points")])
 def test_scenario_options_without_scenarios_are_refused(tmp_path, capsys, option, words):
-    in_process(capsys, None, [*option, "-o", str(tmp_path / "c.json")], 2, words, "give --scenarios")
+    in_process(capsys, None, ["--workloads", "none", *option, "-o", str(tmp_path / "c.json")], 2, words,
+               "give --scenarios or --workloads")
 
 
 @pytest.mark.parametrize("option", [["--rounds", "2"], ["--batches", "1"], ["--max-seconds", "9"], ["--reheat-ms", "0"],

@@ -178,6 +178,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.refit and not args.scenarios and not workloads:  # both only concern the workload-shaped points
         refuse_given(args, ("workload_weight",), "give --scenarios or --workloads",
                      "it weighs the workload points in the fit, and none are measured")
+        if args.no_check:  # the check's buffers otherwise
+            refuse_given(args, ("buffer_tokens",), "give --scenarios or --workloads",
+                         "it sets the buffers of the workload points, and none are measured")
     if args.no_check:
         refuse_given(args, ("heldout_seed",), "--no-check", "it draws the held-out batches, and --no-check checks none")
     if not args.refit and args.heldout_seed == args.workload_seed and not args.no_check:
@@ -331,6 +334,9 @@ def summary(doc: dict, fit, host, timing: str) -> str:
         lines.append(f"eager time's host costs, {host.points} points (the two clocks against the eager times): |error| median "
                      f"{100 * host.median_abs_error:.1f}%, p90 {100 * host.p90_abs_error:.1f}%; us per launch:")
         lines += [f"  {name:<22} {value:12.6g}  {host.not_identifiable.get(name, '')}" for name, value in host.launch_us.items()]
+        lines.append(f"  the host section is identified: {host.host_bound_runs} host-bound runs pin it down" if host.identified else
+                     "  the host section is NOT identified, so eager time must not be chosen by (host.identified false): "
+                     + "; ".join(host.unidentified_because) + ("" if timing == "eager" else "; calibrate with --host to measure it"))
         if host.stamped:
             st = host.stamped
             lines.append(f"  on the {st['runs']} runs that stamped their launches, the stamps' own costs at the same probe give "

@@ -43,7 +43,12 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
     }
     if host is not None:
         doc["host"] = {"holds_for": f"{host_cpu or 'an unnamed CPU'}, torch {torch_version}, mlaplan.prefill's executor loop",
-                       "pad_v": pad_v, "launch_us": host.launch_us, "fit": host.summary()}
+                       "pad_v": pad_v, "launch_us": host.launch_us, "fit": host.summary(),
+                       # false: the runs only bound these costs (fit.host_identification), so eager pricing
+                       # must not choose by them (guided/eager falls back to graph time, or refuses).
+                       "identified": host.identified}
+        if not host.identified:
+            doc["host"]["unidentified_because"] = host.unidentified_because
         if host_date:
             doc["host"]["date"] = host_date
         if host.probe_ms:

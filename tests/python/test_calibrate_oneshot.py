@@ -1,0 +1,236 @@
+"""The one-command calibration (issue 62), on the CPU: its built-in workload batches (mlaplan gen's,
+deterministic, the held-out draw disjoint from the fitted one), the budget and its progress line on
+a made-up clock, the held-out verdict, the host section's identification, the one-line refusals
+without torch or a GPU, and the whole command end to end with a made-up GPU."""
+import io
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy", reason="the calibration fits with scipy (pip install .[calibrate])")
+
+from mlaplan import _mlaplan  # noqa: E402
+from mlaplan.calibrate import oneshot, workloads  # noqa: E402
+from mlaplan.calibrate.fit import HOST_BOUND_RATIO, MIN_HOST_BOUND, host_identification  # noqa: E402
+from mlaplan.calibrate.grid import Point, features, record_sm  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SEED61 = os.path.join(ROOT, "docs", "data", "cost-calibration", "workloads-seed61")
+TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "per_row_us": 0.02, "per_query_us": 0.01,
+        "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40, "per_block_us": 0.05,
+        "per_empty_block_us": 0.003, "per_sequence_us": 0.5}
+NO_TORCH = ("import sys\nclass NoTorch:\n    def find_spec(self, name, *rest):\n"
+            "        if name.split('.')[0] == 'torch':\n            raise ImportError('torch is hidden')\n"
+            "sys.meta_path.insert(0, NoTorch())\n")
+
+
+def test_builtin_batches_are_the_scenario_files_an_expert_generated():
+    """Drawn in-process, the fit's batches are `mlaplan gen --seed 61 --page-size 64 --batches 3` of each
+    workload (the files the 270 s H100 calibration took), every workload's first batch first."""
+    drawn = workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES)
+    assert [b[0] for b in drawn[:3]] == list(workloads.WORKLOADS) and len(drawn) == 9
+    assert drawn == workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES)  # deterministic
+    for w in workloads.WORKLOADS:
+        files = _mlaplan.read_scenarios(os.path.join(SEED61, f"{w}.json"))
+        mine = [b for b in drawn if b[0] == w]
+        assert [(c, n) for _, _, c, n in mine] == [
+            (list(s["cache_lengths"]), np.diff(s["input_row_offsets"]).tolist()) for s in files]
+    # Workload-shaped: coding agents carry long contexts, short chats many short sequences.
+    coding = [b for b in drawn if b[0] == "coding-agent"]
+    chat = [b for b in drawn if b[0] == "short-chat"]
+    assert min(sum(c) for _, _, c, _ in coding) > 200_000 and min(len(c) for _, _, c, _ in chat) > 20
+
+
+def test_heldout_draw_is_disjoint_from_the_fit():
+    fitted = workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES)
+    held = workloads.draw(workloads.WORKLOADS, workloads.HELDOUT_SEED, workloads.HELDOUT_BATCHES)
+    assert len(held) == 12 and workloads.disjoint(held, fitted) == held
+    # A batch the fit saw is never checked on.
+    assert workloads.disjoint(held + fitted[:2], fitted) == held
+    assert {n for _, n, _, _ in held}.isdisjoint({n for _, n, _, _ in fitted})
+
+
+def test_points_are_every_policy_and_buffer_of_each_batch():
+    batch = workloads.draw(["short-chat"], 61, 1)
+    pts = workloads.points(batch, (8192, 65536), heads=16)
+    assert {(p.policy, p.buffer_tokens) for p in pts} <= {(e, b) for e in oneshot_engines() for b in (8192, 65536)}
+    assert all(p.workload == "short-chat" and p.scenario == batch[0][1] and p.page_size == 64 for p in pts)
+    every = workloads.points(batch, (8192, 65536), heads=16, refused=True)
+    assert len(every) == 2 * len(oneshot_engines()) >= len(pts)
+    with pytest.raises(ValueError, match="--workloads: 'nope' is not a workload preset"):
+        workloads.parse_workloads("coding-agent,nope")
+    assert workloads.parse_workloads("none") == ()
+
+
+def oneshot_engines():
+    from mlaplan._cli import ENGINES
+
+    return ENGINES
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_line_says_points_done_and_time_left():
+    clock = Clock()
+    budget = oneshot.Budget(540, clock)
+    end = budget.phase_end(oneshot.FIT_SHARE)
+    assert end == pytest.approx(100 + 540 * oneshot.FIT_SHARE)
+    out = io.StringIO()
+    p = oneshot.Progress("measuring", 100, budget, end, after=200, stream=out)
+    clock.now += 30
+    assert p.left(20) == pytest.approx(120 + 200)  # 1.5 s a point, 80 points to go, then the check's 200 s
+    p.tick(20)
+    assert out.getvalue() == "calibrate: measuring 20 of 100 points, 0:30 in, about 5:20 left\n"
+    clock.now += 1
+    p.tick(21)
+    assert out.getvalue().count("\n") == 1  # not yet PROGRESS_S since the last line
+    clock.now += oneshot.PROGRESS_S
+    p.tick(22)
+    assert out.getvalue().splitlines()[1] == f"calibrate: measuring 22 of 100 points, 0:36 in, about {oneshot.clock_text(p.left(22))} left"
+    # The phase's end bounds the estimate: the budget is what ends it.
+    clock.now = end - 10
+    assert p.left(20) == pytest.approx(10 + 200)
+    assert oneshot.Progress("x", 5, oneshot.Budget(None, clock), None).left(0) is None
+
+
+def test_measuring_stops_at_the_budget_and_the_check_keeps_whole_batches():
+    clock = Clock()
+    budget = oneshot.Budget(100, clock)
+    pts = [Point([1000], [100], 64, 8192, "packed", w, f"{w}-{i}") for i in range(3) for w in ("a", "b")]
+
+    def measure(p, *rest):
+        clock.now += 20  # each point takes 20 s
+        return {"policy": p.policy}
+
+    out = io.StringIO()
+    recs = oneshot.measure_all(pts, measure, budget, budget.phase_end(0.5), stream=out)
+    assert len(recs) == 3 and recs[0]["workload"] == "a"  # 0, 20, 40 s started; at 60 s the 50 s share is spent
+    assert "the measuring budget reached after 3 of 6 points" in out.getvalue()
+    groups = oneshot.heldout_groups(pts)
+    assert [len(g) for g in groups] == [1] * 6
+    recs = oneshot.measure_heldout([pts[:2], pts[2:4], pts[4:]], measure, budget, budget.end() + 10, stream=out)
+    # The second batch starts 10 s before the end and is measured whole, past it; the third is not started.
+    assert len(recs) == 4 and "after 2 of 3 batches" in out.getvalue()
+    clock.now = budget.end() + 100  # past the end already: the first batch is still measured
+    assert len(oneshot.measure_heldout([pts[:2], pts[2:4]], measure, budget, budget.end(), stream=out)) == 2
+
+
+def report(**workloads_figures):
+    return {"timing": "graph", "workloads": {w: dict(batches=4, runs=120, settings=30, max_abs_error=0.1, **f)
+                                             for w, f in workloads_figures.items()}}
+
+
+def test_verdict_against_the_targets():
+    good = dict(median_abs_error=0.011, p90_abs_error=0.027, kendall_tau=0.91)
+    v = oneshot.verdict(report(**{"coding-agent": good, "short-chat": good}))
+    assert v["met"] and {s["verdict"] for s in v["workloads"].values()} == {"PASS"}
+    bad = oneshot.verdict(report(**{"coding-agent": good, "short-chat": dict(median_abs_error=0.025, p90_abs_error=0.06,
+                                                                              kendall_tau=0.8)}))
+    assert not bad["met"] and bad["workloads"]["coding-agent"]["verdict"] == "PASS"
+    assert bad["workloads"]["short-chat"]["missed"] == ["median 2.5% > 2%", "p90 6.0% > 5%", "tau 0.80 < 0.85"]
+    text = oneshot.table(bad)
+    assert "short-chat" in text and "MISS (median 2.5% > 2%" in text and text.rstrip().endswith("held-out verdict: MISS")
+    none = oneshot.verdict(report(chat=dict(median_abs_error=0.0, p90_abs_error=0.0, kendall_tau=None)))
+    assert not none["met"] and none["workloads"]["chat"]["missed"] == ["tau: no ranking"]
+    assert not oneshot.verdict(report())["met"]  # nothing measured passes nothing
+
+
+def test_host_identification():
+    """Few host-bound runs, or costs the runs leave loose, are named; runs that pin the host time are not."""
+    rng = np.random.default_rng(0)
+    launches = rng.integers(1, 200, size=(60, 6)).astype(float)
+    h = np.full(6, 30.0)
+    bound = np.zeros(60, dtype=bool)
+    bound[:MIN_HOST_BOUND - 1] = True
+    ok, why = host_identification(bound, np.zeros(60), launches, 0.0, h, launches)
+    assert not ok and f"{MIN_HOST_BOUND - 1} of 60 runs are host-bound (eager at least {HOST_BOUND_RATIO:g}x" in why[0]
+    bound[:] = True
+    jac = launches / (launches @ h)[:, None]  # host-bound: each residual, host time / eager - 1, moves with the costs
+    ok, why = host_identification(bound, rng.normal(0, 0.01, 60), jac, 0.5 * 60 * 0.01**2, h, launches)
+    assert ok and why == []
+    ok, why = host_identification(bound, rng.normal(0, 0.6, 60), jac, 0.5 * 60 * 0.6**2, h, launches)
+    assert not ok and "fitted at p90 |error|" in why[0] and "known to" in why[1]
+
+
+def run_module(*args, prelude=""):
+    code = f"{prelude}import runpy, sys\nsys.argv = {['mlaplan.calibrate', *args]!r}\nrunpy.run_module('mlaplan.calibrate', run_name='__main__')"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+def test_without_torch_or_a_gpu_one_line_says_what_to_do(tmp_path):
+    r = run_module("--model", "deepseek-v3", "--tp", "8", "-o", str(tmp_path / "c.json"), prelude=NO_TORCH)
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "pip install torch (or, in a clone of mlaplan, pip install '.[calibrate]')" in r.stderr
+    h = run_module("--help", prelude=NO_TORCH)
+    assert h.returncode == 0 and "--max-seconds S" in h.stdout and "--no-check" in h.stdout and h.stderr == ""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    r = run_module("--model", "deepseek-v3", "--tp", "8", "-o", str(tmp_path / "c.json"))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+    assert "the calibration times a CUDA GPU" in r.stderr and "sees none here" in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+class FakeGpu:
+    """A made-up GPU: each point's graph time is TRUE priced (times `bias` on held-out runs), its eager
+    time that plus a host's 100 us per iteration."""
+
+    def __init__(self, args, bias=1.0):
+        from mlaplan.prefill.model import model_dims
+
+        self.args, self.bias, self.dims = args, bias, model_dims(args.model, args.tp)
+        self.kernel, self.kernel_title, self.heldout_reps, self.heldout_warmup = "fa3", "fa3 (made up)", 3, 1
+        self.info = {"gpu": "Made-up GPU", "sms": 132, "compute_capability": "9.0", "driver": None, "torch": None,
+                     "triton": None, "host": "test"}
+
+    def open(self):
+        return self
+
+    def _rec(self, p, bias):
+        f = features(p, self.dims.heads, 132, 1, 128, 0, "sorted")
+        graph = sum(TRUE[k] * v for k, v in f.items()) / 1e3 * bias
+        return dict(p.as_dict(), graph_ms=graph, eager_ms=graph + 0.1 * f["per_iteration_us"], path="chunked")
+
+    def measure_calibration(self, p, i):
+        return self._rec(p, 1.0)
+
+    def measure_heldout(self, p, i, group):
+        assert record_sm({"path": "chunked"}) == 0
+        return self._rec(p, self.bias)
+
+
+@pytest.mark.parametrize("bias,code", [(1.0, 0), (1.1, 1)])
+def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
+    """`python -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o FILE` on a made-up GPU: the built-in
+    points measured, fitted, checked on the held-out draw, the verdict printed and kept in the file;
+    a GPU whose held-out runs are 10% slower than its fit's misses, exit 1, the file written saying so."""
+    from mlaplan.calibrate import __main__ as cal
+
+    pytest.importorskip("torch", reason="the model presets' dimensions come from mlaplan.prefill")
+    monkeypatch.setattr(cal, "open_device", lambda args: FakeGpu(args, bias))
+    out = tmp_path / "my-gpu.json"
+    argv = ["--model", "deepseek-v3", "--tp", "8", "--points", "20", "-o", str(out)]
+    assert cal.entry(argv) == code
+    cost = json.loads(out.read_text())
+    held = cost["heldout"]
+    assert cost["command"] == "python -m mlaplan.calibrate " + " ".join(argv)
+    assert set(held["workloads"]) == set(workloads.WORKLOADS) and held["seed"] == workloads.HELDOUT_SEED
+    assert held["met"] is (code == 0) and held["targets"] == oneshot.TARGETS
+    assert all(s["verdict"] == ("PASS" if code == 0 else "MISS") for s in held["workloads"].values())
+    stdout = capsys.readouterr().out
+    assert "held-out verdict: " + ("PASS" if code == 0 else "MISS") in stdout and "coding-agent" in stdout
+    # The fit took the workload batches it drew: every workload's, weighted as workload points.
+    assert cost["fit"]["points"] > 20 and cost["fit"]["workload_weight"] == 8
+    assert isinstance(cost["host"]["identified"], bool) and "eager" in held
+    _mlaplan.read_cost_model(str(out))  # the C++ reader takes the additive fields
