@@ -224,4 +224,77 @@ TEST(PolicyGuided, StopsInsideOneLargeChoice) {
   EXPECT_LT(std::chrono::duration<double>(ended - asked).count(), 1.0);
 }
 
+// The choice prices a candidate whose plan an earlier one has only once (issue 61: a sweep's guided
+// cost 6x the cost model's): the plan, path and terms are those of pricing all nine in order, on
+// random batches at buffers from a page to past the batch, and on the bundled workloads' batches.
+TEST(PolicyGuided, ChoosesAsPricingEveryCandidate) {
+  auto unoptimised = [](const Batch& b, const Policy& g, size_t& index, bool& one_shot, cost::Features& terms) {
+    const cost::CostModel& m = *g.guide;
+    std::optional<EagerTime> e;
+    if (g.guide_eager) e.emplace(m);
+    const std::vector<Policy> candidates = guided_candidates(g);
+    double best = std::numeric_limits<double>::infinity();
+    index = 1;
+    one_shot = false;
+    for (size_t j = 0; j < candidates.size(); ++j) {
+      if (policy_outcome(b, candidates[j]).refused) continue;
+      const cost::Features f = policy_features(b, candidates[j], m.geometry, nullptr, nullptr, e ? &*e : nullptr);
+      const double us = e ? e->clock.dev : m.predict_us(f);
+      if (us < best) {
+        best = us;
+        index = j;
+        terms = f;
+      }
+    }
+    uint64_t context = 0;
+    for (uint32_t len : b.cache_lengths) context += len;
+    if (context + (b.input_row_offsets.back() - b.input_row_offsets.front()) <= b.buffer_token_size) {
+      const cost::Features whole = whole_context_features(b, m.geometry, e ? &*e : nullptr);
+      one_shot = (e ? e->clock.dev : m.predict_us(whole)) < best;
+      if (one_shot) index = 1;  // its plan then is waves, which plans every batch
+    }
+  };
+  std::vector<Batch> batches;  // the workloads' after the random ones: from `workload_from` on
+  check::BatchGeneratorOptions options;
+  options.large_batch_size = 64;
+  options.max_chunks = 64;
+  check::BatchGenerator gen(44, options);
+  for (int i = 0; i < 400; ++i) batches.push_back(gen.next());
+  const size_t workload_from = batches.size();
+  for (const char* workload : {"azure-code", "azure-conv", "mooncake-conv", "mooncake-synthetic", "coding-agent", "coding-agent-claude", "short-chat"}) {
+    auto source = workloads::preset_source(workloads::find_workload_preset(workload), 5);
+    for (const Batch& b : workloads::form_batches(*source, workloads::BatchFormation{}, workloads::BatchSettings{}, 60, 5))
+      batches.push_back(b);
+  }
+  size_t checked = 0, loops = 0;
+  for (bool eager : {false, true}) {
+    const Policy g = guided(kFa2, eager);
+    const std::vector<Policy> candidates = guided_candidates(g);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      Batch b = batches[i];
+      for (uint32_t n : {64u, 1024u, 4096u, 16384u, 65536u, 1u << 20}) {
+        if (i >= workload_from && n < 4096) continue;  // their long contexts through small buffers: minutes
+        b.buffer_token_size = std::max(n, b.page_size);
+        uint64_t context = 0;
+        for (uint32_t len : b.cache_lengths) context += len;
+        if (context / b.buffer_token_size > 2048) continue;  // the nine walks of thousands of chunks: seconds each
+        size_t index = 0;
+        bool one_shot = false;
+        cost::Features terms;
+        unoptimised(b, g, index, one_shot, terms);
+        const GuidedChoice c = guided_choice(b, g);
+        ASSERT_EQ(c.one_shot, one_shot) << "buffer " << n;
+        ASSERT_EQ(c.plan.name(), candidates[index].name()) << "buffer " << n;
+        ASSERT_EQ(c.plan.waves_fill, candidates[index].waves_fill) << "buffer " << n;
+        for (size_t t = 0; t < cost::kTerms; ++t)
+          ASSERT_EQ(c.terms[static_cast<cost::Term>(t)], terms[static_cast<cost::Term>(t)]) << "buffer " << n;
+        ++checked;
+        loops += !one_shot;
+      }
+    }
+  }
+  EXPECT_GT(checked, 5000u);
+  EXPECT_GT(loops, 1000u);
+}
+
 }  // namespace mlaplan::policies

@@ -139,10 +139,19 @@ inline double wave_fill(uint64_t blocks, uint64_t slots) {
 // of a chunk are in sequence order; a member whose share rounds to 0 rows is not in that chunk.
 // Returns the number of chunks. O(B + chunks x group) in time, O(group) in memory.
 constexpr double kWavesFill = 0.9;
+// Whether a group with `blocks` blocks fills the launch's waves enough to stream without the next
+// sequence (a threshold past 1 counts waves).
+inline bool waves_group_full(const Policy& policy, uint64_t blocks) {
+  const uint64_t slots = policy.waves_slots;
+  return (policy.waves_fill > 1 ? static_cast<double>(blocks) / static_cast<double>(slots) : wave_fill(blocks, slots)) >=
+         policy.waves_fill;
+}
+inline uint64_t waves_blocks(const Batch& batch, const Policy& policy, uint32_t b) {
+  return ceil_div(batch.input_length(b), policy.waves_tile) * policy.waves_heads;
+}
 template <typename Emit>
 uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
   const uint64_t W = batch.buffer_token_size, B = batch.batch_size();
-  const uint64_t slots = policy.waves_slots, tile = policy.waves_tile, heads = policy.waves_heads;
   thread_local std::vector<uint32_t> group;  // the members, in order
   thread_local std::vector<uint64_t> left;   // what each has left
   thread_local std::vector<uint64_t> share;
@@ -157,13 +166,11 @@ uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
       poll();
       const uint64_t len = batch.cache_lengths[b];
       if (len == 0) continue;
-      if (!group.empty() && (policy.waves_fill > 1 ? static_cast<double>(blocks) / static_cast<double>(slots)
-                                                  : wave_fill(blocks, slots)) >= policy.waves_fill)
-        break;
+      if (!group.empty() && waves_group_full(policy, blocks)) break;
       group.push_back(b);
       left.push_back(len);
       rest += len;
-      blocks += ceil_div(batch.input_length(b), tile) * heads;
+      blocks += waves_blocks(batch, policy, b);
     }
     if (group.empty()) break;
     const size_t n = group.size();
@@ -179,8 +186,10 @@ uint64_t walk_waves(const Batch& batch, const Policy& policy, Emit&& emit) {
         break;
       }
       uint64_t given = 0;
-      for (size_t j = 0; j < n; ++j) {  // room x left / rest, rounded down; the rounding's rows below
-        share[j] = static_cast<uint64_t>(static_cast<unsigned __int128>(room) * left[j] / rest);
+      // room x left / rest, rounded down; the rounding's rows below. room < 2^31 (a buffer's rows) and
+      // left < 2^32 (a context): the product fits 64 bits, whose division is several times 128 bits'.
+      for (size_t j = 0; j < n; ++j) {
+        share[j] = room * left[j] / rest;
         given += share[j];
       }
       for (size_t j = 0; j < n && given < room; ++j) {
