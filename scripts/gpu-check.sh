@@ -33,7 +33,9 @@
 # at the dispatch probe was fitted on (host-runs-*.json, refit-*.json). Part host-experiments runs the
 # executor's GPU tests, then (FA3) times where the host issues each part's kernels and whether the
 # dispatch probe's pause speeds a layer up, probed runs reheated or not (launch-timeline.json,
-# probe-gap.json).
+# probe-gap.json). Part calibrate-oneshot runs exactly `python -m mlaplan.calibrate --model deepseek-v3
+# --tp 8 -o FILE` (its default budget, built-in batches and held-out check; issue 62): oneshot.json,
+# its log and oneshot-heldout.json; the package is built first unless /tmp/mlaplan-gpu-site holds one.
 #
 # The shipped cost files on batches drawn after their last fit (docs/data/cost-validation/seed-71),
 # parts heldout, heldout-tp1 and heldout-more, each within one 10-minute slot, with the kernel
@@ -54,7 +56,7 @@
 # Mooncake) and --cpu-wait-s (default validate's): on short-chat's millisecond steps reheating and
 # settling took 60% of a batch's time, the timed runs 1% (docs/cost-model.md, "Measuring it").
 #
-# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|host-experiments|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
+# Usage: scripts/gpu-check.sh [BUILD_DIR] [all|base|max|perf|prefill|calibrate|calibrate-more|calibrate-host|calibrate-oneshot|host-experiments|heldout|heldout-tp1|heldout-eager|heldout-more|heldout-guided]
 #   BUILD_DIR: default build; build it first with CUDA enabled (prefill needs no build folder)
 #   all (default) runs everything but perf; base all but MAX's steps; max only MAX's; prefill only
 #   the Python package and the prefill executor's steps; perf the GPU
@@ -65,8 +67,8 @@ set -uo pipefail
 
 build_dir=${1:-build}
 part=${2:-all}
-case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | host-experiments | heldout | heldout-tp1 | heldout-eager | heldout-more | heldout-guided) ;;
-  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, host-experiments, heldout, heldout-tp1, heldout-eager, heldout-more or heldout-guided" >&2; exit 2 ;;
+case $part in all | base | max | perf | prefill | calibrate | calibrate-more | calibrate-host | calibrate-oneshot | host-experiments | heldout | heldout-tp1 | heldout-eager | heldout-more | heldout-guided) ;;
+  *) echo "gpu-check: part '$part' is not all, base, max, perf, prefill, calibrate, calibrate-more, calibrate-host, calibrate-oneshot, host-experiments, heldout, heldout-tp1, heldout-eager, heldout-more or heldout-guided" >&2; exit 2 ;;
 esac
 # The held-out batches: seed 71's (drawn after the FA3 files' graph refit); heldout-eager seed 141's
 # (drawn after every TP 8 file's last host refit; scripts/heldout_batches.py); HELDOUT_SEED=N
@@ -233,12 +235,22 @@ python_cpu_build() {
     "$source_dir"
 }
 
-# calibrate NAME MODEL TP POINTS SECONDS: a cost file fitted on this GPU, with its raw measurements.
+# calibrate NAME MODEL TP POINTS SECONDS: a cost file fitted on this GPU (the grid; SECONDS of measuring,
+# no held-out check: validate_cost checks it), with its raw measurements.
 attention=${ATTENTION:-auto}
 calibrate() {
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$2" --tp "$3" --points "$4" --attention "$attention" \
-     --max-seconds "$5" --commit "${MLAPLAN_COMMIT:-unknown}" --measurements "$log_dir/measurements-$1.json" \
+     --workloads none --no-check --max-seconds "$5" --commit "${MLAPLAN_COMMIT:-unknown}" --measurements "$log_dir/measurements-$1.json" \
      -o "$log_dir/cost-$1.json")
+}
+
+# calibrate_oneshot: the one command as a user runs it, then its held-out verdict on its own.
+calibrate_oneshot() {
+  (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o "$log_dir/oneshot.json")
+  local rc=$?
+  [[ -e $log_dir/oneshot.json ]] && python3 -c 'import json, sys; json.dump(json.load(open(sys.argv[1])).get("heldout"), open(sys.argv[2], "w"), indent=2)' \
+    "$log_dir/oneshot.json" "$log_dir/oneshot-heldout.json"
+  return $rc
 }
 
 # calibrate_host MODEL TP SECONDS: the host-bound steps (seed-62 short-chat, seed-61 coding-agent, whose
@@ -251,7 +263,7 @@ calibrate_host() {
   local c=$source_dir/docs/data/cost-calibration tag=$1-tp$2
   (cd /tmp && PYTHONPATH=/tmp/mlaplan-gpu-site python3 -m mlaplan.calibrate --model "$1" --tp "$2" --points 10 --attention "$attention" \
      --scenarios "$c/workloads-seed62/short-chat.json" "$c/workloads-seed61/coding-agent.json" "$c/workloads-seed62/mooncake-conv.json" \
-     --buffer-tokens 8192,16384,65536 --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" ${REHEAT_MS:+--reheat-ms "$REHEAT_MS"} \
+     --buffer-tokens 8192,16384,65536 --no-check --max-seconds "$3" --commit "${MLAPLAN_COMMIT:-unknown}" ${REHEAT_MS:+--reheat-ms "$REHEAT_MS"} \
      --measurements "$log_dir/host-runs-$tag.json" -o "$log_dir/host-cost-$tag.json") || return 1
   # A shipped section at the dispatch probe is refitted on its own sessions' runs and these pooled
   # (--keep), so that one session's host weighs by its share of the runs (docs/cost-model.md); runs
@@ -474,7 +486,7 @@ if [[ $part == all || $part == base || $part == prefill ]]; then
 fi
 
 if [[ $part == calibrate* || $part == heldout* || $part == host-experiments ]]; then
-  step "python package (no CUDA planner)" python-build.log python_cpu_build
+  [[ $part == calibrate-oneshot && -d /tmp/mlaplan-gpu-site/mlaplan ]] || step "python package (no CUDA planner)" python-build.log python_cpu_build
   [[ $attention == flash || $attention == cudnn ]] || step "FlashAttention-3 importable" fa3.log fa3_install
 fi
 if [[ $part == calibrate ]]; then
@@ -482,6 +494,7 @@ if [[ $part == calibrate ]]; then
   step "validate deepseek-v3 TP 8" validate.log validate_cost 160 "$log_dir/cost-deepseek-v3-tp8.json"
   step "executor and calibration tests" calibrate-tests.log gpu_pytest 120 test_calibrate.py test_prefill_cuda.py test_prefill_fa3.py
 fi
+[[ $part == calibrate-oneshot ]] && step "one command: calibrate deepseek-v3 TP 8" oneshot.log calibrate_oneshot
 if [[ $part == calibrate-more ]]; then
   shipped=$source_dir/costs/h200/deepseek-v3-tp8-bf16$([[ $attention == flash ]] || echo -fa3).json
   step "validate the shipped TP 8 file" validate.log validate_cost 140 "$shipped"

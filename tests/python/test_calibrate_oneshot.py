@@ -118,8 +118,8 @@ def test_measuring_stops_at_the_budget_and_the_check_keeps_whole_batches():
     assert "the measuring budget reached after 3 of 6 points" in out.getvalue()
     groups = oneshot.heldout_groups(pts)
     assert [len(g) for g in groups] == [1] * 6
-    recs = oneshot.measure_heldout([pts[:2], pts[2:4], pts[4:]], measure, budget, budget.end() + 10, stream=out)
-    # The second batch starts 10 s before the end and is measured whole, past it; the third is not started.
+    recs = oneshot.measure_heldout([pts[:2], pts[2:4], pts[4:]], measure, budget, budget.end() + 50, stream=out)
+    # Each batch takes 40 s: the second starts 50 s before the end, the third would end 30 s past it.
     assert len(recs) == 4 and "after 2 of 3 batches" in out.getvalue()
     clock.now = budget.end() + 100  # past the end already: the first batch is still measured
     assert len(oneshot.measure_heldout([pts[:2], pts[2:4]], measure, budget, budget.end(), stream=out)) == 2
