@@ -18,14 +18,11 @@ from mlaplan.calibrate import oneshot, workloads  # noqa: E402
 from mlaplan.calibrate.fit import HOST_BOUND_RATIO, MIN_HOST_BOUND, host_identification  # noqa: E402
 from mlaplan.calibrate.grid import Point, features, record_sm  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from test_calibrate import ROOT, TRUE  # noqa: E402
+from test_hostile_calibrate import NO_TORCH  # noqa: E402
+
 SEED61 = os.path.join(ROOT, "docs", "data", "cost-calibration", "workloads-seed61")
-TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "per_row_us": 0.02, "per_query_us": 0.01,
-        "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40, "per_block_us": 0.05,
-        "per_empty_block_us": 0.003, "per_sequence_us": 0.5}
-NO_TORCH = ("import sys\nclass NoTorch:\n    def find_spec(self, name, *rest):\n"
-            "        if name.split('.')[0] == 'torch':\n            raise ImportError('torch is hidden')\n"
-            "sys.meta_path.insert(0, NoTorch())\n")
+
 
 
 def test_builtin_batches_are_the_scenario_files_an_expert_generated():

@@ -187,17 +187,24 @@ def scenario_points(paths: Sequence[str], buffers: Sequence[int], policies: Sequ
     buffer: points shaped as the workloads a user prices are, drawn with other seeds than the
     held-out ones (docs/cost-model.md). Settings a policy refuses are left out, unless `refused`
     (validation measures them, to report the refusal)."""
+    return [p for workload, _, s in scenario_batches(paths)
+            for p in batch_points(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffers, policies, heads, refused,
+                                  workload, s["name"])]
+
+
+def batch_points(cache: List[int], new: List[int], page_size: int, buffers: Sequence[int], policies: Sequence[str], heads: int,
+                 refused: bool = False, workload: str = "", scenario: str = "") -> List[Point]:
+    """One batch under every policy at every buffer; those a policy refuses left out unless `refused`."""
     out: List[Point] = []
-    for workload, _, s in scenario_batches(paths):
-        for buffer in buffers:
-            for policy in policies:
-                p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), int(buffer), policy, workload, s["name"])
-                if not refused:
-                    try:
-                        features(p, heads)
-                    except ValueError:
-                        continue
-                out.append(p)
+    for buffer in buffers:
+        for policy in policies:
+            p = Point(cache, new, page_size, int(buffer), policy, workload, scenario)
+            if not refused:
+                try:
+                    features(p, heads)
+                except ValueError:
+                    continue
+            out.append(p)
     return out
 
 

@@ -9,7 +9,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from .. import _mlaplan
 from .._cli import ENGINES
-from .grid import Point, features
+from .grid import Point, batch_points
 
 # What users price: agents with long contexts, short chats, and Mooncake's conversation trace's shape.
 WORKLOADS = ("coding-agent", "short-chat", "mooncake-conv")
@@ -60,15 +60,5 @@ def points(batches: Sequence[Batch], buffers: Sequence[int], heads: int, policie
            page_size: int = PAGE_SIZE, refused: bool = False) -> List[Point]:
     """Every batch under every policy at every buffer, in the batches' order; those a policy refuses
     left out unless `refused`."""
-    out: List[Point] = []
-    for workload, name, cache, new in batches:
-        for buffer in buffers:
-            for policy in policies:
-                p = Point(cache, new, page_size, int(buffer), policy, workload, name)
-                if not refused:
-                    try:
-                        features(p, heads)
-                    except ValueError:
-                        continue
-                out.append(p)
-    return out
+    return [p for workload, name, cache, new in batches
+            for p in batch_points(cache, new, page_size, buffers, policies, heads, refused, workload, name)]
