@@ -321,7 +321,7 @@ def test_reads_and_values_are_one_line(tmp_path, args, message):
 def test_scipy_missing_is_one_line_naming_the_extra(tmp_path, args):
     (tmp_path / "m.json").write_text('{"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8, "records": []}')
     r = run(*[a.replace("{t}", str(tmp_path)) for a in args], prelude="import sys; sys.modules['scipy'] = None")
-    one_error_line(r, 2, "needs scipy", "pip install 'mlaplan[calibrate]'")
+    one_error_line(r, 2, "needs scipy", "pip install scipy (or, in a clone of mlaplan, pip install '.[calibrate]')")
 
 
 # 10. A validation that compared nothing has not passed.
