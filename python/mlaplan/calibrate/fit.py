@@ -62,7 +62,7 @@ def _nnls():
     try:
         from scipy.optimize import nnls
     except ImportError as e:  # pragma: no cover - scipy comes with the calibrate extra
-        raise ImportError("the calibration fits with scipy.optimize.nnls: pip install 'mlaplan[calibrate]' (scipy)") from e
+        raise ImportError("the calibration fits with scipy.optimize.nnls: pip install scipy") from e
     return nnls
 
 
@@ -294,7 +294,7 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
     try:
         from scipy.optimize import least_squares
     except ImportError as e:  # pragma: no cover - scipy comes with the calibrate extra
-        raise ImportError("the host fit uses scipy.optimize.least_squares: pip install 'mlaplan[calibrate]' (scipy)") from e
+        raise ImportError("the host fit uses scipy.optimize.least_squares: pip install scipy") from e
     from .grid import eager_us
 
     keep = [i for i, r in enumerate(records) if r.get("eager_ms") and r.get("graph_ms")]
