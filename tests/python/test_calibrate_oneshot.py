@@ -231,3 +231,19 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     assert cost["fit"]["points"] > 20 and cost["fit"]["workload_weight"] == 8
     assert isinstance(cost["host"]["identified"], bool) and "eager" in held
     _mlaplan.read_cost_model(str(out))  # the C++ reader takes the additive fields
+
+
+def test_the_device_times_points_as_calibrate_and_validate_do():
+    """The GPU's two ways of timing, run on the CPU (float32, 2 heads): the calibration's points on the
+    loop SGLang's buffer changes, the held-out ones as each engine dispatches, both the executor's."""
+    torch = pytest.importorskip("torch", reason="the executor needs torch")
+    from mlaplan.calibrate.__main__ import parser
+    from mlaplan.prefill.model import model_dims
+
+    args = parser().parse_args(["-o", "x.json", "--reps", "1", "--warmup", "0", "--settle-ms", "0", "--cpu-wait-s", "0"])
+    dev = oneshot.Device(args, torch, model_dims("deepseek-v2-lite", heads=2))
+    dev.device, dev.kernel, dev.torch = torch.device("cpu"), "flash", type("CpuTorch", (), {"bfloat16": torch.float32})
+    p = Point([300, 0, 90], [20, 25, 15], 16, 8192, "packed", "short-chat", "s-0")
+    for rec in (dev.measure_calibration(p, 0), dev.measure_heldout(p, 0, 0)):
+        assert rec["eager_ms"] > 0 and rec["iterations"] == features(p, 2)["per_iteration_us"] and "refused" not in rec
+    assert dev.turns == {"packed": 1}
