@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <cmath>
 #include <map>
 #include <random>
@@ -194,6 +196,48 @@ TEST(QueryMerges, FoldingManyCountsKeepsTheHistogram) {
   q.compact();
   const std::vector<std::pair<uint64_t, uint64_t>> histogram(want.begin(), want.end());
   EXPECT_EQ(q.counts, histogram);
+}
+
+// Max priced from its plan's closed form, with no tables (the API's cost calls: a batch of 2^31
+// tokens at a buffer of one row asked for 16 GiB of them), is its tables' pricing, term for term,
+// clock for clock, merge for merge; past 2^24 chunks it is refused at once (issue 61).
+TEST(QueryMerges, MaxWithoutTablesIsItsTablesPricing) {
+  std::mt19937_64 rng(35);
+  const cost::Geometry g{16, 132, 1, 128};
+  std::array<double, cost::kTerms> coefficients{};
+  for (size_t t = 0; t < cost::kTerms; ++t) coefficients[t] = 0.5 + static_cast<double>(t);
+  cost::HostCosts host;
+  for (size_t k = 0; k < cost::kLaunchKinds; ++k) host.us[k] = 3.0 + static_cast<double>(k);
+  size_t compared = 0;
+  for (int i = 0; i < 300; ++i) {
+    Batch b = random_batch(rng);
+    b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks) + (i % 3);  // unused rows too
+    if (!plan_shape(b).feasible) continue;
+    const PlanTables tables = plan_fast_cpu(b);
+    for (bool eager : {false, true}) {
+      EagerTime e1(coefficients, host), e2(coefficients, host);
+      const cost::Features a = max_features(b, max_tables_view(tables), g, eager ? &e1 : nullptr);
+      const cost::Features c = max_features(b, g, eager ? &e2 : nullptr);
+      for (size_t t = 0; t < cost::kTerms; ++t) ASSERT_EQ(a.values[t], c.values[t]) << "batch " << i;
+      ASSERT_EQ(e1.clock.dev, e2.clock.dev);
+      ASSERT_EQ(e1.clock.host, e2.clock.host);
+      ASSERT_EQ(e1.clock.launches, e2.clock.launches);
+    }
+    QueryMerges q1 = max_query_merges(b, max_tables_view(tables)), q2 = max_query_merges(b);
+    q1.compact();
+    q2.compact();
+    ASSERT_EQ(q1.counts, q2.counts) << "batch " << i;
+    ++compared;
+  }
+  EXPECT_GT(compared, 200u);
+  Batch big = test::make_batch(1, 1, 1, {uint32_t{1} << 31}, {0, 1});
+  big.max_chunks = std::numeric_limits<uint32_t>::max();
+  EXPECT_THROW(max_features(big, g), InputError);  // 2^31 chunks: refused, not 16 GiB of tables
+  EXPECT_THROW(max_query_merges(big), InputError);
+  big.buffer_token_size = 1u << 20;  // 2,049 chunks of a single sequence: priced, no tables
+  EXPECT_EQ(max_features(big, g)[cost::Term::iteration], 2049);
+  big.max_chunks = 2048;
+  EXPECT_THROW(max_features(big, g), InfeasibleBatch);
 }
 
 }  // namespace

@@ -1,11 +1,16 @@
 // MAX's chunks counted in cost terms: cache and new tokens streamed together, per chunk one unmasked
 // launch and one bottom-right causal launch for the queries inside the chunk's keys, all merged
 // (python/mlaplan/prefill/schedule.py, _max_steps).
+#include <fmt/format.h>
+
 #include <cstdint>
+#include <optional>
 
 #include "max_segment.hpp"
-#include "policy_walk.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/plan_shape.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
+#include "policy_walk.hpp"
 
 namespace mlaplan::policies {
 
@@ -94,27 +99,45 @@ Clock with_fill(const EagerTime& e, const Clock& chunks) {
 
 }  // namespace
 
-Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g, EagerTime* eager) {
+namespace {
+
+// Max's terms over its chunks as `chunks` gives them (max_chunks_of, max_chunks_closed).
+template <typename Chunks>
+Features priced_max(const Batch& b, const Geometry& g, EagerTime* eager, Chunks&& chunks) {
   Features f;
   f[Term::batch] = 1;
   Clock loop;  // eager: the chunks'
-  const uint32_t B = b.batch_size();
-  detail::StopPoll poll;
-  for (uint32_t c = 0; c < t.chunks; ++c) {
-    poll(B + uint64_t{1});
-    if (t.lengths[c] <= 0) continue;
-    f[Term::iteration] += 1;
-    f[Term::row] += t.lengths[c];
-    MaxChunk chunk(b, g);
-    const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
-    const uint32_t* cache = t.cache_offsets + size_t{c} * B;
-    for (uint32_t s = 0; s < B; ++s)
-      if (rows[s + 1] > rows[s]) chunk.add(s, cache[s], rows[s + 1] - rows[s], rows[s]);
-    if (eager) chunk.finish(f, t.lengths[c], *eager, loop);
-    else chunk.finish(f);
-  }
+  std::optional<MaxChunk> chunk;
+  chunk.emplace(b, g);
+  chunks([&](uint32_t s, uint64_t start, uint64_t rows, uint64_t at) { chunk->add(s, start, rows, at); },
+         [&](uint64_t length) {
+           f[Term::iteration] += 1;
+           f[Term::row] += static_cast<double>(length);
+           if (eager) chunk->finish(f, static_cast<double>(length), *eager, loop);
+           else chunk->finish(f);
+           chunk.emplace(b, g);
+         });
   if (eager) eager_layer(*eager, f, with_fill(*eager, loop));
   return f;
+}
+
+}  // namespace
+
+Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g, EagerTime* eager) {
+  return priced_max(b, g, eager, [&](auto&& segment, auto&& done) { detail::max_chunks_of(b, t, segment, done); });
+}
+
+void detail::require_max_walk(const Batch& b) {
+  const PlanShape shape = require_feasible(b);  // InfeasibleBatch past max_chunks, as the planners
+  if (shape.chunks_used > kMaxWalkChunks)
+    throw InputError(fmt::format("max: the batch's {} rows (padded to pages of {}) in a buffer of {} rows need {} chunks, "
+                                 "more than the {} that are priced; raise buffer_token_size",
+                                 shape.padded_tokens, b.page_size, b.buffer_token_size, shape.chunks_used, kMaxWalkChunks));
+}
+
+Features max_features(const Batch& b, const Geometry& g, EagerTime* eager) {
+  detail::require_max_walk(b);
+  return priced_max(b, g, eager, [&](auto&& segment, auto&& done) { detail::max_chunks_closed(b, segment, done); });
 }
 
 Features detail::max_unbounded_features(const Batch& b, const Geometry& g, EagerTime* eager) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy.hpp"
@@ -88,12 +89,22 @@ PolicyOutcome outcome_from_tables(const Batch& batch, const PlanTables& tables) 
   return o;
 }
 
-PolicyPlan plan_policy(const Batch& batch, const Policy& policy) {
+PolicyPlan plan_policy(const Batch& batch, const Policy& asked, const std::function<void(uint64_t, uint64_t)>& before_tables) {
   PolicyPlan p;
-  if (policy.kind == PolicyKind::max) {
-    p.tables = plan_fast_cpu(batch, profile::stop_flag());  // throws InfeasibleBatch naming the fix
+  if (asked.kind == PolicyKind::max) {
+    const PlanShape shape = require_feasible(batch);  // InfeasibleBatch naming the fix, before the tables are weighed
+    if (before_tables) before_tables(batch.max_chunks, shape.min_max_chunks);
+    p.tables = plan_fast_cpu(batch, profile::stop_flag());
     p.outcome = outcome_from_tables(batch, p.tables);
     return p;
+  }
+  // guided: its choice made once, not again in each walk below. A batch too long to walk is refused
+  // in guided's own name, and nothing is chosen for it.
+  Policy policy = asked;
+  if (asked.kind == PolicyKind::guided) {
+    uint64_t context = 0;
+    for (uint32_t len : batch.cache_lengths) context += len;
+    if (!too_many_chunks(context, batch)) policy = guided_plan(batch, asked);
   }
   p.outcome = policy_outcome(batch, policy);
   if (p.outcome.refused) throw InputError(p.outcome.why);
@@ -103,7 +114,8 @@ PolicyPlan plan_policy(const Batch& batch, const Policy& policy) {
   if (rows * (uint64_t{B} + 1) > kMaxTableCells)
     throw InputError(fmt::format("{}: the plan's {} chunks x {} sequences are too many table cells to print; "
                                  "raise buffer_token_size",
-                                 policy.name(), p.outcome.chunks, B));
+                                 asked.name(), p.outcome.chunks, B));
+  if (before_tables) before_tables(rows, p.outcome.chunks);
   PlanTables& t = p.tables;
   t = PlanTables(B, static_cast<uint32_t>(rows));
   std::fill(t.buffer_lengths.begin(), t.buffer_lengths.end(), -1);

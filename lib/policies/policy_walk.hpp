@@ -11,29 +11,13 @@
 #include <vector>
 
 #include "mlaplan/batch.hpp"
-#include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy.hpp"
-#include "mlaplan/profile/stop_request.hpp"
+#include "stop_poll.hpp"
 
 namespace mlaplan::policies::detail {
 
 // Past this many chunks a plan is not worth walking piece by piece (and no engine would run it).
 constexpr uint64_t kMaxWalkChunks = uint64_t{1} << 24;
-
-// Ctrl-C inside one long walk or pricing (a batch of a million sequences takes seconds): the stop
-// request is read once per kEvery units of work counted, so a sweep's small batches pay a counter.
-class StopPoll {
- public:
-  static constexpr uint64_t kEvery = uint64_t{1} << 16;
-  void operator()(uint64_t work = 1) {
-    if ((done_ += work) < kEvery) return;
-    done_ = 0;
-    if (profile::stop_requested()) throw Interrupted("interrupted while pricing the plans");
-  }
-
- private:
-  uint64_t done_ = 0;
-};
 
 inline uint64_t round_down(uint64_t v, uint64_t a) { return v / a * a; }
 inline uint64_t ceil_div(uint64_t v, uint64_t a) { return (v + a - 1) / a; }

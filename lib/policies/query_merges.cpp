@@ -147,7 +147,11 @@ QueryMerges policy_query_merges(const Batch& b, const Policy& policy) {
   return q;
 }
 
-void add_max_query_merges(QueryMerges& q, const Batch& b, const MaxTablesView& t) {
+namespace {
+
+// Max's merges over its chunks as `chunks` gives them (max_chunks_of, max_chunks_closed).
+template <typename Chunks>
+void add_max_merges(QueryMerges& q, const Batch& b, Chunks&& chunks) {
   const uint32_t B = b.batch_size();
   // Per sequence, the positions from which its queries attend each chunk: a query at position p
   // merges once for each chunk whose segment it attends (first <= p). Kept as (sequence, position)
@@ -155,18 +159,12 @@ void add_max_query_merges(QueryMerges& q, const Batch& b, const MaxTablesView& t
   // was a fifth of its time in allocations.
   thread_local std::vector<std::pair<uint32_t, uint64_t>> from;
   from.clear();
-  detail::StopPoll poll;
-  for (uint32_t c = 0; c < t.chunks; ++c) {
-    poll(B + uint64_t{1});
-    if (t.lengths[c] <= 0) continue;
-    const uint32_t* rows = t.row_offsets + size_t{c} * (B + size_t{1});
-    const uint32_t* cache = t.cache_offsets + size_t{c} * B;
-    for (uint32_t s = 0; s < B; ++s) {
-      if (rows[s + 1] <= rows[s]) continue;
-      const MaxSegment seg = max_segment(b, s, cache[s], rows[s + 1] - rows[s]);
-      if (seg.attended) from.emplace_back(s, seg.first);
-    }
-  }
+  chunks(
+      [&](uint32_t s, uint64_t start, uint64_t rows, uint64_t) {
+        const MaxSegment seg = max_segment(b, s, start, rows);
+        if (seg.attended) from.emplace_back(s, seg.first);
+      },
+      [](uint64_t) {});
   std::sort(from.begin(), from.end());
   size_t i = 0;
   for (uint32_t s = 0; s < B; ++s) {
@@ -182,6 +180,19 @@ void add_max_query_merges(QueryMerges& q, const Batch& b, const MaxTablesView& t
   }
 }
 
+}  // namespace
+
+void add_max_query_merges(QueryMerges& q, const Batch& b, const MaxTablesView& t) {
+  add_max_merges(q, b, [&](auto&& segment, auto&& done) { detail::max_chunks_of(b, t, segment, done); });
+}
+
+QueryMerges max_query_merges(const Batch& b) {
+  detail::require_max_walk(b);
+  QueryMerges q;
+  add_max_merges(q, b, [&](auto&& segment, auto&& done) { detail::max_chunks_closed(b, segment, done); });
+  return q;
+}
+
 QueryMerges max_query_merges(const Batch& b, const MaxTablesView& t) {
   QueryMerges q;
   add_max_query_merges(q, b, t);
@@ -189,7 +200,7 @@ QueryMerges max_query_merges(const Batch& b, const MaxTablesView& t) {
 }
 
 QueryMerges dispatched_query_merges(const Batch& b, const Policy& policy, uint32_t sm, const MaxTablesView* max_tables) {
-  if (policy.kind == PolicyKind::max) return max_tables ? max_query_merges(b, *max_tables) : QueryMerges{};
+  if (policy.kind == PolicyKind::max) return max_tables ? max_query_merges(b, *max_tables) : max_query_merges(b);
   if (engine_path(b, policy, sm) != EnginePath::chunked) {  // the whole context at once: its output is the layer's
     QueryMerges q;
     q.add(0, new_tokens(b));

@@ -13,9 +13,7 @@
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
-#include "mlaplan/fast_cpu_planner.hpp"
 #include "mlaplan/plan_shape.hpp"
-#include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::python {
 
@@ -27,6 +25,11 @@ nb::dict features_dict(const cost::Features& f) {
   nb::dict d;
   for (size_t i = 0; i < cost::kTerms; ++i) d[cost::coefficient_name(static_cast<cost::Term>(i))] = f.values[i];
   return d;
+}
+
+// max_chunks 0: as many as max needs (priced from its closed form, so no table of them is made).
+uint32_t as_many_as_needed(const Batch& b) {
+  return static_cast<uint32_t>(std::clamp<uint64_t>(plan_shape(b).min_max_chunks, 1, UINT32_MAX));
 }
 
 // The terms (and, with `eager`, its two clocks) of one layer, as cost_features and cost_launches
@@ -43,9 +46,8 @@ policies::EnginePath layer_terms(Batch b, const std::string& policy, const cost:
   } else if (path != EnginePath::chunked) {
     f = whole_context_features(b, g, eager);  // no refusal: the loop does not run
   } else if (p.kind == PolicyKind::max) {
-    if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
-    const PlanTables t = plan_fast_cpu(b, profile::stop_flag());  // InfeasibleBatch past max_chunks
-    f = max_features(b, max_tables_view(t), g, eager);
+    if (max_chunks == 0) b.max_chunks = as_many_as_needed(b);
+    f = max_features(b, g, eager);  // its closed form, no tables; InfeasibleBatch past max_chunks
   } else {
     const PolicyOutcome o = policy_outcome(b, p);
     if (o.refused) throw InputError(o.why);
@@ -181,10 +183,8 @@ void bind_cost(nb::module_& m) {
         QueryMerges q = interruptible_if(needs_worker(b, policy), [&] {
           const Policy p = policy_named(policy);
           if (p.kind == PolicyKind::max) {
-            if (max_chunks == 0) b.max_chunks = std::max<uint32_t>(1, plan_shape(b).min_max_chunks);
-            const PlanTables t = plan_fast_cpu(b, profile::stop_flag());  // InfeasibleBatch past max_chunks
-            const MaxTablesView view = max_tables_view(t);
-            return dispatched_query_merges(b, p, sm, &view);
+            if (max_chunks == 0) b.max_chunks = as_many_as_needed(b);
+            return dispatched_query_merges(b, p, sm);  // its closed form, no tables; InfeasibleBatch past max_chunks
           }
           if (engine_path(b, p, sm) == EnginePath::chunked) {
             const PolicyOutcome o = policy_outcome(b, p);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "mlaplan/batch.hpp"
@@ -36,7 +37,22 @@ nb::ndarray<nb::numpy, T> numpy_of(const std::vector<T>& values, std::initialize
   return nb::ndarray<nb::numpy, T>(copy->data(), shape.size(), shape.begin(), owner);
 }
 
-nb::tuple tables_tuple(const PlanTables& t);
+// A NumPy array that takes `values` over (no copy: a plan's tables would be held twice).
+template <typename T>
+nb::ndarray<nb::numpy, T> numpy_of(std::vector<T>&& values, std::initializer_list<size_t> shape) {
+  auto* owned = new std::vector<T>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.begin(), owner);
+}
+
+// The three tables as NumPy arrays, taken over.
+nb::tuple tables_tuple(PlanTables&& t);
+
+// Refuses, before they are made, plan tables of `rows` chunk rows for the batch that would take more
+// than the CLI's default --memory-limit (2 GiB; a max_chunks of a million with a thousand sequences
+// asked for 8 GiB): ValueError naming max_chunks, or buffer_token_size where the plan's own chunks
+// (`needed`) are the rows, with the fix.
+void require_tables_fit(const Batch& b, uint64_t rows, uint64_t needed);
 
 // One policy by name, as the calls that plan or price one batch take it (guided:FILE reads the file:
 // call it inside `interruptible`).

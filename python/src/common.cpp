@@ -8,8 +8,12 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "bindings.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/plan_shape.hpp"
 #include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::python {
@@ -26,10 +30,10 @@ Batch host_batch(const HostU32& cache, const HostU32& offsets, uint32_t page_siz
   return b;
 }
 
-nb::tuple tables_tuple(const PlanTables& t) {
+nb::tuple tables_tuple(PlanTables&& t) {
   const size_t m = t.max_chunks, b = t.batch_size;
-  return nb::make_tuple(numpy_of(t.buffer_row_offsets, {m, b + 1}), numpy_of(t.cache_offsets, {m, b}),
-                        numpy_of(t.buffer_lengths, {m}));
+  return nb::make_tuple(numpy_of(std::move(t.buffer_row_offsets), {m, b + 1}), numpy_of(std::move(t.cache_offsets), {m, b}),
+                        numpy_of(std::move(t.buffer_lengths), {m}));
 }
 
 policies::Policy policy_named(const std::string& name) {
@@ -51,6 +55,21 @@ bool needs_worker(const Batch& b, const std::string& policy) {
   for (uint32_t c : b.cache_lengths) chunks += c;
   chunks = std::max<long double>(chunks / std::max<uint32_t>(b.buffer_token_size, 1) + 1, b.max_chunks);
   return b.cache_lengths.size() >= 1024 || chunks * (b.cache_lengths.size() + 1) >= (1 << 16);
+}
+
+void require_tables_fit(const Batch& b, uint64_t rows, uint64_t needed) {
+  const uint64_t limit = kDefaultMemoryLimit, need = table_bytes(b.batch_size(), rows);
+  if (need <= limit) return;
+  const uint64_t fit = limit / table_bytes(b.batch_size(), 1);
+  const std::string size = fmt::format("{} chunk rows x {} columns of tables take {}, above the {} a call may make (the "
+                                       "CLI's default --memory-limit)",
+                                       rows, b.batch_size() + uint64_t{1}, io::format_bytes(need), io::format_bytes(limit));
+  if (rows > needed)  // max_chunks asked for more rows than the plan fills
+    throw InputError(needed <= fit ? fmt::format("max_chunks: {}; the plan needs {}, so give at most {}", size, needed, fit)
+                                   : fmt::format("max_chunks: {}; split the batch or raise buffer_token_size", size));
+  throw InputError(fmt::format("buffer_token_size: the plan's {}; raise buffer_token_size (fewer chunks) or split the "
+                               "batch",
+                               size));
 }
 
 void run_interruptible(void (*body)(void*), void* context, const std::function<void()>& tick) {

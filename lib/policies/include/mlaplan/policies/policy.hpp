@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,8 +124,12 @@ struct PolicyPlan {
 // The outcome alone, in O(B + chunks) for packed and O(B x chunks) for even-split; max uses the
 // closed-form shape (sweeps that want max planned by a Planner use outcome_from_tables).
 PolicyOutcome policy_outcome(const Batch& batch, const Policy& policy);
-// Plans the tables of a non-max policy; for max, plans with the fast CPU planner.
-PolicyPlan plan_policy(const Batch& batch, const Policy& policy);
+// Plans the tables of a non-max policy; for max, plans with the fast CPU planner. `before_tables`,
+// where given, is called with the tables' chunk rows and the fewest the plan needs (its chunks; max:
+// the least max_chunks that fits) before they are made, and may throw to refuse them (the Python
+// API's memory bound).
+PolicyPlan plan_policy(const Batch& batch, const Policy& policy,
+                       const std::function<void(uint64_t rows, uint64_t needed)>& before_tables = {});
 // A max plan's outcome read back from the tables a Planner produced (GPU or CPU).
 PolicyOutcome outcome_from_tables(const Batch& batch, const PlanTables& tables);
 

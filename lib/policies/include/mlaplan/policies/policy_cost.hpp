@@ -65,6 +65,10 @@ PolicyOutcome outcome_with_features(const Batch& batch, const Policy& policy, co
 
 // Max's terms, from the tables a planner wrote for the batch.
 cost::Features max_features(const Batch& batch, const MaxTablesView& tables, const cost::Geometry& g, EagerTime* eager = nullptr);
+// The same from the closed form its plan is made by, with no tables (none of the memory that
+// max_chunks x batch size cells take): refused past the batch's max_chunks (InfeasibleBatch) or past
+// 2^24 chunks (InputError, as the other policies' walks).
+cost::Features max_features(const Batch& batch, const cost::Geometry& g, EagerTime* eager = nullptr);
 
 // The terms of the batch under the same policy with a buffer that holds all of it at once (max: one
 // chunk and no cap on chunks): the floor that "time over the lower bound" is measured from. vLLM's
@@ -157,11 +161,14 @@ struct QueryMerges {
 QueryMerges policy_query_merges(const Batch& batch, const Policy& policy);
 // Max's, from the tables a planner wrote: a query at position p merges once per chunk whose keys it sees.
 QueryMerges max_query_merges(const Batch& batch, const MaxTablesView& tables);
+// ... or from its plan's closed form, refused as max_features without tables is.
+QueryMerges max_query_merges(const Batch& batch);
 // The same two, added to `into` (a sweep's, over every batch) without a QueryMerges of their own.
 void add_policy_query_merges(QueryMerges& into, const Batch& batch, const Policy& policy);
 void add_max_query_merges(QueryMerges& into, const Batch& batch, const MaxTablesView& tables);
 // On the path the engine dispatches the batch to on a GPU of compute capability sm (engine_path; 0:
-// the loop): none where it takes the whole context at once. Max needs its tables (none given: empty).
+// the loop): none where it takes the whole context at once. Max's from its tables where given, else
+// from its closed form.
 QueryMerges dispatched_query_merges(const Batch& batch, const Policy& policy, uint32_t sm,
                                     const MaxTablesView* max_tables = nullptr);
 
