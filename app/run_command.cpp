@@ -7,6 +7,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
+#include "gpu_options.hpp"
 #include "mlaplan/policies/policy_check.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/policies/policy_report.hpp"
@@ -40,6 +41,7 @@ struct RunOptions {
   PolicyOptions policy;
   ModelOptions model;
   std::vector<std::string> costs;  // --cost FILE (one)
+  GpuOptions gpu;                  // --gpu, --attention
   std::string timing = "graph";    // --timing
   bool tp_given = false;
   bool timing_given = false;  // --timing on the line
@@ -145,6 +147,7 @@ void predict(io::PlanReport& r, const policies::Policy& policy, const RunCost& c
   io::TimeFigures t;
   t.cost_file = c.model.path;
   t.holds_for = c.model.describe(eager.has_value());
+  t.gpu = c.model.gpu;
   t.model = c.dims.name;
   t.tp = c.model.tp;
   t.layers = c.dims.num_layers;
@@ -259,10 +262,12 @@ int run(const RunOptions& opt) {
   outputs().claim_output(opt.svg, "--svg");
   outputs().claim_output(opt.html, "--html");
   std::optional<RunCost> cost;
-  if (!opt.costs.empty()) {
-    if (opt.costs.size() > 1)
+  const std::vector<std::string> cost_files = gpu_cost_files(opt.gpu, opt.model, opt.costs);  // --gpu's, or --cost's
+  if (!cost_files.empty()) {
+    if (cost_files.size() > 1)
       throw InputError("--cost: run takes one cost file (for its one model and TP); sweep takes one per model and TP");
-    std::vector<cost::CostModel> costs = load_costs(opt.costs);
+    std::vector<cost::CostModel> costs = load_costs(cost_files);
+    check_gpu_costs(opt.gpu, costs);
     std::vector<models::ModelDims> models = make_models(opt.model);
     std::vector<uint32_t> tps = make_tps(opt.model);
     const bool eager = eager_timing(opt.timing, true, opt.timing_given);
@@ -342,6 +347,7 @@ int run(const RunOptions& opt) {
         text += io::format_plan_csv(reports[i], i == 0);
       }
     } else {
+      if (cost) text = gpu_header(opt.gpu, {cost->model});  // --gpu: the GPU and its file first
       for (size_t i = 0; i < reports.size(); ++i) {
         poll(i);
         text += (i ? "\n" : "") + io::format_plan_table(reports[i], opt.max_sequences);
@@ -393,6 +399,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   add_policy_options(*cmd, opt->policy, false);
   add_model_options(*cmd, opt->model, false);
   add_cost_option(*cmd, opt->costs, false);
+  add_gpu_options(*cmd, opt->gpu);
   add_timing_option(*cmd, opt->timing);
   add_memory_limit_option(*cmd, opt->memory_limit);
   cmd->add_option("--svg", opt->svg,

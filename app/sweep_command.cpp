@@ -11,6 +11,7 @@
 #include "cli_common.hpp"
 #include "commands.hpp"
 #include "explore_options.hpp"
+#include "gpu_options.hpp"
 #include "mlaplan/bench/size_list.hpp"
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/errors.hpp"
@@ -41,6 +42,7 @@ struct SweepOptions {
   std::string backend = "cpu";
   std::vector<std::string> costs;  // --cost FILE...
   std::string timing = "graph";    // --timing
+  GpuOptions gpu;                  // --gpu, --attention
   bool recommend = false;
   std::string objective = "iterations";
   std::string within = "5%";
@@ -144,7 +146,8 @@ int sweep(const SweepOptions& opt) {
   grid.models = make_models(opt.model);
   grid.tps = make_tps(opt.model);
   grid.dtype = models::parse_dtype(opt.model.dtype);
-  grid.costs = load_costs(opt.costs);
+  grid.costs = load_costs(gpu_cost_files(opt.gpu, opt.model, opt.costs));  // --gpu's files, or --cost's
+  check_gpu_costs(opt.gpu, grid.costs);
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
   grid.eager = eager_timing(opt.timing, !grid.costs.empty(), opt.timing_given);
@@ -230,7 +233,7 @@ int sweep(const SweepOptions& opt) {
     case SweepFormat::md: text = sweeps::format_sweep_markdown(report); break;
     case SweepFormat::csv: text = sweeps::format_sweep_csv(report); break;
     case SweepFormat::json: text = sweeps::format_sweep_json(report); break;
-    case SweepFormat::table: text = sweeps::format_sweep_table(report); break;
+    case SweepFormat::table: text = gpu_header(opt.gpu, grid.costs) + sweeps::format_sweep_table(report); break;
   }
   if (result.interrupted) {  // the finished settings on stdout, no output file
     write_output("", text);
@@ -313,6 +316,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "line per policy, M, model and TP, the recommendation marked; with --cost a second panel of the "
                   "predicted ms per step")
       ->type_name("FILE");
+  add_gpu_options(*cmd, opt->gpu);
   cmd->add_option("--html", opt->html, "Also write one self-contained page (opens from disk, fetches nothing) with the "
                   "plot, the recommendation and the table")
       ->type_name("FILE");

@@ -40,10 +40,21 @@ core_set() {
   done
   printf '%s\n' bin/mlaplan lib/libmlaplan_core.a lib/cmake/mlaplan/mlaplanConfig.cmake lib/cmake/mlaplan/mlaplanConfigVersion.cmake \
                 lib/cmake/mlaplan/mlaplanTargets.cmake lib/cmake/mlaplan/mlaplanTargets-CONFIG.cmake
+  # The calibrated cost files, which --gpu finds beside the command.
+  (cd "$source_dir" && find costs -name '*.json') | sed 's|^|share/mlaplan/|'
 }
 core_set | expect_files "default install"
 "$prefix/bin/mlaplan" --version >/dev/null
-echo "default install: bin/mlaplan (it runs), core's $(ls "$prefix/include/mlaplan" | wc -l) headers, libmlaplan_core.a and the package config, nothing else"
+echo "default install: bin/mlaplan (it runs), core's $(ls "$prefix/include/mlaplan" | wc -l) headers, libmlaplan_core.a, the package config and the cost files, nothing else"
+
+# --gpu from another folder takes the installed file (share/mlaplan/costs beside bin/), not the source
+# tree's, and names it first.
+mkdir "$work/elsewhere"
+(cd "$work/elsewhere" && "$prefix/bin/mlaplan" sweep --workload short-chat --batches 20 --gpu h200 --model deepseek-v3 --tp 8 \
+   --buffer-tokens 8192 --policy packed) >"$work/gpu.txt"
+head -1 "$work/gpu.txt" | grep -qF "gpu       NVIDIA H200 (--gpu h200): deepseek-v3 TP 8 priced by $prefix/share/mlaplan/costs/h200/deepseek-v3-tp8-bf16-fa3.json" ||
+  { head -3 "$work/gpu.txt"; echo "--gpu h200 did not take the installed cost file"; exit 1; }
+echo "installed command: --gpu h200 takes share/mlaplan/costs/h200's file from another folder"
 
 configure() { cmake -S "$source_dir/tests/consumer" -B "$work/$1" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release "${@:2}"; }
 configure build >/dev/null

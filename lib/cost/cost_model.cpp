@@ -153,6 +153,24 @@ class Reader {
                                        io::json_preview(v)));
       out.probe = v.get<std::string>();
     }
+    // Whether the runs identify the costs (python -m mlaplan.calibrate writes both; absent: identified).
+    if (h.contains("identified") && !h["identified"].is_null()) {
+      if (!h["identified"].is_boolean())
+        fail("host.identified", fmt::format("{} is not true or false; calibrate writes it (false: the runs only bound the "
+                                            "host costs), or leave it out",
+                                            io::json_preview(h["identified"])));
+      out.identified = h["identified"].get<bool>();
+    }
+    if (h.contains("unidentified_because") && !h["unidentified_because"].is_null()) {
+      const json& v = h["unidentified_because"];
+      const std::string fix = "give a list of reasons (strings) as calibrate writes it, or leave it out";
+      if (!v.is_array()) fail("host.unidentified_because", fmt::format("{} is not a list; {}", io::json_preview(v), fix));
+      for (const json& reason : v) {
+        if (!reason.is_string())
+          fail("host.unidentified_because", fmt::format("{} is not a string; {}", io::json_preview(reason), fix));
+        out.unidentified_because.push_back(reason.get<std::string>());
+      }
+    }
     const json& us = object(h, "launch_us", "host.launch_us");
     for (auto it = us.begin(); it != us.end(); ++it) {
       bool known = false;

@@ -136,9 +136,9 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
   }
   if (r.time && r.refused.empty()) {
     const TimeFigures& t = *r.time;
-    put("time      {:.3f} ms/step predicted ({:.4f} ms/layer x {} layers, {} TP {}): per-iteration overhead {:.1f}%, "
+    put("time      {:.3f} ms/step predicted{} ({:.4f} ms/layer x {} layers, {} TP {}): per-iteration overhead {:.1f}%, "
         "{:.1f}% over a buffer holding the batch whole{}\n          by {}: {}\n",
-        t.step_ms(t.layer_us), t.layer_us / 1e3, t.layers, printable(t.model), t.tp, 100.0 * t.iteration_share(),
+        t.step_ms(t.layer_us), t.gpu.empty() ? "" : " on " + printable(t.gpu), t.layer_us / 1e3, t.layers, printable(t.model), t.tp, 100.0 * t.iteration_share(),
         100.0 * t.over_lower_bound(),
         t.host_bound_share ? fmt::format(", host-bound {:.1f}% (eager timing: the share of the step the device waits "
                                          "for the host)", 100.0 * *t.host_bound_share)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/cost/gpu.hpp"
 #include "mlaplan/errors.hpp"
 
 namespace mlaplan::policies {
@@ -97,6 +98,7 @@ void read_guide(const std::string& path, const std::string& shown, Policy& p, co
                                  "host's dispatch costs; choose by graph time (guided:FILE) or calibrate them "
                                  "(python -m mlaplan.calibrate)",
                                  option, shown));
+  if (p.guide_eager) cost::require_identified_host(*model, "guided/eager");  // a host section the runs only bound
   p.guide = std::move(model);
   p.guide_path = path;
 }
@@ -262,6 +264,7 @@ void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cos
                                    "costs; choose by graph time (guided) or give a file with a host section",
                                    model->path, p.guide_eager ? "guided/eager" : "guided",
                                    p.guide_eager ? "" : " under --timing eager"));
+    if (eager || p.guide_eager) cost::require_identified_host(*model, p.guide_eager ? "guided/eager" : "guided under --timing eager");
     p.guide = model;
     p.guide_eager = p.guide_eager || eager;
   }

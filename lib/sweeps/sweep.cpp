@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "mlaplan/cost/gpu.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
 #include "sweep_bounds.hpp"
@@ -329,6 +330,7 @@ void check_costs(const SweepGrid& grid, const std::string& command) {
                                    "(python -m mlaplan.calibrate fits them beside the graph terms, docs/cost-model.md's Eager time) or give "
                                    "--timing graph",
                                    c.path));
+    if (grid.eager) cost::require_identified_host(c, "--timing eager");  // a host section the runs only bound
     const models::ModelDims* model = nullptr;
     std::string names;
     for (const models::ModelDims& m : grid.models) {

@@ -59,7 +59,8 @@ uint32_t known_gpu_sm(const std::string& gpu);
 // format or version, a missing or unknown term, a coefficient that is negative, above 1e6 (a second
 // per unit) or not a number, a geometry value of 0, a compute_capability that is not one ("9.0" or
 // 9.0), or none where the gpu is not one known_gpu_sm knows; a host section without holds_for or
-// pad_v, with a launch kind missing or unknown, or a host cost negative, above 1e6 or not a number.
+// pad_v, with a launch kind missing or unknown, a host cost negative, above 1e6 or not a number, or an
+// identified that is not true or false. Fields it does not read (heldout, fit, command) are let be.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
 // "grid" or "sorted": a geometry's scheduler as a cost file spells it.

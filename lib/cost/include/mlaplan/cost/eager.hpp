@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mlaplan/cost/features.hpp"
 
@@ -43,6 +44,11 @@ struct HostCosts {
   // so a run probed at p costs us x p / probe_ms; 0: not recorded (the costs as they are).
   double probe_ms = 0;
   std::string probe = "cpu";
+  // Whether the calibration's runs pin these costs down (host.identified; a file without it: true).
+  // False: they only bound them, so eager time may not choose by them (gpu.hpp, require_identified_host);
+  // unidentified_because says why, in calibrate's words.
+  bool identified = true;
+  std::vector<std::string> unidentified_because;
   double of(LaunchKind k) const { return us[static_cast<size_t>(k)]; }
 };
 

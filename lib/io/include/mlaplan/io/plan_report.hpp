@@ -30,6 +30,7 @@ struct MemoryFigures {
 struct TimeFigures {
   std::string cost_file;     // the --cost file
   std::string holds_for;     // what the file was calibrated on: GPU, kernels, timing, date
+  std::string gpu;           // the file's GPU, "NVIDIA H200": named in the time line itself
   std::string model;         // "deepseek-v3"
   uint32_t tp = 1;
   uint32_t layers = 0;       // the model's layers: a step's time is a layer's times this

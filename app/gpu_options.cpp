@@ -1,0 +1,87 @@
+#include "gpu_options.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "cli_common.hpp"
+#include "mlaplan/cost/gpu.hpp"
+#include "mlaplan/errors.hpp"
+#include "mlaplan/io/printable.hpp"
+#include "mlaplan/models/model.hpp"
+
+namespace mlaplan::cli {
+
+namespace fs = std::filesystem;
+
+void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
+  cmd.add_option("--gpu", o.gpu,
+                 "The GPU to price for: h100, h200 or the name nvidia-smi prints (any case). Takes the shipped cost file "
+                 "for --model, --tp and --attention (docs/cost-model.md, Which file), or checks that --cost's file was "
+                 "calibrated on it")
+      ->type_name("NAME");
+  cmd.add_option("--attention", o.attention,
+                 "With --gpu: the attention kernels whose cost file it takes, fa3 (default: what the engines run on "
+                 "Hopper) or fa2")
+      ->transform(one_of({"fa3", "fa2"}, {{"flash", "fa2"}}));
+}
+
+std::vector<std::string> cost_roots() {
+  std::vector<std::string> roots;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  // <prefix>/bin/mlaplan finds <prefix>/share/mlaplan/costs (the path from bin to it, from CMake).
+  if (!ec) roots.push_back((exe.parent_path() / MLAPLAN_COSTS_FROM_BIN).lexically_normal().string());
+  // A build tree's executable has no install beside it: the source tree's files.
+  roots.push_back(MLAPLAN_SOURCE_COSTS_DIR);
+  return roots;
+}
+
+std::vector<std::string> gpu_cost_files(const GpuOptions& o, const ModelOptions& model, const std::vector<std::string>& costs) {
+  if (!o.attention.empty() && o.gpu.empty())
+    throw InputError("--attention: it picks the cost file --gpu takes; add --gpu NAME (a --cost file names its own kernels)");
+  if (o.gpu.empty() || !costs.empty()) return costs;
+  const std::string option = "--gpu " + io::printable(o.gpu);
+  const std::vector<models::ModelDims> models = make_models(model);
+  if (models.empty())
+    throw InputError(fmt::format("{}: it takes the shipped cost file for --model and --tp; add --model (e.g. deepseek-v3) and "
+                                 "--tp (e.g. 8)",
+                                 option));
+  std::vector<std::string> files;
+  const std::vector<std::string> roots = cost_roots();
+  for (const models::ModelDims& m : models)
+    for (uint32_t tp : make_tps(model))
+      files.push_back(cost::find_cost_file(roots, {o.gpu, m.name, tp, model.dtype, o.attention.empty() ? "fa3" : o.attention},
+                                           option));
+  return files;
+}
+
+void check_gpu_costs(const GpuOptions& o, const std::vector<cost::CostModel>& costs) {
+  if (costs.empty()) return;
+  for (const cost::CostModel& c : costs) {
+    if (!o.gpu.empty()) cost::require_gpu(c, o.gpu, "--gpu");
+    if (!o.attention.empty() && cost::attention_stack(c) != o.attention)
+      throw InputError(fmt::format("{}: kernels.attention: calibrated with {}, and --attention names {}; give the file of "
+                                   "those kernels or drop --attention",
+                                   io::printable(c.path), io::printable(c.attention), o.attention));
+  }
+  std::string why;
+  const std::optional<std::string> here = profile::find_usable_gpu(&why);
+  if (!here) return;  // no GPU here: nothing to compare the files with
+  for (const cost::CostModel& c : costs)
+    if (const std::optional<std::string> w = cost::machine_gpu_warning(c, *here)) {
+      print_stderr(fmt::format("mlaplan: warning: {}\n", *w));
+      return;  // one line: the files of one command are one GPU's (--gpu), or the first says it
+    }
+}
+
+std::string gpu_header(const GpuOptions& o, const std::vector<cost::CostModel>& costs) {
+  if (o.gpu.empty()) return "";
+  std::string out;
+  for (const cost::CostModel& c : costs)
+    out += fmt::format("gpu       {} (--gpu {}): {} TP {} priced by {}\n", io::printable(c.gpu), io::printable(o.gpu),
+                       io::printable(c.model), c.tp, io::printable(c.path));
+  return out + "\n";
+}
+
+}  // namespace mlaplan::cli

@@ -1,0 +1,190 @@
+// The GPU as an axis (cost/gpu.hpp): GPU names to keys, the shipped file for a GPU, model, TP and
+// stack found by the files' fields, a file refused for another GPU, and a host section the
+// calibration could not identify refused for eager choices. The reader takes the fields calibrate
+// adds (host.identified, host.unidentified_because, heldout).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "mlaplan/cost/gpu.hpp"
+#include "mlaplan/errors.hpp"
+
+namespace mlaplan::cost {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kCosts = std::string(MLAPLAN_SOURCE_DIR) + "/costs";
+const std::string kFa3 = kCosts + "/h200/deepseek-v3-tp8-bf16-fa3.json";
+
+json shipped() {
+  std::ifstream in(kFa3);
+  return json::parse(in);
+}
+
+// A fresh folder for one test's cost files.
+fs::path gpu_scratch(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("mlaplan_gpu_" + std::to_string(::getpid()) + "_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void put(const fs::path& p, const json& j) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << j.dump(2);
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+TEST(GpuKey, NamesOfOneCardAreOneKey) {
+  for (const char* name : {"h100", "H100", "NVIDIA H100 80GB HBM3", "nvidia h100 80gb hbm3", "H100-SXM5-80GB", "H100 SXM"})
+    EXPECT_EQ(gpu_key(name), "h100") << name;
+  for (const char* name : {"h200", "H200", "NVIDIA H200", "NVIDIA H200 141GB HBM3e"}) EXPECT_EQ(gpu_key(name), "h200") << name;
+  // Other cards of one chip run at other clocks and power: other keys.
+  EXPECT_EQ(gpu_key("NVIDIA H100 PCIe"), "h100-pcie");
+  EXPECT_EQ(gpu_key("NVIDIA H100 NVL"), "h100-nvl");
+  EXPECT_EQ(gpu_key("NVIDIA H200 NVL"), "h200-nvl");
+  EXPECT_EQ(gpu_key("NVIDIA A100-SXM4-80GB"), "a100");
+  EXPECT_EQ(gpu_key("NVIDIA GeForce RTX 4090"), "rtx-4090");
+  // No GPU's name: nothing to file it under (a folder name made of anything).
+  for (const char* name : {"", "!!!", "NVIDIA", " 80GB HBM3 "}) EXPECT_EQ(gpu_key(name), "") << name;
+  EXPECT_EQ(gpu_key("../../etc"), "etc");  // a key is letters, digits and '-': never a path out of the folder
+  EXPECT_EQ(gpu_key(std::string(100, 'a')), "");
+  EXPECT_EQ(gpu_key("\x1b[31mh100"), "");  // control bytes are in no GPU's name
+}
+
+TEST(GpuKey, StacksByName) {
+  EXPECT_EQ(stack_named("FA3"), "fa3");
+  EXPECT_EQ(stack_named("flash"), "fa2");
+  EXPECT_EQ(stack_named("fa2"), "fa2");
+  EXPECT_EQ(stack_named("fa4"), "");
+  EXPECT_EQ(attention_stack(read_cost_model(kFa3)), "fa3");
+  EXPECT_EQ(attention_stack(read_cost_model(kCosts + "/h200/deepseek-v3-tp8-bf16.json")), "fa2");
+}
+
+TEST(FindCostFile, ShippedH200ByModelTpAndStack) {
+  struct Case {
+    const char *gpu, *model;
+    uint32_t tp;
+    const char *stack, *file;
+  };
+  for (const Case& c : {Case{"h200", "deepseek-v3", 8, "fa3", "deepseek-v3-tp8-bf16-fa3.json"},
+                        Case{"NVIDIA H200", "deepseek-v3", 8, "fa2", "deepseek-v3-tp8-bf16.json"},
+                        Case{"H200", "DeepSeek-V3", 1, "fa3", "deepseek-v3-tp1-bf16-fa3.json"},
+                        Case{"h200", "deepseek-v3", 1, "fa2", "deepseek-v3-tp1-bf16.json"},
+                        Case{"h200", "kimi-k2", 8, "fa3", "kimi-k2-tp8-bf16-fa3.json"},
+                        Case{"h200", "kimi-k2", 8, "fa2", "kimi-k2-tp8-bf16.json"}}) {
+    const std::string found = find_cost_file({"/nonexistent", kCosts}, {c.gpu, c.model, c.tp, "bf16", c.stack}, "--gpu");
+    EXPECT_EQ(fs::path(found), fs::path(kCosts) / "h200" / c.file) << c.gpu << " " << c.model << " " << c.tp << " " << c.stack;
+  }
+}
+
+TEST(FindCostFile, NoneSaysWhatThereIsAndHowToMakeOne) {
+  const std::string m = message_of([] { find_cost_file({kCosts}, {"NVIDIA B200", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu b200"); });
+  EXPECT_NE(m.find("--gpu b200: no cost file for deepseek-v3 TP 8 bf16 fa3 on b200"), std::string::npos) << m;
+  EXPECT_NE(m.find("h200: deepseek-v3 TP 1 bf16 fa2, deepseek-v3 TP 1 bf16 fa3"), std::string::npos) << m;
+  EXPECT_NE(m.find("python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --attention fa3 -o FILE"), std::string::npos) << m;
+  EXPECT_NE(m.find("--cost FILE"), std::string::npos) << m;
+  EXPECT_EQ(m.find('\n'), std::string::npos);
+  // A TP with no file on a GPU that has files.
+  const std::string tp2 = message_of([] { find_cost_file({kCosts}, {"h200", "deepseek-v3", 2, "bf16", "fa2"}, "--gpu h200"); });
+  EXPECT_NE(tp2.find("--attention flash"), std::string::npos) << tp2;  // calibrate's name of FlashAttention-2
+  EXPECT_NE(message_of([] { find_cost_file({kCosts}, {"???", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu ???"); }).find("not a GPU's name"),
+            std::string::npos);
+}
+
+// A new GPU's file dropped in its folder is found: nothing else changes.
+TEST(FindCostFile, AddingAFileIsAllItTakes) {
+  const fs::path root = gpu_scratch("add");
+  EXPECT_THROW(find_cost_file({root.string()}, {"h100", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu h100"), InputError);
+  json j = shipped();
+  j["gpu"] = "NVIDIA H100 80GB HBM3";
+  put(root / "h100" / "any-name.json", j);
+  // Not cost files, or another card's: passed over.
+  std::ofstream(root / "h100" / "broken.json") << "{";
+  json pcie = j;
+  pcie["gpu"] = "NVIDIA H100 PCIe";
+  put(root / "h100" / "a-pcie.json", pcie);
+  EXPECT_EQ(find_cost_file({root.string()}, {"NVIDIA H100 80GB HBM3", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu"),
+            (root / "h100" / "any-name.json").string());
+  // A newer calibration of the same wins over the older, whatever their names.
+  j["date"] = "2027-01-01";
+  put(root / "h100" / "zz-newer.json", j);
+  EXPECT_EQ(find_cost_file({root.string()}, {"h100", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu"), (root / "h100" / "zz-newer.json").string());
+  // The first root with a file wins (an install's before a source tree's).
+  EXPECT_EQ(find_cost_file({root.string(), kCosts}, {"h200", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu"), kFa3);
+  // The PCIe card's file under its own key.
+  put(root / "h100-pcie" / "p.json", pcie);
+  EXPECT_EQ(find_cost_file({root.string()}, {"NVIDIA H100 PCIe", "deepseek-v3", 8, "bf16", "fa3"}, "--gpu"),
+            (root / "h100-pcie" / "p.json").string());
+  fs::remove_all(root);
+}
+
+TEST(RequireGpu, AnotherGpusFileIsRefusedNamingBoth) {
+  const CostModel h200 = read_cost_model(kFa3);
+  EXPECT_NO_THROW(require_gpu(h200, "h200", "--gpu"));
+  EXPECT_NO_THROW(require_gpu(h200, "NVIDIA H200", "--gpu"));
+  const std::string m = message_of([&] { require_gpu(h200, "NVIDIA H100 80GB HBM3", "--gpu"); });
+  EXPECT_NE(m.find("deepseek-v3-tp8-bf16-fa3.json: gpu: calibrated on NVIDIA H200 (h200), and --gpu names h100"), std::string::npos) << m;
+  CostModel pcie = h200;
+  pcie.gpu = "NVIDIA H100 PCIe";
+  EXPECT_THROW(require_gpu(pcie, "h100", "--gpu"), InputError);  // "h100" is the SXM card
+  EXPECT_NO_THROW(require_gpu(pcie, "nvidia h100 pcie", "--gpu"));
+  EXPECT_THROW(require_gpu(h200, "!!!", "--gpu"), InputError);
+}
+
+TEST(MachineGpu, WarnsWhereTheFileIsAnotherGpus) {
+  const CostModel h200 = read_cost_model(kFa3);
+  EXPECT_FALSE(machine_gpu_warning(h200, "NVIDIA H200"));
+  const auto w = machine_gpu_warning(h200, "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(w);
+  EXPECT_NE(w->find("NVIDIA H100 80GB HBM3"), std::string::npos);
+  EXPECT_NE(w->find("--gpu h100"), std::string::npos);
+}
+
+TEST(HostIdentified, ReadAndRefusedForEagerChoices) {
+  json j = shipped();
+  EXPECT_TRUE(parse_cost_model(j.dump(), "a.json").host->identified);  // older files: identified
+  j["heldout"] = {{"coding-agent", {{"median", 0.011}, {"p90", 0.027}, {"tau", 0.91}}}};
+  j["host"]["identified"] = false;
+  j["host"]["unidentified_because"] = {"gather: not identifiable", "fill: not identifiable"};
+  const CostModel m = parse_cost_model(j.dump(), "a.json");
+  ASSERT_TRUE(m.host);
+  EXPECT_FALSE(m.host->identified);
+  ASSERT_EQ(m.host->unidentified_because.size(), 2u);
+  const std::string why = message_of([&] { require_identified_host(m, "guided/eager"); });
+  EXPECT_NE(why.find("a.json: host: the host section is not identified (gather: not identifiable; fill: not identifiable), and "
+                     "guided/eager would choose by it"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("--host"), std::string::npos);
+  EXPECT_NE(why.find("graph time"), std::string::npos);
+  j["host"]["identified"] = true;
+  EXPECT_NO_THROW(require_identified_host(parse_cost_model(j.dump(), "a.json"), "--timing eager"));
+  j["host"]["identified"] = "no";
+  EXPECT_NE(message_of([&] { parse_cost_model(j.dump(), "a.json"); }).find("a.json: host.identified: \"no\" is not true or false"),
+            std::string::npos);
+  j["host"]["identified"] = false;
+  j["host"]["unidentified_because"] = {1};
+  EXPECT_NE(message_of([&] { parse_cost_model(j.dump(), "a.json"); }).find("host.unidentified_because"), std::string::npos);
+  j["host"]["unidentified_because"] = "gather";
+  EXPECT_NE(message_of([&] { parse_cost_model(j.dump(), "a.json"); }).find("is not a list"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mlaplan::cost
