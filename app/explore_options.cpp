@@ -258,7 +258,9 @@ void add_workload_options(CLI::App& cmd, WorkloadOptions& o) {
       ->type_name("T")
       ->default_str("8192")
       ->transform(whole_number(1, 1u << 30));
-  cmd.add_option("--max-sequences", o.max_sequences, "With --token-budget: at most S sequences per step (max_num_seqs)")
+  cmd.add_option("--max-sequences,--max-num-seqs", o.max_sequences,
+                 "With --token-budget: at most S sequences per step (max_num_seqs; with --recommend it also sizes vLLM's "
+                 "default buffer)")
       ->type_name("S")
       ->default_str("256")
       ->transform(whole_number(1, 1u << 24));

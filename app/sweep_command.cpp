@@ -23,6 +23,7 @@
 #include "mlaplan/render/sweep_html.hpp"
 #include "mlaplan/render/sweep_svg.hpp"
 #include "mlaplan/io/scenario_io.hpp"
+#include "mlaplan/policies/engines.hpp"
 
 namespace mlaplan::cli {
 
@@ -120,7 +121,7 @@ void require_sweep_fits(const SweepOptions& opt, const sweeps::SweepGrid& grid, 
                                "--memory-limit"});
 }
 
-int sweep(const SweepOptions& opt) {
+int sweep(SweepOptions opt) {  // by value: --model's context may set --max-model-len
   // Before any work: no output may be an input or another output, and each folder must take a file.
   if (!opt.paths.empty())
     for (const std::string& f : scenario_files(opt.paths)) outputs().claim_input(f, "a scenario file swept");
@@ -155,6 +156,20 @@ int sweep(const SweepOptions& opt) {
   resolve_cost_models(grid.costs, opt.model, opt.tp_given, grid.models, grid.tps, "sweep", grid.eager);
   for (const models::ModelDims& m : grid.models)
     for (uint32_t tp : grid.tps) models::buffer_memory(m, tp, grid.dtype);  // a TP that does not divide the heads
+  // Engines by name say what they run on the cost files' GPU (where the files share one).
+  uint32_t sm = grid.costs.empty() ? 0 : grid.costs.front().sm;
+  for (const cost::CostModel& c : grid.costs) sm = c.sm == sm ? sm : 0;
+  policies::name_engines_for(grid.policies, sm);
+  // --model's context as --max-model-len where that is not given (the smallest of the models swept):
+  // requests longer than the model serves are dropped, and the source line says how many.
+  std::string context_note;
+  if (!opt.workload.max_model_len && opt.paths.empty())
+    for (const models::ModelDims& m : grid.models)
+      if (m.max_context && (!opt.workload.max_model_len || m.max_context < opt.workload.max_model_len)) {
+        opt.workload.max_model_len = m.max_context;
+        context_note = fmt::format("max_model_len {} is {}'s context (max_position_embeddings); --max-model-len sets "
+                                   "another", m.max_context, m.title());
+      }
 
   std::optional<sweeps::RecommendOptions> rec;
   const bool by_time = opt.objective == "time";
@@ -178,6 +193,25 @@ int sweep(const SweepOptions& opt) {
     rec->max_iterations = opt.max_iterations;
     rec->within = sweeps::parse_within(opt.within);
     rec->quantile = sweeps::parse_quantile(opt.quantile);
+    // Each engine's default buffer from the user's settings (engines.hpp), priced beside the choice:
+    // added to the grid where it is not on it; the grid's ends stay the user's.
+    policies::EngineSettings es;
+    es.max_model_len = opt.workload.max_model_len;
+    for (const models::ModelDims& m : grid.models)
+      if (!es.max_model_len || (m.max_context && m.max_context < es.max_model_len)) es.max_model_len = m.max_context;
+    es.max_num_seqs = opt.workload.max_sequences;
+    es.block_size = opt.page_size;
+    es.max_num_tokens = opt.workload.token_budget;
+    rec->engines = es;
+    rec->grid_smallest = *std::min_element(grid.buffer_tokens.begin(), grid.buffer_tokens.end());
+    rec->grid_largest = *std::max_element(grid.buffer_tokens.begin(), grid.buffer_tokens.end());
+    for (const policies::Policy& p : grid.policies) {
+      const policies::EngineDefault d = policies::engine_default(policies::engine_of(p), es, sm);
+      if (!d.whole_context && d.buffer_tokens >= 1 && d.buffer_tokens <= 0x7fffffffu &&
+          std::find(grid.buffer_tokens.begin(), grid.buffer_tokens.end(), d.buffer_tokens) == grid.buffer_tokens.end())
+        grid.buffer_tokens.push_back(static_cast<uint32_t>(d.buffer_tokens));
+    }
+    std::sort(grid.buffer_tokens.begin(), grid.buffer_tokens.end());
     if (!opt.memory_budget.empty()) {
       rec->memory_budget = sweeps::parse_byte_size(opt.memory_budget);
       if (grid.models.empty())
@@ -219,7 +253,7 @@ int sweep(const SweepOptions& opt) {
     auto scope = timer.phase("sweep");
     result = sweeps::run_sweep(in.batches, grid, run_options);
   }
-  result.source = in.source;
+  result.source = context_note.empty() ? in.source : in.source + " (" + context_note + ")";
   result.formation = in.formation;
 
   sweeps::SweepReport report;

@@ -180,7 +180,7 @@ TEST(PolicyRefusals, NameTheFix) {
 TEST(PolicyNames, ParseAndName) {
   EXPECT_EQ(parse_policy_kind("even-split"), PolicyKind::even_split);
   EXPECT_THROW(parse_policy_kind("evensplit"), InputError);
-  EXPECT_EQ(parse_policies("all", Policy{}).size(), 3u);
+  EXPECT_EQ(parse_policies("all", Policy{}).size(), 5u);  // the three algorithms, SGLang and TensorRT-LLM
   EXPECT_EQ(parse_policies("packed,max,packed", Policy{}).size(), 2u);
   EXPECT_EQ(packed_trtllm().name(), "packed/trtllm");
   EXPECT_EQ(even(EvenSplitVariant::sglang).name(), "even-split/sglang");
@@ -193,7 +193,9 @@ TEST(PolicyNames, ListsOfKindsAndVariants) {
     return out;
   };
   Policy defaults;
-  EXPECT_EQ(names(parse_policies("all", defaults)), (std::vector<std::string>{"max", "packed", "even-split/vllm"}));
+  EXPECT_EQ(names(parse_policies("all", defaults)), (std::vector<std::string>{"max", "packed", "even-split/vllm",
+                                                                             "sglang (even split)",
+                                                                             "trtllm (packed/trtllm)"}));
   EXPECT_EQ(names(parse_policies("variants", defaults)),
             (std::vector<std::string>{"max", "packed", "packed/trtllm", "even-split/vllm", "even-split/sglang"}));
   // A kind takes its variant from the defaults; a named variant overrides them.

@@ -164,7 +164,7 @@ TEST(Recommend, SmallestQualifyingBufferAndWhySmallerFail) {
   ASSERT_TRUE(rec[0].row.has_value());
   EXPECT_EQ(r.rows[*rec[0].row].buffer_tokens, 128u);
   ASSERT_EQ(rec[0].rejected.size(), 1u);
-  EXPECT_NE(rec[0].rejected[0].why.find("1 of 2 batches refused"), std::string::npos) << rec[0].rejected[0].why;
+  EXPECT_NE(rec[0].rejected[0].why.find("refuses 1 of 2 batches (50.00%)"), std::string::npos) << rec[0].rejected[0].why;
   EXPECT_EQ(rec[1].group, "packed");
   EXPECT_NE(rec[1].rejected[0].why.find("p99 needs 3 iterations > 2"), std::string::npos) << rec[1].rejected[0].why;
   // At the median one iteration suffices everywhere but max's N = 64 half refused... p50 of [1, refused] is 1.

@@ -18,7 +18,7 @@ namespace mlaplan::models {
 namespace {
 
 ModelDims preset(const char* name, const char* display_name, uint32_t heads, uint32_t nope, uint32_t rope, uint32_t v,
-                 uint32_t kv_lora, uint32_t q_lora, uint32_t layers, const char* hf_repo) {
+                 uint32_t kv_lora, uint32_t q_lora, uint32_t layers, uint64_t context, const char* hf_repo) {
   ModelDims m;
   m.name = name;
   m.display_name = display_name;
@@ -29,6 +29,7 @@ ModelDims preset(const char* name, const char* display_name, uint32_t heads, uin
   m.kv_lora_rank = kv_lora;
   m.q_lora_rank = q_lora;
   m.num_layers = layers;
+  m.max_context = context;
   m.source = fmt::format("https://huggingface.co/{}/blob/main/config.json", hf_repo);
   return m;
 }
@@ -79,16 +80,17 @@ const char* to_string(Dtype d) { return d == Dtype::fp8 ? "fp8" : "bf16"; }
 uint32_t dtype_bytes(Dtype d) { return d == Dtype::fp8 ? 1 : 2; }
 
 const std::vector<ModelDims>& model_presets() {
-  // name, display name, heads, qk_nope, qk_rope, v, kv_lora, q_lora, layers, Hugging Face repository:
+  // name, display name, heads, qk_nope, qk_rope, v, kv_lora, q_lora, layers, max_position_embeddings,
+  // Hugging Face repository:
   // each row as published in the repository's config.json (docs/models.md lists where each was read
   // and what it was cross-checked against).
   static const std::vector<ModelDims> presets = {
-      preset("deepseek-v3",      "DeepSeek-V3",      128, 128, 64, 128, 512, 1536, 61, "deepseek-ai/DeepSeek-V3"),
-      preset("deepseek-r1",      "DeepSeek-R1",      128, 128, 64, 128, 512, 1536, 61, "deepseek-ai/DeepSeek-R1"),
-      preset("kimi-k2",          "Kimi-K2",           64, 128, 64, 128, 512, 1536, 61, "moonshotai/Kimi-K2-Instruct"),
-      preset("glm-5",            "GLM-5",             64, 192, 64, 256, 512, 2048, 78, "zai-org/GLM-5"),
-      preset("deepseek-v2",      "DeepSeek-V2",      128, 128, 64, 128, 512, 1536, 60, "deepseek-ai/DeepSeek-V2"),
-      preset("deepseek-v2-lite", "DeepSeek-V2-Lite",  16, 128, 64, 128, 512,    0, 27, "deepseek-ai/DeepSeek-V2-Lite"),
+      preset("deepseek-v3",      "DeepSeek-V3",      128, 128, 64, 128, 512, 1536, 61, 163840, "deepseek-ai/DeepSeek-V3"),
+      preset("deepseek-r1",      "DeepSeek-R1",      128, 128, 64, 128, 512, 1536, 61, 163840, "deepseek-ai/DeepSeek-R1"),
+      preset("kimi-k2",          "Kimi-K2",           64, 128, 64, 128, 512, 1536, 61, 131072, "moonshotai/Kimi-K2-Instruct"),
+      preset("glm-5",            "GLM-5",             64, 192, 64, 256, 512, 2048, 78, 202752, "zai-org/GLM-5"),
+      preset("deepseek-v2",      "DeepSeek-V2",      128, 128, 64, 128, 512, 1536, 60, 163840, "deepseek-ai/DeepSeek-V2"),
+      preset("deepseek-v2-lite", "DeepSeek-V2-Lite",  16, 128, 64, 128, 512,    0, 27, 163840, "deepseek-ai/DeepSeek-V2-Lite"),
   };
   return presets;
 }
@@ -103,6 +105,10 @@ uint64_t BufferMemory::kv_bytes(uint64_t rows) const { return saturating_mul(row
 uint64_t BufferMemory::k_bytes(uint64_t rows) const { return saturating_mul(rows, k_bytes_per_row); }
 uint64_t BufferMemory::latent_bytes(uint64_t rows) const { return saturating_mul(rows, latent_bytes_per_row); }
 uint64_t BufferMemory::total_bytes(uint64_t rows) const { return saturating_add(kv_bytes(rows), k_bytes(rows)); }
+uint64_t BufferMemory::reserved_bytes(uint64_t rows) const { return saturating_add(latent_bytes(rows), total_bytes(rows)); }
+uint64_t BufferMemory::kv_cache_tokens(uint64_t bytes) const {
+  return kv_cache_bytes_per_token ? bytes / kv_cache_bytes_per_token : 0;
+}
 
 BufferMemory buffer_memory(const ModelDims& model, uint32_t tp, Dtype dtype) {
   if (model.num_heads == 0)
@@ -119,6 +125,7 @@ BufferMemory buffer_memory(const ModelDims& model, uint32_t tp, Dtype dtype) {
   b.kv_bytes_per_row = heads * (uint64_t{model.qk_nope_head_dim} + model.v_head_dim) * bytes;
   b.k_bytes_per_row = heads * (uint64_t{model.qk_nope_head_dim} + model.qk_rope_head_dim) * bytes;
   b.latent_bytes_per_row = (uint64_t{model.kv_lora_rank} + model.qk_rope_head_dim) * bytes;
+  b.kv_cache_bytes_per_token = b.latent_bytes_per_row * model.num_layers;
   return b;
 }
 

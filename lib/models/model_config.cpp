@@ -86,6 +86,20 @@ class ConfigReader {
   // An integer in 1 .. kMaxDim.
   uint32_t positive(const char* field) const { return integer(field, 1); }
 
+  // max_position_embeddings: the context the model serves; absent or null is 0 (not known). From 1 to
+  // 2^32, --max-model-len's range (a context, not an attention dimension).
+  uint64_t optional_context(const char* field) const {
+    if (!has(field)) return 0;
+    const json& v = cfg_[field];
+    const uint64_t most = uint64_t{1} << 32;
+    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 1) ||
+        (v.is_number_unsigned() && (v.get<uint64_t>() < 1 || v.get<uint64_t>() > most)))
+      fail(field, fmt::format("expected null or a whole number of tokens from 1 to {}, got {}; copy the value from the "
+                              "model's published config.json",
+                              most, shown(v)));
+    return v.get<uint64_t>();
+  }
+
   // q_lora_rank: absent or null is 0 (no query compression, as in DeepSeek-V2-Lite).
   uint32_t optional_rank(const char* field) const {
     if (!has(field)) return 0;
@@ -182,6 +196,7 @@ ModelDims parse_model_config(const std::string& json_text, const std::string& pa
   m.num_heads = r.required_dim("num_attention_heads");
   m.num_layers = r.required_dim("num_hidden_layers");
   m.q_lora_rank = r.optional_rank("q_lora_rank");
+  m.max_context = r.optional_context("max_position_embeddings");
   m.name = model_type.empty() ? name_from_path(path) : model_type;
   m.source = path;
   return m;

@@ -10,6 +10,7 @@
 
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/policies/engines.hpp"
 #include "mlaplan/policies/policy_check.hpp"
 
 namespace mlaplan::policies {
@@ -67,6 +68,13 @@ PlanPairs match_plans(const io::PlanFile& file, const std::vector<check::Scenari
 
 Policy plan_entry_policy(const io::PlanEntry& e, const std::string& path) {
   std::string spelled = e.policy;
+  // An engine's name as run writes it, "sglang (even split)": the engine (its label names what it
+  // does on the GPU, not another plan).
+  const size_t label = spelled.find(" (");
+  if (label != std::string::npos && spelled.back() == ')') {
+    Policy named;
+    if (engine_policy(spelled.substr(0, label), Policy{}, &named)) spelled = spelled.substr(0, label);
+  }
   uint32_t align = 0;
   const std::string align_prefix = "packed/align-";
   if (spelled.rfind(align_prefix, 0) == 0) {
@@ -101,7 +109,8 @@ Policy plan_entry_policy(const io::PlanEntry& e, const std::string& path) {
     return one.front();
   }
   if (guided) return parse_policies(spelled, Policy{}, fmt::format("{}: {}policy:", path, e.field_prefix)).front();
-  if (spelled.find(',') == std::string::npos && spelled != "all" && spelled != "variants") {
+  if (spelled.find(',') == std::string::npos && spelled != "all" && spelled != "variants" &&
+      spelled != "engines") {
     try {
       const std::vector<Policy> named = parse_policies(spelled, Policy{});
       if (named.size() == 1) {
@@ -113,7 +122,7 @@ Policy plan_entry_policy(const io::PlanEntry& e, const std::string& path) {
     }
   }
   throw InputError(fmt::format("{}: {}policy: unknown policy '{}'; run writes max, packed, packed/trtllm, packed/align-A, "
-                               "even-split/vllm, even-split/sglang, waves (waves/even, waves/hH-sS), guided, "
+                               "even-split/vllm, even-split/sglang, vllm, sglang, trtllm, waves (waves/even, waves/hH-sS), guided, "
                                "guided/eager, guided:PATH or guided/eager:PATH",
                                path, e.field_prefix, e.policy));
 }

@@ -10,10 +10,12 @@
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/cost/gpu.hpp"
 #include "mlaplan/errors.hpp"
+#include "mlaplan/policies/engines.hpp"
 
 namespace mlaplan::policies {
 
 std::string Policy::name() const {
+  if (!engine.empty()) return fmt::format("{} ({})", engine, engine_behaviour(engine_of(*this), engine_sm));
   switch (kind) {
     case PolicyKind::max:
       return "max";
@@ -132,8 +134,9 @@ bool same_guided(const Policy& a, const Policy& b) {
 // The list's words for several policies: "all" and "variants" anywhere in it.
 std::string expand_groups(const std::string& item_lower, bool* expanded) {
   *expanded = true;
-  if (item_lower == "all") return "max,packed,even-split";
+  if (item_lower == "all") return "max,packed,even-split,sglang,trtllm";  // every engine
   if (item_lower == "variants") return "max,packed/vllm,packed/trtllm,even-split/vllm,even-split/sglang";
+  if (item_lower == "engines") return "vllm,sglang,trtllm,max";
   *expanded = false;
   return "";
 }
@@ -146,10 +149,11 @@ PolicyKind parse_policy_kind(const std::string& name, const std::string& option)
   if (name == "even-split" || name == "even_split") return PolicyKind::even_split;
   if (name == "waves") return PolicyKind::waves;
   if (name == "guided") return PolicyKind::guided;
-  throw InputError(fmt::format("{} {}: unknown policy; choose max, packed, even-split, waves or guided, a variant "
-                               "(packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang, waves/even, "
-                               "guided/eager, guided:COST.json), all (max, packed and even-split) or variants (the "
-                               "engines' five); several as a comma list",
+  throw InputError(fmt::format("{} {}: unknown policy; choose an engine (vllm, sglang, trtllm, max), an algorithm "
+                               "(packed, even-split, waves or guided), a variant (packed/vllm, packed/trtllm, "
+                               "even-split/vllm, even-split/sglang, waves/even, guided/eager, guided:COST.json), all "
+                               "(every engine), engines (the four) or variants (the engines' five by algorithm); "
+                               "several as a comma list",
                                option, name));
 }
 
@@ -193,6 +197,11 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
     item = lower(item);
     const size_t slash = item.find('/');
     Policy p = defaults;
+    if (colon == std::string::npos && engine_policy(item, defaults, &p)) {  // vllm, sglang, trtllm
+      const bool seen = std::any_of(policies.begin(), policies.end(), [&](const Policy& x) { return x.name() == p.name(); });
+      if (!seen) policies.push_back(p);
+      continue;
+    }
     p.kind = parse_policy_kind(item.substr(0, slash), option);
     if (p.kind != PolicyKind::guided && colon != std::string::npos)
       throw InputError(fmt::format("{} {}: only guided takes a cost file after ':' (guided:COST.json); drop ':{}'",
@@ -282,6 +291,11 @@ void attach_guide(std::vector<Policy>& policies, const std::vector<cost::CostMod
                                  option, costs.size(), give));
   attach_guide(policies, costs.empty() ? nullptr : std::make_shared<const cost::CostModel>(costs.front()), eager, option,
                give);
+}
+
+void name_engines_for(std::vector<Policy>& policies, uint32_t sm) {
+  for (Policy& p : policies)
+    if (!p.engine.empty()) p.engine_sm = sm;
 }
 
 std::vector<Policy> guided_candidates(const Policy& guided) {

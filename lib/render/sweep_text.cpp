@@ -66,9 +66,15 @@ std::string time_tip(const SweepRow& r, const sweeps::Recommendation* rec, const
   const sweeps::TimeStats& t = *r.time;
   using sweeps::format_ms;
   std::string s = clip_text(r.setting(), kTipChars);
-  s += fmt::format("\npredicted ms per step ({} layers): p50 {}, p99 {}, max {} (mean {})", t.layers,
-                   format_ms(t.step_ms(t.p50_us)), format_ms(t.step_ms(t.p99_us)), format_ms(t.step_ms(t.max_us)),
-                   format_ms(t.step_ms(t.mean_us)));
+  // A quantile past the refused batches has no time: "none", and the count says why, in numbers.
+  auto at = [&](double us) { return std::isinf(us) ? std::string("none") : format_ms(t.step_ms(us)); };
+  s += fmt::format("\npredicted ms per step ({} layers): p50 {}, p99 {}, max {}", t.layers, at(t.p50_us), at(t.p99_us),
+                   at(t.max_us));
+  const double mean = sweeps::priced_mean_ms(r);
+  if (!t.refused) s += fmt::format(" (mean {})", format_ms(t.step_ms(t.mean_us)));
+  else
+    s += fmt::format(" ({} refused{})", sweeps::refused_text(t.refused, r.batches),
+                     std::isnan(mean) ? "" : fmt::format("; mean {} over the rest", format_ms(mean)));
   s += fmt::format("\nper-iteration share {:.1f}%, over bound {:.1f}% (against a buffer holding each batch whole)",
                    100.0 * finite_or_zero(t.iteration_share), 100.0 * finite_or_zero(t.over_lower_bound));
   if (t.eager)
@@ -78,7 +84,7 @@ std::string time_tip(const SweepRow& r, const sweeps::Recommendation* rec, const
                    t.on(policies::EnginePath::one_shot), t.on(policies::EnginePath::absorbed),
                    t.buffer_free ? ": the whole context at once, no buffer" : "");
   if (r.refused > 0)
-    s += fmt::format("\nrefused {:.2f}% ({} of {} batches), counted as never done", 100.0 * r.refused_share(), r.refused,
+    s += fmt::format("\nrefused {:.2f}% ({} of {} batches), counted as past every quantile", 100.0 * r.refused_share(), r.refused,
                      r.batches);
   if (rec && options) {
     s += "\nrecommended: " + recommended_text(*options);

@@ -23,9 +23,6 @@ std::string group_of(const SweepRow& r) {
   return g;
 }
 
-// The rows of K/V the row holds at once: its buffer, or with a cost model what the dispatched path holds.
-uint64_t memory_rows(const SweepRow& r) { return r.time ? r.time->memory_rows : r.buffer_tokens; }
-
 std::string memory_failure(const SweepRow& r, const RecommendOptions& o) {
   if (!o.memory_budget || !r.memory) return "";
   const uint64_t rows = memory_rows(r), bytes = r.memory->total_bytes(rows);
@@ -46,8 +43,7 @@ std::string join(const std::vector<std::string>& parts) {
 // `refused`: the batches refused, by the policy's loop (objective iterations) or on their dispatched
 // paths (objective time).
 std::string refusal(const SweepRow& r, const std::string& q, uint64_t refused) {
-  return fmt::format("{} of {} batches refused ({:.2f}%), more than {} allows; the first: {}", refused, r.batches,
-                     r.batches ? 100.0 * static_cast<double>(refused) / static_cast<double>(r.batches) : 0.0, q,
+  return fmt::format("refuses {}, more than {} allows; the first: {}", refused_text(refused, r.batches), q,
                      r.first_refusal);
 }
 
@@ -97,7 +93,8 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
     const std::string g = group_of(sweep.rows[i]);
     auto [it, fresh] = index.emplace(g, out.size());
     if (fresh) {
-      out.push_back({g, std::nullopt, {}, std::nullopt, "", "", std::nullopt});
+      out.emplace_back();
+      out.back().group = g;
       members.emplace_back();
     }
     members[it->second].push_back(i);
@@ -111,6 +108,13 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
     const bool whole = !rows.empty() && std::all_of(rows.begin(), rows.end(), [&](size_t i) {
       return sweep.rows[i].time && sweep.rows[i].time->buffer_free;
     });
+    if (options.engines && !rows.empty()) {  // the engine's default buffer and the group's row there
+      const SweepRow& first = sweep.rows[rows.front()];
+      const uint32_t sm = first.time && first.time->cost < sweep.costs.size() ? sweep.costs[first.time->cost].sm : 0;
+      out[g].engine_default = policies::engine_default(policies::engine_of(first.policy), *options.engines, sm);
+      for (size_t i : rows)
+        if (sweep.rows[i].buffer_tokens == out[g].engine_default->buffer_tokens) out[g].default_row = i;
+    }
     if (whole) {
       const SweepRow& first = sweep.rows[rows.front()];
       const size_t k = first.time->cost;
@@ -137,7 +141,10 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
           const SweepRow &at = sweep.rows[i], &next = sweep.rows[rows[k + 1]];
           const double a = step_ms(at, options.quantile), b = step_ms(next, options.quantile);
           out[g].next_larger =
-              b < a ? fmt::format("{} would save {} ({:.1f}%) at {}{}", next.buffer_tokens, format_ms(a - b), 100.0 * (1 - b / a),
+              std::isinf(b) ? fmt::format("{} refuses more batches than {} allows ({})", next.buffer_tokens,
+                                          quantile_name(options.quantile),
+                                          refused_text(next.time->refused, next.batches))
+              : b < a ? fmt::format("{} would save {} ({:.1f}%) at {}{}", next.buffer_tokens, format_ms(a - b), 100.0 * (1 - b / a),
                                   quantile_name(options.quantile), memory_delta(at, next))
                     : fmt::format("{} would save nothing at {} ({}/step)", next.buffer_tokens, quantile_name(options.quantile),
                                   format_ms(b));
@@ -146,8 +153,68 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
       }
       out[g].rejected.push_back({sweep.rows[i].buffer_tokens, why});
     }
+    // An end of the grid: the choice at its largest (by time a larger one may be faster still) or
+    // smallest (a smaller one may qualify too), or no choice at all (only larger ones may qualify).
+    uint32_t lo = options.grid_smallest, hi = options.grid_largest;
+    if (!lo || !hi)
+      for (size_t i : rows) {
+        lo = lo && lo <= sweep.rows[i].buffer_tokens ? lo : sweep.rows[i].buffer_tokens;
+        hi = std::max(hi, sweep.rows[i].buffer_tokens);
+      }
+    const uint32_t chosen = out[g].row ? sweep.rows[*out[g].row].buffer_tokens : 0;
+    if (!out[g].row || chosen >= hi) {
+      out[g].grid_edge = "largest";
+      out[g].next_grid = grid_beyond(hi, true);
+    } else if (chosen <= lo && lo > 1) {
+      out[g].grid_edge = "smallest";
+      out[g].next_grid = grid_beyond(lo, false);
+    }
   }
   return out;
+}
+
+uint64_t memory_rows(const SweepRow& r) { return r.time ? r.time->memory_rows : r.buffer_tokens; }
+
+double priced_mean_ms(const SweepRow& r) {
+  if (!r.time) return std::numeric_limits<double>::quiet_NaN();
+  double sum = 0;
+  uint64_t n = 0;
+  for (float us : r.time->layer_us)
+    if (std::isfinite(us)) {
+      sum += us;
+      ++n;
+    }
+  return n ? r.time->step_ms(sum / static_cast<double>(n)) : std::numeric_limits<double>::quiet_NaN();
+}
+
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string refused_text(uint64_t refused, uint64_t batches) {
+  const double share = batches ? 100.0 * static_cast<double>(refused) / static_cast<double>(batches) : 0.0;
+  // Two decimals, or as many as show a share that is not zero (1 of 1,000,000 is 0.0001%).
+  int digits = 2;
+  while (refused && digits < 8 && std::round(share * std::pow(10.0, digits)) == 0) ++digits;
+  return fmt::format("{} of {} batch{} ({:.{}f}%)", with_commas(refused), with_commas(batches), batches == 1 ? "" : "es",
+                     share, digits);
+}
+
+std::string grid_beyond(uint32_t edge, bool larger) {
+  constexpr uint64_t most = 0x7fffffffu;
+  if (larger) {
+    if (edge >= most) return "";
+    const uint64_t from = std::min<uint64_t>(uint64_t{edge} * 2, most), to = std::min<uint64_t>(uint64_t{edge} * 8, most);
+    return from == to ? fmt::format("--buffer-tokens {}", from) : fmt::format("--buffer-tokens {}:{}:x2", from, to);
+  }
+  if (edge <= 1) return "";
+  const uint64_t from = std::max<uint64_t>(1, edge / 8), to = std::max<uint64_t>(1, edge / 2);
+  return from == to ? fmt::format("--buffer-tokens {}", from) : fmt::format("--buffer-tokens {}:{}:x2", from, to);
 }
 
 double parse_quantile(const std::string& text) {
@@ -188,7 +255,7 @@ double parse_within(const std::string& text) {
 }
 
 std::string format_ms(double ms) {
-  if (std::isinf(ms)) return "never";
+  if (!std::isfinite(ms)) return "no time (refused batches)";
   return fmt::format("{:.{}f} ms", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3);
 }
 

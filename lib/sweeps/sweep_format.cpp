@@ -10,6 +10,7 @@
 #include "mlaplan/io/printable.hpp"
 #include "mlaplan/io/table_builder.hpp"
 #include "mlaplan/profile/json_text.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 
 namespace mlaplan::sweeps {
 
@@ -111,6 +112,80 @@ std::string header(const SweepResult& s) {
   return out;
 }
 
+// What a row's buffer reserves on each GPU and the KV-cache tokens that memory would otherwise hold:
+// "reserves 968 MiB (latent 72.0 MiB + K/V 512 MiB + K concat 384 MiB) = 14,444 KV-cache tokens".
+std::string reserved_text(const SweepRow& r) {
+  if (!r.memory) return "";
+  const uint64_t rows = memory_rows(r), bytes = r.memory->reserved_bytes(rows);
+  return fmt::format("reserves {} (latent {} + K/V {} + K concat {}) = {} KV-cache tokens", io::format_bytes(bytes),
+                     io::format_bytes(r.memory->latent_bytes(rows)), io::format_bytes(r.memory->kv_bytes(rows)),
+                     io::format_bytes(r.memory->k_bytes(rows)),
+                     with_commas(r.memory->kv_cache_tokens(bytes)));
+}
+
+// A step's mean in words that are numbers: the mean over the batches priced, and how many were refused.
+std::string mean_text(const SweepRow& r) {
+  const TimeStats& t = *r.time;
+  if (!t.refused) return fmt::format("mean {}/step", format_ms(t.step_ms(t.mean_us)));
+  const double mean = priced_mean_ms(r);
+  if (std::isnan(mean)) return fmt::format("no mean: it refuses {}", refused_text(t.refused, r.batches));
+  return fmt::format("mean {}/step over the {} batches priced", format_ms(mean), with_commas(r.batches - t.refused));
+}
+
+// The engine's default buffer beside the choice: its formula, its knob, and its time and memory.
+std::string default_text(const Recommendation& r, const SweepReport& rep, const RecommendOptions& o, const char* indent) {
+  if (!r.engine_default) return "";
+  const policies::EngineDefault& d = *r.engine_default;
+  const char* engine = policies::engine_title(d.engine);
+  if (d.whole_context)
+    return fmt::format("{}{}'s default: no buffer, the whole context at once ({} = {} rows, unused)\n{}  its knob: {}\n",
+                       indent, engine, d.formula, d.buffer_tokens, indent, d.knob);
+  std::string out = fmt::format("{}{}'s default: {} rows = {}\n{}  its knob: {}\n", indent, engine, d.buffer_tokens,
+                                d.formula, indent, d.knob);
+  if (!r.default_row) return out + fmt::format("{}  (not on the grid: add {} to --buffer-tokens to price it)\n", indent, d.buffer_tokens);
+  const SweepRow& at = rep.sweep->rows[*r.default_row];
+  const std::string q = quantile_name(o.quantile);
+  std::string how;
+  if (o.objective == Objective::time) {
+    const double ms = at.time->step_ms(at.time->at(o.quantile));
+    how = std::isinf(ms) ? fmt::format("{} no time: it refuses {}", q, refused_text(at.time->refused, at.batches))
+                         : fmt::format("{} {}/step", q, format_ms(ms));
+    if (r.row && !std::isinf(ms) && *r.row != *r.default_row) {
+      const SweepRow& chosen = rep.sweep->rows[*r.row];
+      const double c = chosen.time->step_ms(chosen.time->at(o.quantile));
+      how += fmt::format(" ({:+.1f}% against {})", 100.0 * (ms / c - 1), chosen.buffer_tokens);
+    }
+  } else {
+    const uint32_t k = at.iterations_at(o.quantile);
+    how = k == UINT32_MAX ? fmt::format("it refuses {}", refused_text(at.refused, at.batches))
+                          : fmt::format("{} {} iterations", q, k);
+  }
+  std::string mem;
+  if (at.memory) {
+    mem = ", " + reserved_text(at);
+    if (r.row && *r.row != *r.default_row) {
+      const SweepRow& chosen = rep.sweep->rows[*r.row];
+      const auto tokens = [](const SweepRow& x) {
+        return static_cast<int64_t>(x.memory->kv_cache_tokens(x.memory->reserved_bytes(memory_rows(x))));
+      };
+      const int64_t delta = tokens(at) - tokens(chosen);
+      mem += fmt::format(", {} {} than at {}", with_commas(static_cast<uint64_t>(delta < 0 ? -delta : delta)),
+                         delta < 0 ? "fewer" : "more", chosen.buffer_tokens);
+    }
+  }
+  out += fmt::format("{}  at it: {}{}\n", indent, how, r.row && *r.row == *r.default_row ? "; the choice is the default" : "");
+  return mem.empty() ? out : out + fmt::format("{}  it {}\n", indent, mem.substr(2));
+}
+
+std::string edge_text(const Recommendation& r, const RecommendOptions& o, const char* indent) {
+  if (r.grid_edge.empty() || r.next_grid.empty()) return "";
+  if (r.grid_edge == "smallest")
+    return fmt::format("{}the grid's smallest buffer: a smaller one may do too; sweep {}\n", indent, r.next_grid);
+  if (!r.row) return "";  // said on the group's line
+  if (o.objective != Objective::time) return "";  // it meets the target; larger ones are not needed for it
+  return fmt::format("{}the grid's largest buffer: a larger one may be faster still; sweep {}\n", indent, r.next_grid);
+}
+
 std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent) {
   if (!rep.recommend_options) return "";
   const RecommendOptions& o = *rep.recommend_options;
@@ -135,10 +210,12 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
           mem += fmt::format("; memory {} > budget {}, which no buffer changes (raise --memory-budget or --tp)",
                              io::format_bytes(bytes), io::format_bytes(*o.memory_budget));
       }
-      out += fmt::format("{}{}: no buffer to size: {}; every buffer_token_size gives {} {}/step (mean {}/step), 0 "
+      out += fmt::format("{}{}: no buffer to size: {}; every buffer_token_size gives {} {}/step ({}), 0 "
                          "iterations{}\n",
                          bullet, io::printable(r.group), r.whole_context, quantile_name(o.quantile),
-                         format_ms(t.step_ms(t.at(o.quantile))), format_ms(t.step_ms(t.mean_us)), mem);
+                         format_ms(t.step_ms(t.at(o.quantile))), mean_text(row), mem);
+      if (row.memory) out += fmt::format("{}{}\n", indent, reserved_text(row));
+      out += default_text(r, rep, o, indent);
       continue;
     }
     if (r.row) {
@@ -147,6 +224,7 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       if (row.memory)
         mem = fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
                           io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
+      const uint64_t refused = by_time ? row.time->refused : row.refused;
       if (by_time) {
         const TimeStats& t = *row.time;
         const double ms = t.step_ms(t.at(o.quantile));
@@ -155,20 +233,29 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
             t.path() == "chunked"
                 ? fmt::format("{} {} iterations", quantile_name(o.quantile), row.iterations_at(o.quantile))
                 : fmt::format("{:.2f} iterations a batch as dispatched, {}", t.mean_iterations, t.path());
-        out += fmt::format("{}{}: buffer_token_size {} ({} {}/step, mean {}/step, {}{})\n", bullet, io::printable(r.group),
-                           row.buffer_tokens, quantile_name(o.quantile), format_ms(ms), format_ms(t.step_ms(t.mean_us)),
-                           iterations, mem);
-        if (r.best && *r.best != *r.row)
-          out += fmt::format("{}best on the grid: {}\n", indent, rep.sweep->rows[*r.best].buffer_tokens);
-        if (!r.next_larger.empty()) out += fmt::format("{}next larger: {}\n", indent, r.next_larger);
+        out += fmt::format("{}{}: buffer_token_size {} ({} {}/step, {}, {}{})\n", bullet, io::printable(r.group),
+                           row.buffer_tokens, quantile_name(o.quantile), format_ms(ms), mean_text(row), iterations, mem);
       } else {
         out += fmt::format("{}{}: buffer_token_size {} ({} {} iterations, mean {:.2f}{})\n", bullet, io::printable(r.group),
                            row.buffer_tokens, quantile_name(o.quantile), row.iterations_at(o.quantile), row.mean_iterations, mem);
       }
+      // A choice that refuses batches says how many, even where the quantile allows them.
+      if (refused)
+        out += fmt::format("{}refuses {}, within what {} allows; the first: {}\n", indent, refused_text(refused, row.batches),
+                           quantile_name(o.quantile), io::printable(row.first_refusal));
+      if (row.memory) out += fmt::format("{}{}\n", indent, reserved_text(row));
+      if (by_time) {
+        if (r.best && *r.best != *r.row)
+          out += fmt::format("{}best on the grid: {}\n", indent, rep.sweep->rows[*r.best].buffer_tokens);
+        if (!r.next_larger.empty()) out += fmt::format("{}next larger: {}\n", indent, r.next_larger);
+      }
+      out += edge_text(r, o, indent);
     } else {
-      out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}\n", bullet, io::printable(r.group),
+      out += fmt::format("{}{}: no buffer in the sweep qualifies; sweep larger --buffer-tokens{}{}\n", bullet,
+                         io::printable(r.group), r.next_grid.empty() ? "" : fmt::format(" ({})", r.next_grid),
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
     }
+    out += default_text(r, rep, o, indent);
     for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, io::printable(x.why));
   }
   return out;
@@ -385,6 +472,30 @@ std::string format_sweep_json(const SweepReport& rep) {
       if (r.whole_row) {  // no buffer to size (TensorRT-LLM below SM100)
         g["path"] = s.rows[*r.whole_row].time->path();
         g["whole_context"] = r.whole_context;
+      }
+      // What the chosen (or whole-context) row reserves and the KV-cache tokens that is.
+      const std::optional<size_t> held = r.row ? r.row : r.whole_row;
+      if (held && s.rows[*held].memory) {
+        const SweepRow& x = s.rows[*held];
+        const uint64_t bytes = x.memory->reserved_bytes(memory_rows(x));
+        g["reserved_bytes"] = bytes;
+        g["kv_cache_tokens"] = x.memory->kv_cache_tokens(bytes);
+      }
+      if (held) g["refused"] = o.objective == Objective::time ? s.rows[*held].time->refused : s.rows[*held].refused;
+      g["grid_edge"] = r.grid_edge.empty() ? json(nullptr) : json(r.grid_edge);
+      g["next_grid"] = r.next_grid.empty() ? json(nullptr) : json(r.next_grid);
+      if (r.engine_default) {
+        const policies::EngineDefault& d = *r.engine_default;
+        json e{{"engine", policies::engine_name(d.engine)}, {"buffer_tokens", d.buffer_tokens},
+               {"whole_context", d.whole_context}, {"formula", d.formula}, {"knob", d.knob},
+               {"row", r.default_row ? json(*r.default_row) : json(nullptr)}};
+        if (r.default_row && s.rows[*r.default_row].memory) {
+          const SweepRow& x = s.rows[*r.default_row];
+          const uint64_t bytes = x.memory->reserved_bytes(memory_rows(x));
+          e["reserved_bytes"] = bytes;
+          e["kv_cache_tokens"] = x.memory->kv_cache_tokens(bytes);
+        }
+        g["engine_default"] = e;
       }
       rec["groups"].push_back(g);
     }

@@ -20,6 +20,9 @@ struct ModelDims {
   uint32_t kv_lora_rank = 0;
   uint32_t q_lora_rank = 0;       // 0 = none (DeepSeek-V2-Lite)
   uint32_t num_layers = 0;        // num_hidden_layers
+  // max_position_embeddings: the longest context the model serves (cached + new tokens), which
+  // --model applies as --max-model-len unless that is given; 0: not known.
+  uint64_t max_context = 0;
   std::string source;             // where the numbers come from: the config.json URL, or the file path
   std::string display_name;       // for messages and tables: "DeepSeek-V3"; empty = use `name`
 
@@ -73,6 +76,15 @@ struct BufferMemory {
   uint64_t k_bytes(uint64_t rows) const;      // rows * k_bytes_per_row
   uint64_t latent_bytes(uint64_t rows) const; // rows * latent_bytes_per_row
   uint64_t total_bytes(uint64_t rows) const;  // kv + k (the transient up-projection footprint)
+  // latent + kv + k: what a buffer of `rows` reserves on each GPU (the latent gather, the up-projected
+  // K_nope|V and the K concat, all live in one chunk's step).
+  uint64_t reserved_bytes(uint64_t rows) const;
+  // The MLA KV cache of one token on one GPU: (kv_lora + qk_rope) * dtype per layer, times the
+  // layers. The latent is not split by TP: every rank caches whole rows for all its layers.
+  uint64_t kv_cache_bytes_per_token = 0;
+  // The KV-cache tokens `bytes` would otherwise hold on that GPU: bytes / kv_cache_bytes_per_token
+  // (rounded down; 0 without a per-token size).
+  uint64_t kv_cache_tokens(uint64_t bytes) const;
   // The products saturate at UINT64_MAX instead of wrapping.
 };
 

@@ -62,6 +62,11 @@ struct Policy {
   std::shared_ptr<const cost::CostModel> guide;
   std::string guide_path;
   bool guide_eager = false;
+  // Named by its engine (--policy vllm, sglang, trtllm; engines.hpp): "" for an algorithm name. The
+  // name then says the engine and what it does on the GPU of compute capability `engine_sm` (x10; 0:
+  // none named): "vllm (packed)", "trtllm (one shot)" on SM90.
+  std::string engine;
+  uint32_t engine_sm = 0;
 
   // "max", "packed", "packed/trtllm", "packed/align-1", "even-split/vllm", "even-split/sglang", "waves"
   // ("waves/h128-s132" for another shape than the default, "waves/even"), "guided:PATH" ("guided" with
@@ -75,9 +80,11 @@ struct Policy {
 // "max", "packed", "even-split" (also "even_split") or "waves", with the variant options applied by the caller.
 // Throws InputError naming `option` and the valid names.
 PolicyKind parse_policy_kind(const std::string& name, const std::string& option = "--policy");
-// A comma list of policies, each a kind (its variant taken from `defaults`) or a kind/variant:
-// packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang. "all" is max,packed,even-split;
-// "variants" is every engine's variant, five policies; either may stand among other items.
+// A comma list of policies, each an engine (vllm, sglang, trtllm, max; engines.hpp), a kind (its variant taken from `defaults`) or a kind/variant:
+// packed/vllm, packed/trtllm, even-split/vllm, even-split/sglang. "all" is max, packed, even-split,
+// sglang and trtllm (every engine, and vLLM's even split before PR 50613); "variants" is every engine's
+// variant by algorithm name, five policies; "engines" is vllm, sglang, trtllm and max; any of them
+// may stand among other items.
 // guided:PATH reads the cost file at PATH (its case kept); an empty PATH is refused. Repeats are
 // dropped, a guided one before its file is read (one file however spelled: by its identity).
 // InputError names `option`.
@@ -87,6 +94,10 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
 // file (by identity) and timing. attach_guide ends with it, so `guided,guided/eager` under eager
 // timing, or `guided:C,guided` with C the --cost file, are one policy, as callers' rows must be.
 void merge_repeats(std::vector<Policy>& policies);
+
+// Sets the GPU (compute capability x10) each engine-named policy is named for: its name then says
+// what the engine runs there ("trtllm (one shot)" below SM100). 0: none named.
+void name_engines_for(std::vector<Policy>& policies, uint32_t sm);
 
 // Gives each guided policy without a model `model` (run's and sweep's --cost file for the batch's
 // model and TP), choosing by eager time where `eager`. A guided policy with no model and none given

@@ -43,7 +43,7 @@ inline constexpr double kLogSpan = 8;
 inline constexpr double kTimePlotHeight = 400;  // as the iterations panel, so the two compare by eye
 inline constexpr double kTimePanelGap = 44;     // between the panels: the upper one's x tick labels
 inline constexpr double kNeverBand = 24;        // above the time scale: the p99s refusals make infinite
-inline constexpr const char* kNeverLabel = "never";
+inline constexpr const char* kNeverLabel = "refused";  // the band of times the quantile cannot reach
 inline constexpr double kTitleLine = sweep_style::kSubtitleSize + 6;
 inline constexpr size_t kMaxCostLines = 3;      // a grid of many models and TPs: the rest summed up in one line
 
@@ -96,7 +96,7 @@ struct TimeAxis {
   std::vector<std::pair<double, std::string>> ticks;
   std::vector<std::string> title;
   bool never = false;
-  double label_width = 0;  // the widest tick label ("never" included), for the left margin
+  double label_width = 0;  // the widest tick label ("refused" included), for the left margin
 };
 
 // The time panel (sweep_time_panel.cpp).

@@ -14,7 +14,7 @@ namespace mlaplan::render {
 // recommendation by iterations, the limit K). x: buffer_token_size on a log2 axis; y: p99 iterations per batch (solid) and the mean
 // (dashed), linear from 0, or log when the values span more than 50 and a factor of 8. With predicted
 // times, the panel under it: p99 ms per step (solid) and the mean (dashed) on the same x, log when
-// they span more than a factor of 8, a p99 refused batches make infinite on a "never" band at its
+// they span more than a factor of 8, a p99 refused batches make infinite on a "refused" band at its
 // top, and the choices ringed there too when the recommendation is by time. A sweep with no rows
 // (or no sweep) still gives a valid picture that says so. `standalone` adds the XML
 // declaration a .svg file carries; leave it out to inline the chart in HTML.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "mlaplan/policies/engines.hpp"
 #include "mlaplan/sweeps/sweep.hpp"
 
 namespace mlaplan::sweeps {
@@ -23,6 +24,11 @@ struct RecommendOptions {
   double within = 0.05;                  // P / 100 (objective time): how far above the best time a buffer may be
   double quantile = 0.99;                // q: the share of batches that must meet K
   std::optional<uint64_t> memory_budget; // bytes, for the buffer plus the K concat buffer
+  // The user's settings each engine derives its default buffer from; set: each group shows its
+  // engine's default (Recommendation::engine_default) beside the choice.
+  std::optional<policies::EngineSettings> engines;
+  // The ends of the grid the user asked for (the sweep may add the engines' defaults); 0: the rows'.
+  uint32_t grid_smallest = 0, grid_largest = 0;
 };
 
 struct Rejection {
@@ -42,11 +48,31 @@ struct Recommendation {
   // and `row` is none; the same time and memory at every buffer, in the group's first row.
   std::string whole_context;
   std::optional<size_t> whole_row;
+  // With RecommendOptions::engines: the engine running the group's plan, its default buffer and the
+  // group's row at that buffer (none where the sweep lacks it).
+  std::optional<policies::EngineDefault> engine_default;
+  std::optional<size_t> default_row;
+  // Where the choice (or, with none, the search) stops at an end of the grid: "largest" or
+  // "smallest", and the grid to sweep next ("--buffer-tokens 524288:2097152:x2"); "" otherwise.
+  std::string grid_edge;
+  std::string next_grid;
 };
 
 // One recommendation per group of rows sharing policy, M, model and TP. Throws InputError when a
 // memory budget is given without a model, or objective time without predicted times (--cost).
 std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendOptions& options);
+
+// The rows of K/V a row holds at once: its buffer, or with a cost model what its dispatched path holds.
+uint64_t memory_rows(const SweepRow& r);
+// A step's mean time in ms over the batches the row prices (refused batches left out; none: NaN).
+double priced_mean_ms(const SweepRow& r);
+// "2 of 10,000 batches (0.02%)": a count of refused batches as people read it.
+std::string refused_text(uint64_t refused, uint64_t batches);
+// The grid to sweep past an end: above `largest`, {2x}:{8x}:x2; below `smallest`, {smallest/8}:{smallest/2}:x2
+// (clamped to 1 .. 2^31 - 1); "" where there is none.
+std::string grid_beyond(uint32_t edge, bool larger);
+// "14,444": a count with thousands separators.
+std::string with_commas(uint64_t n);
 
 // "p99", "p99.9", "p100", "max" (any case), or the share itself, "0.99", "0.999", "1": a quantile in
 // (0, 1]; InputError naming --quantile (a bare number above 1, "99", is refused as ambiguous).
@@ -57,7 +83,8 @@ std::string quantile_name(double q);
 uint64_t parse_byte_size(const std::string& text, const std::string& option = "--memory-budget");
 // "5%", "5" or "0.5%": a share above 0 (0.05); InputError naming --within.
 double parse_within(const std::string& text);
-// Milliseconds with the digits a step time needs: "12.3 ms", "0.412 ms".
+// Milliseconds with the digits a step time needs: "12.3 ms", "0.412 ms"; where there is no time (an
+// infinite one, refused batches past the quantile), "no time (refused batches)".
 std::string format_ms(double ms);
 
 }  // namespace mlaplan::sweeps
