@@ -36,6 +36,7 @@ __all__ = [
     "plan_policy",
     "sweep",
     "replay",
+    "cost_file",
     "cost_features",
     "cost_launches",
     "merges_per_query",
@@ -313,6 +314,10 @@ def sweep(
     memory_limit=_args.MEMORY_LIMIT,
     timing: str = "graph",
     progress: Any = None,
+    gpu: Optional[str] = None,
+    model: Optional[str] = None,
+    tp: Optional[int] = None,
+    attention: Optional[str] = None,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
@@ -322,7 +327,10 @@ def sweep(
     without --model: per row its model, tp, layers, layer_ms_* and step_ms_* (mean, p50, p90, p99,
     max), iteration_overhead_share and over_lower_bound (docs/cost-model.md). timing="eager" prices
     each step with the file's host section too, as `sweep --timing eager` (the host's dispatch by the
-    two clocks), and adds host_bound_share; "graph", the default, the kernels alone.
+    two clocks), and adds host_bound_share; "graph", the default, the kernels alone. gpu= ("h100",
+    "h200" or the name nvidia-smi prints) prices for that GPU, as `sweep --gpu`: with cost= each file must
+    have been calibrated on it (ValueError naming both), without it the shipped file for model= and tp=
+    (and attention=, "fa3" by default, or "fa2") is taken, as cost_file finds it.
 
     Every value is checked as the CLI checks its option (ValueError naming the keyword); the batches,
     their counts and the planner's tables must fit memory_limit (bytes, or a size such as "4GiB";
@@ -353,6 +361,7 @@ def sweep(
         costs = [a.path(f"cost[{i}]", c) for i, c in enumerate(cost)]
     else:
         raise TypeError(f"cost: expected a cost file's path or a list of them, got {type(cost).__name__} {cost!r}")
+    costs = _gpu_costs(gpu, costs, model, tp, attention)
     block_size = a.whole("replay_block_size", replay_block_size, 1, 1 << 30)
     checked = dict(
         workload=workload, batches=a.whole("batches", batches, 1, 100_000_000), seed=a.whole("seed", seed, 0, 2**64 - 1),
@@ -381,6 +390,52 @@ def sweep(
     finally:
         if tick is not None:
             tick.close()
+
+
+def _cost_roots() -> list:
+    """Where the shipped cost files are: inside the package (a wheel's mlaplan/costs), then a source
+    tree's costs/ (python/mlaplan/../../costs), as the CLI looks beside its executable, then in its
+    source tree."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, "costs"), os.path.normpath(os.path.join(here, "..", "..", "costs"))]
+
+
+def cost_file(gpu: str, model: str, tp: int, attention: str = "fa3", dtype: str = "bf16") -> str:
+    """The shipped cost file calibrated on `gpu` ("h100", "h200" or the name nvidia-smi prints, any
+    case) for the model preset at `tp`, with `attention` ("fa3", what the engines run on Hopper, or
+    "fa2") and `dtype`, as `--gpu` finds it (docs/cost-model.md, Which file). ValueError naming gpu
+    where there is none: it lists the files there are and how to make one (python -m
+    mlaplan.calibrate)."""
+    if not isinstance(gpu, str):
+        raise TypeError(f"gpu: expected a GPU's name, got {type(gpu).__name__} {gpu!r}")
+    model = _args.name_of("model", model, _mlaplan.model_names())
+    tp = _args.whole("tp", tp, 1, 1024)
+    attention = _args.name_of("attention", attention, ("fa3", "fa2", "flash"))
+    dtype = _args.name_of("dtype", dtype, ("bf16", "fp8"))
+    return _mlaplan.find_cost_file(_cost_roots(), gpu, model, tp, dtype, attention)
+
+
+def _gpu_costs(gpu, costs: list, model, tp, attention) -> list:
+    """sweep's cost files under gpu=: the given ones, each checked to be that GPU's, or the shipped one
+    for model= and tp=."""
+    if gpu is None:
+        if model is not None or tp is not None or attention is not None:
+            raise ValueError("model, tp, attention: they pick the shipped cost file gpu= takes; add gpu='h100' (or "
+                             "give cost=FILE, which names its own)")
+        return costs
+    if not isinstance(gpu, str):
+        raise TypeError(f"gpu: expected a GPU's name, got {type(gpu).__name__} {gpu!r}")
+    if costs:
+        if model is not None or tp is not None or attention is not None:
+            raise ValueError("model, tp, attention: they pick the shipped cost file gpu= takes, and cost= gives the "
+                             "files; drop one")
+        for c in costs:
+            _mlaplan.require_gpu(c, gpu)
+        return costs
+    if model is None or tp is None:
+        raise ValueError("gpu: it takes the shipped cost file for model= and tp=; add model='deepseek-v3', tp=8 (or "
+                         "give cost=FILE)")
+    return [cost_file(gpu, model, tp, "fa3" if attention is None else attention)]
 
 
 _REPLAY_DEFAULTS = {"replay_format": "auto", "replay_block_size": 512, "prefix_cache_tokens": 0, "step_ms": 0.0}

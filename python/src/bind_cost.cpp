@@ -2,6 +2,7 @@
 // `sweep --cost` runs, so a fitted file predicts what it was fitted on; the path each engine takes;
 // and cost files read by the CLI's reader.
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/cost/gpu.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy_cost.hpp"
 #include "mlaplan/plan_shape.hpp"
@@ -254,6 +256,10 @@ void bind_cost(nb::module_& m) {
           h["probe"] = c.host->probe;
           if (c.host->date.empty()) h["date"] = nb::none();
           else h["date"] = c.host->date;
+          h["identified"] = c.host->identified;
+          nb::list because;
+          for (const std::string& r : c.host->unidentified_because) because.append(r);
+          h["unidentified_because"] = because;
           d["host"] = h;
         } else {
           d["host"] = nb::none();
@@ -263,7 +269,30 @@ void bind_cost(nb::module_& m) {
       "path"_a,
       "A cost file read and checked as `run --cost` reads it (ValueError naming the file and field): model, tp, dtype, "
       "gpu, sm, timing, attention (kernels.attention: the kernel, as calibrate names it), geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}, "
-      "host {holds_for, pad_v, launch_us {kind: us}} or None.");
+      "host {holds_for, pad_v, launch_us {kind: us}, identified, unidentified_because} or None.");
+  m.def("gpu_key", [](const std::string& name) { return cost::gpu_key(name); }, "name"_a,
+        "The key a GPU's name is filed under (costs/<key>/): \"h100\" for \"NVIDIA H100 80GB HBM3\", \"h100-pcie\" for "
+        "the PCIe card; \"\" for no GPU's name.");
+  m.def(
+      "find_cost_file",
+      [](const std::vector<std::string>& roots, const std::string& gpu, const std::string& model, uint32_t tp,
+         const std::string& dtype, const std::string& attention) {
+        return interruptible([&] {
+          return cost::find_cost_file(roots, {gpu, model, tp, dtype, cost::stack_named(attention)}, "gpu=" + gpu);
+        });
+      },
+      "roots"_a, "gpu"_a, "model"_a, "tp"_a, "dtype"_a, "attention"_a,
+      "The cost file for the GPU, model, TP, dtype and attention stack under the first root that has one, as `--gpu` "
+      "finds it (ValueError naming gpu= and the files there are).");
+  m.def(
+      "require_gpu",
+      [](const std::string& path, const std::string& gpu) {
+        interruptible([&] {  // reads the file: a FIFO waits for its writer
+          cost::require_gpu(cost::read_cost_model(path), gpu, "gpu=");
+          return true;
+        });
+      },
+      "path"_a, "gpu"_a, "ValueError where the cost file was calibrated on another GPU than gpu (as `--gpu` refuses it).");
 }
 
 }  // namespace mlaplan::python
