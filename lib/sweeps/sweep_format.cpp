@@ -186,6 +186,18 @@ std::string edge_text(const Recommendation& r, const RecommendOptions& o, const 
   return fmt::format("{}the grid's largest buffer: a larger one may be faster still; sweep {}\n", indent, r.next_grid);
 }
 
+// ", priced for NVIDIA H200": the GPUs the cost files were calibrated on, named in the recommendation
+// itself, not only in the table's header (issue 62).
+std::string priced_for(const SweepResult& s) {
+  std::string out;
+  for (size_t k = 0; k < s.costs.size(); ++k) {
+    bool named = false;  // each GPU once
+    for (size_t j = 0; j < k; ++j) named = named || s.costs[j].gpu == s.costs[k].gpu;
+    if (!named) out += (out.empty() ? ", priced for " : " and ") + io::printable(s.costs[k].gpu);
+  }
+  return out.empty() ? "" : out + ",";
+}
+
 std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent) {
   if (!rep.recommend_options) return "";
   const RecommendOptions& o = *rep.recommend_options;
@@ -193,8 +205,9 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
   const std::string budget =
       o.memory_budget ? fmt::format(", buffer + K concat within {}", io::format_bytes(*o.memory_budget)) : "";
   std::string out =
-      by_time ? fmt::format("\nrecommendation: the smallest buffer whose {} step time is within {:g}% of the best on the grid{}\n",
-                            quantile_name(o.quantile), 100.0 * o.within, budget)
+      by_time ? fmt::format("\nrecommendation: the smallest buffer whose {} step time{} is within {:g}% of the best on the "
+                            "grid{}\n",
+                            quantile_name(o.quantile), priced_for(*rep.sweep), 100.0 * o.within, budget)
               : fmt::format("\nrecommendation: the smallest buffer with at most {} iteration{} at {}{}\n", o.max_iterations,
                             o.max_iterations == 1 ? "" : "s", quantile_name(o.quantile), budget);
   for (const Recommendation& r : rep.recommendations) {

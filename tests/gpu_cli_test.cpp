@@ -1,0 +1,56 @@
+// --gpu end to end (issue 62): the answer's first line names the GPU and the file --gpu took for the
+// model, TP and stack, from any folder; without --gpu the answer itself (run's time line, sweep's
+// recommendation) names the file's GPU.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cli_runner.hpp"
+
+namespace mlaplan {
+namespace {
+
+using test::has;
+using test::run_cli;
+
+const std::string kCosts = MLAPLAN_SOURCE_DIR "/costs/h200/";
+const std::string kSmall = "sweep --workload coding-agent --batches 50 --buffer-tokens 8192,65536 --policy packed ";
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+TEST(GpuCli, TheFirstLineNamesTheGpuAndTheFileTaken) {
+  struct Case {
+    std::string args, file;
+  };
+  for (const Case& c : {Case{"--gpu h200 --model deepseek-v3 --tp 8", "deepseek-v3-tp8-bf16-fa3.json"},
+                        Case{"--gpu 'NVIDIA H200' --model deepseek-v3 --tp 8 --attention fa2", "deepseek-v3-tp8-bf16.json"},
+                        Case{"--gpu H200 --model deepseek-v3 --tp 1", "deepseek-v3-tp1-bf16-fa3.json"},
+                        Case{"--gpu h200 --model kimi-k2 --tp 8 --attention flash", "kimi-k2-tp8-bf16.json"}}) {
+    // From another folder: the files are found relative to the executable, not the working folder.
+    const test::CliResult r = run_cli(kSmall + c.args, "cd / &&");
+    ASSERT_EQ(r.code, 0) << c.args << "\n" << r.err;
+    const std::string line = first_line(r.out);
+    EXPECT_EQ(line.rfind("gpu       NVIDIA H200 (--gpu ", 0), 0u) << line;
+    EXPECT_TRUE(has(line, "priced by " + kCosts + c.file)) << c.args << ": " << line;
+  }
+  const test::CliResult run = run_cli("run " + test::kScenarios + "/deepseek-v3-mixed.json --backend cpu --gpu h200 --model deepseek-v3 --tp 8");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(has(first_line(run.out), "gpu       NVIDIA H200 (--gpu h200): deepseek-v3 TP 8 priced by " + kCosts +
+                                           "deepseek-v3-tp8-bf16-fa3.json"))
+      << run.out;
+}
+
+TEST(GpuCli, WithoutGpuTheAnswerNamesTheFilesGpu) {
+  const test::CliResult run = run_cli("run " + test::kScenarios + "/deepseek-v3-mixed.json --backend cpu --cost " + kCosts +
+                                      "deepseek-v3-tp8-bf16-fa3.json");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_TRUE(has(run.out, "ms/step predicted on NVIDIA H200 (")) << run.out;
+  EXPECT_FALSE(has(run.out, "gpu       ")) << "a header line without --gpu";
+  const test::CliResult rec = run_cli(kSmall + "--cost " + kCosts + "deepseek-v3-tp8-bf16-fa3.json --recommend --objective time");
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  EXPECT_TRUE(has(rec.out, "recommendation: the smallest buffer whose p99 step time, priced for NVIDIA H200, is within 5%"))
+      << rec.out;
+}
+
+}  // namespace
+}  // namespace mlaplan
