@@ -160,10 +160,11 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
   uint32_t sm = grid.costs.empty() ? 0 : grid.costs.front().sm;
   for (const cost::CostModel& c : grid.costs) sm = c.sm == sm ? sm : 0;
   policies::name_engines_for(grid.policies, sm);
-  // --model's context as --max-model-len where that is not given (the smallest of the models swept):
+  // --model's context as --max-model-len where that is not given (the smallest of the models named):
   // requests longer than the model serves are dropped, and the source line says how many.
   std::string context_note;
-  if (!opt.workload.max_model_len && opt.paths.empty())
+  const bool model_named = !opt.model.models.empty() || !opt.model.config.empty();  // not a cost file's model
+  if (!opt.workload.max_model_len && opt.paths.empty() && model_named)
     for (const models::ModelDims& m : grid.models)
       if (m.max_context && (!opt.workload.max_model_len || m.max_context < opt.workload.max_model_len)) {
         opt.workload.max_model_len = m.max_context;

@@ -58,7 +58,8 @@ TEST(CompareCli, AllAndVariantsNameThePolicies) {
   const auto all = json::parse(run_cli("run " + kScenarios + "/worked-example.json --backend cpu --format json --policy all").out);
   std::vector<std::string> names;
   for (const json& s : all["scenarios"]) names.push_back(s["policy"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"max", "packed", "even-split/vllm"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"max", "packed", "even-split/vllm", "sglang (even split)",
+                                            "trtllm (packed/trtllm)"}));  // every engine
   // The variant options apply to the kinds "all" names.
   const auto sg = json::parse(run_cli("run " + kScenarios +
                                       "/worked-example.json --backend cpu --format json --policy all --even-split sglang")
@@ -114,7 +115,7 @@ TEST(CompareCli, ARefusalIsShownNotFatal) {
   const auto r = run_cli("run " + file + " --format json --policy all");
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
-  ASSERT_EQ(j["scenarios"].size(), 3u);
+  ASSERT_EQ(j["scenarios"].size(), 5u);  // all: every engine
   const json& max = j["scenarios"][0];
   EXPECT_EQ(max["policy"], "max");
   EXPECT_NE(max["refused"].get<std::string>().find("max_chunks"), std::string::npos) << max;
@@ -148,7 +149,7 @@ TEST(CompareCli, SvgAndHtmlOfAComparison) {
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string s = slurp(svg);
   EXPECT_EQ(s.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
-  EXPECT_EQ(count(s, "<g class=\"panel\">"), 3u);
+  EXPECT_EQ(count(s, "<g class=\"panel\">"), 5u);  // all: every engine
   // The chunk counts come first, wrapped to the width.
   EXPECT_NE(s.find(">chunks used: max 9 chunks | packed 10 chunks<"), std::string::npos);
   EXPECT_NE(s.find(">even-split/vllm 29 chunks (over max_chunks 16)<"), std::string::npos);
@@ -205,6 +206,8 @@ TEST(CompareCli, SweepWritesItsPlotAndPage) {
   expect_self_contained(h);
   EXPECT_NE(h.find("<h2>Recommendation</h2>"), std::string::npos);
   EXPECT_NE(h.find("<th>p99</th>"), std::string::npos);
-  EXPECT_EQ(count(h, "<tr><td>"), 9u);  // 3 policies x 3 buffers
+  // 5 policies (all: every engine) x 5 buffers: the grid's 3 and, with --recommend, the engines'
+  // defaults that are not on it (SGLang's 131072, TensorRT-LLM's 4 x 8192)
+  EXPECT_EQ(count(h, "<tr><td>"), 25u);
   fs::remove_all(dir);
 }

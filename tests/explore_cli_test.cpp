@@ -87,10 +87,12 @@ TEST(ExploreCli, SweepJsonAndRecommendation) {
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["batches"], 300);
-  ASSERT_EQ(j["rows"].size(), 3u * 2 + 3 + 3);
+  // 6 buffers (the grid's 3 and the engines' defaults --recommend adds: 16384, 32768, 131072), max at two M
+  // and four other policies (all: every engine)
+  ASSERT_EQ(j["rows"].size(), 6u * 2 + 4 * 6);
   for (const json& row : j["rows"]) EXPECT_EQ(row["buffer_bytes"], row["buffer_tokens"].get<uint64_t>() * 8192);
   const json& groups = j["recommendation"]["groups"];
-  ASSERT_EQ(groups.size(), 4u);  // max M=4, max M=16, packed, even-split
+  ASSERT_EQ(groups.size(), 6u);  // max M=4, max M=16, packed, even-split, sglang, trtllm
   for (const json& g : groups) EXPECT_FALSE(g["buffer_tokens"].is_null()) << g.dump();
   // A table on stdout and the same JSON in a file.
   const fs::path dir = scratch("sweep");
@@ -105,13 +107,13 @@ TEST(ExploreCli, SweepJsonAndRecommendation) {
 TEST(ExploreCli, SweepOverScenarioFiles) {
   const auto r = run_cli("sweep " + kScenarios + " --buffer-tokens 512,4096 --format csv");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(lines(r.out), 1u + 2 + 2 + 2);
+  EXPECT_EQ(lines(r.out), 1u + 2 * 5);  // all: every engine
   EXPECT_NE(r.out.find("max,512,16,13,"), std::string::npos) << r.out;  // the 13 bundled scenarios
 }
 
 TEST(ExploreCli, BadInputNamesTheOptionAndTheFix) {
   const std::string we = "run " + kScenarios + "/worked-example.json --backend cpu";
-  expect_bad_input(we + " --policy evensplit", "--policy evensplit: unknown policy; choose max, packed, even-split, waves or guided");
+  expect_bad_input(we + " --policy evensplit", "--policy evensplit: unknown policy; choose an engine (vllm, sglang, trtllm, max)");
   expect_bad_input(we + " --policy waves/h0-s132", "--policy waves/h0-s132: waves takes its launch's shape as waves/h<heads>-s<slots>");
   expect_bad_input("sweep --workload coding-agent --batches 2 --policy packed,waves/h16", "waves/h16: waves takes its launch's shape");
   expect_bad_input(we + " --model deepseek-v4", "--model deepseek-v4: unknown model");

@@ -180,7 +180,7 @@ TEST(RenderPixels, SvgOfEveryPolicyShowsEachPanelWhereBarBoxSays) {
   ASSERT_FALSE(dir.path().empty());
   const check::Scenario s = pixels_scenario();
   const std::vector<PlanPicture> panels = library_panels(s, "all");
-  ASSERT_EQ(panels.size(), 3u);
+  ASSERT_EQ(panels.size(), 5u);  // every engine
   ASSERT_EQ(panels[1].policy, "packed");
   ASSERT_TRUE(panels[1].refused.empty());
   write_file(dir / "pixels.json", std::string(kScenarioJson));
@@ -285,7 +285,7 @@ TEST(RenderPixels, HtmlPageInChromiumShowsThePanelsWhereBarBoxSays) {
   ASSERT_FALSE(dir.path().empty());
   const check::Scenario s = pixels_scenario();
   const std::vector<PlanPicture> panels = library_panels(s, "all");
-  ASSERT_EQ(panels.size(), 3u);
+  ASSERT_EQ(panels.size(), 5u);  // every engine
   write_file(dir / "pixels.json", std::string(kScenarioJson));
   const auto r = run_cli("run " + shell_quote(dir / "pixels.json") + " --backend cpu --policy all --html " + shell_quote(dir / "page.html"));
   ASSERT_EQ(r.code, 0) << r.err;

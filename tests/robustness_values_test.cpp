@@ -228,7 +228,7 @@ TEST(Values, EveryNamedValueIsTakenInAnyCase) {
             0);
   // The messages list every choice, --policy's all and variants included.
   expect_one_error(run_cli("run " + kWe + " --format yaml"), "--format: 'yaml' is not one of table, json or csv; see `mlaplan run --help`");
-  expect_one_error(run_cli("run " + kWe + " --policy evensplit"), "all (max, packed and even-split) or variants (the engines' five)");
+  expect_one_error(run_cli("run " + kWe + " --policy evensplit"), "all (every engine), engines (the four) or variants (the engines' five by algorithm)");
 }
 
 // ---------------------------------------------------------------- messages

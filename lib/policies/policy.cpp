@@ -197,7 +197,13 @@ std::vector<Policy> parse_policies(const std::string& list, const Policy& defaul
     item = lower(item);
     const size_t slash = item.find('/');
     Policy p = defaults;
-    if (colon == std::string::npos && engine_policy(item, defaults, &p)) {  // vllm, sglang, trtllm
+    Policy named;
+    if (engine_policy(item.substr(0, slash), defaults, &named) && (slash != std::string::npos || colon != std::string::npos))
+      throw InputError(fmt::format("{} {}: an engine's name takes no {}; write {}, or an algorithm's variant such as "
+                                   "packed/trtllm; only guided takes a cost file after ':' (guided:COST.json)",
+                                   option, given, slash != std::string::npos ? "variant" : "cost file after ':'",
+                                   item.substr(0, slash)));
+    if (engine_policy(item, defaults, &p)) {  // vllm, sglang, trtllm
       const bool seen = std::any_of(policies.begin(), policies.end(), [&](const Policy& x) { return x.name() == p.name(); });
       if (!seen) policies.push_back(p);
       continue;

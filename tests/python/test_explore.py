@@ -27,6 +27,8 @@ def test_sweep_rows_match_the_grid():
     assert [(r["policy"], r["buffer_tokens"]) for r in rows] == [
         ("max", 4096), ("max", 65536), ("packed", 4096), ("packed", 65536),
         ("even-split/vllm", 4096), ("even-split/vllm", 65536),
+        ("sglang (even split)", 4096), ("sglang (even split)", 65536),  # all: every engine
+        ("trtllm (packed/trtllm)", 4096), ("trtllm (packed/trtllm)", 65536),
     ]
     for r in rows:
         assert r["batches"] == 200
