@@ -45,7 +45,7 @@ TEST(EnginesCli, EnginesOnTheCostFilesGpuWithTheirDefaults) {
 }
 
 TEST(EnginesCli, Refusals) {
-  mlaplan::test::expect_bad_input("sweep --workload short-chat --policy vllm/x --batches 10", "unknown policy");
+  mlaplan::test::expect_bad_input("sweep --workload short-chat --policy vllm/x --batches 10", "an engine's name takes no variant");
   mlaplan::test::expect_bad_input("sweep --workload short-chat --policy vllm --packed trtllm --batches 10", "--packed");
   mlaplan::test::expect_bad_input("sweep --workload short-chat --policy vllm --max-num-seqs 0 --batches 10",
                                   "--max-sequences");
