@@ -75,6 +75,12 @@ void check_gpu_costs(const GpuOptions& o, const std::vector<cost::CostModel>& co
     }
 }
 
+void check_guide_gpus(const GpuOptions& o, const std::vector<policies::Policy>& policies) {
+  if (o.gpu.empty()) return;
+  for (const policies::Policy& p : policies)
+    if (p.guide && !p.guide_path.empty()) cost::require_gpu(*p.guide, o.gpu, "--gpu");  // guided:FILE's own file
+}
+
 std::string gpu_header(const GpuOptions& o, const std::vector<cost::CostModel>& costs) {
   if (o.gpu.empty()) return "";
   std::string out;

@@ -12,6 +12,7 @@
 
 #include "explore_options.hpp"
 #include "mlaplan/cost/cost_model.hpp"
+#include "mlaplan/policies/policy.hpp"
 
 namespace mlaplan::cli {
 
@@ -32,6 +33,9 @@ std::vector<std::string> gpu_cost_files(const GpuOptions& options, const ModelOp
 // Once read: under --gpu (or --attention) each file is for that GPU (and stack), else InputError; where
 // this machine has a GPU that is not the files', one `mlaplan: warning:` line on stderr.
 void check_gpu_costs(const GpuOptions& options, const std::vector<cost::CostModel>& costs);
+
+// Under --gpu, the cost file of each guided:FILE is that GPU's too, else InputError.
+void check_guide_gpus(const GpuOptions& options, const std::vector<policies::Policy>& policies);
 
 // The first lines of a table's answer under --gpu: the GPU and the file of each model and TP; "" without
 // --gpu.

@@ -287,6 +287,7 @@ int run(const RunOptions& opt) {
   if (scenarios.empty())
     throw InputError(fmt::format("{}: holds no scenario (an empty \"scenarios\" list); add a scenario object to plan", opt.path));
   std::vector<policies::Policy> policies = make_policies(opt.policy);
+  check_guide_gpus(opt.gpu, policies);
   policies::attach_guide(policies, cost ? std::vector<cost::CostModel>{cost->model} : std::vector<cost::CostModel>{},
                         cost && cost->eager);
   const bool compare = policies.size() > 1;

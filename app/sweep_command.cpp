@@ -42,8 +42,8 @@ struct SweepOptions {
   ModelOptions model;
   std::string backend = "cpu";
   std::vector<std::string> costs;  // --cost FILE...
-  std::string timing = "graph";    // --timing
   GpuOptions gpu;                  // --gpu, --attention
+  std::string timing = "graph";    // --timing
   bool recommend = false;
   std::string objective = "iterations";
   std::string within = "5%";
@@ -149,6 +149,7 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
   grid.dtype = models::parse_dtype(opt.model.dtype);
   grid.costs = load_costs(gpu_cost_files(opt.gpu, opt.model, opt.costs));  // --gpu's files, or --cost's
   check_gpu_costs(opt.gpu, grid.costs);
+  check_guide_gpus(opt.gpu, grid.policies);
   if (grid.models.empty() && grid.costs.empty() && (opt.model.tps != "1" || opt.model.dtype != "bf16"))
     throw InputError("--tp/--dtype: they size a model's buffer; add --model (e.g. deepseek-v3)");
   grid.eager = eager_timing(opt.timing, !grid.costs.empty(), opt.timing_given);
@@ -317,6 +318,7 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
       ->transform(one_of({"cpu", "gpu"}))
       ->default_str("cpu");
   add_cost_option(*cmd, opt->costs, true);
+  add_gpu_options(*cmd, opt->gpu);
   add_timing_option(*cmd, opt->timing);
   cmd->add_flag("--recommend", opt->recommend,
                 "Name, per policy, M, model and TP, the smallest buffer meeting the --objective at --quantile within "
@@ -351,7 +353,6 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                   "line per policy, M, model and TP, the recommendation marked; with --cost a second panel of the "
                   "predicted ms per step")
       ->type_name("FILE");
-  add_gpu_options(*cmd, opt->gpu);
   cmd->add_option("--html", opt->html, "Also write one self-contained page (opens from disk, fetches nothing) with the "
                   "plot, the recommendation and the table")
       ->type_name("FILE");
