@@ -223,15 +223,18 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
   const auto begin = reports.begin() + static_cast<std::ptrdiff_t>(first), end = begin + static_cast<std::ptrdiff_t>(count);
   const bool timed = std::any_of(begin, end, [](const io::PlanReport& r) { return r.time.has_value(); });
   const bool eager = std::any_of(begin, end, [](const io::PlanReport& r) { return r.time && r.time->host_bound_share; });
-  std::string out = fmt::format("\npolicies compared on {}:\n{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}{}\n",
-                                io::printable(reports[first].scenario->name), "policy", "chunks", "fill", "rows streamed",
+  // The policy column as wide as its longest name (an engine's reads "trtllm (packed/trtllm)"), at least 20.
+  size_t width = 20;
+  for (auto r = begin; r != end; ++r) width = std::max(width, io::printable(r->policy).size());
+  std::string out = fmt::format("\npolicies compared on {}:\n{:<{}} {:>8} {:>7} {:>14} {:>13} {:>13}{}{}\n",
+                                io::printable(reports[first].scenario->name), "policy", width, "chunks", "fill", "rows streamed",
                                 "page padding", "q merges", timed ? fmt::format(" {:>10} {:>9}", "ms/step", "per-iter") : "",
                                 timed ? fmt::format("{}  {}", eager ? fmt::format(" {:>10}", "host-bound") : "", "path") : "");
   bool whole = false;
   for (size_t i = first; i < first + count; ++i) {
     const io::PlanReport& r = reports[i];
     if (!r.refused.empty()) {
-      out += fmt::format("{:<20} refused: {}\n", io::printable(r.policy), io::printable(r.refused));
+      out += fmt::format("{:<{}} refused: {}\n", io::printable(r.policy), width, io::printable(r.refused));
       continue;
     }
     const uint64_t n = r.scenario->batch.buffer_token_size, used = r.shape.chunks_used, rows = r.shape.padded_tokens;
@@ -247,7 +250,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     }
     const std::string merges =  // a query row's merges: the most / p99 over the rows
         r.merges_per_query ? fmt::format("{}/{}", r.merges_per_query->first, r.merges_per_query->second) : "-";
-    out += fmt::format("{:<20} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n", io::printable(r.policy), loop ? std::to_string(used) : "-",
+    out += fmt::format("{:<{}} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n", io::printable(r.policy), width, loop ? std::to_string(used) : "-",
                        loop ? fmt::format("{:.1f}%", fill) : "-", rows, rows - r.shape.input_tokens, merges, time);
   }
   if (whole) out += "(-: the path runs the whole context at once on the cost file's GPU, not the plan's chunks)\n";
