@@ -266,22 +266,26 @@ def test_replay_refuses_bad_paths(path, message):
         mlaplan.replay(path)
 
 
-@pytest.mark.parametrize("call", ["mlaplan.sweep(batches=3_000_000)",
-                                  "mlaplan.replay(TRACE, token_budget=1, memory_limit='16GiB')"])
-def test_ctrl_c_stops_the_api(call):
-    script = textwrap.dedent(f"""
-        import sys, time, mlaplan
-        TRACE = {TRACE!r}
+def api_child(call, prelude=""):
+    """A child that imports the package, prints ready, makes CALL and prints whether it finished or was
+    interrupted (KeyboardInterrupt), with SIGINT as a terminal gives it."""
+    script = textwrap.dedent("""
+        import sys, time, numpy as np, mlaplan
+        {prelude}
         print("ready", flush=True)
-        t = time.monotonic()
         try:
             {call}
             print("finished", flush=True)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
-    """)
-    with reaped(interruptible([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=ENV)) as p:
+    """).format(prelude=prelude, call=call)
+    return interruptible([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+@pytest.mark.parametrize("call", ["mlaplan.sweep(batches=3_000_000)",
+                                  "mlaplan.replay(TRACE, token_budget=1, memory_limit='16GiB')"])
+def test_ctrl_c_stops_the_api(call):
+    with reaped(api_child(call, f"TRACE = {TRACE!r}")) as p:
         assert p.stdout.readline().strip() == "ready"
         time.sleep(0.5)
         sent = time.monotonic()

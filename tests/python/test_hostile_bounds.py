@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from test_hostile import ENV, ROOT, interruptible, reaped
+from test_hostile import ENV, ROOT, api_child, reaped
 
 FA2 = f"{ROOT}/costs/h200/deepseek-v3-tp8-bf16.json"
 # 2^20 sequences of 1,000 cached tokens and one new each: guided's widest candidate streams them as one
@@ -28,17 +28,7 @@ LONG_CALLS = [
 
 @pytest.mark.parametrize("call", LONG_CALLS)
 def test_ctrl_c_stops_one_large_batch_within_a_second(call):
-    script = textwrap.dedent(f"""
-        import numpy as np, mlaplan
-        print("ready", flush=True)
-        try:
-            {call}
-            print("finished", flush=True)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-    """)
-    with reaped(interruptible([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=ENV)) as p:
+    with reaped(api_child(call)) as p:
         assert p.stdout.readline().strip() == "ready"
         time.sleep(1.0)  # into the pricing
         sent = time.monotonic()
