@@ -209,9 +209,10 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
     rec->grid_largest = *std::max_element(grid.buffer_tokens.begin(), grid.buffer_tokens.end());
     for (const policies::Policy& p : grid.policies) {
       const policies::EngineDefault d = policies::engine_default(policies::engine_of(p), es, sm);
-      if (!d.whole_context && d.buffer_tokens >= 1 && d.buffer_tokens <= 0x7fffffffu &&
-          std::find(grid.buffer_tokens.begin(), grid.buffer_tokens.end(), d.buffer_tokens) == grid.buffer_tokens.end())
-        grid.buffer_tokens.push_back(static_cast<uint32_t>(d.buffer_tokens));
+      if (d.whole_context || d.buffer_tokens < 1 || d.buffer_tokens > 0x7fffffffu) continue;
+      // MAX's default runs one shot (max_chunks 1): priced at M=1, not at the grid's M.
+      std::vector<uint32_t>& to = policies::engine_of(p) == policies::Engine::max ? grid.max_one_shot : grid.buffer_tokens;
+      if (std::find(to.begin(), to.end(), d.buffer_tokens) == to.end()) to.push_back(static_cast<uint32_t>(d.buffer_tokens));
     }
     std::sort(grid.buffer_tokens.begin(), grid.buffer_tokens.end());
     if (!opt.memory_budget.empty()) {

@@ -267,5 +267,43 @@ TEST(HonestWords, ARefusingChoiceSaysHowMany) {
   EXPECT_NE(text.find("refuses 1 of 100 batches (1.00%), within what p99 allows"), std::string::npos) << text;
 }
 
+
+// MAX's default runs one shot (max_chunks 1) at its buffer: priced at M=1, its refusals counted there,
+// not at the group's M=16 (where these batches all fit in 4 to 7 chunks of 16384 rows).
+TEST(HonestWords, MaxsDefaultIsPricedOneShot) {
+  sweeps::SweepGrid g;
+  g.buffer_tokens = {16384, 65536};
+  g.max_chunks = {16};
+  g.policies = policies::parse_policies("max", Policy{});
+  g.models = {models::find_model_preset("deepseek-v3")};
+  g.tps = {8};
+  g.max_one_shot = {16384};
+  const sweeps::SweepResult s = sweeps::run_sweep(long_context_batches(), g);
+  sweeps::RecommendOptions o;
+  o.max_iterations = 8;
+  o.engines = policies::EngineSettings{163840, 256, 128, 8192};
+  const std::vector<sweeps::Recommendation> recs = sweeps::recommend(s, o);
+  ASSERT_EQ(recs.size(), 1u);  // the one-shot row is the default's, in no group of its own
+  ASSERT_TRUE(recs[0].row);
+  EXPECT_EQ(s.rows[*recs[0].row].buffer_tokens, 16384u);
+  EXPECT_EQ(s.rows[*recs[0].row].refused, 0u);
+  ASSERT_TRUE(recs[0].default_row);
+  const sweeps::SweepRow& d = s.rows[*recs[0].default_row];
+  EXPECT_EQ(d.max_chunks, 1u);
+  EXPECT_EQ(d.buffer_tokens, 16384u);
+  EXPECT_EQ(d.refused, 40u);
+  sweeps::SweepReport rep;
+  rep.sweep = &s;
+  rep.recommend_options = o;
+  rep.recommendations = recs;
+  const std::string text = sweeps::format_sweep_table(rep);
+  EXPECT_NE(text.find("at it (one shot, priced at M=1 and its refusals counted there): it refuses 40 of 40 batches"),
+            std::string::npos)
+      << text;
+  const std::string json = sweeps::format_sweep_json(rep);
+  EXPECT_NE(json.find("\"max_chunks\": 1,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"refused\": 40"), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace mlaplan

@@ -90,6 +90,7 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
   std::map<std::string, size_t> index;  // group -> position in `out`, in first-seen order
   std::vector<std::vector<size_t>> members;
   for (size_t i = 0; i < sweep.rows.size(); ++i) {
+    if (sweep.rows[i].default_only) continue;  // an engine's default beside a group, not a choice
     const std::string g = group_of(sweep.rows[i]);
     auto [it, fresh] = index.emplace(g, out.size());
     if (fresh) {
@@ -114,6 +115,18 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
       out[g].engine_default = policies::engine_default(policies::engine_of(first.policy), *options.engines, sm);
       for (size_t i : rows)
         if (sweep.rows[i].buffer_tokens == out[g].engine_default->buffer_tokens) out[g].default_row = i;
+      // MAX's default runs one shot (max_chunks 1), whatever the group's M: its row at M=1, the
+      // group's own at M=1 or one priced for the default alone (SweepGrid::max_one_shot).
+      if (out[g].engine_default->engine == policies::Engine::max) {
+        out[g].default_row.reset();
+        for (size_t i = 0; i < sweep.rows.size(); ++i) {
+          const SweepRow& x = sweep.rows[i];
+          if (x.max_chunks == 1u && x.buffer_tokens == out[g].engine_default->buffer_tokens &&
+              x.policy.name() == first.policy.name() && (x.model ? x.model->name : "") == (first.model ? first.model->name : "") &&
+              (x.memory ? x.memory->tp : 0) == (first.memory ? first.memory->tp : 0))
+            out[g].default_row = i;
+        }
+      }
     }
     if (whole) {
       const SweepRow& first = sweep.rows[rows.front()];

@@ -109,6 +109,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
   row.policy = s.policy;
   row.buffer_tokens = s.n;
   row.max_chunks = s.m;
+  row.default_only = s.default_only;
   row.batches = batches.size();
   row.iterations.reserve(batches.size());
   const size_t costs = grid.costs.size();
@@ -421,6 +422,11 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         settings.push_back({p, n, std::nullopt, i});
       }
     }
+    if (p.kind != policies::PolicyKind::max) continue;
+    const bool one = std::find(grid.max_chunks.begin(), grid.max_chunks.end(), 1u) != grid.max_chunks.end();
+    for (uint32_t n : grid.max_one_shot)
+      if (!one || std::find(grid.buffer_tokens.begin(), grid.buffer_tokens.end(), n) == grid.buffer_tokens.end())
+        settings.push_back({p, n, 1u, i, true});
   }
 
   check_costs(grid);

@@ -23,6 +23,7 @@ struct Setting {
   uint32_t n;
   std::optional<uint32_t> m;
   size_t policy_index = 0;  // in SweepGrid::policies
+  bool default_only = false;  // SweepGrid::max_one_shot's: priced for MAX's default only
 };
 
 // Per policy and cost model, each batch's predicted time with a buffer holding it whole, on the path

@@ -142,7 +142,11 @@ std::string default_text(const Recommendation& r, const SweepReport& rep, const 
                        indent, engine, d.formula, d.buffer_tokens, indent, d.knob);
   std::string out = fmt::format("{}{}'s default: {} rows = {}\n{}  its knob: {}\n", indent, engine, d.buffer_tokens,
                                 d.formula, indent, d.knob);
-  if (!r.default_row) return out + fmt::format("{}  (not on the grid: add {} to --buffer-tokens to price it)\n", indent, d.buffer_tokens);
+  const bool one_shot = d.engine == policies::Engine::max;  // MAX's default runs max_chunks 1
+  if (!r.default_row)
+    return out + (one_shot ? fmt::format("{}  (not priced: sweep --max-chunks 1 --buffer-tokens {} to price it)\n", indent,
+                                         d.buffer_tokens)
+                           : fmt::format("{}  (not on the grid: add {} to --buffer-tokens to price it)\n", indent, d.buffer_tokens));
   const SweepRow& at = rep.sweep->rows[*r.default_row];
   const std::string q = quantile_name(o.quantile);
   std::string how;
@@ -173,7 +177,7 @@ std::string default_text(const Recommendation& r, const SweepReport& rep, const 
                          delta < 0 ? "fewer" : "more", chosen.buffer_tokens);
     }
   }
-  out += fmt::format("{}  at it: {}{}\n", indent, how, r.row && *r.row == *r.default_row ? "; the choice is the default" : "");
+  out += fmt::format("{}  at it{}: {}{}\n", indent, one_shot ? " (one shot, priced at M=1 and its refusals counted there)" : "", how, r.row && *r.row == *r.default_row ? "; the choice is the default" : "");
   return mem.empty() ? out : out + fmt::format("{}  it {}\n", indent, mem.substr(2));
 }
 
@@ -502,6 +506,9 @@ std::string format_sweep_json(const SweepReport& rep) {
         json e{{"engine", policies::engine_name(d.engine)}, {"buffer_tokens", d.buffer_tokens},
                {"whole_context", d.whole_context}, {"formula", d.formula}, {"knob", d.knob},
                {"row", r.default_row ? json(*r.default_row) : json(nullptr)}};
+        if (d.engine == policies::Engine::max) e["max_chunks"] = 1;  // one shot, whatever the group's M
+        if (r.default_row)  // the batches the default refuses (MAX's at M=1)
+          e["refused"] = o.objective == Objective::time ? s.rows[*r.default_row].time->refused : s.rows[*r.default_row].refused;
         if (r.default_row && s.rows[*r.default_row].memory) {
           const SweepRow& x = s.rows[*r.default_row];
           const uint64_t bytes = x.memory->reserved_bytes(memory_rows(x));

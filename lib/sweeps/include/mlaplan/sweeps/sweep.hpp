@@ -33,6 +33,9 @@ struct SweepGrid {
   // --timing eager: times are the two clocks' (cost/eager.hpp, the host's dispatch included), the
   // lower bound too; every cost model needs a host section (check_costs). false: graph timing.
   bool eager = false;
+  // Buffers MAX is also priced at one shot (M=1) where the grid lacks that setting: its default runs
+  // max_chunks 1 (engines.hpp), whatever M the grid sweeps. Their rows are SweepRow::default_only.
+  std::vector<uint32_t> max_one_shot;
 };
 
 // The index in grid.costs of the cost model for (model, TP), or none.
@@ -109,6 +112,9 @@ struct SweepRow {
   std::optional<models::BufferMemory> memory;
   // The predicted time, when the grid has a cost model for the row's model and TP.
   std::optional<TimeStats> time;
+  // Priced only for an engine's default (SweepGrid::max_one_shot), not a setting of the grid: in no
+  // recommendation group, found as a group's default row.
+  bool default_only = false;
 
   double refused_share() const { return batches ? static_cast<double>(refused) / static_cast<double>(batches) : 0; }
   // The iteration count at quantile q in (0, 1] counting refused batches as never meeting any count.
