@@ -207,7 +207,8 @@ TEST(CompareCli, SweepWritesItsPlotAndPage) {
   EXPECT_NE(h.find("<h2>Recommendation</h2>"), std::string::npos);
   EXPECT_NE(h.find("<th>p99</th>"), std::string::npos);
   // 5 policies (all: every engine) x 5 buffers: the grid's 3 and, with --recommend, the engines'
-  // defaults that are not on it (SGLang's 131072, TensorRT-LLM's 4 x 8192)
-  EXPECT_EQ(count(h, "<tr><td>"), 25u);
+  // defaults that are not on it (SGLang's 131072, TensorRT-LLM's 4 x 8192), and MAX's default one shot
+  // (16384 at M=1)
+  EXPECT_EQ(count(h, "<tr><td>"), 26u);
   fs::remove_all(dir);
 }

@@ -87,9 +87,11 @@ TEST(ExploreCli, SweepJsonAndRecommendation) {
   ASSERT_EQ(r.code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["batches"], 300);
-  // 6 buffers (the grid's 3 and the engines' defaults --recommend adds: 16384, 32768, 131072), max at two M
-  // and four other policies (all: every engine)
-  ASSERT_EQ(j["rows"].size(), 6u * 2 + 4 * 6);
+  // 5 buffers (the grid's 3 and the engines' defaults --recommend adds: 32768, 131072), max at two M
+  // plus MAX's default one shot (16384 at M=1, a row of its own) and four other policies (all: every engine)
+  ASSERT_EQ(j["rows"].size(), 5u * 2 + 1 + 4 * 5);
+  EXPECT_EQ(j["rows"][10]["max_chunks"], 1);
+  EXPECT_EQ(j["rows"][10]["buffer_tokens"], 16384);
   for (const json& row : j["rows"]) EXPECT_EQ(row["buffer_bytes"], row["buffer_tokens"].get<uint64_t>() * 8192);
   const json& groups = j["recommendation"]["groups"];
   ASSERT_EQ(groups.size(), 6u);  // max M=4, max M=16, packed, even-split, sglang, trtllm
