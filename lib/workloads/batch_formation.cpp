@@ -41,13 +41,15 @@ class ListSource : public RequestSource {
 
 class CappedSource : public RequestSource {
  public:
-  CappedSource(std::unique_ptr<RequestSource> inner, uint64_t max_len) : inner_(std::move(inner)), max_len_(max_len) {}
+  CappedSource(std::unique_ptr<RequestSource> inner, uint64_t max_len, uint64_t* dropped)
+      : inner_(std::move(inner)), max_len_(max_len), counted_(dropped) {}
   std::optional<Request> next() override {
     // A preset that draws only over-long requests would loop forever: give up after a million in a row.
     for (uint32_t tries = 0; tries < 1000000; ++tries) {
       std::optional<Request> r = inner_->next();
       if (!r || uint64_t{r->cached_tokens} + r->new_tokens <= max_len_) return r;
       ++dropped_;
+      if (counted_) ++*counted_;
     }
     throw InputError(fmt::format("--max-model-len {}: a million requests in a row are longer; raise it", max_len_));
   }
@@ -60,6 +62,7 @@ class CappedSource : public RequestSource {
   std::unique_ptr<RequestSource> inner_;
   uint64_t max_len_;
   uint64_t dropped_ = 0;
+  uint64_t* counted_;  // the caller's count too (the Python API reports it), or null
 };
 
 Batch empty_batch(const BatchSettings& s) {
@@ -104,8 +107,8 @@ std::unique_ptr<RequestSource> list_source(std::vector<Request> requests, std::s
   return std::make_unique<ListSource>(std::move(requests), std::move(name));
 }
 
-std::unique_ptr<RequestSource> capped_source(std::unique_ptr<RequestSource> source, uint64_t max_len) {
-  return std::make_unique<CappedSource>(std::move(source), max_len);
+std::unique_ptr<RequestSource> capped_source(std::unique_ptr<RequestSource> source, uint64_t max_len, uint64_t* dropped) {
+  return std::make_unique<CappedSource>(std::move(source), max_len, dropped);
 }
 
 std::string BatchFormation::describe() const {

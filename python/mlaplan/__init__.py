@@ -318,6 +318,7 @@ def sweep(
     model: Optional[str] = None,
     tp: Optional[int] = None,
     attention: Optional[str] = None,
+    max_model_len: Optional[int] = None,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
@@ -331,6 +332,10 @@ def sweep(
     "h200" or the name nvidia-smi prints) prices for that GPU, as `sweep --gpu`: with cost= each file must
     have been calibrated on it (ValueError naming both), without it the shipped file for model= and tp=
     (and attention=, "fa3" by default, or "fa2") is taken, as cost_file finds it.
+
+    max_model_len drops the requests longer than it (cached + new), as `--max-model-len` (0: none);
+    left out with model=, the model's context is taken, as `sweep --model` does. The result is a list
+    of the rows with .max_model_len (0: none) and .dropped (the requests dropped) set.
 
     Every value is checked as the CLI checks its option (ValueError naming the keyword); the batches,
     their counts and the planner's tables must fit memory_limit (bytes, or a size such as "4GiB";
@@ -375,13 +380,22 @@ def sweep(
         prefix_cache_tokens=a.prefix_cache_tokens("prefix_cache_tokens", prefix_cache_tokens, block_size),
         step_ms=a.duration_ms("step_ms", step_ms), costs=costs, memory_limit=a.memory_limit(memory_limit),
         timing=a.name_of("timing", timing, ("graph", "eager")))
+    # The model's context where max_model_len is not given (model= is the preset's name, checked by
+    # cost_file above), as the CLI's sweep --model.
+    if max_model_len is None:
+        checked["max_model_len"] = 0
+        checked["context_model"] = "" if model is None else a.name_of("model", model, _mlaplan.model_names())
+    else:
+        checked["max_model_len"] = a.whole("max_model_len", max_model_len, 0, 1 << 32)
     if replay is None:
         for name in ("replay_format", "replay_block_size", "prefix_cache_tokens", "step_ms"):
             if checked[name] != _REPLAY_DEFAULTS[name]:
                 raise ValueError(f"{name}: it sets how a trace is replayed; add replay=PATH or leave {name} out")
     tick = _progress.ticker(progress, "sweep")
     try:
-        rows = _mlaplan.sweep(**checked, progress=tick)
+        stats = {}
+        rows = SweepRows(_mlaplan.sweep(**checked, progress=tick, stats=stats))
+        rows.max_model_len, rows.dropped = stats["max_model_len"], stats["dropped"]
         if tick is not None:
             tick.finish(len(rows))
         return rows
@@ -390,6 +404,14 @@ def sweep(
     finally:
         if tick is not None:
             tick.close()
+
+
+class SweepRows(list):
+    """sweep's rows (a list of dicts), with the max_model_len applied (0: none) and the requests it
+    dropped."""
+
+    max_model_len: int = 0
+    dropped: int = 0
 
 
 def _cost_roots() -> list:

@@ -81,7 +81,8 @@ void bind_explore(nb::module_& m) {
          uint32_t max_sequences, const std::vector<uint32_t>& buffer_tokens, const std::vector<uint32_t>& max_chunks,
          const std::string& policies, const std::string& replay, const std::string& replay_format,
          uint32_t replay_block_size, uint64_t prefix_cache_tokens, double step_ms, const std::vector<std::string>& costs,
-         uint64_t memory_limit, const std::string& timing, nb::object progress) {
+         uint64_t memory_limit, const std::string& timing, nb::object progress, uint64_t max_model_len,
+         const std::string& context_model, nb::object stats) {
         using namespace mlaplan::models;
         using namespace mlaplan::workloads;
         using namespace mlaplan::policies;
@@ -93,6 +94,10 @@ void bind_explore(nb::module_& m) {
           throw InputError("buffer_tokens, max_chunks: give at least one value each");
         // Settings done and in all, for `progress`: set by the sweep's threads, read at each tick.
         std::atomic<size_t> done{0}, total{0};
+        // max_model_len, or the context of the model named (sweep(model=...) as `sweep --model`): the
+        // requests longer are dropped, and `stats` gets how many.
+        if (!context_model.empty()) max_model_len = find_model_preset(context_model).max_context;
+        uint64_t dropped = 0;
         std::function<void()> tick;
         if (!progress.is_none()) tick = [&] { progress(done.load(), total.load()); };
         // Everything from here reads files (guided:FILE, cost files, the trace: a FIFO blocks) or runs
@@ -126,8 +131,11 @@ void bind_explore(nb::module_& m) {
               settings.page_size = page_size;
               std::unique_ptr<RequestSource> source =
                   replay.empty() ? preset_source(find_workload_preset(workload), seed)
-                                 : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms, 0);
+                                 : replay_source(replay, replay_format, replay_block_size, prefix_cache_tokens, step_ms,
+                                                 max_model_len);  // the replay's own: dropped before the cache
+              if (max_model_len && replay.empty()) source = capped_source(std::move(source), max_model_len, &dropped);
               const std::vector<Batch> formed = form_batches(*source, formation, settings, batches, seed);
+              if (!replay.empty()) dropped = static_cast<const replay::ReplaySource&>(*source).stats().dropped;
               sweeps::SweepFootprint footprint;
               for (const Batch& b : formed) footprint.add(b);
               require_sweep_fits(shape, grid, footprint, memory_limit,
@@ -141,12 +149,17 @@ void bind_explore(nb::module_& m) {
               return run_sweep(formed, grid, options);
             },
             tick);
+        if (!stats.is_none()) {
+          stats["max_model_len"] = max_model_len;
+          stats["dropped"] = dropped;
+        }
         return rows_of(result);
       },
       "workload"_a, "batches"_a, "seed"_a, "page_size"_a, "token_budget"_a, "max_sequences"_a, "buffer_tokens"_a,
       "max_chunks"_a, "policies"_a, "replay"_a = "", "replay_format"_a = "auto", "replay_block_size"_a = 512,
       "prefix_cache_tokens"_a = 0, "step_ms"_a = 0.0, "costs"_a = std::vector<std::string>{},
       "memory_limit"_a = uint64_t{2} << 30, "timing"_a = "graph", "progress"_a = nb::none(),
+      "max_model_len"_a = 0, "context_model"_a = "", "stats"_a = nb::none(),
       "A sweep of a workload preset's batches (or a trace replayed): one dict per (policy, buffer, M) setting. "
       "progress: None, or a callable given (settings done, settings in all) about every 50 ms while it runs.");
 

@@ -64,7 +64,8 @@ def test_no_file_names_what_there_is_and_how_to_make_one():
 def test_sweep_gpu_takes_the_shipped_file():
     rows = mlaplan.sweep(**SMALL, gpu="nvidia h200", model="deepseek-v3", tp=8)
     assert rows and all((r["model"], r["tp"]) == ("deepseek-v3", 8) for r in rows)
-    assert rows == mlaplan.sweep(**SMALL, cost=H200_FA3)  # the same file as given by hand
+    # the same file as given by hand (model= applies its context, 163840, as `sweep --model` does)
+    assert rows == mlaplan.sweep(**SMALL, cost=H200_FA3, max_model_len=163840)
 
 
 def test_sweep_refuses_another_gpus_file_naming_both():

@@ -242,7 +242,7 @@ def test_sweep_memory_limit_before_forming():
     assert "--" not in str(e.value) and time.monotonic() - t < 5
     with pytest.raises(ValueError, match="above memory_limit=1.00 MiB"):
         mlaplan.sweep(batches=20000, memory_limit=1 << 20)
-    assert len(mlaplan.sweep(batches=20, memory_limit="64MiB", buffer_tokens=[4096])) == 3
+    assert len(mlaplan.sweep(batches=20, memory_limit="64MiB", buffer_tokens=[4096])) == 5  # all: max, packed, even-split, sglang, trtllm
 
 
 @pytest.mark.parametrize("kwargs,keyword", [

@@ -37,8 +37,10 @@ class RequestSource {
 std::unique_ptr<RequestSource> preset_source(const WorkloadPreset& preset, uint64_t seed);
 std::unique_ptr<RequestSource> list_source(std::vector<Request> requests, std::string name);
 // Drops the requests longer than an engine's max_model_len (cached + new > max_len), as the engine
-// would refuse them; describe() says how many were dropped so far.
-std::unique_ptr<RequestSource> capped_source(std::unique_ptr<RequestSource> source, uint64_t max_len);
+// would refuse them; describe() says how many were dropped so far, and so does *dropped where given
+// (it must outlive the source).
+std::unique_ptr<RequestSource> capped_source(std::unique_ptr<RequestSource> source, uint64_t max_len,
+                                             uint64_t* dropped = nullptr);
 
 struct BatchFormation {
   enum class Mode { token_budget, batch_size };
