@@ -18,24 +18,27 @@ void add_policy_options(CLI::App& cmd, PolicyOptions& o, bool list) {
   if (list) {
     o.policy = "all";
     cmd.add_option("--policy", o.policy,
-                   "Chunking policies to compare, a comma list: max (MAX's plan of cache + new tokens, padded to pages, "
-                   "capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); a "
+                   "Chunking policies to compare, a comma list: an engine by name, as it runs on the cost file's GPU "
+                   "(vllm, sglang, trtllm, max; engines: the four); max (MAX's plan of cache + new tokens, padded to "
+                   "pages, capped at max_chunks), packed (vLLM since PR 50613), even-split (vLLM before it, or SGLang); a "
                    "variant by name (packed/trtllm, even-split/sglang, ...); guided (mlaplan's own: per batch the plan "
                    "the --cost file prices cheapest; guided:COST.json names its file; docs/policies.md), waves and "
-                   "waves/even (plans guided chooses from); all (the three), variants (the engines' five)")
+                   "waves/even (plans guided chooses from); all (max, packed, even-split, sglang, trtllm), variants (the "
+                   "engines' five by algorithm)")
         ->type_name("LIST")
         ->default_str("all");
   } else {
     cmd.add_option("--policy", o.policy,
-                   "Chunking policy: max (MAX's plan of cache + new tokens, padded to pages, capped at max_chunks), "
+                   "Chunking policy: an engine by name, as it runs on the cost file's GPU (vllm, sglang, trtllm, max); "
+                   "max (MAX's plan of cache + new tokens, padded to pages, capped at max_chunks), "
                    "packed (vLLM since PR 50613: the cached context packed in order) or even-split (the buffer "
                    "divided evenly, vLLM before PR 50613 or SGLang); a variant by name (packed/trtllm, "
                    "even-split/sglang, ...); guided (mlaplan's own: per batch the plan --cost prices cheapest on vLLM's "
                    "packed loop, or the whole context at once where it fits; guided:COST.json names another file, "
                    "guided/eager:COST.json chooses by eager time; docs/policies.md); waves (one of its plans: full "
                    "chunks, narrow sequences streamed in groups that fill the attention's waves; waves/even: the even "
-                   "split's shares on that loop); or a comma list to compare them on the same batch: all (the three), "
-                   "variants (the engines' five)")
+                   "split's shares on that loop); or a comma list to compare them on the same batch: engines (the four), "
+                   "all (max, packed, even-split, sglang, trtllm), variants (the engines' five by algorithm)")
         ->type_name("NAME|LIST")
         ->default_str("max");
   }
