@@ -127,6 +127,43 @@ def report(**workloads_figures):
                                              for w, f in workloads_figures.items()}}
 
 
+def test_a_long_workload_batch_is_not_started_where_it_would_overrun():
+    """The check expects a batch to take what its workload's batches took: a coding-agent batch
+    (100 s) is not started 60 s before the end because short chats (10 s) pulled the mean down."""
+    clock = Clock()
+    budget = oneshot.Budget(200, clock)
+    long_, short = (Point([1000], [100], 64, 8192, "packed", w, f"{w}-{i}") for i, w in enumerate(("coding", "chat")))
+    secs = {"coding": 100, "chat": 10}
+
+    def measure(p, *rest):
+        clock.now += secs[p.workload]
+        return {"policy": p.policy}
+
+    out = io.StringIO()
+    recs = oneshot.measure_heldout([[short], [long_], [short], [long_]], measure, budget, budget.start + 180, stream=out)
+    assert [r["workload"] for r in recs] == ["chat", "coding", "chat"]  # at 120 s: 120 + 100 > 180, though 120 + 40 < 180
+    assert "after 3 of 4 batches" in out.getvalue() and clock.now <= budget.start + 180
+
+
+def test_a_cut_short_measurement_keeps_every_batch_buffer_and_policy():
+    """The calibration's points in an order whose prefixes keep the spread: workloads in turn, their
+    batches in turn, each batch's buffers in turn from a different policy each."""
+    from mlaplan.calibrate.grid import interleave_workloads
+
+    pols = ("max", "packed", "even-split")
+    pts = [Point([1000], [100], 64, b, pol, w, f"{w}-{i}") for w, n in (("a", 2), ("b", 1)) for i in range(n)
+           for b in (8192, 65536) for pol in pols]
+    order = interleave_workloads(pts)
+    assert sorted(map(id, order)) == sorted(map(id, pts))
+    key = [(p.scenario, p.buffer_tokens, p.policy) for p in order]
+    assert key[:6] == [("a-0", 8192, "max"), ("b-0", 8192, "max"), ("a-1", 8192, "max"),
+                       ("b-0", 65536, "packed"), ("a-0", 65536, "packed"), ("b-0", 8192, "packed")]
+    # The first half of the points: every batch, each at both buffers, and every policy.
+    head = order[:len(order) // 2]
+    assert {p.scenario for p in head} == {"a-0", "a-1", "b-0"} and {p.buffer_tokens for p in head} == {8192, 65536}
+    assert {p.policy for p in head} == set(pols)
+
+
 def test_verdict_against_the_targets():
     good = dict(median_abs_error=0.011, p90_abs_error=0.027, kendall_tau=0.91)
     v = oneshot.verdict(report(**{"coding-agent": good, "short-chat": good}))

@@ -269,7 +269,7 @@ def _measure(args, dev, workloads, budget, check):
     batches drawn for them, which the held-out draw must not repeat)."""
     import datetime
 
-    from .grid import interleave_workloads, make_grid, scenario_points
+    from .grid import interleave_workloads, make_grid, scenario_points, take_turns
     from .oneshot import FIT_SHARE, measure_all
     from .workloads import HOST_BUFFERS, HOST_SEED, draw, points
 
@@ -287,8 +287,7 @@ def _measure(args, dev, workloads, budget, check):
     limit = args.max_total_context or min(1 << 20, (16 << 20) // dims.heads)
     grid = make_grid(args.points, args.seed, dims.heads, max_total_context=limit, max_buffer=min(1 << 19, (8 << 20) // dims.heads))
     # Taking turns, so that the budget keeps a share of each kind.
-    lists = [x for x in (host_points, grid, workload_points) if x]
-    ordered = [q[i] for i in range(max(len(q) for q in lists)) for q in lists if i < len(q)]
+    ordered = take_turns((host_points, grid, workload_points))
     end = budget.phase_end(FIT_SHARE if check else 1.0)
     after = (budget.seconds - budget.seconds * FIT_SHARE) if check and budget.seconds else 0.0
     records = measure_all(ordered, dev.measure_calibration, budget, end, after)
