@@ -117,7 +117,7 @@ def test_measuring_stops_at_the_budget_and_the_check_keeps_whole_batches():
     assert [len(g) for g in groups] == [1] * 6
     recs = oneshot.measure_heldout([pts[:2], pts[2:4], pts[4:]], measure, budget, budget.end() + 50, stream=out)
     # Each batch takes 40 s: the second starts 50 s before the end, the third would end 30 s past it.
-    assert len(recs) == 4 and "after 2 of 3 batches" in out.getvalue()
+    assert len(recs) == 4 and "2 of 3 batches measured, the budget reached" in out.getvalue()
     clock.now = budget.end() + 100  # past the end already: the first batch is still measured
     assert len(oneshot.measure_heldout([pts[:2], pts[2:4]], measure, budget, budget.end(), stream=out)) == 2
 
@@ -129,7 +129,8 @@ def report(**workloads_figures):
 
 def test_a_long_workload_batch_is_not_started_where_it_would_overrun():
     """The check expects a batch to take what its workload's batches took: a coding-agent batch
-    (100 s) is not started 60 s before the end because short chats (10 s) pulled the mean down."""
+    (100 s) is not started 60 s before the end because short chats (10 s) pulled the mean down, and
+    the short chat after it still is. Each workload's first batch is measured (a verdict for each)."""
     clock = Clock()
     budget = oneshot.Budget(200, clock)
     long_, short = (Point([1000], [100], 64, 8192, "packed", w, f"{w}-{i}") for i, w in enumerate(("coding", "chat")))
@@ -140,9 +141,9 @@ def test_a_long_workload_batch_is_not_started_where_it_would_overrun():
         return {"policy": p.policy}
 
     out = io.StringIO()
-    recs = oneshot.measure_heldout([[short], [long_], [short], [long_]], measure, budget, budget.start + 180, stream=out)
-    assert [r["workload"] for r in recs] == ["chat", "coding", "chat"]  # at 120 s: 120 + 100 > 180, though 120 + 40 < 180
-    assert "after 3 of 4 batches" in out.getvalue() and clock.now <= budget.start + 180
+    recs = oneshot.measure_heldout([[short], [long_], [long_], [short]], measure, budget, budget.start + 180, stream=out)
+    assert [r["workload"] for r in recs] == ["chat", "coding", "chat"]  # at 110 s: 110 + 100 > 180, though 110 + 55 < 180
+    assert "3 of 4 batches measured" in out.getvalue() and clock.now <= budget.start + 180
 
 
 def test_a_cut_short_measurement_keeps_every_batch_buffer_and_policy():
@@ -254,7 +255,8 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     pytest.importorskip("torch", reason="the model presets' dimensions come from mlaplan.prefill")
     monkeypatch.setattr(cal, "open_device", lambda args: FakeGpu(args, bias))
     out = tmp_path / "my-gpu.json"
-    argv = ["--model", "deepseek-v3", "--tp", "8", "--points", "20", "-o", str(out)]
+    raw = tmp_path / "raw.json"
+    argv = ["--model", "deepseek-v3", "--tp", "8", "--points", "20", "-o", str(out), "--measurements", str(raw)]
     assert cal.entry(argv) == code
     cost = json.loads(out.read_text())
     held = cost["heldout"]
@@ -268,6 +270,10 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     assert cost["fit"]["points"] > 20 and cost["fit"]["workload_weight"] == 8
     assert isinstance(cost["host"]["identified"], bool) and "eager" in held
     _mlaplan.read_cost_model(str(out))  # the C++ reader takes the additive fields
+    # The measurements keep the held-out runs apart from the fitted ones, for studying a miss.
+    saved = json.loads(raw.read_text())
+    assert len(saved["records"]) == cost["fit"]["points"]
+    assert len(saved["heldout_records"]) == sum(s["runs"] for s in held["workloads"].values())
 
 
 def test_the_device_times_points_as_calibrate_and_validate_do():

@@ -98,7 +98,7 @@ def parser() -> Parser:
     p.add_argument("--max-seconds", type=_seconds, default=DEFAULT_SECONDS, metavar="S",
                    help=f"the whole run ends within about S seconds (default {DEFAULT_SECONDS}): the points take about half, "
                         f"measured until then and fitted, the held-out check what is left; with --no-check measuring takes all")
-    p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit")
+    p.add_argument("--measurements", metavar="FILE.json", help="also write the raw measurements, for --refit (and the held-out runs, as heldout_records)")
     p.add_argument("--refit", nargs="+", action="extend", metavar="FILE.json",
                    help="fit these saved measurements instead of measuring (several: of one model, TP and GPU, pooled)")
     p.add_argument("--host-from", nargs="+", action="extend", metavar="FILE.json",
@@ -248,7 +248,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         print(text, end="", flush=True)  # the fit's figures while the check runs
         text = ""
-        cost["heldout"] = _heldout(args, dev, cost, workloads or WORKLOADS, host_batches, budget)
+        cost["heldout"], held = _heldout(args, dev, cost, workloads or WORKLOADS, host_batches, budget)
+        if args.measurements:  # the held-out runs too, so that a miss can be studied and priced again
+            write_output(args.measurements, json_text({**doc, "heldout_records": held}, args.measurements))
         check_readable(cost, args.output)
         text, met = table(cost["heldout"]), cost["heldout"]["met"]
     write_output(args.output, json_text(cost, args.output))
@@ -301,7 +303,8 @@ def _measure(args, dev, workloads, budget, check):
 
 def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
     """The held-out check: batches drawn with --heldout-seed (none of the fitted ones), measured within
-    what is left of the budget, priced with `cost`; its verdict and figures (the file's `heldout`)."""
+    what is left of the budget, priced with `cost`: (its verdict and figures, the file's `heldout`;
+    the runs measured)."""
     from .oneshot import RESERVE_S, heldout_groups, heldout_record, measure_heldout, verdict
     from .validate import report
     from .workloads import HELDOUT_BATCHES, disjoint, draw, points
@@ -316,7 +319,8 @@ def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
     rep = report(cost, records, timing)
     eager = report(cost, records, "eager") if cost.get("host") and any(r.get("eager_ms") for r in records) else None
     return heldout_record(verdict(rep), eager, seed=args.heldout_seed, batches=HELDOUT_BATCHES, buffers=args.buffer_tokens,
-                          policies=ENGINES, seconds=budget.clock() - start, reps=dev.heldout_reps, warmup=dev.heldout_warmup)
+                          policies=ENGINES, seconds=budget.clock() - start, reps=dev.heldout_reps,
+                          warmup=dev.heldout_warmup), records
 
 
 def summary(doc: dict, fit, host, timing: str) -> str:

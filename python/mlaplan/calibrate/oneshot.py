@@ -116,23 +116,22 @@ def heldout_groups(pts: Sequence, refused_ok: bool = True) -> List[List]:
 def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budget, end: Optional[float],
                     after: float = 0.0, stream=None) -> List[dict]:
     """Each group's points measured by measure(point, index in group, group index) -> record, whole
-    groups only, until `end` (clock time; None: all): a group is started only where it is expected to
-    end in time, expected to take what its workload's groups so far took on average (any group's
-    where its workload has none yet). The first group is always measured. Long-context batches take
+    groups only, until `end` (clock time; None: all). Each workload's first group is measured while
+    any time is left, so that every workload gets a verdict; a later one only where it is expected to
+    end in time, taking what its workload's groups took on average, and one that would not is passed
+    over for the shorter ones after it. The first group is always measured. Long-context batches take
     several times a short chat's: the mean over all groups had started a coding-agent batch 40 s
     before the end, and the check ran 60 s past it."""
     total = sum(len(g) for g in groups)
     progress = Progress("held-out check:", total, budget, end, after, stream)
     records: List[dict] = []
     took: Dict[str, List[float]] = {}
-    done = 0
+    done = skipped = 0
     for gi, group in enumerate(groups):
-        if records and end is not None:
-            mine = took.get(group[0].workload) or [t for ts in took.values() for t in ts]
-            if budget.clock() + sum(mine) / len(mine) > end:
-                print(f"calibrate: held-out check: the budget reached after {gi} of {len(groups)} batches",
-                      file=stream or sys.stderr, flush=True)
-                break
+        mine = took.get(group[0].workload)
+        if records and end is not None and budget.clock() + (sum(mine) / len(mine) if mine else 0.0) >= end:
+            skipped += 1
+            continue
         began = budget.clock()
         for i, p in enumerate(group):
             rec = measure(p, i, gi)
@@ -141,6 +140,9 @@ def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budge
             done += 1
             progress.tick(done)
         took.setdefault(group[0].workload, []).append(budget.clock() - began)
+    if skipped:
+        print(f"calibrate: held-out check: {len(groups) - skipped} of {len(groups)} batches measured, the budget reached",
+              file=stream or sys.stderr, flush=True)
     return records
 
 
