@@ -113,6 +113,8 @@ def test_measuring_stops_at_the_budget_and_the_check_keeps_whole_batches():
     recs = oneshot.measure_all(pts, measure, budget, budget.phase_end(0.5), stream=out)
     assert len(recs) == 3 and recs[0]["workload"] == "a"  # 0, 20, 40 s started; at 60 s the 50 s share is spent
     assert "the measuring budget reached after 3 of 6 points" in out.getvalue()
+    # Where the seconds went: no phase of the executor's ran here, so all of it is "other".
+    assert "calibrate: measured 3 points in 60 s (60 s other)" in out.getvalue()
     groups = oneshot.heldout_groups(pts)
     assert [len(g) for g in groups] == [1] * 6
     recs = oneshot.measure_heldout([pts[:2], pts[2:4], pts[4:]], measure, budget, budget.end() + 50, stream=out)

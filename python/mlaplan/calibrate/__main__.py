@@ -269,8 +269,6 @@ def open_device(args):
 def _measure(args, dev, workloads, budget, check):
     """The calibration points measured within the budget's share: (the measurements document, the
     batches drawn for them, which the held-out draw must not repeat)."""
-    import datetime
-
     from .grid import interleave_workloads, make_grid, scenario_points, take_turns
     from .oneshot import FIT_SHARE, measure_all
     from .workloads import HOST_BUFFERS, HOST_SEED, draw, points
