@@ -13,7 +13,7 @@ What the comparison allows, and nothing more:
   added or dropped fails), the launch and bandwidth figures above a bench table, sweep's
   `evaluated in S s` and verify's `N ms` and `N cases/s`;
 - a command whose README block shows no output is not compared (the README shows it as a step).
-Commands run in a scratch folder holding links to scenarios/ and costs/, so their output files stay out of
+Commands run in a scratch folder holding links to scenarios/, costs/ and scripts/, so their output files stay out of
 the tree; an argument under /tmp/ is moved into that folder too. A command that needs a GPU, or a
 line that is not an mlaplan command (rsvg-convert, the plot scripts), is skipped with the reason.
 Exit status: 0 when every compared command matched, 1 with a diff per mismatch.
@@ -83,8 +83,8 @@ def why_not_runnable(argv):
     sub = argv[1] if len(argv) > 1 else ""
     backend = (option(argv, "--backend") or "auto").lower()
     if sub in ("run", "verify"):
-        if backend == "cpu":
-            return None
+        if backend == "cpu" or (sub == "verify" and option(argv, "--external") is not None):
+            return None  # the CPU planner, or verify --external's command: no GPU in either
         policies = [p.strip().lower() for p in (option(argv, "--policy") or "max").split(",")]
         if sub == "run" and all(p and not p.startswith(("max", "all")) for p in policies):
             return None  # policies other than max plan on the CPU whatever the backend
@@ -180,7 +180,7 @@ def main():
         return 1
     compared, failures = 0, []
     with tempfile.TemporaryDirectory(prefix="mlaplan-readme-") as scratch:
-        for shared in ("scenarios", "costs"):  # what the examples read, by the paths the README gives
+        for shared in ("scenarios", "costs", "scripts"):  # what the examples read (scripts: verify --external's ports)
             os.symlink(os.path.join(source, shared), os.path.join(scratch, shared))
         for start, block in found:
             for text, shown in commands(block):
@@ -201,7 +201,8 @@ def main():
                     continue
                 actual = done.stdout.splitlines() + done.stderr.splitlines()
                 ok, rendered = match(shown, actual, masker(argv[1]))
-                wants_error = any(s.startswith("mlaplan: error:") for s in shown)
+                # An error line, or verify's count of failed cases (a planted defect caught), shows a failing exit.
+                wants_error = any(s.startswith("mlaplan: error:") or re.match(r"^\d+ passed, [1-9]\d* failed$", s) for s in shown)
                 status_ok = (done.returncode != 0) == wants_error
                 compared += 1
                 if ok and status_ok:
