@@ -142,7 +142,7 @@ CLI::Validator whole_number(uint64_t lo, uint64_t hi) {
     text = std::to_string(v);
     return "";
   };
-  return CLI::Validator(check, fmt::format("in [{} - {}]", lo, hi));
+  return CLI::Validator(check, "");  // the range is in the error, not in every --help line
 }
 
 std::vector<uint64_t> whole_number_list(const std::string& text, const std::string& option, uint64_t lo, uint64_t hi) {
@@ -179,7 +179,7 @@ CLI::Validator real_number(double lo, double hi, const std::string& unit) {
     if (v < lo || v > hi) return fmt::format("{} is out of range; {}", text, range);
     return "";
   };
-  return CLI::Validator(check, fmt::format("in [{} - {}]", number_text(lo), number_text(hi)));
+  return CLI::Validator(check, "");
 }
 
 bool iequal(const std::string& a, const std::string& b) {

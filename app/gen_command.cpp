@@ -184,6 +184,10 @@ void add_gen_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<GenOptions>();
   CLI::App* cmd = app.add_subcommand("gen", "Write scenario files from a workload (a preset or your trace), batches formed like a scheduler's steps");
   add_workload_options(*cmd, opt->workload);
+  cmd->footer(help_footer(
+      "  mlaplan gen --workload coding-agent --batches 20 -o coding-agent.json\n"
+      "  mlaplan gen --workload short-chat --batches 100 --token-budget 16384 --page-size 64 -o short-chat.json\n"
+      "  mlaplan gen --replay conversation_trace.jsonl --batches 100 -o mooncake.json   (Mooncake's published trace)"));
   cmd->add_option_function<size_t>(
          "--batches",
          [opt](const size_t& v) {

@@ -1,6 +1,10 @@
 // mlaplan: plan, check and profile chunked MLA prefill. Subcommands live one per file.
 #include <fmt/format.h>
 
+#include <sstream>
+
+#include "mlaplan/io/text_wrap.hpp"
+
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -115,6 +119,34 @@ std::string help_hint(const CLI::App& app, int argc, char** argv) {
   return "mlaplan --help";
 }
 
+// --help within a terminal: each option's text broken into lines under its column (CLI11 2.1 writes
+// it as one line, up to 700 characters).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_desc(const CLI::Option* opt) const override {
+    return mlaplan::io::wrap_lines(CLI::Formatter::make_option_desc(opt), kHelpWidth - get_column_width(), 0);
+  }
+  // The subcommands' one-line summaries in the main help, broken as the options' text is.
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_display_name(true),
+                             mlaplan::io::wrap_lines(sub->get_description(), kHelpWidth - get_column_width(), 0),
+                             get_column_width());
+    return out.str();
+  }
+  // No "Excludes: --seed --max-batch-size ..." lists (one ran to 158 columns): a line that combines
+  // them is refused naming both options.
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string out = CLI::Formatter::make_option_opts(opt);
+    if (const size_t at = out.find(" Excludes:"); at != std::string::npos) out.erase(at);
+    return out;
+  }
+  std::string make_description(const CLI::App* app) const override {
+    return mlaplan::io::wrap_lines(CLI::Formatter::make_description(app), kHelpWidth, 0);
+  }
+  static constexpr size_t kHelpWidth = 110;
+};
+
 }  // namespace
 
 int run_mlaplan(int argc, char** argv) {
@@ -122,7 +154,13 @@ int run_mlaplan(int argc, char** argv) {
   CLI::App app{"mlaplan: plan, check and profile chunked MLA prefill (the chunk tables of mla_prefill_plan)", "mlaplan"};
   app.set_version_flag("--version", version_text, "Print the version, and whether and for which GPUs CUDA support is built in");
   app.require_subcommand(1);
-  app.footer(cli::help_footer());
+  app.footer(cli::help_footer(
+      "  mlaplan run scenarios/worked-example.json --policy engines --model deepseek-v3 --tp 8\n"
+      "  mlaplan sweep --gpu h100 --model deepseek-v3 --tp 8 --workload coding-agent --policy vllm --recommend "
+      "--objective time\n"
+      "  mlaplan verify scenarios/ --fuzz 10000 --seed 1"));
+  // Set before the subcommands are added: each copies its parent's formatter.
+  app.formatter(std::make_shared<HelpFormatter>());
 
   cli::set_command_line(argc, argv);
   int exit_code = cli::kOk;

@@ -386,6 +386,11 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<RunOptions>();
   CLI::App* cmd = app.add_subcommand("run", "Plan the scenarios of one file, check the plans and print them");
   cmd->add_option("scenario", opt->path, "Scenario file (.json): one scenario, or {\"scenarios\": [...]}")->required()->type_name("FILE");
+  cmd->footer(help_footer(
+      "  mlaplan run scenarios/worked-example.json\n"
+      "  mlaplan run scenarios/worked-example.json --policy engines --model deepseek-v3 --tp 8 --svg plans.svg\n"
+      "  mlaplan run scenarios/worked-example.json --policy all --gpu h100 --model deepseek-v3 --tp 8\n"
+      "  mlaplan run scenarios/worked-example.json --format json -o plan.json"));
   cmd->add_option("--scenario", opt->scenario, "In a file holding several scenarios, plan only this one (name or index)")
       ->type_name("NAME")
       ->check(scenario_name());

@@ -29,7 +29,7 @@ namespace mlaplan::cli {
 
 namespace {
 
-enum class SweepFormat { table, md, csv, json };
+enum class SweepFormat { table, wide, md, csv, json };
 
 struct SweepOptions {
   std::vector<std::string> paths;  // scenario files instead of a workload
@@ -270,7 +270,8 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
     case SweepFormat::md: text = sweeps::format_sweep_markdown(report); break;
     case SweepFormat::csv: text = sweeps::format_sweep_csv(report); break;
     case SweepFormat::json: text = sweeps::format_sweep_json(report); break;
-    case SweepFormat::table: text = gpu_header(opt.gpu, grid.costs) + sweeps::format_sweep_table(report); break;
+    case SweepFormat::table: text = gpu_header(opt.gpu, grid.costs) + sweeps::format_sweep_brief(report); break;
+    case SweepFormat::wide: text = gpu_header(opt.gpu, grid.costs) + sweeps::format_sweep_table(report); break;
   }
   if (result.interrupted) {  // the finished settings on stdout, no output file
     write_output("", text);
@@ -297,6 +298,12 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
                "target");
   cmd->add_option("scenarios", opt->paths, "Scenario files or folders to sweep instead of a workload (their batches as given)")
       ->type_name("PATH");
+  cmd->footer(help_footer(
+      "  mlaplan sweep --gpu h100 --model deepseek-v3 --tp 8 --workload coding-agent --policy vllm --recommend "
+      "--objective time\n"
+      "  mlaplan sweep --workload short-chat --model deepseek-v3 --tp 8 --recommend --max-iterations 1\n"
+      "  mlaplan sweep scenarios/ --buffer-tokens 4096:262144:x2 --policy all --format csv -o sweep.csv\n"
+      "  mlaplan sweep --workload coding-agent --model deepseek-v3 --tp 8 --gpu h100 --svg sweep.svg --html sweep.html"));
   add_workload_options(*cmd, opt->workload);
   cmd->add_option("--batches", opt->batches, "Batches to form from the workload")
       ->default_str("10000")
@@ -343,10 +350,15 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->add_option_function<std::string>(
          "--format",
          [opt](const std::string& v) {
-           opt->format = v == "md" ? SweepFormat::md : v == "csv" ? SweepFormat::csv : v == "json" ? SweepFormat::json : SweepFormat::table;
+           opt->format = v == "md"     ? SweepFormat::md
+                         : v == "csv"  ? SweepFormat::csv
+                         : v == "json" ? SweepFormat::json
+                         : v == "wide" ? SweepFormat::wide
+                                       : SweepFormat::table;
          },
-         "Output: table, md (Markdown), csv or json (what scripts/plot_sweep.py reads)")
-      ->transform(one_of({"table", "md", "csv", "json"}))
+         "Output: table (the answer first, within 120 columns), wide (every column), md (Markdown), csv or json "
+         "(what scripts/plot_sweep.py reads); md, csv and json hold every column")
+      ->transform(one_of({"table", "wide", "md", "csv", "json"}))
       ->default_str("table");
   cmd->add_option("-o,--output", opt->output, "Write the output to FILE (atomically) instead of stdout")->type_name("FILE");
   cmd->add_option("--json", opt->json, "Also write the JSON report to FILE, whatever --format is")->type_name("FILE");

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <thread>
 
 namespace mlaplan::test {
@@ -53,9 +54,33 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
 
 inline size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
-inline bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+// The haystack as one line: each newline and the indentation after it as one space, so that a phrase
+// the 120-column output wrapped (io::wrap_lines) is still found.
+inline std::string unwrapped(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      out += text[i];
+      continue;
+    }
+    out += ' ';
+    while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+  }
+  return out;
+}
+inline bool has(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos || unwrapped(haystack).find(needle) != std::string::npos;
+}
 
 inline void write(const std::filesystem::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// The lines of a command's output, without their newlines.
+inline std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
 
 // A fresh, empty folder for a test's files.
 inline std::filesystem::path scratch(const std::string& name) {

@@ -202,7 +202,7 @@ std::string priced_for(const SweepResult& s) {
   return out.empty() ? "" : out + ",";
 }
 
-std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent) {
+std::string recommendation_text(const SweepReport& rep, const char* bullet, const char* indent, bool rejections = true) {
   if (!rep.recommend_options) return "";
   const RecommendOptions& o = *rep.recommend_options;
   const bool by_time = o.objective == Objective::time;
@@ -273,7 +273,8 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
     }
     out += default_text(r, rep, o, indent);
-    for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, io::printable(x.why));
+    if (rejections)
+      for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, io::printable(x.why));
   }
   return out;
 }
@@ -293,7 +294,9 @@ SweepCells sweep_cells(const SweepReport& rep) {
 
 std::string sweep_summary(const SweepResult& sweep) { return header(sweep); }
 
-std::string sweep_recommendation(const SweepReport& report) { return recommendation_text(report, "  ", "      "); }
+std::string sweep_recommendation(const SweepReport& report, bool rejections) {
+  return recommendation_text(report, "  ", "      ", rejections);
+}
 
 std::string format_sweep_table(const SweepReport& rep) {
   return header(*rep.sweep) + "\n" + table_of(*rep.sweep).aligned() + recommendation_text(rep, "  ", "      ");

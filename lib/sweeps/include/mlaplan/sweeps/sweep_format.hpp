@@ -1,5 +1,6 @@
-// The four ways to print a sweep: a table for people, Markdown for reports, CSV for spreadsheets and
-// JSON for scripts (scripts/plot_sweep.py reads it). Each includes the recommendation when given.
+// The ways to print a sweep: the answer for people (the recommendation, then a table within 120
+// columns), every column for people (wide), Markdown for reports, CSV for spreadsheets and JSON for
+// scripts (scripts/plot_sweep.py reads it). Each includes the recommendation when given.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,10 @@ struct SweepReport {
   std::vector<Recommendation> recommendations;
 };
 
+// sweep's default: the recommendation first (without the buffers it passed over: the table shows
+// them), the batches and cost files, a table within 120 columns, a legend (sweep_brief.cpp).
+std::string format_sweep_brief(const SweepReport& report);
+// --format wide: the header, every column, then the whole recommendation.
 std::string format_sweep_table(const SweepReport& report);
 
 // The parts the formats are made of, for other renderings (the HTML report): the cells of the table
@@ -31,7 +36,8 @@ struct SweepCells {
 };
 SweepCells sweep_cells(const SweepReport& report);
 std::string sweep_summary(const SweepResult& sweep);
-std::string sweep_recommendation(const SweepReport& report);
+// rejections: with each buffer the recommendation passed over and why.
+std::string sweep_recommendation(const SweepReport& report, bool rejections = true);
 std::string format_sweep_markdown(const SweepReport& report);
 
 // The values of a sweep row as CSV, JSON and the Python binding's dicts write them: one list, in the

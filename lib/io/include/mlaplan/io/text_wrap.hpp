@@ -1,0 +1,21 @@
+// Prose for an 80-to-120-column terminal: long lines broken at spaces, each continuation indented
+// under its line, so that no line of a command's answer runs off the screen.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace mlaplan::io {
+
+// Every line of `text` longer than `width` bytes broken at its last space at or before `width`
+// (a word longer than a line stays whole), the continuation indented by the line's own leading
+// spaces plus `hang`. Lines within `width`, and the newlines, are kept as they are.
+std::string wrap_lines(std::string_view text, size_t width = 120, size_t hang = 4);
+
+// "65536" as "64K", "1048576" as "1M": a count of rows in binary units where it is an exact multiple
+// of one, else in digits.
+std::string format_rows(uint64_t rows);
+
+}  // namespace mlaplan::io

@@ -1,0 +1,119 @@
+// The sweep as a person reads it first (sweep's default output): the answer, then a table within 120
+// columns of what decides it, then a short legend; `--format wide` prints every column.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/io/printable.hpp"
+#include "mlaplan/io/table_builder.hpp"
+#include "mlaplan/io/text_wrap.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
+
+namespace mlaplan::sweeps {
+
+namespace {
+
+// Milliseconds with the digits a step time needs, or why there is none.
+std::string ms_cell(double ms) {
+  if (!std::isfinite(ms)) return "refused";
+  return fmt::format("{:.{}f}", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3);
+}
+
+bool several_models(const SweepResult& s) {
+  for (const SweepRow& r : s.rows)
+    if (r.model && (r.model->name != s.rows.front().model->name || r.memory->tp != s.rows.front().memory->tp)) return true;
+  return false;
+}
+
+bool any_unchunked(const SweepResult& s) {
+  for (const SweepRow& r : s.rows)
+    if (r.time && r.time->path() != "chunked") return true;
+  return false;
+}
+
+io::TableBuilder brief_table(const SweepResult& s, double q) {
+  using io::Align;
+  const bool timed = sweep_has_time(s), memory = !s.rows.empty() && s.rows.front().memory.has_value();
+  const bool models = several_models(s), paths = timed && any_unchunked(s);
+  const std::string qn = quantile_name(q);
+  std::vector<io::TableColumn> c{{"policy", Align::left}, {"buffer", Align::right}, {"M", Align::right}};
+  if (timed) {
+    for (const std::string& t : {qn + " it", std::string("refused"), std::string("mean ms"), qn + " ms", std::string("over bound")})
+      c.push_back({t, Align::right});
+    if (paths) c.push_back({"path", Align::left});
+  } else {
+    for (const char* t : {"mean it", "p50", "p90", "p99", "max", "refused", "fill"}) c.push_back({t, Align::right});
+  }
+  if (models) c.push_back({"model", Align::left});
+  if (memory) {
+    c.push_back({"reserves", Align::right});
+    c.push_back({"KV tokens", Align::right});
+  }
+  io::TableBuilder t(std::move(c));
+  for (const SweepRow& r : s.rows) {
+    std::vector<std::string> cells{io::printable(r.policy.name()), io::format_rows(r.buffer_tokens),
+                                   r.max_chunks ? fmt::format("{}", *r.max_chunks) : "-"};
+    const std::string refused = r.refused_share() > 0 || (r.time && r.time->refused) ?
+        fmt::format("{:.2f}%", 100.0 * (r.time ? static_cast<double>(r.time->refused) / static_cast<double>(r.batches) : r.refused_share()))
+        : "-";
+    if (timed) {
+      const TimeStats& ts = *r.time;
+      const uint32_t k = r.iterations_at(q);
+      cells.push_back(k == UINT32_MAX ? std::string("refused") : fmt::format("{}", k));
+      cells.push_back(refused);
+      cells.push_back(ms_cell(ts.step_ms(ts.mean_us)));  // a mean over the batches priced would flatter a refusing row
+      cells.push_back(ms_cell(ts.step_ms(ts.at(q))));
+      cells.push_back(fmt::format("{:.1f}%", 100.0 * ts.over_lower_bound));
+      if (paths) cells.push_back(ts.path());
+    } else {
+      for (const std::string& v : {fmt::format("{:.2f}", r.mean_iterations), fmt::format("{}", r.p50), fmt::format("{}", r.p90),
+                                   fmt::format("{}", r.p99), fmt::format("{}", r.max_iterations)})
+        cells.push_back(v);
+      cells.push_back(refused);
+      cells.push_back(fmt::format("{:.1f}%", 100.0 * r.mean_fill));
+    }
+    if (models) cells.push_back(fmt::format("{} TP{}", io::printable(r.model->name), r.memory->tp));
+    if (memory) {
+      const uint64_t bytes = r.memory->reserved_bytes(memory_rows(r));
+      cells.push_back(io::format_bytes(bytes));
+      cells.push_back(with_commas(r.memory->kv_cache_tokens(bytes)));
+    }
+    t.add_row(std::move(cells));
+  }
+  return t;
+}
+
+std::string legend(const SweepResult& s, double q) {
+  const std::string qn = quantile_name(q);
+  std::string out;
+  if (sweep_has_time(s)) {
+    out = fmt::format("{0} it: the loop's iterations at {0}; mean and {0} ms: predicted time per step, a layer times the "
+                      "model's layers{1}; over bound: above each batch's least time; path: what the engine runs on the GPU",
+                      qn, sweep_has_eager(s) ? ", the host's dispatch included" : "");
+  } else {
+    out = "mean it .. max: iterations per batch; fill: the buffer's rows used per iteration";
+  }
+  if (!s.rows.empty() && s.rows.front().memory)
+    out += "; reserves: the gathered latent, the up-projected K/V and the K concat on each GPU; KV tokens: the tokens "
+           "those bytes would hold in the KV cache";
+  return out + ". M: max_chunks (max only). --format wide: every column.\n";
+}
+
+}  // namespace
+
+std::string format_sweep_brief(const SweepReport& rep) {
+  const SweepResult& s = *rep.sweep;
+  const double q = rep.recommend_options ? rep.recommend_options->quantile : 0.99;
+  std::string out = sweep_recommendation(rep, false);
+  if (!out.empty()) out.erase(0, 1);  // its leading blank line: the answer comes first
+  out += fmt::format("{}batches: {} from {}, {}; {:.1f} sequences per batch on average\n", out.empty() ? "" : "\n",
+                     s.batches, io::printable(s.source), io::printable(s.formation), s.mean_batch_size);
+  for (const cost::CostModel& c : s.costs)
+    out += fmt::format("priced: {} TP{} by {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe(sweep_has_eager(s))),
+                       io::printable(c.path));
+  return io::wrap_lines(out) + "\n" + brief_table(s, q).aligned() + io::wrap_lines(legend(s, q), 120, 0);
+}
+
+}  // namespace mlaplan::sweeps

@@ -1,0 +1,60 @@
+// sweep's default screen (issue 63): the answer first, then a table within 120 columns and a short
+// legend; --format wide keeps every column.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+
+using mlaplan::test::has;
+using mlaplan::test::lines_of;
+using mlaplan::test::run_cli;
+
+namespace {
+const std::string kJourney = "sweep --gpu h100 --model deepseek-v3 --tp 8 --workload coding-agent --policy vllm,sglang,max "
+                             "--recommend --objective time --batches 300 --no-progress";
+}  // namespace
+
+TEST(SweepScreen, TheAnswerComesFirstWithin120Columns) {
+  const auto r = run_cli(kJourney);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GT(lines.size(), 3u);
+  // The GPU and its file, then the recommendation: no table or legend before the answer.
+  EXPECT_EQ(lines[0].rfind("gpu       NVIDIA H100 80GB HBM3 (--gpu h100)", 0), 0u) << r.out;
+  EXPECT_EQ(lines[2].rfind("recommendation: ", 0), 0u) << r.out;
+  EXPECT_LT(r.out.find("vLLM's default: 65536 rows"), r.out.find("\npolicy ")) << r.out;
+  // Within 120 columns, but for the line naming the cost file's path (the user's folder).
+  for (const std::string& line : lines)
+    if (!has(line, "costs/h100/")) EXPECT_LE(line.size(), 120u) << line;
+  // The table: what decides the buffer, memory as the operator counts it, buffers in K rows.
+  const size_t header = r.out.find("\npolicy ");
+  ASSERT_NE(header, std::string::npos);
+  const std::string titles = lines_of(r.out.substr(header + 1)).front();
+  for (const char* t : {"buffer", "p99 it", "refused", "mean ms", "p99 ms", "reserves", "KV tokens"}) EXPECT_TRUE(has(titles, t)) << titles;
+  EXPECT_FALSE(has(titles, "q merges")) << titles;
+  EXPECT_TRUE(has(r.out, "\nvllm (packed)           64K   -")) << r.out;
+  EXPECT_TRUE(has(r.out, "968 MiB     14,444")) << r.out;  // 64K rows of DeepSeek-V3 TP 8 in KV-cache tokens
+  // The buffers the recommendation passed over are the table's rows, not repeated under it.
+  EXPECT_FALSE(has(r.out, "over the best")) << r.out;
+  EXPECT_TRUE(has(r.out, "--format wide: every column.")) << r.out;
+}
+
+TEST(SweepScreen, WideKeepsEveryColumnAndTheWholeRecommendation) {
+  const auto r = run_cli(kJourney + " --format wide");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* t : {"q merges", "K concat", "layer ms", "step p50", "per-iter", "over bound", "padding"})
+    EXPECT_TRUE(has(r.out, t)) << t;
+  EXPECT_TRUE(has(r.out, "over the best")) << r.out;  // each buffer passed over, and why
+  EXPECT_LT(r.out.find("\npolicy "), r.out.find("recommendation: ")) << r.out;
+}
+
+TEST(SweepScreen, IterationsAloneFitToo) {
+  const auto r = run_cli("sweep --workload short-chat --batches 200 --model deepseek-v3,kimi-k2 --tp 1,8 --policy all "
+                         "--no-progress");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string& line : lines_of(r.out)) EXPECT_LE(line.size(), 120u) << line;
+  EXPECT_TRUE(has(r.out, "kimi-k2 TP8")) << r.out;  // several models: a model column
+}
