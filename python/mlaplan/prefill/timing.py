@@ -97,7 +97,7 @@ def time_eager_probed(fn: Callable[[], object], reps: int, warmup: int, settle_m
     which issue a layer of their own, are not stamped). reheat_ms: after each probe, run fn back to
     back this long before the timed run: the probe leaves the GPU idle a millisecond or two, and a
     layer that holds the card at its power cap may start the next run at a higher clock
-    (scripts/experiments/probe_gap.py times whether it does)."""
+    (it did, by 3% on the H200: docs/history/cost-model-eager-2026-12.md)."""
     with phases.phase("settle"):
         _warm(fn, True, warmup, settle_ms)
     samples, probes = [], []
