@@ -1,45 +1,13 @@
 #include "cli_suggest.hpp"
 
+#include "mlaplan/io/closest_name.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <vector>
 
 namespace mlaplan::cli {
-
-namespace {
-
-// Levenshtein distance: insertions, deletions and substitutions each cost one.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-// "; did you mean X?" for the closest candidate within a third of the word's length (at least 2 edits).
-std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_distance = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const std::string& c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return best.empty() ? "" : fmt::format("; did you mean {}?", best);
-}
-
-}  // namespace
 
 std::optional<std::string> unknown_name_error(const CLI::App& app, int argc, const char* const* argv) {
   std::vector<std::string> subcommands;
@@ -66,7 +34,7 @@ std::optional<std::string> unknown_name_error(const CLI::App& app, int argc, con
     if (s->get_name() == first) sub = s;
   if (!sub)
     return fmt::format("unknown subcommand '{}'{}; the subcommands are {}; see `mlaplan --help`", first,
-                       closest(first, subcommands), fmt::join(subcommands, ", "));
+                       io::did_you_mean(first, subcommands), fmt::join(subcommands, ", "));
 
   std::vector<std::string> names;
   for (const CLI::Option* o : sub->get_options()) {
@@ -82,7 +50,7 @@ std::optional<std::string> unknown_name_error(const CLI::App& app, int argc, con
     const std::string name = arg.substr(0, arg.find('='));
     if (std::find(names.begin(), names.end(), name) != names.end()) continue;
     return fmt::format("mlaplan {}: unknown option {}{}; see `mlaplan {} --help`", first, name,
-                       short_name ? "" : closest(name, names), first);
+                       short_name ? "" : io::did_you_mean(name, names), first);
   }
   return std::nullopt;
 }

@@ -164,12 +164,15 @@ int gen(GenOptions opt) {
                                  batches_subject(opt, batches.size()), where, io::format_bytes(text.size()),
                                  io::format_bytes(io::kMaxInputBytes)));
   write_output(opt.output, text);
-  note(fmt::format("{}{} batch{} of {:.1f} sequences on average from {}{}",
+  // "1 batch of 47 sequences", "3 batches of 37.0 sequences on average".
+  const std::string size = batches.size() == 1 ? fmt::format("1 batch of {} sequence{}", sequences, sequences == 1 ? "" : "s")
+                                               : fmt::format("{} batches of {:.1f} sequences on average", batches.size(),
+                                                             static_cast<double>(sequences) / static_cast<double>(batches.size()));
+  note(fmt::format("{}{} from {}{}",
                    batches.size() < opt.batches && !whole_trace
                        ? fmt::format("--batches {}: the trace ran out after ", opt.batches)
                        : "",
-                   batches.size(), batches.size() == 1 ? "" : "es",
-                   static_cast<double>(sequences) / static_cast<double>(batches.size()), source->describe(),
+                   size, source->describe(),
                    refused ? fmt::format("; {} need more than max_chunks {} under max (run refuses them; "
                                          "try --buffer-tokens or --max-chunks, or mlaplan sweep)",
                                          refused, opt.settings.max_chunks)

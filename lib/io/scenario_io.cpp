@@ -1,5 +1,7 @@
 #include "mlaplan/io/scenario_io.hpp"
 
+#include "mlaplan/io/closest_name.hpp"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -92,7 +94,8 @@ class FieldReader {
       if (ok) continue;
       std::string list;
       for (size_t i = 0; i < n; ++i) list += (i ? ", " : "") + std::string(known[i]);
-      fail(where + item.key(), fmt::format("unknown key; the keys allowed here are {}", list));
+      const std::string hint = did_you_mean(item.key(), std::vector<std::string>(known, known + n));
+      fail(where + item.key(), fmt::format("unknown key{}; the keys allowed here are {}", hint, list));
     }
   }
 
