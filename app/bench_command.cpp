@@ -108,7 +108,10 @@ int run_bench_command(const BenchCliOptions& opt) {
                                   "paths with --kernels cpu,cpu-fast",
                                   why));
   }
-  for (const bench::Unavailable& u : report.unavailable) note(fmt::format("{}: unavailable: {}", bench::to_string(u.kernel), u.reason));
+  // Each kernel that cannot run is said once: in the table's lines where the table is on the
+  // terminal, else on stderr beside the file or the JSON.
+  if (opt.format != "table" || !opt.output.empty())
+    for (const bench::Unavailable& u : report.unavailable) note(fmt::format("{}: unavailable: {}", bench::to_string(u.kernel), u.reason));
   if (report.sm_mhz_before && report.sm_mhz_after && *report.sm_mhz_after < 0.9 * *report.sm_mhz_before)
     print_stderr(fmt::format("mlaplan: warning: the SM clock fell from {:.0f} to {:.0f} MHz during the run (throttling?); "
                "later rows may be slow\n", *report.sm_mhz_before, *report.sm_mhz_after));

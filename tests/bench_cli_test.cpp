@@ -64,9 +64,10 @@ TEST(BenchCli, SeedIsStillAcceptedForMaxPortAndPrintedAsMaxPort) {
 }
 
 TEST(BenchCli, EveryFormat) {
-  const auto table = run_cli(kQuick + "--kernels cpu-fast --mode hot");
+  const auto table = run_cli(kQuick + "--kernels cpu,cpu-fast --mode hot");
   ASSERT_EQ(table.code, 0) << table.err;
-  EXPECT_NE(table.out.find("median us"), std::string::npos);
+  EXPECT_NE(table.out.find("median  CI 95%  samples"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" is fastest ("), std::string::npos) << table.out;  // the closing answer
   const auto md = run_cli(kQuick + "--kernels cpu-fast --mode hot --format md");
   ASSERT_EQ(md.code, 0);
   EXPECT_NE(md.out.find("| batch | kernel | mode |"), std::string::npos);

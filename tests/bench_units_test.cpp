@@ -217,9 +217,8 @@ TEST(BenchStats, ASeriesStopsByTheRuleOnItsOwnTime) {
   EXPECT_NEAR(slow.result().elapsed_s, 0.02, 1e-12);
 }
 
-// The text and Markdown tables, cell for cell: a golden copy of what bench printed before the
-// table builder served it (its "vs max-port" column was "vs seed"), so the layout (alignment,
-// widths, the "-" of a missing ratio) stays fixed.
+// The text and Markdown tables, cell for cell, so the layout (alignment, widths, scaled times, the
+// mark of a measurement that stopped at its cap, the "-" of a missing ratio, the closing lines) stays fixed.
 TEST(BenchFormat, TableAndMarkdownLayoutsAreFixed) {
   BenchReport report;
   report.host_device = "none";
@@ -229,6 +228,7 @@ TEST(BenchFormat, TableAndMarkdownLayoutsAreFixed) {
   fast.mode = Mode::cold;
   fast.measurement = measured(1234.5);
   fast.measurement.stats.max = 1300;
+  fast.measurement.stats.noise = 0.012;  // past the 0.5% target: stopped at the cap
   fast.gbps = 123.4;
   fast.pct_copy = 3.25;
   fast.x_empty = 412.0;
@@ -244,15 +244,27 @@ TEST(BenchFormat, TableAndMarkdownLayoutsAreFixed) {
   report.rows = {fast, cpu};
   const std::string table = format_bench_table(report);
   EXPECT_EQ(table.substr(table.find("\n\n") + 2),
-            "batch    kernel    mode  median us  spread (max-min)  GB/s  % copy  x empty  x roofline  vs max-port  vs cpu+copy\n"
-            "1048576  fast      cold       1234              5.3%   123    3.2%     412x       1.57x          39x            -\n"
-            "1        cpu-fast  hot       0.042              0.0%  4.50       -        -           -            -        7.25x\n");
+            "batch    kernel    mode   median  CI 95%  samples  GB/s  % copy  x empty  x roofline  vs max-port  vs cpu+copy\n"
+            "1048576  fast      cold  1.23 ms  1.20%*       10   123    3.2%     412x       1.57x          39x            -\n"
+            "1        cpu-fast  hot   42.1 ns   0.00%       10  4.50       -        -           -            -        7.25x\n"
+            "median: time per plan; CI 95%: how well the median is known (its 95% confidence interval); *: stopped at the 0.25 s cap\n"
+            "    (--max-time) before 0.50% (--max-noise)\n");
   const std::string md = format_bench_markdown(report);
   EXPECT_EQ(md.substr(md.find("\n\n") + 2),
-            "| batch | kernel | mode | median us | spread (max-min) | GB/s | % copy | x empty | x roofline | vs max-port | vs cpu+copy |\n"
-            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
-            "| 1048576 | fast | cold | 1234 | 5.3% | 123 | 3.2% | 412x | 1.57x | 39x | - |\n"
-            "| 1 | cpu-fast | hot | 0.042 | 0.0% | 4.50 | - | - | - | - | 7.25x |\n");
+            "| batch | kernel | mode | median | CI 95% | samples | GB/s | % copy | x empty | x roofline | vs max-port | vs cpu+copy |\n"
+            "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+            "| 1048576 | fast | cold | 1.23 ms | 1.20%* | 10 | 123 | 3.2% | 412x | 1.57x | 39x | - |\n"
+            "| 1 | cpu-fast | hot | 42.1 ns | 0.00% | 10 | 4.50 | - | - | - | - | 7.25x |\n"
+            "\n"
+            "median: time per plan; CI 95%: how well the median is known (its 95% confidence interval); *: stopped at the 0.25 s cap\n"
+            "    (--max-time) before 0.50% (--max-noise)\n");
+  // Two planners of one mode: the closing line says which is faster at the largest batch, and by how much.
+  BenchRow port = fast;
+  port.kernel = Kernel::max_port;
+  port.measurement = measured(4936.0);
+  report.rows.push_back(port);
+  EXPECT_NE(format_bench_table(report).find("batch 1048576, cold: fast is fastest (1.23 ms), 4.00x faster than max-port\n"),
+            std::string::npos) << format_bench_table(report);
 }
 
 namespace {

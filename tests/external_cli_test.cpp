@@ -183,6 +183,9 @@ TEST_F(ExternalCli, BenchMaxNeedsACommandThatAnswers) {
   const auto dead = run_cli("bench --max false --sizes 1 --kernels cpu --mode hot --max-time 0.01");
   EXPECT_EQ(dead.code, 0) << dead.err;  // the other rows are still measured
   // "before reading the request" or "before answering": which depends on how fast it exits.
-  EXPECT_NE(dead.err.find("max: unavailable: external planner 'false' exited with status 1 before "), std::string::npos)
-      << dead.err;
+  EXPECT_NE(dead.out.find("max: unavailable: external planner 'false' exited with status 1 before "), std::string::npos)
+      << dead.out;
+  const auto json_out = run_cli("bench --max false --sizes 1 --kernels cpu --mode hot --max-time 0.01 --format json");
+  EXPECT_NE(json_out.err.find("max: unavailable: external planner 'false' exited with status 1 before "), std::string::npos)
+      << json_out.err;  // beside JSON, on stderr
 }

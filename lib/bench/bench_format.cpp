@@ -4,9 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "mlaplan/build_info.hpp"
 #include "mlaplan/io/printable.hpp"
 #include "mlaplan/io/table_builder.hpp"
+#include "mlaplan/io/text_wrap.hpp"
 #include "mlaplan/profile/json_text.hpp"
 
 namespace mlaplan::bench {
@@ -25,12 +28,26 @@ std::string ratio(const std::optional<double>& x) {
 std::string percent(double x) { return fmt::format("{:.1f}%", 100.0 * x); }
 std::string gbps(double x) { return x < 10 ? fmt::format("{:.2f}", x) : fmt::format("{:.0f}", x); }
 
-std::vector<std::string> cells(const BenchRow& r) {
+// A time in the unit that reads best: "73.0 ns", "7.05 us", "454.6 us", "325.8 ms", "1.20 s".
+std::string scaled_time(double us_value) {
+  const auto digits = [](double v) { return v < 10 ? 2 : v < 100 ? 1 : 0; };
+  if (us_value < 1) return fmt::format("{:.{}f} ns", us_value * 1e3, digits(us_value * 1e3));
+  if (us_value < 1e3) return fmt::format("{:.{}f} us", us_value, digits(us_value));
+  if (us_value < 1e6) return fmt::format("{:.{}f} ms", us_value / 1e3, digits(us_value / 1e3));
+  return fmt::format("{:.2f} s", us_value / 1e6);
+}
+
+// Whether a row stopped at its time cap before its median was known to the noise target.
+bool missed_target(const BenchRow& r, const StoppingRule& rule) { return r.measurement.stats.noise > rule.max_noise; }
+
+std::vector<std::string> cells(const BenchRow& r, const StoppingRule& rule) {
+  const SampleStats& s = r.measurement.stats;
   return {std::to_string(r.size),
           to_string(r.kernel),
           to_string(r.mode),
-          us(r.measurement.stats.median),
-          percent(r.measurement.stats.spread()),
+          scaled_time(s.median),
+          fmt::format("{:.2f}%{}", 100.0 * s.noise, missed_target(r, rule) ? "*" : ""),
+          std::to_string(s.samples),
           gbps(r.gbps),
           r.pct_copy ? fmt::format("{:.1f}%", *r.pct_copy) : "-",
           ratio(r.x_empty),
@@ -45,16 +62,61 @@ io::TableBuilder table_of(const BenchReport& report) {
   io::TableBuilder t({{"batch", Align::left},
                       {"kernel", Align::left},
                       {"mode", Align::left},
-                      {"median us", Align::right},
-                      {"spread (max-min)", Align::right},
+                      {"median", Align::right},
+                      {"CI 95%", Align::right},
+                      {"samples", Align::right},
                       {"GB/s", Align::right},
                       {"% copy", Align::right},
                       {"x empty", Align::right},
                       {"x roofline", Align::right},
                       {"vs max-port", Align::right},
                       {"vs cpu+copy", Align::right}});
-  for (const BenchRow& r : report.rows) t.add_row(cells(r));
+  for (const BenchRow& r : report.rows) t.add_row(cells(r, report.options.rule));
   return t;
+}
+
+// Under the table: what a mark means, a busy machine where the rows say so, and the answer (as
+// hyperfine and nvbench close): per mode, at the largest batch, which planner is fastest and by how much.
+std::string closing(const BenchReport& r) {
+  const StoppingRule& rule = r.options.rule;
+  std::string out;
+  size_t missed = 0, hot = 0, hot_missed = 0;
+  for (const BenchRow& row : r.rows) {
+    missed += missed_target(row, rule) ? 1 : 0;
+    // A cold sample flushes the caches first, so few fit the cap on any machine: only the hot
+    // rows' misses say the machine is busy.
+    if (row.mode == Mode::hot) {
+      ++hot;
+      hot_missed += missed_target(row, rule) ? 1 : 0;
+    }
+  }
+  out += fmt::format("median: time per plan; CI 95%: how well the median is known (its 95% confidence interval){}\n",
+                     missed ? fmt::format("; *: stopped at the {:g} s cap (--max-time) before {:.2f}% (--max-noise)",
+                                          rule.max_time_s, 100.0 * rule.max_noise)
+                            : "");
+  if (hot_missed >= 2 && hot_missed * 4 >= hot)
+    out += fmt::format("note: {} of {} hot rows stopped at their time cap before the noise target: the machine may be busy; "
+                       "rerun on a quiet one, or raise --max-time\n",
+                       hot_missed, hot);
+  for (const Mode m : {Mode::hot, Mode::cold}) {
+    uint32_t largest = 0;
+    for (const BenchRow& row : r.rows)
+      if (row.mode == m) largest = std::max(largest, row.size);
+    std::vector<const BenchRow*> at;
+    for (const BenchRow& row : r.rows)
+      if (row.mode == m && row.size == largest && !is_limit(row.kernel)) at.push_back(&row);
+    if (at.size() < 2) continue;
+    std::sort(at.begin(), at.end(), [](const BenchRow* a, const BenchRow* b) {
+      return a->measurement.stats.median < b->measurement.stats.median;
+    });
+    std::string others;
+    for (size_t i = 1; i < at.size(); ++i)
+      others += fmt::format("{}{:.2f}x faster than {}", i == 1 ? "" : ", ",
+                            at[i]->measurement.stats.median / at[0]->measurement.stats.median, to_string(at[i]->kernel));
+    out += fmt::format("batch {}, {}: {} is fastest ({}), {}\n", largest, to_string(m), to_string(at[0]->kernel),
+                       scaled_time(at[0]->measurement.stats.median), others);
+  }
+  return io::wrap_lines(out);
 }
 
 // The lines above the table: where and on what it ran, and the limits.
@@ -95,13 +157,13 @@ std::string format_bench_table(const BenchReport& report) {
   std::string out;
   // The preamble quotes the --max command, its info answer and failure reasons: escaped for the terminal.
   for (const std::string& line : preamble(report)) out += io::printable(line) + "\n";
-  return out + "\n" + table_of(report).aligned();
+  return out + "\n" + table_of(report).aligned() + closing(report);
 }
 
 std::string format_bench_markdown(const BenchReport& report) {
   std::string out;
   for (const std::string& line : preamble(report)) out += "- " + io::printable(line) + "\n";
-  return out + "\n" + table_of(report).markdown();
+  return out + "\n" + table_of(report).markdown() + "\n" + closing(report);
 }
 
 std::string format_bench_csv(const BenchReport& report) {

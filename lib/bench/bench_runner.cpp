@@ -100,6 +100,29 @@ BenchReport run_bench(const BenchOptions& o) {
       if (u.kernel == k) return false;
     return true;
   };
+  // The planners' measurements ahead (the GPU's interleaved ones count once per mode), for the
+  // progress line's count and time left: each takes at most the rule's time, usually less.
+  size_t total = 0, done = 0;
+  {
+    bool gpu_planners = false;
+    for (Kernel k : o.kernels) {
+      if (is_limit(k) || !runnable(k)) continue;
+      if (on_gpu(k) && k != Kernel::max)
+        gpu_planners = true;
+      else
+        total += o.modes.size();
+    }
+    total = (total + (gpu_planners ? o.modes.size() : 0)) * o.sizes.size();
+  }
+  const auto measuring = [&](const std::string& what) {
+    if (!o.progress) return;
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double left = done ? spent / static_cast<double>(done) * static_cast<double>(total - done)
+                             : static_cast<double>(total) * o.rule.max_time_s;
+    const auto secs = static_cast<long>(left + 0.5);
+    o.progress(fmt::format("{} of {}: {}, about {}:{:02d} left", done + 1, total, what, secs / 60, secs % 60));
+    ++done;
+  };
 
   if (gpu) {
     auto scope = timer.phase("clock before");
@@ -157,7 +180,7 @@ BenchReport run_bench(const BenchOptions& o) {
       if (interleaved.empty() || report.interrupted) break;
       std::string names;
       for (Kernel k : interleaved) names += (names.empty() ? "" : ", ") + std::string(to_string(k));
-      say(fmt::format("batch {}: {} ({}, interleaved)", size, names, to_string(m)));
+      measuring(fmt::format("batch {}: {} ({}, interleaved)", size, names, to_string(m)));
       auto scope = timer.phase(fmt::format("gpu {}", to_string(m)));
       const std::vector<Measurement> ms = gpu->measure(interleaved, sets, references, m, o.rule);
       if (profile::stop_requested()) {  // cut short: none of them is finished
@@ -179,7 +202,7 @@ BenchReport run_bench(const BenchOptions& o) {
             if (r.kernel == k && r.mode == m) report.rows.push_back(std::move(r));
           continue;
         }
-        say(fmt::format("batch {}: {} ({})", size, to_string(k), to_string(m)));
+        measuring(fmt::format("batch {}: {} ({})", size, to_string(k), to_string(m)));
         auto scope = timer.phase(fmt::format("{} {}", to_string(k), to_string(m)));
         BenchRow row = row_for(k, m);
         row.measurement = k == Kernel::max ? max->measure(sets, references, m, o.rule) : measure_cpu(k, sets, references, m, o.rule);
