@@ -17,6 +17,7 @@
 #include "mlaplan/check/case_check.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/plan_file_check.hpp"
+#include "mlaplan/policies/port_check.hpp"
 #include "mlaplan/check/external_planner.hpp"
 #include "mlaplan/io/memory_limit.hpp"
 #include "mlaplan/io/plan_tables_io.hpp"
@@ -43,6 +44,7 @@ struct VerifyOptions {
   std::string kernel = "fast";
   std::string plan_file;
   std::string external;  // --external CMD
+  std::string policy = "max";  // --policy NAME: the policy the external command ports
   double external_timeout = 60;
   std::string scenario;
   std::string report;
@@ -90,12 +92,16 @@ void require_fuzz_fits(const VerifyOptions& opt, const check::BatchGeneratorOpti
 
 // The planners to check: on the GPU, its kernels; on the CPU, max-port means the reference (MAX's
 // loop) and fast the closed-form planner.
-std::vector<std::unique_ptr<profile::Planner>> make_planners(const VerifyOptions& opt, std::string* backend) {
+std::vector<std::unique_ptr<profile::Planner>> make_planners(const VerifyOptions& opt, const policies::Policy& policy,
+                                                          std::string* backend) {
   std::vector<std::unique_ptr<profile::Planner>> planners;
   if (!opt.external.empty()) {  // another implementation, through the line protocol
     *backend = "external";
     check::ExternalPlannerOptions options;
     options.answer_timeout_seconds = opt.external_timeout;
+    options.policy = policies::port_policy_word(policy);
+    if (!options.policy.empty())
+      options.answer_rows = [policy](const Batch& b) { return policies::port_answer_rows(b, policy); };
     planners.push_back(check::make_external_planner(opt.external, options));
     return planners;
   }
@@ -156,15 +162,20 @@ void print_failure(const check::VerifyCaseRecord& rec) {
 
 class Verifier {
  public:
-  Verifier(const VerifyOptions& opt, std::vector<std::unique_ptr<profile::Planner>> planners, check::VerifyRun& run)
-      : opt_(opt), planners_(std::move(planners)), run_(run) {}
+  // `policy`: what the planners are judged against; max's reference, or another policy's own plan.
+  Verifier(const VerifyOptions& opt, const policies::Policy& policy, std::vector<std::unique_ptr<profile::Planner>> planners,
+           check::VerifyRun& run)
+      : opt_(opt), policy_(policy), memory_{opt.memory_limit.bytes, opt.memory_limit.given}, planners_(std::move(planners)),
+        run_(run) {}
 
   // Checks one scenario with every planner; returns the number of failures.
   uint64_t check(const check::Scenario& s, const std::string& group, const std::string& shape) {
     uint64_t failures = 0;
     for (auto& planner : planners_) {
       profile::PhaseTimer timer;
-      const check::CaseResult r = check::check_case(s, *planner, timer);
+      const check::CaseResult r = policy_.kind == policies::PolicyKind::max
+                                      ? check::check_case(s, *planner, timer)
+                                      : policies::check_policy_port(s, *planner, policy_, memory_, timer);
       check::VerifyCaseRecord rec{group, s.name, shape, planner->name(), r.passed, r.refused, r.detail, "", 0, 0};
       for (const auto& [phase, us] : timer.phases()) (phase == "reference" || phase == "check" ? rec.check_us : rec.plan_us) += us;
       if (!r.passed) {
@@ -192,7 +203,10 @@ class Verifier {
 
   // Shrinks the failing case and writes it, with the reference's plan as its expected block.
   std::string write_reproducer(const check::Scenario& s, profile::Planner& planner, const std::string& detail) {
-    const std::optional<check::Scenario> small = check::make_reproducer(s, planner, detail, opt_.limits());
+    const std::optional<check::Scenario> small =
+        policy_.kind == policies::PolicyKind::max
+            ? check::make_reproducer(s, planner, detail, opt_.limits())
+            : policies::make_port_reproducer(s, planner, policy_, memory_, detail, opt_.limits());
     if (!small) return "";  // shrinking was cut short: on Ctrl-C nothing is written
     std::error_code ec;
     fs::create_directories(opt_.repro_dir, ec);
@@ -208,6 +222,8 @@ class Verifier {
 
  private:
   const VerifyOptions& opt_;
+  policies::Policy policy_;
+  policies::PortMemory memory_;
   std::vector<std::unique_ptr<profile::Planner>> planners_;
   check::VerifyRun& run_;
   size_t failures_reported_ = 0;
@@ -284,6 +300,8 @@ int verify(const VerifyOptions& opt) {
   if (!opt.plan_file.empty() && !opt.external.empty())
     throw InputError("--external: checks a planner by running it; --plan checks tables already made; use one");
   if (!opt.plan_file.empty()) return verify_plan_file(opt);
+  const policies::Policy policy = policies::port_policy(opt.policy);
+  const bool ported = policy.kind != policies::PolicyKind::max;  // a port of another policy than max
   const bool builtin = opt.paths.empty() && opt.fuzz == 0;
   const uint64_t fuzz = builtin ? kBuiltinFuzz : opt.fuzz;
   const uint64_t seed = opt.seed ? *opt.seed : std::random_device{}();
@@ -323,17 +341,30 @@ int verify(const VerifyOptions& opt) {
   gen_options.limits = limits;
   if (fuzz) require_fuzz_fits(opt, gen_options);
 
+  // Under another policy, a scenario's expected block (max's plan) is not compared: said, not dropped silently.
+  uint64_t with_expected = 0;
+  for (const auto& group : groups)
+    for (const check::Scenario& s : group.second) with_expected += ported && s.expected.has_value();
+
   check::VerifyRun run;
-  auto planners = make_planners(opt, &run.backend);
+  auto planners = make_planners(opt, policy, &run.backend);
   for (const auto& p : planners) run.planners.push_back(p->name());
   if (fuzz) {
     run.seed = seed;
     run.fuzz = fuzz;
   }
-  fmt::print("mlaplan verify: {} on the {}; each plan checked against the reference, the properties and any expected block\n",
-             io::printable(opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", "))
-                                            : fmt::format("external planner '{}'", opt.external)),
-             run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
+  if (ported)
+    fmt::print("mlaplan verify: external planner '{}', a port of policy {}, on the other side of a pipe; each plan checked "
+               "against mlaplan's plan of that policy (as run --policy {} makes it) and its invariants\n",
+               io::printable(opt.external), policy.name(), policies::port_policy_word(policy));
+  else
+    fmt::print("mlaplan verify: {} on the {}; each plan checked against the reference, the properties and any expected block\n",
+               io::printable(opt.external.empty() ? fmt::format("{}", fmt::join(run.planners, ", "))
+                                              : fmt::format("external planner '{}'", opt.external)),
+               run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
+  if (with_expected)
+    note(fmt::format("{} scenario{} carry an expected block, max's plan, which is not compared under --policy {}",
+                     with_expected, with_expected == 1 ? "" : "s", opt.policy));
   if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
   if (!limits.any())
     fmt::print("only page_size in {{{}}} and max_chunks in {{{}}}{}\n", fmt::join(limits.page_sizes, ","),
@@ -343,7 +374,7 @@ int verify(const VerifyOptions& opt) {
   for (const auto& g : groups) total += g.second.size();
   bool interrupted = false;
   Progress progress(total * planners.size());
-  Verifier verifier(opt, std::move(planners), run);
+  Verifier verifier(opt, policy, std::move(planners), run);
   const auto start = Clock::now();
   uint64_t done = 0, failed = 0;
   for (const auto& [group, scenarios] : groups) {
@@ -394,7 +425,9 @@ int verify(const VerifyOptions& opt) {
     error("verify: interrupted; no report written");
     return kInterrupted;
   }
-  fmt::print("{} passed, {} failed\n", run.cases.size() - failed, failed);
+  // A drawn seed is the one way to draw these batches again: the last line says it.
+  fmt::print("{} passed, {} failed{}\n", run.cases.size() - failed, failed,
+             fuzz && !opt.seed ? fmt::format(" (random batches from --seed {}; give it to rerun them)", seed) : "");
   write_reports(opt, run);
   return failed ? kWrongPlan : kOk;
 }
@@ -430,6 +463,11 @@ void add_verify_command(CLI::App& app, int& exit_code) {
                   "reads one batch per line on stdin and answers one plan per line on stdout (docs/external.md; "
                   "scripts/external/seed_port.py is an example)")
       ->type_name("CMD");
+  cmd->add_option("--policy", opt->policy,
+                  "With --external: the policy the command ports, sent on each request (docs/external.md): max, packed, "
+                  "packed/trtllm, even-split, even-split/sglang, or an engine: vllm, sglang, trtllm")
+      ->type_name("NAME")
+      ->default_str("max");
   cmd->add_option("--external-timeout", opt->external_timeout, "With --external: seconds to wait for each answer")
       ->default_str("60")
       ->check(real_number(0.001, 86400.0, "seconds"));
@@ -469,6 +507,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->footer(help_footer(
       "  mlaplan verify scenarios/ --fuzz 100000 --seed 1 --junit verify.xml\n"
       "  mlaplan verify --external \"python3 scripts/external/seed_port.py\" --fuzz 10000\n"
+      "  mlaplan verify --external \"python3 scripts/external/packed_port.py\" --policy packed --fuzz 10000\n"
       "  mlaplan verify --external build-max/max-planner --fuzz 100000 \\\n"
       "      --only-page-sizes 1,2,16,64,128,256,1024 --only-max-chunks 1,2,3,4,5,6,8,16,32,64"));
   // Options of one mode only are refused in the others, never dropped: CLI11 checks the plain pairs,
@@ -476,6 +515,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   CLI::Option* external = cmd->get_option("--external");
   CLI::Option* plan = cmd->get_option("--plan");
   cmd->get_option("--external-timeout")->needs(external);
+  cmd->get_option("--policy")->needs(external);
   cmd->get_option("--scenario")->needs(plan);
   for (const char* name : {"--kernel", "--backend"}) cmd->get_option(name)->excludes(external)->excludes(plan);
   for (const char* name : {"--seed", "--max-batch-size", "--large-batch-size", "--repro-dir", "--max-reproducers",

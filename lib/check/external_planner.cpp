@@ -46,7 +46,7 @@ class ExternalPlanner : public profile::Planner {
  public:
   ExternalPlanner(std::string command, ExternalPlannerOptions options) : process_(std::move(command)), options_(options) {}
 
-  std::string name() const override { return "external"; }
+  std::string name() const override { return options_.policy.empty() ? "external" : "external (" + options_.policy + ")"; }
   std::string backend() const override { return "external"; }
   std::optional<std::string> device() const override { return process_.command(); }
 
@@ -55,10 +55,12 @@ class ExternalPlanner : public profile::Planner {
     std::string answer;
     {
       auto scope = timer.phase("plan");
-      answer = process_.ask(external_request_line(batch), options_.answer_timeout_seconds, given, max_plan_answer_bytes(batch));
+      const uint64_t rows = options_.answer_rows ? options_.answer_rows(batch) : 0;
+      answer = process_.ask(external_request_line(batch, options_.policy), options_.answer_timeout_seconds, given,
+                            max_plan_answer_bytes(batch, rows));
     }
     try {
-      return parse_external_answer(answer, batch);
+      return parse_external_answer(answer, batch, !options_.policy.empty());
     } catch (const InfeasibleBatch&) {
       throw;
     } catch (const DeviceError& e) {
@@ -73,22 +75,22 @@ class ExternalPlanner : public profile::Planner {
 
 }  // namespace
 
-std::string external_request_line(const Batch& b) {
+std::string external_request_line(const Batch& b, const std::string& policy) {
   fmt::memory_buffer out;
-  fmt::format_to(std::back_inserter(out), "plan {} {} {} {}", b.page_size, b.buffer_token_size, b.max_chunks, b.batch_size());
+  fmt::format_to(std::back_inserter(out), "plan {}{}{} {} {} {}", policy, policy.empty() ? "" : " ", b.page_size, b.buffer_token_size, b.max_chunks, b.batch_size());
   for (uint32_t c : b.cache_lengths) fmt::format_to(std::back_inserter(out), " {}", c);
   for (uint32_t o : b.input_row_offsets) fmt::format_to(std::back_inserter(out), " {}", o);
   out.push_back('\n');
   return fmt::to_string(out);
 }
 
-size_t max_plan_answer_bytes(const Batch& b) {
-  const uint64_t B = b.batch_size(), M = b.max_chunks;
+size_t max_plan_answer_bytes(const Batch& b, uint64_t rows) {
+  const uint64_t B = b.batch_size(), M = rows ? rows : b.max_chunks;
   const uint64_t offsets = M * (B + 1) + M * B;  // each " " and at most 10 digits (4294967295)
   return static_cast<size_t>(6 + offsets * 11 + M * 12 + profile::ExternalProcess::kShortAnswerBytes);  // lengths: " -2147483648"
 }
 
-PlanTables parse_external_answer(const std::string& line, const Batch& b) {
+PlanTables parse_external_answer(const std::string& line, const Batch& b, bool any_rows) {
   const size_t space = std::min(line.find(' '), line.size());
   const std::string word = line.substr(0, space);
   if (word == "infeasible") {
@@ -103,14 +105,28 @@ PlanTables parse_external_answer(const std::string& line, const Batch& b) {
   if (word != "tables")
     throw DeviceError(fmt::format("external planner: an answer starts with tables, infeasible or error, not '{}'",
                                   word.substr(0, 40)));
-  const uint32_t B = b.batch_size(), M = b.max_chunks;
+  const uint32_t B = b.batch_size();
+  uint32_t M = b.max_chunks;
+  std::vector<int64_t> all;  // a policy's answer: every number first, for its count says the rows
+  if (any_rows) {
+    Numbers counting(line, space);
+    for (int64_t v = 0; counting.next(v);) all.push_back(v);
+    const uint64_t per_row = 2 * uint64_t{B} + 2;  // B + 1 row offsets, B cache offsets, one length
+    if (all.size() % per_row != 0 || all.size() / per_row > UINT32_MAX)
+      throw DeviceError(fmt::format("external planner: tables holds {} numbers, not a whole number of chunk rows of {} "
+                                    "(2 x B + 2: B + 1 buffer_row_offsets, B cache_offsets, one buffer_length each)",
+                                    all.size(), per_row));
+    M = static_cast<uint32_t>(all.size() / per_row);
+  }
   PlanTables t(B, M);
   const size_t want = t.buffer_row_offsets.size() + t.cache_offsets.size() + t.buffer_lengths.size();
   Numbers numbers(line, space);
+  size_t at = 0;
+  auto next = [&](int64_t& value) { return any_rows ? (at < all.size() ? (value = all[at++], true) : false) : numbers.next(value); };
   int64_t v = 0;
   auto take = [&](auto& table, int64_t lo, int64_t hi, const char* name) {
     for (auto& cell : table) {
-      if (!numbers.next(v))
+      if (!next(v))
         throw DeviceError(fmt::format("external planner: tables holds {} numbers; {} (M x (B+1) + M x B + M) expected",
                                       numbers.count(), want));
       if (v < lo || v > hi) throw DeviceError(fmt::format("external planner: {} value {} is out of range", name, v));
@@ -120,7 +136,7 @@ PlanTables parse_external_answer(const std::string& line, const Batch& b) {
   take(t.buffer_row_offsets, 0, UINT32_MAX, "buffer_row_offsets");
   take(t.cache_offsets, 0, UINT32_MAX, "cache_offsets");
   take(t.buffer_lengths, INT32_MIN, INT32_MAX, "buffer_lengths");
-  if (numbers.next(v))
+  if (next(v))
     throw DeviceError(fmt::format("external planner: tables holds more than the {} numbers expected (M x (B+1) + M x B + M)",
                                   want));
   return t;

@@ -115,18 +115,25 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
 
 std::optional<Scenario> make_reproducer(const Scenario& s, profile::Planner& planner, const std::string& detail,
                                         const BatchLimits& limits) {
-  auto still_fails = [&](const Scenario& candidate) {
+  auto judge = [&](const Scenario& candidate) {
     profile::PhaseTimer scratch;
-    return !check_case(candidate, planner, scratch).passed;
+    return check_case(candidate, planner, scratch);
   };
+  return make_reproducer(s, planner.name(), judge, detail, limits, true);
+}
+
+std::optional<Scenario> make_reproducer(const Scenario& s, const std::string& planner_name,
+                                        const std::function<CaseResult(const Scenario&)>& judge, const std::string& detail,
+                                        const BatchLimits& limits, bool golden, const std::string& rerun) {
+  auto still_fails = [&](const Scenario& candidate) { return !judge(candidate).passed; };
   Scenario small = shrink_scenario(s, still_fails, 4000, limits);
   if (profile::stop_requested()) return std::nullopt;  // shrinking was cut short
-  profile::PhaseTimer scratch;
-  const CaseResult again = check_case(small, planner, scratch);
+  const CaseResult again = judge(small);
   small.name = s.name + "-repro";
-  small.description = fmt::format("Fails on {}: {} (shrunk from {}{})", planner.name(),
-                                  again.passed ? detail : again.detail, s.name, s.file.empty() ? "" : " in " + s.file);
-  if (!small.expected) {  // a golden plan makes the file a failing case for any planner
+  small.description = fmt::format("Fails on {}: {} (shrunk from {}{}){}", planner_name, again.passed ? detail : again.detail,
+                                  s.name, s.file.empty() ? "" : " in " + s.file, rerun.empty() ? "" : "; " + rerun);
+  if (!golden) small.expected.reset();  // max's plan: no part of this judge's verdict
+  if (golden && !small.expected) {  // a golden plan makes the file a failing case for any planner
     const PlanShape shape = plan_shape(small.batch);
     ExpectedPlan e;
     if (shape.feasible) {

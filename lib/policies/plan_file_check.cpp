@@ -12,6 +12,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/engines.hpp"
 #include "mlaplan/policies/policy_check.hpp"
+#include "mlaplan/policies/port_check.hpp"
 
 namespace mlaplan::policies {
 
@@ -150,15 +151,7 @@ check::CaseResult check_policy_plan(const check::Scenario& s, const io::PlanEntr
     }
   }
   auto scope = timer.phase("check");
-  r.refused = e.refused;
-  if (e.refused || !ref) {
-    if (e.refused && ref)
-      r.detail = fmt::format("the plan refuses a batch policy {} plans in {} chunks", policy.name(), ref->outcome.chunks);
-    else if (!e.refused)
-      r.detail = fmt::format("the plan holds tables for a batch policy {} refuses: {}", policy.name(), why);
-    r.passed = r.detail.empty();
-    return r;
-  }
+  if (auto refusal = judge_policy_refusal(policy, ref, why, e.refused, "the plan")) return *refusal;
   const uint32_t rows = ref->tables.max_chunks;  // max(max_chunks, chunks used)
   const io::LoadedPlan plan = io::shape_plan_tables(
       e, s.batch.batch_size(), rows,
@@ -167,11 +160,7 @@ check::CaseResult check_policy_plan(const check::Scenario& s, const io::PlanEntr
     r.detail = plan.problem;
     return r;
   }
-  const check::TableDiff diff = check::diff_tables(ref->tables, *plan.tables);
-  if (!diff.equal()) r.detail = diff.describe();
-  const InvariantReport inv =
-      check_policy_invariants(s.batch, policy, *plan.tables, ref->outcome.chunks);  // claims: below
-  if (r.detail.empty() && !inv.ok()) r.detail = fmt::format("{} ({} invariant violations)", inv.messages.front(), inv.violations);
+  r = judge_policy_tables(s.batch, policy, *ref, *plan.tables);  // claims: below
   if (r.detail.empty()) {
     check::PlanClaims facts = e.claims;
     facts.batch_size = facts.page_size = facts.buffer_token_size = facts.max_chunks = std::nullopt;
@@ -183,7 +172,6 @@ check::CaseResult check_policy_plan(const check::Scenario& s, const io::PlanEntr
       r.detail = *wrong;
   }
   r.passed = r.detail.empty();
-  r.diff = diff;
   return r;
 }
 

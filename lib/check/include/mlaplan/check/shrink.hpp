@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mlaplan/check/batch_limits.hpp"
+#include "mlaplan/check/case_check.hpp"
 #include "mlaplan/check/scenario.hpp"
 #include "mlaplan/profile/planner.hpp"
 
@@ -23,5 +24,11 @@ Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const
 // Nothing when a stop was requested while shrinking (on Ctrl-C no reproducer is written).
 std::optional<Scenario> make_reproducer(const Scenario& failing, profile::Planner& planner, const std::string& detail,
                                         const BatchLimits& limits = {});
+// The same with another judge than check_case (a policy's port is judged against that policy's
+// plan); `golden` false leaves the expected block out (it holds max's plan, which such a judge does
+// not read), and `rerun`, where given, ends the description (how to replay the file).
+std::optional<Scenario> make_reproducer(const Scenario& failing, const std::string& planner_name,
+                                        const std::function<CaseResult(const Scenario&)>& judge, const std::string& detail,
+                                        const BatchLimits& limits, bool golden, const std::string& rerun = "");
 
 }  // namespace mlaplan::check
