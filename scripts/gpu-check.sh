@@ -20,7 +20,10 @@ usage() {
   echo "  MAX_PLANNER, MLAPLAN_COMMIT; each part's file names the variables it reads."
 }
 
-[[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
+for a; do
+  [[ $a == -h || $a == --help ]] && { usage; exit 0; }
+  [[ $a == -* ]] && { echo "gpu-check: unknown option $(printf %q "$a"); see --help" >&2; exit 2; }
+done
 build_dir=build
 [[ $# -gt 0 ]] && ! is_part "$1" && { build_dir=$1; shift; }
 parts=("$@")
