@@ -20,10 +20,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kPacked = "'python3 " MLAPLAN_SOURCE_DIR "/scripts/external/packed_port.py";
-const std::string kSeed = "python3 " MLAPLAN_SOURCE_DIR "/scripts/external/seed_port.py";
+const std::string kPackedPortCmd = "'python3 " MLAPLAN_SOURCE_DIR "/scripts/external/packed_port.py";
+const std::string kSeedPortCmd = "python3 " MLAPLAN_SOURCE_DIR "/scripts/external/seed_port.py";
 // Large batches of packed take one chunk row per run of contexts: kept small, so the Python port is quick.
-const std::string kQuick = " --large-batch-size 128";
+const std::string kPolicyPortBatches = " --large-batch-size 128";
 
 class ExternalPolicyCli : public testing::Test {
  protected:
@@ -36,7 +36,7 @@ class ExternalPolicyCli : public testing::Test {
 
 TEST_F(ExternalPolicyCli, APortOfPackedPassesTheFuzzer) {
   const fs::path junit = dir_ / "verify.xml";
-  const auto r = run_cli("verify --external " + kPacked + "' --policy packed --fuzz 300 --seed 11" + kQuick + " " +
+  const auto r = run_cli("verify --external " + kPackedPortCmd + "' --policy packed --fuzz 300 --seed 11" + kPolicyPortBatches + " " +
                          kScenarios + " --junit " + junit.string());
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_TRUE(has(r.out, "a port of policy packed")) << r.out;
@@ -48,12 +48,12 @@ TEST_F(ExternalPolicyCli, APortOfPackedPassesTheFuzzer) {
   EXPECT_NE(xml.find("external (packed)"), std::string::npos);
   EXPECT_EQ(xml.find("<failure"), std::string::npos);
   // vllm names the same algorithm.
-  const auto engine = run_cli("verify --external " + kPacked + "' --policy vllm --fuzz 100 --seed 2" + kQuick);
+  const auto engine = run_cli("verify --external " + kPackedPortCmd + "' --policy vllm --fuzz 100 --seed 2" + kPolicyPortBatches);
   EXPECT_EQ(engine.code, 0) << engine.out << engine.err;
 }
 
 TEST_F(ExternalPolicyCli, APlantedDefectIsCaughtShrunkAndReplayed) {
-  const auto r = run_cli("verify --external " + kPacked + " --bug unaligned' --policy packed --fuzz 300 --seed 5" + kQuick +
+  const auto r = run_cli("verify --external " + kPackedPortCmd + " --bug unaligned' --policy packed --fuzz 300 --seed 5" + kPolicyPortBatches +
                          " --max-reproducers 1 --repro-dir " + dir_.string());
   ASSERT_EQ(r.code, 1) << r.out << r.err;
   const size_t fail = r.out.find("  FAIL fuzz-5-");
@@ -66,9 +66,9 @@ TEST_F(ExternalPolicyCli, APlantedDefectIsCaughtShrunkAndReplayed) {
     EXPECT_FALSE(repro.contains("expected")) << repro.dump();  // max's plan would not be this policy's
     EXPECT_NE(repro["description"].get<std::string>().find("--policy packed"), std::string::npos) << repro.dump();
     // It replays: the bug fails it, the port without the bug passes it.
-    EXPECT_EQ(run_cli("verify --external " + kPacked + " --bug unaligned' --policy packed " + f.path().string() +
+    EXPECT_EQ(run_cli("verify --external " + kPackedPortCmd + " --bug unaligned' --policy packed " + f.path().string() +
                       " --repro-dir " + (dir_ / "again").string()).code, 1);
-    EXPECT_EQ(run_cli("verify --external " + kPacked + "' --policy packed " + f.path().string()).code, 0);
+    EXPECT_EQ(run_cli("verify --external " + kPackedPortCmd + "' --policy packed " + f.path().string()).code, 0);
   }
   EXPECT_EQ(reproducers, 1u);
 }
@@ -78,7 +78,7 @@ TEST_F(ExternalPolicyCli, AWrongCountOfChunksIsAVerdict) {
   // (TensorRT-LLM's rule) packs one chunk, so the answer has one chunk row fewer.
   write(dir_ / "gap.json", R"({"name": "gap", "page_size": 1, "buffer_token_size": 20, "max_chunks": 1,
                                "cache_lengths": [10, 0, 10], "input_lengths": [1, 1, 1]})");
-  const auto r = run_cli("verify --external " + kPacked + " --bug skip-empty' --policy packed " + (dir_ / "gap.json").string() +
+  const auto r = run_cli("verify --external " + kPackedPortCmd + " --bug skip-empty' --policy packed " + (dir_ / "gap.json").string() +
                          " --repro-dir " + (dir_ / "repro").string());
   EXPECT_EQ(r.code, 1) << r.out << r.err;
   EXPECT_TRUE(has(r.out, "the answer holds 1 chunk rows; policy packed's plan has 2 (max_chunks 1, or its 2 chunks when more)"))
@@ -111,7 +111,7 @@ TEST_F(ExternalPolicyCli, RefusalsTravelAsInfeasible) {
 TEST_F(ExternalPolicyCli, MaxIsUnchangedByteForByte) {
   // The requests a max port reads, logged by tee: the same with --policy max as without it, as
   // external_planner_test spells them; a policy's request carries its name.
-  const std::string args = " " + kScenarios + "/worked-example.json --fuzz 20 --seed 9" + kQuick;
+  const std::string args = " " + kScenarios + "/worked-example.json --fuzz 20 --seed 9" + kPolicyPortBatches;
   auto requests = [&](const std::string& port, const std::string& option, const std::string& summary) {
     const fs::path log = dir_ / "requests.txt";
     const auto r = run_cli("verify --external 'tee " + log.string() + " | " + port + "'" + option + args);
@@ -119,15 +119,15 @@ TEST_F(ExternalPolicyCli, MaxIsUnchangedByteForByte) {
     EXPECT_NE(r.out.find(summary), std::string::npos) << r.out;  // a given seed: the summary line as before
     return slurp(log);
   };
-  const std::string plain = requests(kSeed, "", "\n21 passed, 0 failed\n");
+  const std::string plain = requests(kSeedPortCmd, "", "\n21 passed, 0 failed\n");
   EXPECT_EQ(plain.rfind("plan 128 512 4 3 500 0 100 0 9 209 229\n", 0), 0u) << plain.substr(0, 200);
-  EXPECT_EQ(requests(kSeed, " --policy max", "\n21 passed, 0 failed\n"), plain);
-  const std::string packed = requests(kPacked.substr(1), " --policy packed", "\n21 passed, 0 failed\n");
+  EXPECT_EQ(requests(kSeedPortCmd, " --policy max", "\n21 passed, 0 failed\n"), plain);
+  const std::string packed = requests(kPackedPortCmd.substr(1), " --policy packed", "\n21 passed, 0 failed\n");
   EXPECT_EQ(packed.rfind("plan packed 128 512 4 3 500 0 100 0 9 209 229\n", 0), 0u) << packed.substr(0, 200);
 }
 
 TEST_F(ExternalPolicyCli, ADrawnSeedIsOnTheSummaryLine) {
-  const auto r = run_cli("verify --external " + kPacked + "' --policy packed --fuzz 5" + kQuick);
+  const auto r = run_cli("verify --external " + kPackedPortCmd + "' --policy packed --fuzz 5" + kPolicyPortBatches);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const size_t at = r.out.find("5 passed, 0 failed (random batches from --seed ");
   ASSERT_NE(at, std::string::npos) << r.out;
@@ -136,7 +136,7 @@ TEST_F(ExternalPolicyCli, ADrawnSeedIsOnTheSummaryLine) {
 }
 
 TEST_F(ExternalPolicyCli, APolicyNoPortCanHaveIsRefused) {
-  const std::string port = "verify --external " + kPacked + "' --fuzz 5 --policy ";
+  const std::string port = "verify --external " + kPackedPortCmd + "' --fuzz 5 --policy ";
   expect_bad_input(port + "bogus", "--policy bogus: unknown policy; a port's policy is one of max, packed");
   expect_bad_input(port + "waves", "--policy waves: mlaplan's own policy, which no engine runs");
   expect_bad_input(port + "guided:x.json", "--policy guided:x.json: mlaplan's own policy");
