@@ -363,8 +363,8 @@ int verify(const VerifyOptions& opt) {
                                               : fmt::format("external planner '{}'", opt.external)),
                run.backend == "gpu" ? "GPU" : run.backend == "cpu" ? "CPU" : "other side of a pipe");
   if (with_expected)
-    note(fmt::format("{} scenario{} carry an expected block, max's plan, which is not compared under --policy {}",
-                     with_expected, with_expected == 1 ? "" : "s", opt.policy));
+    note(fmt::format("{} {} an expected block, max's plan, which is not compared under --policy {}", with_expected,
+                     with_expected == 1 ? "scenario carries" : "scenarios carry", opt.policy));
   if (fuzz) fmt::print("fuzz: {} random batches from --seed {}\n", fuzz, seed);
   if (!limits.any())
     fmt::print("only page_size in {{{}}} and max_chunks in {{{}}}{}\n", fmt::join(limits.page_sizes, ","),
