@@ -507,7 +507,7 @@ void add_verify_command(CLI::App& app, int& exit_code) {
   cmd->footer(help_footer(
       "  mlaplan verify scenarios/ --fuzz 100000 --seed 1 --junit verify.xml\n"
       "  mlaplan verify --external \"python3 scripts/external/seed_port.py\" --fuzz 10000\n"
-      "  mlaplan verify --external \"python3 scripts/external/packed_port.py\" --policy packed --fuzz 10000\n"
+      "  mlaplan verify --external \"python3 scripts/external/packed_port.py\" --policy packed --fuzz 1000\n"
       "  mlaplan verify --external build-max/max-planner --fuzz 100000 \\\n"
       "      --only-page-sizes 1,2,16,64,128,256,1024 --only-max-chunks 1,2,3,4,5,6,8,16,32,64"));
   // Options of one mode only are refused in the others, never dropped: CLI11 checks the plain pairs,
