@@ -226,9 +226,9 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
   // The policy column as wide as its longest name (an engine's reads "trtllm (packed/trtllm)"), at least 20.
   size_t width = 20;
   for (auto r = begin; r != end; ++r) width = std::max(width, io::printable(r->policy).size());
-  std::string out = fmt::format("\npolicies compared on {}:\n{:<{}} {:>8} {:>7} {:>14} {:>13} {:>13}{}{}\n",
+  std::string out = fmt::format("\npolicies compared on {}:\n{:<{}} {:>8} {:>7} {:>14} {:>13} {:>9}{}{}\n",
                                 io::printable(reports[first].scenario->name), "policy", width, "chunks", "fill", "rows streamed",
-                                "page padding", "q merges", timed ? fmt::format(" {:>10} {:>9}", "ms/step", "per-iter") : "",
+                                "page padding", "q merges", timed ? fmt::format(" {:>9} {:>9}", "ms/step", "per-iter") : "",
                                 timed ? fmt::format("{}  {}", eager ? fmt::format(" {:>10}", "host-bound") : "", "path") : "");
   bool whole = false;
   for (size_t i = first; i < first + count; ++i) {
@@ -244,13 +244,13 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
     std::string time;
     if (r.time) {
       const io::TimeFigures& t = *r.time;
-      time = fmt::format(" {:>10.3f} {:>8.1f}%", t.step_ms(t.layer_us), 100.0 * t.iteration_share());
+      time = fmt::format(" {:>9.3f} {:>8.1f}%", t.step_ms(t.layer_us), 100.0 * t.iteration_share());
       if (eager) time += fmt::format(" {:>9.1f}%", 100.0 * t.host_bound_share.value_or(0.0));
       time += "  " + io::printable(t.path);
     }
     const std::string merges =  // a query row's merges: the most / p99 over the rows
         r.merges_per_query ? fmt::format("{}/{}", r.merges_per_query->first, r.merges_per_query->second) : "-";
-    out += fmt::format("{:<{}} {:>8} {:>7} {:>14} {:>13} {:>13}{}\n", io::printable(r.policy), width, loop ? std::to_string(used) : "-",
+    out += fmt::format("{:<{}} {:>8} {:>7} {:>14} {:>13} {:>9}{}\n", io::printable(r.policy), width, loop ? std::to_string(used) : "-",
                        loop ? fmt::format("{:.1f}%", fill) : "-", rows, rows - r.shape.input_tokens, merges, time);
   }
   if (whole) out += "(-: the path runs the whole context at once on the cost file's GPU, not the plan's chunks)\n";
@@ -352,11 +352,21 @@ int run(const RunOptions& opt) {
       }
     } else {
       if (cost) text = gpu_header(opt.gpu, {cost->model});  // --gpu: the GPU and its file first
+      // Several policies: the comparison, the answer, comes first for each scenario, then each plan.
+      std::string plans;
       for (size_t i = 0; i < reports.size(); ++i) {
         poll(i);
-        text += (i ? "\n" : "") + io::format_plan_table(reports[i], opt.max_sequences);
-        if (compare && (i + 1) % policies.size() == 0) text += comparison_table(reports, i + 1 - policies.size(), policies.size());
+        const bool first = compare ? i % policies.size() == 0 : i == 0;
+        if (compare && first) {
+          const std::string table = comparison_table(reports, i, policies.size());
+          plans += (i ? "\n" : "") + table.substr(table.find_first_not_of('\n')) + "\n";
+        } else if (!first || i) {
+          plans += "\n";
+        }
+        // A plan's prose (time, cost file, path) wrapped within 120 columns under its labels' column.
+        plans += io::wrap_lines(io::format_plan_table(reports[i], opt.max_sequences), 120, 0, 10);
       }
+      text += plans;
     }
     if (!opt.svg.empty()) svg = render::plans_svg(reports);
     if (!opt.html.empty()) html = render::plan_html(reports, command_line(), opt.max_sequences);

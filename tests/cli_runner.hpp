@@ -54,12 +54,13 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
 
 inline size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
-// The haystack as one line: each newline and the indentation after it as one space, so that a phrase
-// the 120-column output wrapped (io::wrap_lines) is still found.
+// The haystack with each wrapped line joined: a newline and the indentation of the continuation
+// after it as one space, so that a phrase the 120-column output wrapped (io::wrap_lines) is still
+// found; a newline before a line that starts in column 0 stays (a line's end).
 inline std::string unwrapped(const std::string& text) {
   std::string out;
   for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '\n') {
+    if (text[i] != '\n' || i + 1 >= text.size() || text[i + 1] != ' ') {
       out += text[i];
       continue;
     }

@@ -109,7 +109,7 @@ TEST(RobustReaders, AModelConfigWithAKeyGivenTwiceIsRefused) {
 TEST(RobustReaders, ANulByteDoesNotCutTheMessageShort) {
   const fs::path d = scratch("nul");
   write(d / "a.json", R"({"na\u0000me": "x", "page_size": 4, "buffer_token_size": 8, "max_chunks": 1, "cache_lengths": [1], "input_lengths": [1]})");
-  expect_one_error(run_cli("run " + sh(d / "a.json") + " --backend cpu"), "na\\x00me: unknown key; the keys allowed here are");
+  expect_one_error(run_cli("run " + sh(d / "a.json") + " --backend cpu"), "na\\x00me: unknown key; did you mean name?; the keys allowed here are");
 
   const char csv[] = "cached_tokens\0,new_tokens\n0,10\n";
   write(d / "l.csv", std::string(csv, sizeof csv - 1));

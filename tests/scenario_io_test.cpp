@@ -92,7 +92,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{with("buffer_token_size", "0"), "buffer_token_size: expected an integer from 1"},
         BadCase{with("max_chunks", "0"), "max_chunks: expected an integer from 1"},
         BadCase{with("max_chunks", "true"), "max_chunks: expected an integer from 1 to 2^32 - 1, got true"},
-        BadCase{with("max_chunk", "4"), "max_chunk: unknown key; the keys allowed here are"},
+        BadCase{with("max_chunk", "4"), "max_chunk: unknown key; did you mean max_chunks?; the keys allowed here are"},
         BadCase{with("name", "\"\""), "name: expected a non-empty string"},
         BadCase{with("name", "3"), "name: expected a non-empty string"},
         BadCase{with("description", "[]"), "description: expected a string"},

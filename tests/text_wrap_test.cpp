@@ -25,6 +25,12 @@ TEST(TextWrap, BreaksLongLinesAtSpacesUnderTheirIndent) {
   EXPECT_LE(longest_line(out), 120u);
 }
 
+TEST(TextWrap, ContinuationsGoUnderTheLabelsColumn) {
+  const std::string value(60, 'v');
+  EXPECT_EQ(wrap_lines("time      " + value + " " + value + "\n          by " + value + " " + value + "\n", 120, 0, 10),
+            "time      " + value + "\n          " + value + "\n          by " + value + "\n          " + value + "\n");
+}
+
 TEST(TextWrap, KeepsShortLinesAndLongWordsWhole) {
   EXPECT_EQ(wrap_lines("a b c\n\nd\n", 10), "a b c\n\nd\n");
   const std::string path = "/" + std::string(150, 'p');

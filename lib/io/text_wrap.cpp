@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace mlaplan::io {
 
 namespace {
 
-void wrap_one(std::string_view line, size_t width, size_t hang, std::string& out) {
+void wrap_one(std::string_view line, size_t width, size_t hang, size_t min_indent, std::string& out) {
   const size_t lead = line.find_first_not_of(' ') == std::string_view::npos ? 0 : line.find_first_not_of(' ');
-  const std::string indent(lead + hang, ' ');
+  const std::string indent(std::max(lead + hang, min_indent), ' ');
   bool first = true;
   while (true) {
     const size_t room = first ? width : (width > indent.size() + 20 ? width - indent.size() : 20);
@@ -30,12 +32,12 @@ void wrap_one(std::string_view line, size_t width, size_t hang, std::string& out
 
 }  // namespace
 
-std::string wrap_lines(std::string_view text, size_t width, size_t hang) {
+std::string wrap_lines(std::string_view text, size_t width, size_t hang, size_t min_indent) {
   std::string out;
   out.reserve(text.size() + text.size() / 16);
   while (!text.empty()) {
     const size_t nl = text.find('\n');
-    wrap_one(text.substr(0, nl), width, hang, out);
+    wrap_one(text.substr(0, nl), width, hang, min_indent, out);
     if (nl == std::string_view::npos) break;
     out += '\n';
     text.remove_prefix(nl + 1);

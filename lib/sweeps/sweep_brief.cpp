@@ -113,7 +113,7 @@ std::string format_sweep_brief(const SweepReport& rep) {
   for (const cost::CostModel& c : s.costs)
     out += fmt::format("priced: {} TP{} by {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe(sweep_has_eager(s))),
                        io::printable(c.path));
-  return io::wrap_lines(out) + "\n" + brief_table(s, q).aligned() + io::wrap_lines(legend(s, q), 120, 0);
+  return io::wrap_lines(out) + "\n" + brief_table(s, q).aligned() + io::wrap_lines(legend(s, q), 120, 2);
 }
 
 }  // namespace mlaplan::sweeps

@@ -11,8 +11,9 @@ namespace mlaplan::io {
 
 // Every line of `text` longer than `width` bytes broken at its last space at or before `width`
 // (a word longer than a line stays whole), the continuation indented by the line's own leading
-// spaces plus `hang`. Lines within `width`, and the newlines, are kept as they are.
-std::string wrap_lines(std::string_view text, size_t width = 120, size_t hang = 4);
+// spaces plus `hang`, and at least `min_indent` (run's prose under its labels' column). Lines within
+// `width`, and the newlines, are kept as they are.
+std::string wrap_lines(std::string_view text, size_t width = 120, size_t hang = 4, size_t min_indent = 0);
 
 // "65536" as "64K", "1048576" as "1M": a count of rows in binary units where it is an exact multiple
 // of one, else in digits.
