@@ -193,7 +193,7 @@ inline void check_panel(const Image& img, const std::vector<PlanPicture>& panels
     }
     return true;
   };
-  for (size_t c = 0; c < std::min<size_t>(p.chunks.size(), PlanSvgOptions{}.max_chunk_rows); ++c) {
+  for (size_t c = 0; c < drawn_chunks(p); ++c) {  // the chunks the plan used (unused ones are a line of text)
     const ChunkPicture& chunk = p.chunks[c];
     const BarBox box = bar_box(panels, panel, c);
     const double top = box.y + 2.5;  // 2 px into the bar: inside its edge, above the label glyphs

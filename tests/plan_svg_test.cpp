@@ -26,6 +26,7 @@ namespace mlaplan::render {
 namespace {
 
 using examples::make_batch;
+using mlaplan::render::drawn_chunks;
 using examples::make_scenario;
 using examples::max_report;
 using examples::packed_policy;
@@ -193,7 +194,8 @@ TEST(PlanSvg, EveryPieceIsDrawnOnceAndBarBoxMatchesTheBars) {
   EXPECT_EQ(count(svg, "<title>sequence "), pieces);  // none of these pieces is narrow enough to group
   for (size_t panel : {0u, 2u, 3u}) {
     const PlanPicture& p = panels[panel];
-    for (size_t c = 0; c < p.chunks.size(); ++c) {
+    ASSERT_EQ(drawn_chunks(p), p.chunks_used);  // the chunks used; the unused ones are a line of text
+    for (size_t c = 0; c < drawn_chunks(p); ++c) {
       const BarBox box = bar_box(panels, panel, c);
       const std::string title =
           p.chunks[c].used ? "chunk " + std::to_string(c) + ": " + std::to_string(p.chunks[c].rows) + " of "
@@ -231,7 +233,7 @@ TEST(PlanSvg, EveryPieceIsDrawnOnceAndBarBoxMatchesTheBars) {
   EXPECT_LT(bar_box(panels, 2, 3).y + 18, bar_box(panels, 3, 0).y);
   // The picture is as high as its panels need: the last panel's bars fit.
   const double height = std::stod(svg.substr(svg.find("height=\"") + 8));
-  EXPECT_LT(bar_box(panels, 3, 3).y + 18, height);
+  EXPECT_LT(bar_box(panels, 3, drawn_chunks(panels[3]) - 1).y + 18, height);
 }
 
 TEST(PlanSvg, ChunksPastTheDrawnLimitAreSummedUp) {
@@ -241,7 +243,14 @@ TEST(PlanSvg, ChunksPastTheDrawnLimitAreSummedUp) {
   PlanSvgOptions o;
   o.max_chunk_rows = 16;
   const std::string svg = plan_svg({p}, o);
-  EXPECT_NE(svg.find("184 more chunks not drawn (chunks 16 to 199)"), std::string::npos);
+  EXPECT_NE(svg.find("183 more chunks not drawn (chunks 16 to 198); chunk 199 unused of max_chunks 200"), std::string::npos);
+  // A max plan's unused chunks: no bars, one line (chunks 2 and 3 of the worked example's 4).
+  const PlanPicture w = measure_plan(max_report(worked_example()));
+  ASSERT_EQ(w.chunks.size(), 4u);
+  ASSERT_EQ(w.chunks_used, 2u);
+  const std::string worked = plan_svg({w});
+  EXPECT_NE(worked.find(">chunks 2 to 3 unused of max_chunks 4<"), std::string::npos) << worked;
+  EXPECT_EQ(worked.find("chunk 3: unused"), std::string::npos);
   EXPECT_EQ(count(svg, "<title>sequence "), 16u);
 }
 

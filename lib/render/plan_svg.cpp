@@ -1,5 +1,7 @@
 #include "mlaplan/render/plan_svg.hpp"
 
+#include "mlaplan/io/text_wrap.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,7 +37,6 @@ constexpr size_t kGroupTooltipPieces = 16;
 
 constexpr std::string_view kRefusedInk = "#CC3311";  // Tol's vibrant red: a refusal, the max_chunks line
 
-size_t drawn_chunks(const PlanPicture& p, const PlanSvgOptions& o) { return std::min(p.chunks.size(), o.max_chunk_rows); }
 
 double panel_height(const PlanPicture& p, const PlanSvgOptions& o) {
   double h = kHeaderLines * kLine;
@@ -186,8 +187,15 @@ class Painter {
     // The buffer's end, over every bar.
     svg_.line(kLeft + W, y0 - 8, kLeft + W, y - kBarGap, kBufferEndStroke, 2);
     if (n < p.chunks.size()) {
-      svg_.text(kLeft, y + 14, fmt::format("... {} more chunks not drawn (chunks {} to {})", p.chunks.size() - n, n,
-                                           p.chunks.size() - 1), 12, {{"fill", std::string(kInk)}});
+      const size_t used = std::min(p.chunks.size(), static_cast<size_t>(p.chunks_used));
+      std::string note;
+      if (n < used) note = fmt::format("... {} more chunks not drawn (chunks {} to {})", used - n, n, used - 1);
+      if (used < p.chunks.size())
+        note += fmt::format("{}{} unused of max_chunks {}", note.empty() ? "" : "; ",
+                            used + 1 == p.chunks.size() ? fmt::format("chunk {}", used)
+                                                        : fmt::format("chunks {} to {}", used, p.chunks.size() - 1),
+                            p.max_chunks);
+      svg_.text(kLeft, y + 14, clip_to_width(note, 12, bar_width(o_)), 12, {{"fill", std::string(kInk)}});
       y += kNote;
     }
     legend(y + 4);
@@ -219,7 +227,8 @@ class Painter {
       svg_.line(x, ay - 4, x, ay, kFrameStroke, 1);
       const uint64_t row = uint64_t{p.buffer_token_size} * k / 4;
       const std::string anchor = k == 0 ? "start" : k == 4 ? "end" : "middle";
-      svg_.text(x, ay - 7, k == 4 ? fmt::format("buffer end: {} rows", row) : fmt::to_string(row), 11,
+      // Rows in K/M where exact (16K, not 16384), as engines state their buffers.
+      svg_.text(x, ay - 7, k == 4 ? fmt::format("buffer end: {} rows", io::format_rows(row)) : io::format_rows(row), 11,
                 {{"text-anchor", anchor}, {"fill", std::string(kInk)}});
     }
     svg_.text(kLeft - 8, ay - 7, "chunk", 11, {{"text-anchor", "end"}, {"fill", std::string(kInk)}});
@@ -303,7 +312,6 @@ class Painter {
     };
     svg_.rect(x, y + 4, 16, 12, kSequenceSwatches[0].fill);
     key("url(#" + pad_ + ")", "page padding");
-    key(kUnusedFill, "unused chunk");
     key("url(#" + many_ + ")", "sequences too narrow to draw one by one");
     key("#FFFFFF", "free buffer rows", true);
     svg_.text(x, y + 14, "hover for details", 11, {{"fill", "#777777"}, {"font-style", "italic"}});
@@ -315,6 +323,10 @@ class Painter {
 };
 
 }  // namespace
+
+size_t drawn_chunks(const PlanPicture& p, const PlanSvgOptions& o) {
+  return std::min({p.chunks.size(), static_cast<size_t>(p.chunks_used), o.max_chunk_rows});
+}
 
 BarBox bar_box(const std::vector<PlanPicture>& panels, size_t panel, size_t chunk, const PlanSvgOptions& o) {
   const double y0 = bars_top(panel_top(panels, panel, o));

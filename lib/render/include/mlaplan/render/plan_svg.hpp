@@ -23,6 +23,9 @@ struct BarBox {
   double x = 0, y = 0, width = 0, height = 0;  // the whole buffer's extent for that chunk
 };
 BarBox bar_box(const std::vector<PlanPicture>& panels, size_t panel, size_t chunk, const PlanSvgOptions& options = {});
+// The bars panel `p` draws: the chunks its plan used, at most options.max_chunk_rows (a max plan's
+// unused chunks are one line under them, "chunks 2 to 15 unused of max_chunks 16").
+size_t drawn_chunks(const PlanPicture& p, const PlanSvgOptions& options = {});
 
 std::string plan_svg(const std::vector<PlanPicture>& panels, const PlanSvgOptions& options = {});
 
