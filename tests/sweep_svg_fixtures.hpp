@@ -9,15 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/sweeps/sweep.hpp"
+#include "mlaplan/sweeps/sweep_format.hpp"
 #include "svg_checks.hpp"
 
 namespace mlaplan::render::sweep_fixtures {
 
+// The names both test files use, brought in with the fixtures by `using namespace sweep_fixtures`.
 using policies::Policy;
 using policies::PolicyKind;
+using sweeps::RecommendOptions;
+using sweeps::SweepReport;
 using sweeps::SweepResult;
 using sweeps::SweepRow;
+using mlaplan::test::clean_utf8;
+using mlaplan::test::count;
 using mlaplan::test::parser_accepts;
 
 // The text of every <title> element, in document order.

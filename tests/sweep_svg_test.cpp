@@ -34,15 +34,6 @@
 namespace mlaplan::render {
 namespace {
 
-using policies::Policy;
-using policies::PolicyKind;
-using sweeps::RecommendOptions;
-using sweeps::SweepReport;
-using sweeps::SweepResult;
-using sweeps::SweepRow;
-using mlaplan::test::clean_utf8;
-using mlaplan::test::count;
-using mlaplan::test::parser_accepts;
 using namespace sweep_fixtures;
 
 TEST(SweepSvg, OnePointWithItsSettingPerRowAndOneSeriesPerGroup) {

@@ -33,13 +33,6 @@
 namespace mlaplan::render {
 namespace {
 
-using policies::Policy;
-using policies::PolicyKind;
-using sweeps::RecommendOptions;
-using sweeps::SweepReport;
-using sweeps::SweepResult;
-using sweeps::SweepRow;
-using mlaplan::test::count;
 using namespace sweep_fixtures;
 
 const std::string kCostFile = std::string(MLAPLAN_SOURCE_DIR) + "/tests/data/cost/deepseek-v3-tp8-example.json";
