@@ -228,6 +228,11 @@ TEST(CompareCli, SweepWritesItsPlotAndPage) {
   // 5 policies (all: every engine) x 5 buffers: the grid's 3 and, with --recommend, the engines'
   // defaults that are not on it (SGLang's 131072, TensorRT-LLM's 4 x 8192), and MAX's default one shot
   // (16384 at M=1)
-  EXPECT_EQ(count(h, "<tr><td>"), 26u);
+  // in the table within the window and again among every column, behind a <details>.
+  EXPECT_EQ(count(h, "<tr><td>"), 2 * 26u);
+  // The answer first: the recommendation above the picture, the settings above every column.
+  EXPECT_LT(h.find("<h2>Recommendation</h2>"), h.find("<svg"));
+  EXPECT_LT(h.find("<h2>The settings</h2>"), h.find("<details>"));
+  EXPECT_LT(h.find("<details>"), h.find("<th>q merges</th>"));
   fs::remove_all(dir);
 }

@@ -25,7 +25,7 @@ th { background: #eee; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 8px 0; overflow-x: auto; }
 figcaption { font-size: 12px; color: #555; }
-details { margin: 8px 0; }
+details { margin: 8px 0; overflow-x: auto; }
 summary { cursor: pointer; }
 p.cmd { font-size: 12px; color: #555; }
 footer { margin-top: 32px; font-size: 11px; color: #777; }

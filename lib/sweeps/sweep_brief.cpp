@@ -101,19 +101,37 @@ std::string legend(const SweepResult& s, double q) {
   return out + ". M: max_chunks (max only). --format wide: every column.\n";
 }
 
+double quantile_of(const SweepReport& rep) { return rep.recommend_options ? rep.recommend_options->quantile : 0.99; }
+
 }  // namespace
 
-std::string format_sweep_brief(const SweepReport& rep) {
-  const SweepResult& s = *rep.sweep;
-  const double q = rep.recommend_options ? rep.recommend_options->quantile : 0.99;
-  std::string out = sweep_recommendation(rep, false);
-  if (!out.empty()) out.erase(0, 1);  // its leading blank line: the answer comes first
-  out += fmt::format("{}batches: {} from {}, {}; {:.1f} sequences per batch on average\n", out.empty() ? "" : "\n",
-                     s.batches, io::printable(s.source), io::printable(s.formation), s.mean_batch_size);
+std::string sweep_brief_summary(const SweepResult& s) {
+  std::string out = fmt::format("batches: {} from {}, {}; {:.1f} sequences per batch on average\n", s.batches,
+                                io::printable(s.source), io::printable(s.formation), s.mean_batch_size);
   for (const cost::CostModel& c : s.costs)
     out += fmt::format("priced: {} TP{} by {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe(sweep_has_eager(s))),
                        io::printable(c.path));
-  return io::wrap_lines(out) + "\n" + brief_table(s, q).aligned() + io::wrap_lines(legend(s, q), 120, 2);
+  return io::wrap_lines(out);
+}
+
+std::string sweep_brief_legend(const SweepReport& rep) { return io::wrap_lines(legend(*rep.sweep, quantile_of(rep)), 120, 2); }
+
+SweepCells sweep_brief_cells(const SweepReport& rep) {
+  const io::TableBuilder t = brief_table(*rep.sweep, quantile_of(rep));
+  SweepCells out;
+  for (const io::TableColumn& c : t.columns()) {
+    out.titles.push_back(c.title);
+    out.numeric.push_back(c.align == io::Align::right);
+  }
+  out.rows = t.rows();
+  return out;
+}
+
+std::string format_sweep_brief(const SweepReport& rep) {
+  std::string out = io::wrap_lines(sweep_recommendation(rep, false));
+  if (!out.empty()) out.erase(0, 1);  // its leading blank line: the answer comes first
+  return out + (out.empty() ? "" : "\n") + sweep_brief_summary(*rep.sweep) + "\n" +
+         brief_table(*rep.sweep, quantile_of(rep)).aligned() + sweep_brief_legend(rep);
 }
 
 }  // namespace mlaplan::sweeps

@@ -36,6 +36,11 @@ struct SweepCells {
 };
 SweepCells sweep_cells(const SweepReport& report);
 std::string sweep_summary(const SweepResult& sweep);
+// The default screen's parts (sweep_brief.cpp): its batches and cost-file lines, its table's cells
+// (within 120 columns) and its legend.
+std::string sweep_brief_summary(const SweepResult& sweep);
+SweepCells sweep_brief_cells(const SweepReport& report);
+std::string sweep_brief_legend(const SweepReport& report);
 // rejections: with each buffer the recommendation passed over and why.
 std::string sweep_recommendation(const SweepReport& report, bool rejections = true);
 std::string format_sweep_markdown(const SweepReport& report);
