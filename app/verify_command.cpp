@@ -198,7 +198,9 @@ class Verifier {
     fmt::print("       batch: B={} P={} N={} M={}\n", s.batch.batch_size(), s.batch.page_size,
                s.batch.buffer_token_size, s.batch.max_chunks);
     rec.reproducer = write_reproducer(s, planner, rec.detail);
-    if (!rec.reproducer.empty()) fmt::print("       reproducer: {}\n", io::printable(rec.reproducer));
+    if (!rec.reproducer.empty())
+      fmt::print("       reproducer: {}{}\n", io::printable(rec.reproducer),
+                 rec.reproducer == s.file ? " (itself: nothing smaller fails)" : "");
   }
 
   // Shrinks the failing case and writes it, with the reference's plan as its expected block.
@@ -208,6 +210,13 @@ class Verifier {
             ? check::make_reproducer(s, planner, detail, opt_.limits())
             : policies::make_port_reproducer(s, planner, policy_, memory_, detail, opt_.limits());
     if (!small) return "";  // shrinking was cut short: on Ctrl-C nothing is written
+    // A case from a file that shrinks no further (a reproducer run again) is its own reproducer: no
+    // x-repro-repro.json beside it.
+    const Batch& a = s.batch;
+    const Batch& b = small->batch;
+    if (!s.file.empty() && a.page_size == b.page_size && a.buffer_token_size == b.buffer_token_size &&
+        a.max_chunks == b.max_chunks && a.cache_lengths == b.cache_lengths && a.input_row_offsets == b.input_row_offsets)
+      return s.file;
     std::error_code ec;
     fs::create_directories(opt_.repro_dir, ec);
     const std::string path = (fs::path(opt_.repro_dir) / (safe_name(small->name) + ".json")).string();

@@ -45,9 +45,13 @@ TEST(Cli, EveryBundledScenarioMatchesItsExpectedBlock) {
     ASSERT_TRUE(scenario.contains("expected")) << entry.path();
     const auto r = run_cli("run " + entry.path().string() + " --backend cpu --format json");
     if (scenario["expected"].value("infeasible", false)) {
-      EXPECT_EQ(r.code, 2) << entry.path();
-      EXPECT_EQ(r.out, "");
-      EXPECT_EQ(r.err.rfind("mlaplan: error: " + entry.path().string() + ": max_chunks: ", 0), 0u) << r.err;
+      // The refusal the scenario expects is the right answer: shown as one, exit 0, with a note.
+      EXPECT_EQ(r.code, 0) << entry.path() << r.err;
+      const json j = json::parse(r.out);
+      EXPECT_EQ(j["refused"].get<std::string>().rfind("max_chunks: infeasible batch: ", 0), 0u) << j;
+      EXPECT_FALSE(j.contains("buffer_row_offsets"));
+      EXPECT_EQ(r.err.find("mlaplan: note: " + entry.path().string() + ": refused, as the scenario's expected block says"),
+                0u) << r.err;
       EXPECT_EQ(lines(r.err), 1u) << r.err;
     } else {
       ASSERT_EQ(r.code, 0) << entry.path() << r.err;
@@ -84,8 +88,12 @@ TEST(Cli, OutputFileIsWrittenAndNotLeftBehindOnError) {
   ASSERT_EQ(ok.code, 0) << ok.err;
   EXPECT_EQ(ok.out, "");
   EXPECT_EQ(json::parse(std::ifstream(dir / "plan.json"))["padded_tokens"], 896);
-  const auto bad = run_cli("run " + kScenarios + "/infeasible-too-long.json --backend cpu -o " + (dir / "x.json").string());
+  // An infeasible batch whose scenario expects no refusal (one that does is the right answer, exit 0).
+  std::ofstream(dir / "inf.json") << R"({"page_size": 1, "buffer_token_size": 1, "max_chunks": 1, "cache_lengths": [0, 0],
+                                         "input_row_offsets": [0, 1, 1]})";
+  const auto bad = run_cli("run " + (dir / "inf.json").string() + " --backend cpu -o " + (dir / "x.json").string());
   EXPECT_EQ(bad.code, 2);
+  fs::remove(dir / "inf.json");
   EXPECT_FALSE(fs::exists(dir / "x.json"));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary left
   fs::remove_all(dir);

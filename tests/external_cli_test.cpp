@@ -61,10 +61,16 @@ TEST_F(ExternalCli, AnOffByOneIsNamedAtItsFirstCellAndShrunk) {
     EXPECT_LE(repro["cache_lengths"].size(), 4u) << repro.dump();  // shrunk to a handful of sequences
     EXPECT_NE(repro["description"].get<std::string>().find("Fails on external"), std::string::npos);
     // The reproducer still catches the bug, and the port without it passes it.
-    EXPECT_EQ(run_cli("verify --external " + kPort + " --bug off-by-one' " + f.path().string()).code, 1);
+    // Run again, it shrinks no further: it is its own reproducer, and no x-repro-repro.json is written.
+    const auto again = run_cli("verify --external " + kPort + " --bug off-by-one' " + f.path().string() + " --repro-dir " +
+                               dir_.string());
+    EXPECT_EQ(again.code, 1);
+    EXPECT_NE(again.out.find("reproducer: " + f.path().string() + " (itself: nothing smaller fails)"), std::string::npos)
+        << again.out;
     EXPECT_EQ(run_cli("verify --external " + kPort + "' " + f.path().string()).code, 0);
   }
   EXPECT_EQ(reproducers, 1u);
+  for (const auto& f : fs::directory_iterator(dir_)) EXPECT_EQ(f.path().string().find("-repro-repro"), std::string::npos);
 }
 
 TEST_F(ExternalCli, APlanPastMaxChunksIsCaught) {
