@@ -210,11 +210,12 @@ class Verifier {
             ? check::make_reproducer(s, planner, detail, opt_.limits())
             : policies::make_port_reproducer(s, planner, policy_, memory_, detail, opt_.limits());
     if (!small) return "";  // shrinking was cut short: on Ctrl-C nothing is written
-    // A case from a file that shrinks no further (a reproducer run again) is its own reproducer: no
-    // x-repro-repro.json beside it.
+    // A reproducer run again that shrinks no further is its own: no x-repro-repro.json beside it.
+    // (Another failing file that does not shrink still gets one in --repro-dir, where a gate collects them.)
     const Batch& a = s.batch;
     const Batch& b = small->batch;
-    if (!s.file.empty() && a.page_size == b.page_size && a.buffer_token_size == b.buffer_token_size &&
+    const bool reproducer = s.name.size() > 6 && s.name.compare(s.name.size() - 6, 6, "-repro") == 0;
+    if (reproducer && !s.file.empty() && a.page_size == b.page_size && a.buffer_token_size == b.buffer_token_size &&
         a.max_chunks == b.max_chunks && a.cache_lengths == b.cache_lengths && a.input_row_offsets == b.input_row_offsets)
       return s.file;
     std::error_code ec;

@@ -21,6 +21,11 @@ PlanPicture measure_plan(const io::PlanReport& r) {
   p.max_chunks = b.max_chunks;
   p.memory = r.memory;
   p.refused = r.refused;
+  if (r.time && r.refused.empty()) {
+    p.step_ms = r.time->step_ms(r.time->layer_us);
+    p.path = r.time->path;
+    p.gpu = r.time->gpu;
+  }
   p.cache_lengths = b.cache_lengths;
   p.new_tokens.assign(b.batch_size(), 0);
   if (!r.refused.empty()) return p;

@@ -22,7 +22,6 @@ constexpr double kTop = 12;
 constexpr double kSummaryHeight = 24;  // a line of the chunk counts of several panels
 constexpr double kSummarySize = 16;
 constexpr double kLine = 18;           // a header line
-constexpr double kHeaderLines = 3;
 constexpr double kAxis = 26;           // row ticks above the bars
 constexpr double kBar = 18;
 constexpr double kBarGap = 4;
@@ -38,8 +37,38 @@ constexpr size_t kGroupTooltipPieces = 16;
 constexpr std::string_view kRefusedInk = "#CC3311";  // Tol's vibrant red: a refusal, the max_chunks line
 
 
+double bar_width(const PlanSvgOptions& o);
+std::string memory_text(const io::MemoryFigures& f);
+
+// "283.5 ms/step" (with its path where the GPU runs the context whole): a panel's predicted time.
+std::string time_text(const PlanPicture& p) {
+  if (!p.step_ms) return "";
+  const double ms = *p.step_ms;
+  return fmt::format("{:.{}f} ms/step{}", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3, p.path == "chunked" ? "" : " (" + p.path + ")");
+}
+
+// The panel's detail lines under its title: the batch, then the fill, tokens, padding and memory,
+// broken into as many lines as the width needs (it was cut mid-word at one), at most three.
+std::vector<std::string> detail_lines(const PlanPicture& p, const PlanSvgOptions& o) {
+  std::vector<std::string> lines{fmt::format("{} sequence{}, page {} tokens, buffer {} rows, max_chunks {}{}", p.batch_size,
+                                             p.batch_size == 1 ? "" : "s", p.page_size, p.buffer_token_size, p.max_chunks,
+                                             p.planner.empty() ? "" : ", planner " + p.planner)};
+  if (!p.refused.empty()) return lines;
+  std::string line = fmt::format("fill {:.1f}% | {} {} streamed in {} rows", 100.0 * p.fill(), p.payload_tokens,
+                                 p.policy == "max" ? "tokens (cache + new)" : "cached context tokens", p.streamed_rows);
+  if (p.padding_rows()) line += fmt::format(" | page padding {} rows", p.padding_rows());
+  if (p.memory) line += " | " + memory_text(*p.memory);
+  if (p.step_ms) line += fmt::format(" | {} predicted on {}", time_text(p), p.gpu);
+  for (std::string& l : wrap_to_width(line, 12, bar_width(o), 3)) lines.push_back(std::move(l));
+  return lines;
+}
+
+double header_height(const PlanPicture& p, const PlanSvgOptions& o) {
+  return static_cast<double>(1 + detail_lines(p, o).size()) * kLine;
+}
+
 double panel_height(const PlanPicture& p, const PlanSvgOptions& o) {
-  double h = kHeaderLines * kLine;
+  double h = header_height(p, o);
   if (!p.refused.empty()) return h + kRefusedBody;
   const size_t n = drawn_chunks(p, o);
   h += kAxis + static_cast<double>(n) * (kBar + kBarGap);
@@ -58,10 +87,11 @@ std::string chunks_text(const PlanPicture& p) {
 std::vector<std::string> summary_lines(const std::vector<PlanPicture>& panels, const PlanSvgOptions& o) {
   std::vector<std::string> lines;
   if (panels.size() < 2) return lines;
-  std::string line = "chunks used:";
+  std::string line = panels.front().step_ms ? "chunks used, time predicted:" : "chunks used:";
   bool has_part = false;
   for (const PlanPicture& p : panels) {
-    const std::string part = fmt::format("{} {}", clip_text(p.policy, 40), chunks_text(p));
+    const std::string when = time_text(p);
+    const std::string part = fmt::format("{} {}{}", clip_text(p.policy, 40), chunks_text(p), when.empty() ? "" : ", " + when);
     if (has_part && text_width(line + " | " + part, kSummarySize) > o.width - kLeft - kRight) {
       lines.push_back(line);
       line = part;
@@ -85,7 +115,7 @@ double panel_top(const std::vector<PlanPicture>& panels, size_t index, const Pla
   return y;
 }
 
-double bars_top(double top) { return top + kHeaderLines * kLine + kAxis; }
+double bars_top(const PlanPicture& p, double top, const PlanSvgOptions& o) { return top + header_height(p, o) + kAxis; }
 double bar_width(const PlanSvgOptions& o) { return std::max(o.width - kLeft - kRight, 100.0); }
 
 std::string piece_tooltip(const PlanPicture& p, const ChunkPicture& chunk, const Piece& piece) {
@@ -164,13 +194,13 @@ class Painter {
     if (!p.refused.empty()) {
       const auto lines = wrap_to_width("refused: " + p.refused, 13, bar_width(o_), kRefusedLines);
       for (size_t i = 0; i < lines.size(); ++i)
-        svg_.text(kLeft, top + kHeaderLines * kLine + 16 + static_cast<double>(i) * 17, lines[i], 13,
+        svg_.text(kLeft, top + header_height(p, o_) + 16 + static_cast<double>(i) * 17, lines[i], 13,
                   {{"fill", std::string(kRefusedInk)}});
       return;
     }
     const double W = bar_width(o_), N = p.buffer_token_size;
     const double px_per_row = W / N;
-    const double y0 = bars_top(top);
+    const double y0 = bars_top(p, top, o_);
     axis(p, y0);
     const size_t n = drawn_chunks(p, o_);
     for (size_t c = 0; c < n; ++c) bar(p, p.chunks[c], y0 + static_cast<double>(c) * (kBar + kBarGap), px_per_row);
@@ -203,19 +233,14 @@ class Painter {
 
  private:
   void header(const PlanPicture& p, double top) {
-    svg_.text(kLeft, top + 14, clip_to_width(fmt::format("{}: {} | {}", p.policy, chunks_text(p), p.scenario), 15, bar_width(o_)), 15,
-              {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
-    svg_.text(kLeft, top + kLine + 13,
-              fmt::format("{} sequence{}, page {} tokens, buffer {} rows, max_chunks {}{}", p.batch_size,
-                          p.batch_size == 1 ? "" : "s", p.page_size,
-                          p.buffer_token_size, p.max_chunks, p.planner.empty() ? "" : ", planner " + p.planner),
-              12, {{"fill", std::string(kInk)}});
-    if (!p.refused.empty()) return;
-    std::string line = fmt::format("fill {:.1f}% | {} {} streamed in {} rows", 100.0 * p.fill(), p.payload_tokens,
-                                   p.policy == "max" ? "tokens (cache + new)" : "cached context tokens", p.streamed_rows);
-    if (p.padding_rows()) line += fmt::format(" | page padding {} rows", p.padding_rows());
-    if (p.memory) line += " | " + memory_text(*p.memory);
-    svg_.text(kLeft, top + 2 * kLine + 13, clip_to_width(line, 12, bar_width(o_)), 12, {{"fill", std::string(kInk)}});
+    const std::string when = time_text(p);
+    svg_.text(kLeft, top + 14,
+              clip_to_width(fmt::format("{}: {}{} | {}", p.policy, chunks_text(p), when.empty() ? "" : ", " + when, p.scenario), 15,
+                            bar_width(o_)),
+              15, {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
+    const std::vector<std::string> lines = detail_lines(p, o_);
+    for (size_t i = 0; i < lines.size(); ++i)
+      svg_.text(kLeft, top + static_cast<double>(i + 1) * kLine + 13, lines[i], 12, {{"fill", std::string(kInk)}});
   }
 
   void axis(const PlanPicture& p, double y0) {
@@ -329,7 +354,7 @@ size_t drawn_chunks(const PlanPicture& p, const PlanSvgOptions& o) {
 }
 
 BarBox bar_box(const std::vector<PlanPicture>& panels, size_t panel, size_t chunk, const PlanSvgOptions& o) {
-  const double y0 = bars_top(panel_top(panels, panel, o));
+  const double y0 = bars_top(panels[panel], panel_top(panels, panel, o), o);
   return BarBox{kLeft, y0 + static_cast<double>(chunk) * (kBar + kBarGap), bar_width(o), kBar};
 }
 

@@ -45,6 +45,9 @@ struct PlanPicture {
   std::vector<uint32_t> cache_lengths;  // per sequence, for the tooltips
   std::vector<uint32_t> new_tokens;     // per sequence: its input rows under max, 0 under the others
   std::vector<ChunkPicture> chunks;  // one per table row
+  // With a cost file (run --cost, --gpu): the predicted step, the path the GPU runs and the GPU.
+  std::optional<double> step_ms;
+  std::string path, gpu;
 
   uint64_t padding_rows() const { return streamed_rows - payload_tokens; }
   // Rows written over the rows the used chunks offer, in [0, 1].
