@@ -353,5 +353,35 @@ TEST(PlanSvg, ElementCountStaysBoundedAsBatchesGrow) {
   EXPECT_EQ(count(mixed_svg, "<title>sequences "), 0u);
 }
 
+// With a cost file, each panel and the top lines say the predicted step time and the path; the
+// detail line that held it is broken at the width, not cut (it ended "K conca..." at 900 px).
+TEST(PlanSvg, PanelsGiveTheirPredictedTimeAndNoDetailIsCut) {
+  PlanPicture max = measure_plan(max_report(worked_example()));
+  max.memory = io::MemoryFigures{};
+  max.memory->model = "deepseek-v3";
+  max.memory->tp = 8;
+  max.memory->dtype = "bf16";
+  max.memory->bytes_per_row = 8192;
+  max.memory->buffer_bytes = 4u << 20;
+  max.memory->k_concat_bytes = 3u << 20;
+  max.memory->latent_bytes = 576u << 10;
+  max.step_ms = 283.506;
+  max.path = "chunked";
+  max.gpu = "NVIDIA H100 80GB HBM3";
+  PlanPicture whole = max;
+  whole.policy = "trtllm (packed/trtllm)";
+  whole.step_ms = 205.309;
+  whole.path = "one-shot";
+  PlanSvgOptions narrow;
+  narrow.width = 700;
+  const std::string svg = plan_svg({max, whole}, narrow);
+  EXPECT_NE(svg.find("chunks used, time predicted: max 2 chunks, 283.5 ms/step"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("205.3 ms/step (one-shot)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("predicted on NVIDIA H100 80GB HBM3"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("\xE2\x80\xA6"), std::string::npos) << "a clipped line (an ellipsis) in " << svg;
+  // The bars start below however many lines the header took.
+  EXPECT_GT(bar_box({max, whole}, 0, 0, narrow).y, bar_box({max}, 0, 0, narrow).y - 1);
+}
+
 }  // namespace
 }  // namespace mlaplan::render

@@ -50,9 +50,10 @@ std::string time_text(const PlanPicture& p) {
 // The panel's detail lines under its title: the batch, then the fill, tokens, padding and memory,
 // broken into as many lines as the width needs (it was cut mid-word at one), at most three.
 std::vector<std::string> detail_lines(const PlanPicture& p, const PlanSvgOptions& o) {
-  std::vector<std::string> lines{fmt::format("{} sequence{}, page {} tokens, buffer {} rows, max_chunks {}{}", p.batch_size,
-                                             p.batch_size == 1 ? "" : "s", p.page_size, p.buffer_token_size, p.max_chunks,
-                                             p.planner.empty() ? "" : ", planner " + p.planner)};
+  std::vector<std::string> lines{fmt::format("{}: {} sequence{}, page {} tokens, buffer {} rows, max_chunks {}{}",
+                                             clip_text(p.scenario, 90), p.batch_size, p.batch_size == 1 ? "" : "s", p.page_size,
+                                             p.buffer_token_size, p.max_chunks, p.planner.empty() ? "" : ", planner " + p.planner)};
+  lines = wrap_to_width(lines.front(), 12, bar_width(o), 2);
   if (!p.refused.empty()) return lines;
   std::string line = fmt::format("fill {:.1f}% | {} {} streamed in {} rows", 100.0 * p.fill(), p.payload_tokens,
                                  p.policy == "max" ? "tokens (cache + new)" : "cached context tokens", p.streamed_rows);
@@ -235,8 +236,7 @@ class Painter {
   void header(const PlanPicture& p, double top) {
     const std::string when = time_text(p);
     svg_.text(kLeft, top + 14,
-              clip_to_width(fmt::format("{}: {}{} | {}", p.policy, chunks_text(p), when.empty() ? "" : ", " + when, p.scenario), 15,
-                            bar_width(o_)),
+              clip_to_width(fmt::format("{}: {}{}", p.policy, chunks_text(p), when.empty() ? "" : ", " + when), 15, bar_width(o_)),
               15, {{"font-weight", "bold"}, {"fill", std::string(kInk)}});
     const std::vector<std::string> lines = detail_lines(p, o_);
     for (size_t i = 0; i < lines.size(); ++i)
