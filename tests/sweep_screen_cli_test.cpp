@@ -2,6 +2,7 @@
 // legend; --format wide keeps every column.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -57,4 +58,24 @@ TEST(SweepScreen, IterationsAloneFitToo) {
   ASSERT_EQ(r.code, 0) << r.err;
   for (const std::string& line : lines_of(r.out)) EXPECT_LE(line.size(), 120u) << line;
   EXPECT_TRUE(has(r.out, "kimi-k2 TP8")) << r.out;  // several models: a model column
+}
+
+// The sweep picture's memory axis (what each buffer reserves on a GPU) and the budget's line, with
+// one model; several models have no one axis, so none.
+TEST(SweepScreen, ThePictureDrawsTheMemoryAxisAndTheBudget) {
+  const std::filesystem::path dir = mlaplan::test::scratch("sweep-memory");
+  const std::string svg = (dir / "s.svg").string();
+  const auto r = run_cli("sweep --workload short-chat --batches 200 --model deepseek-v3 --tp 8 --policy packed --recommend "
+                         "--max-iterations 2 --memory-budget 1GiB --no-progress --svg " + svg);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string s = mlaplan::test::slurp(svg);
+  EXPECT_NE(s.find("reserved per GPU, deepseek-v3 TP8"), std::string::npos);
+  EXPECT_NE(s.find(">968 MiB<"), std::string::npos) << "64K rows of DeepSeek-V3 TP 8 reserve 968 MiB";
+  EXPECT_NE(s.find("class=\"budget\""), std::string::npos);
+  EXPECT_NE(s.find("memory budget 1.00 GiB"), std::string::npos);
+  const auto two = run_cli("sweep --workload short-chat --batches 200 --model deepseek-v3,kimi-k2 --tp 8 --policy packed "
+                           "--no-progress --svg " + svg);
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_EQ(mlaplan::test::slurp(svg).find("reserved per GPU"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }

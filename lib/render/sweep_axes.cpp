@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/render/sweep_measure.hpp"
 
 namespace mlaplan::render::sweep_detail {
@@ -79,6 +80,29 @@ void x_axis(SweepPicture& L, const std::vector<uint64_t>& sizes) {
     L.x_ticks.push_back(std::move(t));
   }
   L.x_title = "buffer size (buffer_token_size, rows; log scale)";
+}
+
+bool has_memory_axis(const std::vector<SweepRow>& rows, bool one_model) {
+  return one_model && !rows.empty() && rows.front().memory.has_value();
+}
+
+void memory_axis(SweepPicture& L, const std::vector<SweepRow>& rows, const std::optional<RecommendOptions>& rec) {
+  const models::BufferMemory& m = *rows.front().memory;
+  for (const Tick& t : L.x_ticks) {
+    if (t.label.empty()) continue;
+    const double rows_at = std::exp2(L.x.t0 + (t.pos - L.x.p0) / (L.x.p1 - L.x.p0) * (L.x.t1 - L.x.t0));
+    L.memory_ticks.push_back({t.pos, io::format_bytes(m.reserved_bytes(static_cast<uint64_t>(std::llround(rows_at))))});
+  }
+  L.memory_title = fmt::format("reserved per GPU, {} TP{} (latent + K/V + K concat)", clip_text(rows.front().model->name, kLegendChars),
+                               m.tp);
+  if (!rec || !rec->memory_budget) return;
+  // The budget counts the buffer and the K concat, as --memory-budget does; both grow with the rows.
+  const double per_row = static_cast<double>(m.total_bytes(uint64_t{1} << 20)) / static_cast<double>(uint64_t{1} << 20);
+  if (!(per_row > 0)) return;
+  const double budget_rows = static_cast<double>(*rec->memory_budget) / per_row;
+  const double t = std::log2(budget_rows);
+  if (t >= L.x.t0 && t <= L.x.t1) L.budget_x = L.x(budget_rows);
+  L.budget_label = fmt::format("memory budget {}", io::format_bytes(*rec->memory_budget));
 }
 
 // y: linear from 0 with whole-number ticks, or log10 with ticks at 1, 2 and 5 x 10^k.

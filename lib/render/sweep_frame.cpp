@@ -43,7 +43,8 @@ double left_margin(const TimeAxis* time) {
 
 // The frame: title on top, the plot (and the time panel under it), the legend to its right; the
 // title clipped to the picture's width (a 10,000-character source name stays one line).
-void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model, const TimeAxis* time) {
+void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model, const TimeAxis* time,
+                     double extra_top) {
   double legend_width = 0;
   for (const LegendEntry& e : L.legend)
     legend_width = std::max(legend_width, kLegendSample + 8 + label_width(e.label, kLegendSize));
@@ -51,7 +52,7 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
   const bool subtitle = !sweep.formation.empty() || !common_model.empty() || sweep.interrupted;
   const std::vector<std::string> costs = time ? cost_lines(sweep) : std::vector<std::string>();
   const double title_y = kMarginOuter + kTitleSize;
-  L.top = title_y + (subtitle ? kTitleLine : 0) + kTitleLine * static_cast<double>(costs.size()) + 22;
+  L.top = title_y + (subtitle ? kTitleLine : 0) + kTitleLine * static_cast<double>(costs.size()) + 22 + extra_top;
   L.left = left_margin(time);
   L.right = L.left + kPlotWidth;
   L.bottom = L.top + kPlotHeight;

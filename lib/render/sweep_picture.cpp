@@ -55,8 +55,10 @@ SweepPicture measure_sweep(const sweeps::SweepReport& report) {
   const Ranges ranges = value_ranges(rows, recommended, rec);
   const std::vector<uint64_t>& sizes = ranges.sizes;
   add_legend(L, ranges, rec, timed);
-  frame_and_title(L, sweep, common_model, time ? &*time : nullptr);
+  const bool memory = has_memory_axis(rows, one_model);
+  frame_and_title(L, sweep, common_model, time ? &*time : nullptr, memory ? kMemoryAxisRoom : 0);
   x_axis(L, sizes);
+  if (memory) memory_axis(L, rows, rec);
   y_axis(L, ranges.peak, ranges.min_positive);
   if (time) {
     time_panel(*L.time, *time);

@@ -295,8 +295,29 @@ std::string draw(const SweepPicture& L, bool standalone) {
     for (const SweepPoint& p : s.points)
       if (p.recommended) ring(w, p.x, p.y, s.radius + 5);
 
+  // The memory budget: a vertical line where the buffer and K concat reach it, through both panels.
+  if (L.budget_x) {
+    const double bottom = L.time ? L.time->bottom : L.bottom;
+    w.open("g", {{"class", "budget"}});
+    w.line(*L.budget_x, L.top, *L.budget_x, bottom, kLimitStroke, 1.4, {{"stroke-dasharray", std::string(kLimitDash)}});
+    w.text(*L.budget_x - 5, L.top + 16, L.budget_label, kTickSize,
+           {{"text-anchor", "end"}, {"fill", std::string(kInk)}, {"stroke", std::string(kBackground)}, {"stroke-width", "3"},
+            {"paint-order", "stroke"}});
+    w.close();
+  }
+
   // Frame, ticks and their labels on top of the data, as matplotlib's spines are.
   open_axes(w, L.left, L.top, L.right, L.bottom, L.x_ticks, L.y_ticks);
+  // The memory axis over the plot: what each tick's buffer reserves.
+  if (!L.memory_ticks.empty()) {
+    w.open("g", {{"class", "memory-axis"}});
+    for (const Tick& t : L.memory_ticks) {
+      w.line(t.pos, L.top - 4, t.pos, L.top, kLimitStroke, 1);
+      w.text(t.pos, L.top - 8, t.label, kTickSize - 1, {{"text-anchor", "middle"}, {"fill", std::string(kMutedInk)}});
+    }
+    w.text((L.left + L.right) / 2, L.top - 24, L.memory_title, kTickSize, {{"text-anchor", "middle"}, {"fill", std::string(kMutedInk)}});
+    w.close();
+  }
   const double xc = (L.left + L.right) / 2, yc = (L.top + L.bottom) / 2;
   w.text(xc, L.x_title_y, L.x_title, kAxisTitleSize, {{"text-anchor", "middle"}});
   const double ty = kMarginOuter + kAxisTitleSize;

@@ -31,7 +31,8 @@ using sweeps::SweepRow;
 inline constexpr double kPlotWidth = 640;
 inline constexpr double kPlotHeight = 400;
 inline constexpr double kMarginLeft = 78;    // room for the y tick labels and the rotated y title
-inline constexpr double kLegendGap = 28;     // between the plot's frame and the legend (never over the data)
+inline constexpr double kLegendGap = 28;
+inline constexpr double kMemoryAxisRoom = 36;  // above the plot: the memory tick labels and their title     // between the plot's frame and the legend (never over the data)
 inline constexpr size_t kLegendChars = 48;   // longer legend labels (hostile model names) are clipped
 inline constexpr size_t kTipChars = 200;     // the same for text inside tooltips
 inline constexpr size_t kMaxXTicks = 12;     // as plot_sweep.py: every ceil(n / 12)-th buffer size gets a tick
@@ -86,6 +87,10 @@ void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendO
 Ranges value_ranges(const std::vector<SweepRow>& rows, const std::vector<bool>& recommended,
                     const std::optional<RecommendOptions>& rec);
 void x_axis(SweepPicture& L, const std::vector<uint64_t>& sizes);
+// Room above the plot for the memory axis: whether the rows have one model's memory to show.
+bool has_memory_axis(const std::vector<SweepRow>& rows, bool one_model);
+// The memory axis over the x ticks and the budget's place on it (after x_axis).
+void memory_axis(SweepPicture& L, const std::vector<SweepRow>& rows, const std::optional<RecommendOptions>& rec);
 void y_axis(SweepPicture& L, double peak, double min_positive);
 
 // The time panel's y axis in values, before any px: the step times' range, linear from 0 or log10,
@@ -104,6 +109,8 @@ TimeAxis time_axis(const std::vector<SweepRow>& rows);
 void time_panel(TimePanel& T, const TimeAxis& a);
 
 // The frame and title (sweep_frame.cpp).
-void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model, const TimeAxis* time);
+// extra_top: room above the plot for the memory axis.
+void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model, const TimeAxis* time,
+                     double extra_top = 0);
 
 }  // namespace mlaplan::render::sweep_detail

@@ -130,6 +130,12 @@ struct SweepPicture {
   std::string limit_label;
   std::vector<LegendEntry> legend;
   double legend_x = 0, legend_y = 0;
+  // Above the plot, with one model and TP: what each tick's buffer reserves on each GPU (the gathered
+  // latent, the up-projected K/V and the K concat), and where --memory-budget falls on the axis.
+  std::vector<Tick> memory_ticks;
+  std::string memory_title;
+  std::optional<double> budget_x;  // px; none where the budget lies off the axis
+  std::string budget_label;
   std::string note;  // said inside the plot: no rows, a single buffer size
   bool note_centered = false;
 };
