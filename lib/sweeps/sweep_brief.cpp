@@ -10,6 +10,7 @@
 #include "mlaplan/io/text_wrap.hpp"
 #include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/sweeps/sweep_format.hpp"
+#include "sweep_cells.hpp"
 
 namespace mlaplan::sweeps {
 
@@ -116,16 +117,7 @@ std::string sweep_brief_summary(const SweepResult& s) {
 
 std::string sweep_brief_legend(const SweepReport& rep) { return io::wrap_lines(legend(*rep.sweep, quantile_of(rep)), 120, 2); }
 
-SweepCells sweep_brief_cells(const SweepReport& rep) {
-  const io::TableBuilder t = brief_table(*rep.sweep, quantile_of(rep));
-  SweepCells out;
-  for (const io::TableColumn& c : t.columns()) {
-    out.titles.push_back(c.title);
-    out.numeric.push_back(c.align == io::Align::right);
-  }
-  out.rows = t.rows();
-  return out;
-}
+SweepCells sweep_brief_cells(const SweepReport& rep) { return cells_of(brief_table(*rep.sweep, quantile_of(rep))); }
 
 std::string format_sweep_brief(const SweepReport& rep) {
   std::string out = io::wrap_lines(sweep_recommendation(rep, false));

@@ -1,4 +1,5 @@
 #include "mlaplan/sweeps/sweep_format.hpp"
+#include "sweep_cells.hpp"
 
 #include <fmt/format.h>
 
@@ -281,16 +282,7 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
 
 }  // namespace
 
-SweepCells sweep_cells(const SweepReport& rep) {
-  const io::TableBuilder t = table_of(*rep.sweep);
-  SweepCells out;
-  for (const io::TableColumn& c : t.columns()) {
-    out.titles.push_back(c.title);
-    out.numeric.push_back(c.align == io::Align::right);
-  }
-  out.rows = t.rows();
-  return out;
-}
+SweepCells sweep_cells(const SweepReport& rep) { return cells_of(table_of(*rep.sweep)); }
 
 std::string sweep_summary(const SweepResult& sweep) { return header(sweep); }
 
