@@ -224,7 +224,7 @@ void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::
   }
 }
 
-// After the plans of a scenario under several policies: one line per policy, side by side. A policy
+// Before the plans of a scenario under several policies, the answer: one line per policy, side by side. A policy
 // the cost file's GPU runs on a whole-context path shows no chunks or fill: its plan is not what runs.
 std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t first, size_t count) {
   const auto begin = reports.begin() + static_cast<std::ptrdiff_t>(first), end = begin + static_cast<std::ptrdiff_t>(count);
@@ -233,7 +233,7 @@ std::string comparison_table(const std::vector<io::PlanReport>& reports, size_t 
   // The policy column as wide as its longest name (an engine's reads "trtllm (packed/trtllm)"), at least 20.
   size_t width = 20;
   for (auto r = begin; r != end; ++r) width = std::max(width, io::printable(r->policy).size());
-  std::string out = fmt::format("\npolicies compared on {}:\n{:<{}} {:>8} {:>7} {:>14} {:>13} {:>9}{}{}\n",
+  std::string out = fmt::format("policies compared on {}:\n{:<{}} {:>8} {:>7} {:>14} {:>13} {:>9}{}{}\n",
                                 io::printable(reports[first].scenario->name), "policy", width, "chunks", "fill", "rows streamed",
                                 "page padding", "q merges", timed ? fmt::format(" {:>9} {:>9}", "ms/step", "per-iter") : "",
                                 timed ? fmt::format("{}  {}", eager ? fmt::format(" {:>10}", "host-bound") : "", "path") : "");
@@ -360,20 +360,13 @@ int run(const RunOptions& opt) {
     } else {
       if (cost) text = gpu_header(opt.gpu, {cost->model});  // --gpu: the GPU and its file first
       // Several policies: the comparison, the answer, comes first for each scenario, then each plan.
-      std::string plans;
       for (size_t i = 0; i < reports.size(); ++i) {
         poll(i);
-        const bool first = compare ? i % policies.size() == 0 : i == 0;
-        if (compare && first) {
-          const std::string table = comparison_table(reports, i, policies.size());
-          plans += (i ? "\n" : "") + table.substr(table.find_first_not_of('\n')) + "\n";
-        } else if (!first || i) {
-          plans += "\n";
-        }
+        if (i) text += "\n";
+        if (compare && i % policies.size() == 0) text += comparison_table(reports, i, policies.size()) + "\n";
         // A plan's prose (time, cost file, path) wrapped within 120 columns under its labels' column.
-        plans += io::wrap_lines(io::format_plan_table(reports[i], opt.max_sequences), 120, 0, 10);
+        text += io::wrap_lines(io::format_plan_table(reports[i], opt.max_sequences), 120, 0, 10);
       }
-      text += plans;
     }
     if (!opt.svg.empty()) svg = render::plans_svg(reports);
     if (!opt.html.empty()) html = render::plan_html(reports, command_line(), opt.max_sequences);

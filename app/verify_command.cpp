@@ -214,8 +214,7 @@ class Verifier {
     // (Another failing file that does not shrink still gets one in --repro-dir, where a gate collects them.)
     const Batch& a = s.batch;
     const Batch& b = small->batch;
-    const bool reproducer = s.name.size() > 6 && s.name.compare(s.name.size() - 6, 6, "-repro") == 0;
-    if (reproducer && !s.file.empty() && a.page_size == b.page_size && a.buffer_token_size == b.buffer_token_size &&
+    if (check::is_reproducer(s) && !s.file.empty() && a.page_size == b.page_size && a.buffer_token_size == b.buffer_token_size &&
         a.max_chunks == b.max_chunks && a.cache_lengths == b.cache_lengths && a.input_row_offsets == b.input_row_offsets)
       return s.file;
     std::error_code ec;

@@ -129,7 +129,7 @@ std::optional<Scenario> make_reproducer(const Scenario& s, const std::string& pl
   Scenario small = shrink_scenario(s, still_fails, 4000, limits);
   if (profile::stop_requested()) return std::nullopt;  // shrinking was cut short
   const CaseResult again = judge(small);
-  small.name = s.name + "-repro";
+  small.name = s.name + std::string(kReproducerSuffix);
   small.description = fmt::format("Fails on {}: {} (shrunk from {}{}){}", planner_name, again.passed ? detail : again.detail,
                                   s.name, s.file.empty() ? "" : " in " + s.file, rerun.empty() ? "" : "; " + rerun);
   if (!golden) small.expected.reset();  // max's plan: no part of this judge's verdict

@@ -1,6 +1,7 @@
 #include "mlaplan/render/plan_svg.hpp"
 
 #include "mlaplan/io/text_wrap.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 
 #include <fmt/format.h>
 
@@ -43,8 +44,7 @@ std::string memory_text(const io::MemoryFigures& f);
 // "283.5 ms/step" (with its path where the GPU runs the context whole): a panel's predicted time.
 std::string time_text(const PlanPicture& p) {
   if (!p.step_ms) return "";
-  const double ms = *p.step_ms;
-  return fmt::format("{:.{}f} ms/step{}", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3, p.path == "chunked" ? "" : " (" + p.path + ")");
+  return sweeps::format_ms(*p.step_ms) + "/step" + (p.path == "chunked" ? "" : " (" + p.path + ")");
 }
 
 // The panel's detail lines under its title: the batch, then the fill, tokens, padding and memory,

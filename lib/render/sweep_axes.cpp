@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mlaplan/io/byte_format.hpp"
+#include "mlaplan/io/text_wrap.hpp"
 #include "mlaplan/render/sweep_measure.hpp"
 
 namespace mlaplan::render::sweep_detail {
@@ -70,7 +71,7 @@ void x_axis(SweepPicture& L, const std::vector<uint64_t>& sizes) {
   const size_t step = std::max<size_t>(1, (sizes.size() + kMaxXTicks - 1) / kMaxXTicks);
   double last_label_end = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < sizes.size(); i += step) {
-    Tick t{L.x(static_cast<double>(sizes[i])), tokens_label(sizes[i])};
+    Tick t{L.x(static_cast<double>(sizes[i])), io::format_rows(sizes[i])};
     const double half = label_width(t.label, kTickSize) / 2;
     if (t.pos - half < last_label_end + 6) {
       t.label.clear();

@@ -13,14 +13,6 @@
 
 namespace mlaplan::render::sweep_detail {
 
-// 4096 -> "4K", 65536 -> "64K", 1048576 -> "1M": exact multiples of 2^10 and 2^20 only, so the
-// label never rounds (12288 -> "12K", 10000 -> "10000").
-std::string tokens_label(uint64_t n) {
-  if (n > 0 && n % (uint64_t{1} << 20) == 0) return fmt::format("{}M", n >> 20);
-  if (n > 0 && n % (uint64_t{1} << 10) == 0) return fmt::format("{}K", n >> 10);
-  return fmt::format("{}", n);
-}
-
 std::string model_of(const SweepRow& r) {
   if (!r.model) return {};
   return fmt::format("{} TP{}", r.model->name, r.memory ? r.memory->tp : 1);

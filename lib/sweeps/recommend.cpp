@@ -267,9 +267,11 @@ double parse_within(const std::string& text) {
   return v / 100.0;
 }
 
+std::string ms_digits(double ms) { return fmt::format("{:.{}f}", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3); }
+
 std::string format_ms(double ms) {
   if (!std::isfinite(ms)) return "no time (refused batches)";
-  return fmt::format("{:.{}f} ms", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3);
+  return ms_digits(ms) + " ms";
 }
 
 std::string quantile_name(double q) {

@@ -17,10 +17,7 @@ namespace mlaplan::sweeps {
 namespace {
 
 // Milliseconds with the digits a step time needs, or why there is none.
-std::string ms_cell(double ms) {
-  if (!std::isfinite(ms)) return "refused";
-  return fmt::format("{:.{}f}", ms, ms >= 100 ? 1 : ms >= 1 ? 2 : 3);
-}
+std::string ms_cell(double ms) { return std::isfinite(ms) ? ms_digits(ms) : "refused"; }
 
 bool several_models(const SweepResult& s) {
   for (const SweepRow& r : s.rows)
@@ -56,9 +53,11 @@ io::TableBuilder brief_table(const SweepResult& s, double q) {
   for (const SweepRow& r : s.rows) {
     std::vector<std::string> cells{io::printable(r.policy.name()), io::format_rows(r.buffer_tokens),
                                    r.max_chunks ? fmt::format("{}", *r.max_chunks) : "-"};
-    const std::string refused = r.refused_share() > 0 || (r.time && r.time->refused) ?
-        fmt::format("{:.2f}%", 100.0 * (r.time ? static_cast<double>(r.time->refused) / static_cast<double>(r.batches) : r.refused_share()))
-        : "-";
+    // The share refused as priced where there is a time (a batch the engine runs whole is not refused by its loop).
+    const uint64_t refused_n = r.time ? r.time->refused : r.refused;
+    const std::string refused = r.refused > 0 || refused_n > 0
+                                    ? fmt::format("{:.2f}%", 100.0 * static_cast<double>(refused_n) / static_cast<double>(r.batches))
+                                    : "-";
     if (timed) {
       const TimeStats& ts = *r.time;
       const uint32_t k = r.iterations_at(q);

@@ -214,7 +214,8 @@ def take_turns(queues: Iterable[Sequence]) -> list:
     return [q[i] for i in range(max((len(q) for q in qs), default=0)) for q in qs if i < len(q)]
 
 
-def _grouped(points: Sequence[Point], key) -> List[List[Point]]:
+def grouped(points: Sequence[Point], key) -> List[List[Point]]:
+    """The points in groups of equal key(point), the groups and each group's points in order."""
     groups: Dict[object, List[Point]] = {}
     for p in points:
         groups.setdefault(key(p), []).append(p)
@@ -229,11 +230,11 @@ def interleave_workloads(points: Sequence[Point]) -> List[Point]:
     batch whole had left a 211-point H100 calibration of Kimi-K2 with one Mooncake batch of three
     and no points at its largest buffers."""
     def batch(pts: List[Point]) -> List[Point]:
-        by_buffer = _grouped(pts, lambda p: p.buffer_tokens)
+        by_buffer = grouped(pts, lambda p: p.buffer_tokens)
         return take_turns(q[i % len(q):] + q[:i % len(q)] for i, q in enumerate(by_buffer))
 
-    return take_turns(take_turns(batch(b) for b in _grouped(w, lambda p: p.scenario))
-                      for w in _grouped(points, lambda p: p.workload))
+    return take_turns(take_turns(batch(b) for b in grouped(w, lambda p: p.scenario))
+                      for w in grouped(points, lambda p: p.workload))
 
 
 def scenario_batches(paths: Sequence[str]):

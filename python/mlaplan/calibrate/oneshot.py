@@ -104,13 +104,12 @@ def table(v: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def heldout_groups(pts: Sequence, refused_ok: bool = True) -> List[List]:
+def heldout_groups(pts: Sequence) -> List[List]:
     """The held-out points grouped by batch (workload, scenario), in order: a group is measured whole
     or not at all, so that every setting of a batch is ranked on the same batches."""
-    groups: Dict[tuple, List] = {}
-    for p in pts:
-        groups.setdefault((p.workload, p.scenario), []).append(p)
-    return list(groups.values())
+    from .grid import grouped
+
+    return grouped(pts, lambda p: (p.workload, p.scenario))
 
 
 def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budget, end: Optional[float],
@@ -127,7 +126,7 @@ def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budge
     records: List[dict] = []
     took: Dict[str, List[float]] = {}
     skipped = 0
-    with Spent("held-out check: measured", budget, stream) as spent:
+    with Spent("held-out check: measured", budget, records, stream):
         for gi, group in enumerate(groups):
             mine = took.get(group[0].workload)
             if records and end is not None and budget.clock() + (sum(mine) / len(mine) if mine else 0.0) >= end:
@@ -138,8 +137,7 @@ def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budge
                 rec = measure(p, i, gi)
                 rec.update(workload=p.workload, scenario=p.scenario)
                 records.append(rec)
-                spent.count += 1
-                progress.tick(spent.count)
+                progress.tick(len(records))
             took.setdefault(group[0].workload, []).append(budget.clock() - began)
     if skipped:
         print(f"calibrate: held-out check: {len(groups) - skipped} of {len(groups)} batches measured, the budget reached",
@@ -165,7 +163,7 @@ def measure_all(points: Sequence, measure: Callable, budget: Budget, end: Option
     set of the same spread. A closing line says where the seconds went."""
     progress = Progress("measuring", len(points), budget, end, after, stream)
     out: List[dict] = []
-    with Spent("measured", budget, stream) as spent:
+    with Spent("measured", budget, out, stream):
         for i, p in enumerate(points):
             if end is not None and budget.clock() >= end:
                 print(f"calibrate: the measuring budget reached after {i} of {len(points)} points; fitting those",
@@ -175,29 +173,29 @@ def measure_all(points: Sequence, measure: Callable, budget: Budget, end: Option
             if p.scenario:
                 rec.update(workload=p.workload, scenario=p.scenario)
             out.append(rec)
-            spent.count += 1
             progress.tick(i + 1)
     return out
 
 
 class Spent:
-    """`calibrate: measured 53 points in 231 s (120 s inputs and schedule, ...)` on leaving: where a
+    """`calibrate: measured 53 points in 231 s (... s timed eager runs, ...)` on leaving: where the
     phase's seconds went (prefill.phases), so that a slow GPU or model shows what to cut. A TP 1
-    calibration spent 4.4 s per point, of which its timed runs were 0.7 s."""
+    calibration spent 4.4 s per point, of which its timed runs were 0.7 s. `records`: the list the
+    phase fills, whose length is the points measured."""
 
-    def __init__(self, what: str, budget: Budget, stream=None):
+    def __init__(self, what: str, budget: Budget, records: List[dict], stream=None):
         from ..prefill import phases
 
-        self.phases, self.what, self.budget, self.stream, self.count = phases, what, budget, stream, 0
+        self.phases, self.what, self.budget, self.records, self.stream = phases, what, budget, records, stream
 
     def __enter__(self) -> "Spent":
         self.began, self.before = self.budget.clock(), self.phases.seconds()
         return self
 
     def __exit__(self, *exc) -> None:
-        if exc[0] is None and self.count:
+        if exc[0] is None and self.records:
             took = self.budget.clock() - self.began
-            print(f"calibrate: {self.what} {self.count} points in {took:.0f} s "
+            print(f"calibrate: {self.what} {len(self.records)} points in {took:.0f} s "
                   f"({self.phases.words(self.phases.since(self.before), took)})", file=self.stream or sys.stderr, flush=True)
 
 

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <string>
 
 #include "mlaplan/check/batch_limits.hpp"
@@ -17,6 +18,13 @@ namespace mlaplan::check {
 // at most `budget` times, and no more once a stop is requested (Ctrl-C). Every candidate passed to `still_fails` is a valid batch that `limits` admits.
 Scenario shrink_scenario(const Scenario& failing, const std::function<bool(const Scenario&)>& still_fails,
                          int budget = 4000, const BatchLimits& limits = {});
+
+// What a reproducer's name ends with (make_reproducer's NAME-repro), and whether a scenario is one.
+inline constexpr std::string_view kReproducerSuffix = "-repro";
+inline bool is_reproducer(const Scenario& s) {
+  return s.name.size() > kReproducerSuffix.size() &&
+         std::string_view(s.name).substr(s.name.size() - kReproducerSuffix.size()) == kReproducerSuffix;
+}
 
 // The reproducer of a case `planner` fails with `detail`: shrunk while it still fails, named
 // NAME-repro, described by the shrunk case's own failure, and given the reference's plan (or

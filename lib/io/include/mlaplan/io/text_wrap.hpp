@@ -16,7 +16,7 @@ namespace mlaplan::io {
 std::string wrap_lines(std::string_view text, size_t width = 120, size_t hang = 4, size_t min_indent = 0);
 
 // "65536" as "64K", "1048576" as "1M": a count of rows in binary units where it is an exact multiple
-// of one, else in digits.
+// of one, else in digits (12288 is "12K", 10000 stays "10000"): the label never rounds.
 std::string format_rows(uint64_t rows);
 
 }  // namespace mlaplan::io

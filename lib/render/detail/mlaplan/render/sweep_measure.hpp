@@ -62,7 +62,6 @@ inline size_t chars_fitting(double px, double size) { return static_cast<size_t>
 double nice_step(double raw);
 
 // The words (sweep_text.cpp).
-std::string tokens_label(uint64_t n);
 std::string model_of(const SweepRow& r);
 std::string group_of(const SweepRow& r, bool with_model);
 std::string point_tip(const SweepRow& r, bool recommended, const std::optional<RecommendOptions>& rec);

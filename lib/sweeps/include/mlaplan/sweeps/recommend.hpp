@@ -86,5 +86,7 @@ double parse_within(const std::string& text);
 // Milliseconds with the digits a step time needs: "12.3 ms", "0.412 ms"; where there is no time (an
 // infinite one, refused batches past the quantile), "no time (refused batches)".
 std::string format_ms(double ms);
+// The number alone, with those digits: "12.3", "0.412" (a finite ms).
+std::string ms_digits(double ms);
 
 }  // namespace mlaplan::sweeps
