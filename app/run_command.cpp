@@ -146,12 +146,21 @@ void predict(io::PlanReport& r, const policies::Policy& policy, const RunCost& c
   std::optional<policies::EagerTime> eager;
   if (c.eager) eager.emplace(c.model);
   policies::EagerTime* clocks = eager ? &*eager : nullptr;
+  // Graph timing prices each chunk of the loop too (the same terms, chunk by chunk), for the pictures.
+  std::vector<double> chunk_us;
+  const policies::ChunkSink sink = [&](const cost::Features& chunk, uint64_t times) {
+    chunk_us.insert(chunk_us.end(), times, c.model.predict_us(chunk));
+  };
   if (policy.kind == policies::PolicyKind::max) {
-    f = policies::max_features(b, policies::max_tables_view(r.tables), g, clocks);
+    f = clocks ? policies::max_features(b, policies::max_tables_view(r.tables), g, clocks)
+               : policies::max_features_by_chunk(b, policies::max_tables_view(r.tables), g, sink);
   } else {
-    f = policies::dispatched_features(b, policy, g, sm, &path, nullptr, clocks);
+    path = policies::engine_path(b, policy, sm);
+    f = path == policies::EnginePath::chunked && !clocks ? policies::policy_features_by_chunk(b, policy, g, sink)
+                                                          : policies::dispatched_features(b, policy, g, sm, &path, nullptr, clocks);
   }
   io::TimeFigures t;
+  t.chunk_us = std::move(chunk_us);
   t.cost_file = c.model.path;
   t.holds_for = c.model.describe(eager.has_value());
   t.gpu = c.model.gpu;
@@ -204,7 +213,8 @@ void require_run_fits(const std::vector<check::Scenario>& scenarios, const std::
   for (const check::Scenario& s : scenarios) {
     const uint64_t B = s.batch.batch_size();
     const uint64_t extra = (opt.format == RunFormat::table ? 0 : io::plan_text_bytes_per_row(B, opt.format == RunFormat::csv)) +
-                           (pictures ? sizeof(render::ChunkPicture) : 0);
+                           (pictures ? sizeof(render::ChunkPicture) : 0) +
+                           (opt.gpu.gpu.empty() && opt.costs.empty() ? 0 : sizeof(double));  // a chunk's predicted time
     for (const policies::Policy& p : policies) {
       uint64_t rows = s.batch.max_chunks;
       if (p.kind != policies::PolicyKind::max) {  // its tables hold max(max_chunks, chunks) rows

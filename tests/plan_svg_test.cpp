@@ -383,5 +383,44 @@ TEST(PlanSvg, PanelsGiveTheirPredictedTimeAndNoDetailIsCut) {
   EXPECT_GT(bar_box({max, whole}, 0, 0, narrow).y, bar_box({max}, 0, 0, narrow).y - 1);
 }
 
+// With each chunk's time (run --cost on the plan's loop), every drawn chunk carries it in a column
+// right of the buffer's end, the bars narrowed to make room, and the details say how much of the
+// step is the chunks'; the same plan without them draws no such column.
+TEST(PlanSvg, ChunksCarryTheirPredictedTimesOnlyWithACostFile) {
+  const check::Scenario s = worked_example();
+  io::PlanReport r = max_report(s);
+  const PlanSvgOptions o;
+  const std::string plain = plan_svg({measure_plan(r)}, o);
+  r.time = io::TimeFigures{};
+  r.time->layers = 61;
+  r.time->layer_us = 50;
+  r.time->gpu = "NVIDIA H100 80GB HBM3";
+  r.time->chunk_us = {30, 12.5};  // the worked example's two chunks; 7.5 us the rest
+  const PlanPicture timed = measure_plan(r);
+  ASSERT_EQ(timed.chunks_used, 2u);
+  EXPECT_NEAR(*timed.chunks[0].ms, 1.83, 1e-12);
+  EXPECT_NEAR(*timed.chunks[1].ms, 0.7625, 1e-12);
+  EXPECT_FALSE(timed.chunks[2].ms);  // unused
+  const std::string svg = plan_svg({timed}, o);
+  EXPECT_EQ(plain.find("time/step"), std::string::npos);
+  EXPECT_NE(svg.find(">time/step</text>"), std::string::npos) << svg;
+  const BarBox bar = bar_box({timed}, 0, 0, o);
+  EXPECT_LT(bar.width, bar_box({measure_plan(max_report(s))}, 0, 0, o).width);
+  size_t times = 0;
+  for (const Element& e : drawn_elements(svg)) {
+    if (e.tag != "text" || (e.text != "1.83 ms" && e.text != "762 us")) continue;
+    ++times;
+    // Right-aligned in its column: it starts past the buffer's end and ends inside the picture.
+    EXPECT_EQ(e.attrs.at("text-anchor"), "end");
+    EXPECT_GT(e.num("x") - dejavu_width(e.text, e.num("font-size")), bar.x + bar.width);
+    EXPECT_LE(e.num("x"), o.width);
+  }
+  EXPECT_EQ(times, 2u) << svg;
+  EXPECT_NE(svg.find("2.59 ms in the chunks, 457 us in the new tokens"), std::string::npos) << svg;
+  // A plan whose model chunks differ from its tables' (another path) is left untimed.
+  r.time->chunk_us = {42.5};
+  EXPECT_EQ(plan_svg({measure_plan(r)}, o).find("time/step"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mlaplan::render

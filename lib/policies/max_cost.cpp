@@ -102,8 +102,9 @@ Clock with_fill(const EagerTime& e, const Clock& chunks) {
 namespace {
 
 // Max's terms over its chunks as `chunks` gives them (max_chunks_of, max_chunks_closed).
+// `sink`, where given, gets each chunk's terms (graph timing).
 template <typename Chunks>
-Features priced_max(const Batch& b, const Geometry& g, EagerTime* eager, Chunks&& chunks) {
+Features priced_max(const Batch& b, const Geometry& g, EagerTime* eager, Chunks&& chunks, const ChunkSink* sink = nullptr) {
   Features f;
   f[Term::batch] = 1;
   Clock loop;  // eager: the chunks'
@@ -113,8 +114,18 @@ Features priced_max(const Batch& b, const Geometry& g, EagerTime* eager, Chunks&
          [&](uint64_t length) {
            f[Term::iteration] += 1;
            f[Term::row] += static_cast<double>(length);
-           if (eager) chunk->finish(f, static_cast<double>(length), *eager, loop);
-           else chunk->finish(f);
+           if (eager) {
+             chunk->finish(f, static_cast<double>(length), *eager, loop);
+           } else if (sink) {
+             Features one;
+             one[Term::iteration] = 1;
+             one[Term::row] = static_cast<double>(length);
+             chunk->finish(one);
+             chunk->finish(f);
+             (*sink)(one, 1);
+           } else {
+             chunk->finish(f);
+           }
            chunk.emplace(b, g);
          });
   if (eager) eager_layer(*eager, f, with_fill(*eager, loop));
@@ -125,6 +136,11 @@ Features priced_max(const Batch& b, const Geometry& g, EagerTime* eager, Chunks&
 
 Features max_features(const Batch& b, const MaxTablesView& t, const Geometry& g, EagerTime* eager) {
   return priced_max(b, g, eager, [&](auto&& segment, auto&& done) { detail::max_chunks_of(b, t, segment, done); });
+}
+
+Features max_features_by_chunk(const Batch& b, const MaxTablesView& t, const Geometry& g, const ChunkSink& sink) {
+  return priced_max(
+      b, g, nullptr, [&](auto&& segment, auto&& done) { detail::max_chunks_of(b, t, segment, done); }, &sink);
 }
 
 void detail::require_max_walk(const Batch& b) {

@@ -99,8 +99,9 @@ Clock chunk_clock(const EagerTime& e, double rows, const Features& launch, doubl
 // what remains. A chunk's grid holds the sequences in batch order; where a block ends depends on the
 // work ahead of it, kept per sequence in a Fenwick tree over batch order (O(B log B) in all).
 // Eager: `chunks` gets the chunks' clock in chunk order (`takes_first`: vLLM takes chunk 0 as it is).
+// `sink`, where given, gets the chunks' terms in chunk order (ChunkSink).
 uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& g, Features& f, EagerTime* eager,
-                                bool takes_first, Clock* chunks_clock) {
+                                bool takes_first, Clock* chunks_clock, const ChunkSink* sink) {
   struct Seq {
     uint32_t pos;       // among the sequences with context, in batch order
     uint64_t last;      // its last chunk
@@ -165,7 +166,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
         const double ahead = static_cast<int64_t>(s.pos) > last_full ? ahead_through(s.pos) - s.rem : 0;
         launch.add_blocks(s.rem, s.tiles, ahead, s.tiles > 0);
       }
-      if (eager) {
+      if (eager || sink) {
         Group grp{at, 1, Features{}, static_cast<double>(full_count * share)};
         for (size_t j = from; j < i; ++j) grp.rows += seqs[j].rem / t;  // its last chunk's rows
         launch.finish(f, 1, &grp.launch);
@@ -186,7 +187,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
     start(launch);
-    if (eager) {
+    if (eager || sink) {
       groups.push_back({next, c - next, Features{}, static_cast<double>(full_count * share)});
       launch.finish(f, c - next, &groups.back().launch);
     } else {
@@ -205,6 +206,20 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
       chunks_clock->then(chunk_clock(*eager, it->rows, it->launch, T), times);
     }
   }
+  if (sink) {
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
+      Features chunk = it->launch;
+      chunk[Term::iteration] = 1;
+      chunk[Term::row] = it->rows;
+      uint64_t times = it->times;
+      if (it->from == 0 && takes_first) {  // vLLM merges nothing into chunk 0's output (its final merge is the rest's)
+        (*sink)(chunk, 1);
+        --times;
+      }
+      chunk[Term::merged_query] = static_cast<double>(T);
+      if (times) (*sink)(chunk, times);
+    }
+  }
   return chunks;
 }
 
@@ -213,7 +228,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
 // how many queries the first chunk's launch read.
 template <typename Walk>
 uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f, uint64_t& first_queries,
-                       uint64_t& largest_chunk, EagerTime* eager, Clock* chunks_clock, Walk&& walk) {
+                       uint64_t& largest_chunk, EagerTime* eager, Clock* chunks_clock, const ChunkSink* sink, Walk&& walk) {
   const uint64_t T = new_tokens(b);
   // Own queries: each launch counts its requests' grid as they are added.
   const AllQueriesGrid grid = own ? AllQueriesGrid{} : AllQueriesGrid::of(b, g);
@@ -232,6 +247,11 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   Features repeated_terms;
   Clock repeated_clock;  // eager: the repeated chunk's
   uint32_t pieces = 0;
+  auto to_sink = [&](Features chunk, double chunk_rows) {  // the walk adds rows and iterations to `f` apart
+    chunk[Term::iteration] = 1;
+    chunk[Term::row] = chunk_rows;
+    (*sink)(chunk, 1);
+  };
   auto add = [&](const Piece& p) {
     if (own) launch.add(b.input_length(p.seq), p.len, false);
     else launch.add_work(b.input_length(p.seq), p.len, false);
@@ -247,6 +267,7 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
       ++done;
       f += repeated_terms;
       if (eager) chunks_clock->then(repeated_clock);
+      if (sink) to_sink(repeated_terms, chunk_rows);
       return;
     }
     if (one) add(first);
@@ -259,6 +280,12 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     terms[Term::merged_query] = static_cast<double>(launch.queries());
     launch.finish(terms);
     f += terms;
+    if (sink) {
+      Features chunk = terms;
+      // vLLM's packed loop takes a first chunk that holds every query as it is (policy_features).
+      if (own && done == 1 && first_queries == T) chunk[Term::merged_query] = 0;
+      to_sink(chunk, chunk_rows);
+    }
     Clock clock;
     if (eager) {
       // vLLM's packed loop takes a first chunk that holds every query as it is (policy_features).
@@ -305,8 +332,11 @@ Features new_tokens_features(const Batch& b, const Geometry& g) {
   return f;
 }
 
-Features policy_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome,
-                         const Features* new_step, EagerTime* eager) {
+namespace {
+
+// policy_features, and with `sink` each chunk's terms (ChunkSink).
+Features loop_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome,
+                       const Features* new_step, EagerTime* eager, const ChunkSink* sink) {
   Features f;
   if (new_step) f = *new_step;
   else new_tokens_step(b, g, f);
@@ -330,18 +360,18 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
   if (policy.kind == PolicyKind::even_split) {
     std::string why;
     const uint64_t share = detail::even_split_share(b, policy.even_split, why);
-    chunks = even_split_all_queries(b, share, g, f, eager, vllm, &loop);
+    chunks = even_split_all_queries(b, share, g, f, eager, vllm, &loop, sink);
     for (uint32_t len : b.cache_lengths) f[Term::row] += len;
     // SGLang merges every chunk; vLLM takes the first chunk as it is and merges the others, then
     // merges the context into the output once more: the same count.
     f[Term::merged_query] += static_cast<double>(chunks) * T;
     if (policy.even_split == EvenSplitVariant::vllm) f[Term::fixed_step] += 1;  // the final merge
   } else if (policy.packed == PackedVariant::trtllm) {
-    chunks = walked_chunks(b, false, g, f, first_queries, largest, eager, &loop,
+    chunks = walked_chunks(b, false, g, f, first_queries, largest, eager, &loop, sink,
                            [&](auto&& emit) { return detail::walk_packed_trtllm(b, emit); });
     f[Term::merged_query] += T;  // the new tokens' step merges into the context's state
   } else {  // vLLM's packed loop, over packed's plan or waves'
-    chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop,
+    chunks = walked_chunks(b, true, g, f, first_queries, largest, eager, &loop, sink,
                            [&](auto&& emit) { return detail::walk_packed_loop(b, policy, emit); });
     if (first_queries == new_tokens(b)) f[Term::merged_query] -= T;  // a first chunk with every query is taken as it is
     f[Term::merged_query] += T;  // the final merge
@@ -376,6 +406,17 @@ Features policy_features(const Batch& b, const Policy& policy, const Geometry& g
     outcome->largest_chunk = largest;
   }
   return f;
+}
+
+}  // namespace
+
+Features policy_features(const Batch& b, const Policy& policy, const Geometry& g, PolicyOutcome* outcome,
+                         const Features* new_step, EagerTime* eager) {
+  return loop_features(b, policy, g, outcome, new_step, eager, nullptr);
+}
+
+Features policy_features_by_chunk(const Batch& b, const Policy& policy, const Geometry& g, const ChunkSink& sink) {
+  return loop_features(b, policy, g, nullptr, nullptr, nullptr, &sink);
 }
 
 PolicyOutcome outcome_with_features(const Batch& b, const Policy& policy, const Geometry& g, Features& f,

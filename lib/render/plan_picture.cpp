@@ -9,6 +9,12 @@ double PlanPicture::fill() const {
   return offered > 0 ? static_cast<double>(streamed_rows) / offered : 0.0;
 }
 
+double PlanPicture::chunks_ms(size_t from) const {
+  double ms = 0;
+  for (size_t c = from; c < chunks.size(); ++c) ms += chunks[c].ms.value_or(0.0);
+  return ms;
+}
+
 PlanPicture measure_plan(const io::PlanReport& r) {
   PlanPicture p;
   const Batch& b = r.scenario->batch;
@@ -50,6 +56,8 @@ PlanPicture measure_plan(const io::PlanReport& r) {
     chunk.used = c < p.chunks_used;
     chunk.rows = chunk.used ? static_cast<uint32_t>(std::max(t.buffer_lengths[c], 0)) : 0;
     if (!chunk.used) continue;
+    // The model's chunks are the tables' used rows, in order; a count that differs is left untimed.
+    if (r.time && r.time->chunk_us.size() == p.chunks_used) chunk.ms = r.time->step_ms(r.time->chunk_us[c]);
     for (uint32_t q = 0; q < B; ++q) {
       const uint32_t lo = t.row_offset(c, q), hi = t.row_offset(c, q + 1);
       if (hi <= lo) continue;

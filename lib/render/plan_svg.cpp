@@ -34,12 +34,21 @@ constexpr double kRefusedBody = 17 * kRefusedLines + 6;
 constexpr double kMinPieceWidth = 4;   // narrower pieces are grouped with narrow neighbours
 constexpr double kLabelSize = 11;
 constexpr size_t kGroupTooltipPieces = 16;
+constexpr double kTimeColumn = 66;     // each chunk's time, right of the buffer's end, with a cost file
+constexpr double kTimeSize = 11;
 
 constexpr std::string_view kRefusedInk = "#CC3311";  // Tol's vibrant red: a refusal, the max_chunks line
 
 
 double bar_width(const PlanSvgOptions& o);
+double bars_width(const PlanPicture& p, const PlanSvgOptions& o);
 std::string memory_text(const io::MemoryFigures& f);
+
+// A chunk's time: "850 us", "12.5 us", "1.25 ms" (sweeps' ms digits from 1 ms up).
+std::string chunk_time_text(double ms) {
+  const double us = ms * 1e3;
+  return ms >= 1 ? sweeps::format_ms(ms) : fmt::format("{:.{}f} us", us, us < 10 ? 2 : us < 100 ? 1 : 0);
+}
 
 // "283.5 ms/step" (with its path where the GPU runs the context whole): a panel's predicted time.
 std::string time_text(const PlanPicture& p) {
@@ -60,6 +69,10 @@ std::vector<std::string> detail_lines(const PlanPicture& p, const PlanSvgOptions
   if (p.padding_rows()) line += fmt::format(" | page padding {} rows", p.padding_rows());
   if (p.memory) line += " | " + memory_text(*p.memory);
   if (p.step_ms) line += fmt::format(" | {} predicted on {}", time_text(p), p.gpu);
+  // Where the time goes: the chunks' part, the rest being the new tokens' step and the fixed launches.
+  if (p.step_ms && p.timed_chunks())
+    line += fmt::format(", {} in the chunks, {} in the new tokens' step and fixed work", chunk_time_text(p.chunks_ms()),
+                        chunk_time_text(std::max(0.0, *p.step_ms - p.chunks_ms())));
   for (std::string& l : wrap_to_width(line, 12, bar_width(o), 3)) lines.push_back(std::move(l));
   return lines;
 }
@@ -118,6 +131,10 @@ double panel_top(const std::vector<PlanPicture>& panels, size_t index, const Pla
 
 double bars_top(const PlanPicture& p, double top, const PlanSvgOptions& o) { return top + header_height(p, o) + kAxis; }
 double bar_width(const PlanSvgOptions& o) { return std::max(o.width - kLeft - kRight, 100.0); }
+// The bars' width: with chunk times, the column they take is left of the picture's right edge.
+double bars_width(const PlanPicture& p, const PlanSvgOptions& o) {
+  return p.timed_chunks() ? std::max(bar_width(o) - kTimeColumn, 50.0) : bar_width(o);
+}
 
 std::string piece_tooltip(const PlanPicture& p, const ChunkPicture& chunk, const Piece& piece) {
   const uint64_t token_end = piece.token_begin + piece.rows();
@@ -199,7 +216,7 @@ class Painter {
                   {{"fill", std::string(kRefusedInk)}});
       return;
     }
-    const double W = bar_width(o_), N = p.buffer_token_size;
+    const double W = bars_width(p, o_), N = p.buffer_token_size;
     const double px_per_row = W / N;
     const double y0 = bars_top(p, top, o_);
     axis(p, y0);
@@ -220,7 +237,8 @@ class Painter {
     if (n < p.chunks.size()) {
       const size_t used = std::min(p.chunks.size(), static_cast<size_t>(p.chunks_used));
       std::string note;
-      if (n < used) note = fmt::format("... {} more chunks not drawn (chunks {} to {})", used - n, n, used - 1);
+      if (n < used) note = fmt::format("... {} more chunks not drawn (chunks {} to {}{})", used - n, n, used - 1,
+                                       p.timed_chunks() ? ", " + chunk_time_text(p.chunks_ms(n)) + " together" : "");
       if (used < p.chunks.size())
         note += fmt::format("{}{} unused of max_chunks {}", note.empty() ? "" : "; ",
                             used + 1 == p.chunks.size() ? fmt::format("chunk {}", used)
@@ -244,7 +262,7 @@ class Painter {
   }
 
   void axis(const PlanPicture& p, double y0) {
-    const double W = bar_width(o_);
+    const double W = bars_width(p, o_);
     const double ay = y0 - 8;
     svg_.line(kLeft, ay, kLeft + W, ay, kFrameStroke, 1);
     for (int k = 0; k <= 4; ++k) {
@@ -257,10 +275,12 @@ class Painter {
                 {{"text-anchor", anchor}, {"fill", std::string(kInk)}});
     }
     svg_.text(kLeft - 8, ay - 7, "chunk", 11, {{"text-anchor", "end"}, {"fill", std::string(kInk)}});
+    if (p.timed_chunks())
+      svg_.text(kLeft + bar_width(o_), ay - 7, "time/step", kTimeSize, {{"text-anchor", "end"}, {"fill", std::string(kInk)}});
   }
 
   void bar(const PlanPicture& p, const ChunkPicture& chunk, double y, double px_per_row) {
-    const double W = bar_width(o_);
+    const double W = bars_width(p, o_);
     svg_.text(kLeft - 8, y + kBar - 5, fmt::to_string(chunk.index), 11, {{"text-anchor", "end"}, {"fill", std::string(kInk)}});
     if (!chunk.used) {
       svg_.rect(kLeft, y, W, kBar, kUnusedFill, fmt::format("chunk {}: unused", chunk.index));
@@ -269,8 +289,9 @@ class Painter {
     }
     // The buffer's capacity, so the empty part of the chunk shows.
     svg_.rect(kLeft, y, W, kBar, "#FFFFFF",
-              fmt::format("chunk {}: {} of {} rows ({:.1f}%)", chunk.index, chunk.rows, p.buffer_token_size,
-                          100.0 * chunk.rows / p.buffer_token_size),
+              fmt::format("chunk {}: {} of {} rows ({:.1f}%){}", chunk.index, chunk.rows, p.buffer_token_size,
+                          100.0 * chunk.rows / p.buffer_token_size,
+                          chunk.ms ? fmt::format(", predicted {} of the step", chunk_time_text(*chunk.ms)) : ""),
               {{"stroke", std::string(kFrameStroke)}, {"stroke-width", "0.5"}});
     for (const BarItem& item : lay_out_bar(chunk, px_per_row, kMinPieceWidth)) {
       const double x = kLeft + item.row_begin * px_per_row;
@@ -281,6 +302,9 @@ class Painter {
         piece(p, chunk, chunk.pieces[item.first], x, y, w, px_per_row);
       }
     }
+    if (chunk.ms)
+      svg_.text(kLeft + bar_width(o_), y + kBar - 5, chunk_time_text(*chunk.ms), kTimeSize,
+                {{"text-anchor", "end"}, {"fill", std::string(kInk)}});
     const double end = kLeft + chunk.rows * px_per_row;
     const std::string rest = fmt::format("{} rows, {}", chunk.rows, percent(chunk.rows, p.buffer_token_size));
     if (kLeft + W - end > text_width(rest, 10) + 10)
@@ -355,7 +379,7 @@ size_t drawn_chunks(const PlanPicture& p, const PlanSvgOptions& o) {
 
 BarBox bar_box(const std::vector<PlanPicture>& panels, size_t panel, size_t chunk, const PlanSvgOptions& o) {
   const double y0 = bars_top(panels[panel], panel_top(panels, panel, o), o);
-  return BarBox{kLeft, y0 + static_cast<double>(chunk) * (kBar + kBarGap), bar_width(o), kBar};
+  return BarBox{kLeft, y0 + static_cast<double>(chunk) * (kBar + kBarGap), bars_width(panels[panel], o), kBar};
 }
 
 std::string plan_svg(const std::vector<PlanPicture>& panels, const PlanSvgOptions& o) {

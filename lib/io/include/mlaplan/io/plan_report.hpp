@@ -42,6 +42,10 @@ struct TimeFigures {
   double layer_us = 0;       // predicted context-phase attention time of one layer
   double iteration_us = 0;   // of which per-iteration overhead (per_iteration_us x iterations)
   double lower_bound_us = 0; // the same batch with a buffer that holds it whole
+  // Each chunk's share of layer_us, in the tables' chunk order, where the plan's loop runs under graph
+  // timing (policy_cost.hpp's ChunkSink); layer_us less their sum is the rest (the new tokens' step,
+  // the batch's fixed launches, vLLM's final merge). Empty on a whole-context path and under eager.
+  std::vector<double> chunk_us;
   // --timing eager: the times above are the two clocks' (cost/eager.hpp), and this the share of the
   // step the device waits for the host; none under graph timing.
   std::optional<double> host_bound_share;

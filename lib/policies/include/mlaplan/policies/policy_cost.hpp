@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,17 @@ cost::Features max_features(const Batch& batch, const MaxTablesView& tables, con
 // max_chunks x batch size cells take): refused past the batch's max_chunks (InfeasibleBatch) or past
 // 2^24 chunks (InputError, as the other policies' walks).
 cost::Features max_features(const Batch& batch, const cost::Geometry& g, EagerTime* eager = nullptr);
+
+// Each chunk's terms, in chunk order, as policy_features and max_features count them (graph timing):
+// `sink(terms, times)` is given `times` alike chunks in a row, each with its iteration, its rows
+// gathered, its launches and their merges. The layer's terms less the chunks' are the rest (the batch's
+// fixed launches, the new tokens' own step, vLLM's final merge), so a cost model's price of the chunks
+// and the rest adds up to the layer's: where a plan's time goes, with no second formula.
+using ChunkSink = std::function<void(const cost::Features& chunk, uint64_t times)>;
+// policy_features (a policy other than max, on its own loop, for a batch it does not refuse), chunk by chunk.
+cost::Features policy_features_by_chunk(const Batch& batch, const Policy& policy, const cost::Geometry& g, const ChunkSink& sink);
+// max_features from a planner's tables, chunk by chunk.
+cost::Features max_features_by_chunk(const Batch& batch, const MaxTablesView& tables, const cost::Geometry& g, const ChunkSink& sink);
 
 // The terms of the batch under the same policy with a buffer that holds all of it at once (max: one
 // chunk and no cap on chunks): the floor that "time over the lower bound" is measured from. vLLM's

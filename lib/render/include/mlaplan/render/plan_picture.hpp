@@ -29,6 +29,9 @@ struct ChunkPicture {
   bool used = false;
   uint32_t rows = 0;  // the chunk's length
   std::vector<Piece> pieces;
+  // With a cost file, where the plan's loop runs and is timed chunk by chunk (TimeFigures::chunk_us):
+  // the chunk's share of the predicted step, in ms.
+  std::optional<double> ms;
 };
 
 // One plan: a panel of a picture.
@@ -50,6 +53,9 @@ struct PlanPicture {
   std::string path, gpu;
 
   uint64_t padding_rows() const { return streamed_rows - payload_tokens; }
+  // Whether each used chunk has its time (ChunkPicture::ms), and their sum.
+  bool timed_chunks() const { return chunks_used > 0 && !chunks.empty() && chunks.front().ms.has_value(); }
+  double chunks_ms(size_t from = 0) const;
   // Rows written over the rows the used chunks offer, in [0, 1].
   double fill() const;
 };
