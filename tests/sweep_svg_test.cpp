@@ -108,6 +108,41 @@ TEST(SweepSvg, RecommendationDrawsTheLimitAndRingsTheChoices) {
   EXPECT_EQ(count(none, "(no buffer qualifies)</text>"), 2u);  // in the legend, for max and packed
 }
 
+// The plot takes the picture's width: the legend is under the plots in columns (a column beside them
+// took a third of the width), every entry inside the picture, the series' and the keys' on rows of
+// their own, and no label running into the next column's sample.
+TEST(SweepPicture, PlotTakesTheWidthAndTheLegendSitsUnderIt) {
+  const SweepResult s = two_policies();
+  SweepReport report;
+  report.sweep = &s;
+  RecommendOptions o;
+  o.max_iterations = 4;
+  report.recommend_options = o;
+  report.recommendations = sweeps::recommend(s, o);
+  const SweepPicture p = measure_sweep(report);
+  EXPECT_GT((p.right - p.left) / p.width, 0.85) << "plot " << p.right - p.left << " of " << p.width << " px";
+  ASSERT_GT(p.legend.size(), 4u);
+  double keys_top = 0, series_bottom = 0;
+  for (size_t i = 0; i < p.legend.size(); ++i) {
+    const LegendEntry& e = p.legend[i];
+    if (e.kind == LegendEntry::Kind::gap) continue;
+    EXPECT_GT(e.y, p.x_title_y) << e.label;
+    EXPECT_LT(e.y + 10, p.height) << e.label;
+    EXPECT_GE(e.x, p.left) << e.label;
+    const double end = e.x + sweep_style::kLegendSample + 8 + text_width(e.label, sweep_style::kLegendSize);
+    EXPECT_LE(end, p.width - sweep_style::kMarginOuter) << e.label;
+    if (e.kind == LegendEntry::Kind::series) series_bottom = std::max(series_bottom, e.y);
+    else if (keys_top == 0) keys_top = e.y;
+    if (i + 1 < p.legend.size() && p.legend[i + 1].y == e.y) EXPECT_LT(end, p.legend[i + 1].x) << e.label;
+  }
+  EXPECT_GT(keys_top, series_bottom);
+  // Several entries share a row: the legend is wrapped across the width, not one column.
+  EXPECT_EQ(p.legend[0].y, p.legend[1].y);
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_NE(svg.find("width=\"" + svg_number(p.width) + "\""), std::string::npos);
+}
+
 TEST(SweepSvg, LinearAxisForFewIterationsLogForMany) {
   SweepResult s = two_policies();
   SweepReport report;

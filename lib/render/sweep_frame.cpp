@@ -1,5 +1,5 @@
 // The frame of a sweep's chart: the title and subtitle lines, what the predicted times hold for, the
-// plot area's place (and the time panel's under it), the legend's column and the picture's size.
+// plot area's place (and the time panel's under it), the legend's rows under them and the picture's size.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,8 +41,9 @@ double left_margin(const TimeAxis* time) {
 
 }  // namespace
 
-// The frame: title on top, the plot (and the time panel under it), the legend to its right; the
-// title clipped to the picture's width (a 10,000-character source name stays one line).
+// The frame: title on top, the plot (and the time panel under it), the legend under them in columns
+// across the plot's width (a column beside the plot left a third of the picture blank); the title
+// clipped to the picture's width (a 10,000-character source name stays one line).
 void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::string& common_model, const TimeAxis* time,
                      double extra_top) {
   double legend_width = 0;
@@ -50,11 +51,18 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
     legend_width = std::max(legend_width, kLegendSample + 8 + label_width(e.label, kLegendSize));
 
   const bool subtitle = !sweep.formation.empty() || !common_model.empty() || sweep.interrupted;
-  const std::vector<std::string> costs = time ? cost_lines(sweep) : std::vector<std::string>();
-  const double title_y = kMarginOuter + kTitleSize;
-  L.top = title_y + (subtitle ? kTitleLine : 0) + kTitleLine * static_cast<double>(costs.size()) + 22 + extra_top;
   L.left = left_margin(time);
   L.right = L.left + kPlotWidth;
+  // A label longer than the plot is wide (hostile model names are clipped to kLegendChars) widens the picture.
+  L.width = std::max(L.right + 2 * kMarginOuter, L.left + legend_width + kMarginOuter);
+  const double text_room = L.width - 2 * kMarginOuter;
+  // What the times hold for, each cost model's line wrapped once at the width rather than cut.
+  std::vector<std::string> costs;
+  if (time)
+    for (const std::string& line : cost_lines(sweep))
+      for (std::string& part : wrap_to_width(line, kSubtitleSize, text_room, 2)) costs.push_back(std::move(part));
+  const double title_y = kMarginOuter + kTitleSize;
+  L.top = title_y + (subtitle ? kTitleLine : 0) + kTitleLine * static_cast<double>(costs.size()) + 22 + extra_top;
   L.bottom = L.top + kPlotHeight;
   double lowest = L.bottom;
   if (time) {
@@ -64,12 +72,31 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
     lowest = L.time->bottom;
   }
   L.x_title_y = lowest + 42;
-  L.legend_x = L.right + kLegendGap;
-  L.legend_y = L.top + 8;
-  L.width = L.legend.empty() ? L.right + 2 * kMarginOuter : L.legend_x + legend_width + kMarginOuter;
-  L.height = std::max(lowest + 56, L.legend_y + kLegendRow * static_cast<double>(L.legend.size()) + kMarginOuter);
+  L.height = lowest + 56;
+  if (!L.legend.empty()) {
+    // Row by row from the plot's left edge, each group (the series; after a gap entry, the keys) on
+    // rows of its own in as many columns of its widest label as the plot's width holds.
+    L.legend_y = L.x_title_y + kLegendGap;
+    size_t row = 0;
+    for (size_t from = 0; from < L.legend.size();) {
+      size_t to = from;
+      double widest = 0;
+      for (; to < L.legend.size() && L.legend[to].kind != LegendEntry::Kind::gap; ++to)
+        widest = std::max(widest, kLegendSample + 8 + label_width(L.legend[to].label, kLegendSize));
+      const double column = widest + kLegendGap;
+      const size_t columns = std::max<size_t>(1, static_cast<size_t>((L.right - L.left + kLegendGap) / column));
+      for (size_t i = from; i < to; ++i) {
+        const size_t k = i - from;
+        L.legend[i].x = L.left + static_cast<double>(k % columns) * column;
+        L.legend[i].y = L.legend_y + kLegendRow * static_cast<double>(row + k / columns);
+      }
+      if (to > from) row += (to - from + columns - 1) / columns;
+      from = to + 1;  // past the gap
+    }
+    const double last_row = static_cast<double>(std::max<size_t>(row, 1) - 1);  // `row` counts the rows
+    L.height = L.legend_y + kLegendRow * last_row + kLegendRow / 2 + kMarginOuter;
+  }
 
-  const double text_room = L.width - 2 * kMarginOuter;
   const std::string tail = fmt::format(", {} batches", sweep.batches);
   const std::string head = "mlaplan sweep: ";
   const size_t room = chars_fitting(text_room, kTitleSize);
@@ -87,7 +114,7 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
   double y = title_y + (subtitle ? kTitleLine : 0);
   for (const std::string& line : costs) {
     y += kTitleLine;
-    L.title.push_back({clip_text(line, chars_fitting(text_room, kSubtitleSize)), y, kSubtitleSize, kMutedInk});
+    L.title.push_back({line, y, kSubtitleSize, kMutedInk});
   }
 }
 

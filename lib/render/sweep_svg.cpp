@@ -195,10 +195,8 @@ void open_axes(SvgWriter& w, double left, double top, double right, double botto
 void draw_legend(SvgWriter& w, const SweepPicture& L) {
   if (L.legend.empty()) return;
   w.open("g", {{"class", "legend"}});
-  const double x0 = L.legend_x, x1 = L.legend_x + kLegendSample, xm = (x0 + x1) / 2, tx = x1 + 8;
-  for (size_t i = 0; i < L.legend.size(); ++i) {
-    const LegendEntry& e = L.legend[i];
-    const double y = L.legend_y + kLegendRow * static_cast<double>(i);
+  for (const LegendEntry& e : L.legend) {
+    const double x0 = e.x, x1 = e.x + kLegendSample, xm = (x0 + x1) / 2, tx = x1 + 8, y = e.y;
     const std::string key(kKeyStroke);
     switch (e.kind) {
       case LegendEntry::Kind::gap: continue;

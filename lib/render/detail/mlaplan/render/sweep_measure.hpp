@@ -27,12 +27,12 @@ using sweeps::SweepResult;
 using sweeps::SweepRow;
 
 // Sizes in px. The plot area is fixed so that charts of different sweeps compare side by side; the
-// legend column and the height grow with what they hold.
-inline constexpr double kPlotWidth = 640;
+// legend's rows under it and the height grow with what they hold.
+inline constexpr double kPlotWidth = 880;
 inline constexpr double kPlotHeight = 400;
 inline constexpr double kMarginLeft = 78;    // room for the y tick labels and the rotated y title
-inline constexpr double kLegendGap = 28;
-inline constexpr double kMemoryAxisRoom = 36;  // above the plot: the memory tick labels and their title     // between the plot's frame and the legend (never over the data)
+inline constexpr double kLegendGap = 28;       // between the x axis's title and the legend, and between its columns
+inline constexpr double kMemoryAxisRoom = 36;  // above the plot: the memory tick labels and their title
 inline constexpr size_t kLegendChars = 48;   // longer legend labels (hostile model names) are clipped
 inline constexpr size_t kTipChars = 200;     // the same for text inside tooltips
 inline constexpr size_t kMaxXTicks = 12;     // as plot_sweep.py: every ceil(n / 12)-th buffer size gets a tick

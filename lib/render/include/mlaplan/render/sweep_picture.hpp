@@ -103,6 +103,7 @@ struct LegendEntry {
   enum class Kind { series, gap, solid, dashed, hollow, limit, ring, host, text } kind = Kind::gap;
   std::string label;
   size_t series = 0;  // Kind::series: index into SweepPicture::series
+  double x = 0, y = 0;  // px: where its sample starts, at its middle (the label follows the sample)
 };
 
 // The predicted step times, in a plot area under the iterations one with the same left, right and x
@@ -129,7 +130,9 @@ struct SweepPicture {
   std::optional<double> limit_y;  // px of K
   std::string limit_label;
   std::vector<LegendEntry> legend;
-  double legend_x = 0, legend_y = 0;
+  // The legend under the plots, in as many columns as the plot's width holds: the series, then (after
+  // a gap entry) the keys on rows of their own. Its first row's middle.
+  double legend_y = 0;
   // Above the plot, with one model and TP: what each tick's buffer reserves on each GPU (the gathered
   // latent, the up-projected K/V and the K concat), and where --memory-budget falls on the axis.
   std::vector<Tick> memory_ticks;
