@@ -26,8 +26,8 @@ SEED61 = os.path.join(ROOT, "docs", "data", "cost-calibration", "workloads-seed6
 
 
 def test_builtin_batches_are_the_scenario_files_an_expert_generated():
-    """Drawn in-process, the fit's batches are `mlaplan gen --seed 61 --page-size 64 --batches 3` of each
-    workload (the files the 270 s H100 calibration took), every workload's first batch first."""
+    """Drawn in-process, the fit's first batches are `mlaplan gen --seed 61 --page-size 64 --batches 3` of
+    each workload (the files the 270 s H100 calibration took), every workload's first batch first."""
     drawn = workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES)
     assert [b[0] for b in drawn[:3]] == list(workloads.WORKLOADS) and len(drawn) == 9
     assert drawn == workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES)  # deterministic
@@ -40,6 +40,23 @@ def test_builtin_batches_are_the_scenario_files_an_expert_generated():
     coding = [b for b in drawn if b[0] == "coding-agent"]
     chat = [b for b in drawn if b[0] == "short-chat"]
     assert min(sum(c) for _, _, c, _ in coding) > 200_000 and min(len(c) for _, _, c, _ in chat) > 20
+
+
+def test_the_fit_spreads_over_each_workloads_shapes():
+    """The fit's first steps are alike (seed 61's first Mooncake steps hold 2-3 sequences each); the
+    spread adds later steps across the shapes: a single long request's chunk among Mooncake's, as a
+    third of its steps are, which the held-out check's first steps were."""
+    first = workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES)
+    fit = workloads.draw(workloads.WORKLOADS, workloads.FIT_SEED, workloads.FIT_BATCHES, spread=workloads.FIT_SPREAD)
+    assert fit[:len(first)] == first and len(fit) == len(first) + 3 * workloads.FIT_SPREAD
+    assert len({n for _, n, _, _ in fit}) == len(fit)  # no step twice
+    moon = [c for w, _, c, _ in fit if w == "mooncake-conv"]
+    assert min(len(c) for c in moon[:3]) >= 2 and min(len(c) for c in moon) == 1
+    # Picked by shape among the next SPREAD_STEPS, not the next two steps.
+    later = workloads.draw(["mooncake-conv"], workloads.FIT_SEED, 3 + workloads.SPREAD_STEPS)[3:]
+    picked = [b for b in fit if b[0] == "mooncake-conv"][3:]
+    assert all(b in later for b in picked) and picked != later[:2]
+    assert workloads.spread_pick(later, 0) == [] and workloads.spread_pick(later[:1], 2) == later[:1]
 
 
 def test_heldout_draw_is_disjoint_from_the_fit():

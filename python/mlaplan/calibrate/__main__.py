@@ -26,7 +26,7 @@ from .._cli import (CPU_WAIT_HELP, CPU_WAIT_S, KERNEL_TITLES, KERNELS, REHEAT_HE
 from .fit import HOST_REPS
 from .oneshot import DEFAULT_SECONDS
 from .options import Parser, given, refuse_given
-from .workloads import FIT_BATCHES, FIT_SEED, HELDOUT_SEED, WORKLOADS, parse_workloads
+from .workloads import FIT_BATCHES, FIT_SEED, FIT_SPREAD, HELDOUT_SEED, WORKLOADS, parse_workloads
 
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 # A workload-shaped point weighs this many grid points in the fit: chosen on the seed-51 held-out
@@ -280,7 +280,7 @@ def _measure(args, dev, workloads, budget, check):
     except ValueError as e:  # the reader's message names the file and field
         raise UsageError(str(e)) from None
     dev.open()
-    fitted = draw(workloads, args.workload_seed, FIT_BATCHES)
+    fitted = draw(workloads, args.workload_seed, FIT_BATCHES, spread=FIT_SPREAD)
     workload_points = interleave_workloads(files + points(fitted, args.buffer_tokens, dims.heads))
     host_batches = draw(workloads or WORKLOADS, HOST_SEED, 1) if args.host or args.timing == "eager" else []
     host_points = interleave_workloads(points(host_batches, HOST_BUFFERS, dims.heads))
