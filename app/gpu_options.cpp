@@ -8,6 +8,7 @@
 #include "mlaplan/cost/gpu.hpp"
 #include "mlaplan/errors.hpp"
 #include "mlaplan/io/printable.hpp"
+#include "mlaplan/io/text_wrap.hpp"
 #include "mlaplan/models/model.hpp"
 
 namespace mlaplan::cli {
@@ -85,9 +86,11 @@ std::string gpu_header(const GpuOptions& o, const std::vector<cost::CostModel>& 
   if (o.gpu.empty()) return "";
   std::string out;
   for (const cost::CostModel& c : costs)
-    out += fmt::format("gpu       {} (--gpu {}): {} TP {} priced by {}\n", io::printable(c.gpu), io::printable(o.gpu),
-                       io::printable(c.model), c.tp, io::printable(c.path));
-  return out + "\n";
+    // The path on a line of its own under the labels' column (shortened where long): within 120
+    // columns, and the same two lines whatever its length.
+    out += fmt::format("gpu       {} (--gpu {}): {} TP {} priced by\n          {}\n", io::printable(c.gpu), io::printable(o.gpu),
+                       io::printable(c.model), c.tp, io::shorten_path(io::printable(c.path)));
+  return io::wrap_lines(out) + "\n";
 }
 
 }  // namespace mlaplan::cli

@@ -52,7 +52,8 @@ echo "default install: bin/mlaplan (it runs), core's $(ls "$prefix/include/mlapl
 mkdir "$work/elsewhere"
 (cd "$work/elsewhere" && "$prefix/bin/mlaplan" sweep --workload short-chat --batches 20 --gpu h200 --model deepseek-v3 --tp 8 \
    --buffer-tokens 8192 --policy packed) >"$work/gpu.txt"
-head -1 "$work/gpu.txt" | grep -qF "gpu       NVIDIA H200 (--gpu h200): deepseek-v3 TP 8 priced by $prefix/share/mlaplan/costs/h200/deepseek-v3-tp8-bf16-fa3.json" ||
+# (The file is on the second line, under the labels' column.)
+head -2 "$work/gpu.txt" | tr -s ' \n' '  ' | grep -qF "gpu NVIDIA H200 (--gpu h200): deepseek-v3 TP 8 priced by $prefix/share/mlaplan/costs/h200/deepseek-v3-tp8-bf16-fa3.json" ||
   { head -3 "$work/gpu.txt"; echo "--gpu h200 did not take the installed cost file"; exit 1; }
 echo "installed command: --gpu h200 takes share/mlaplan/costs/h200's file from another folder"
 

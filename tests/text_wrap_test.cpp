@@ -1,11 +1,14 @@
-// Prose within 120 columns (io::wrap_lines) and rows in binary units (io::format_rows).
+// Prose within 120 columns (io::wrap_lines, io::shorten_path) and rows in binary units (io::format_rows).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
+#include <string>
 
 #include "mlaplan/io/text_wrap.hpp"
 
 using mlaplan::io::format_rows;
+using mlaplan::io::shorten_path;
 using mlaplan::io::wrap_lines;
 
 namespace {
@@ -51,6 +54,28 @@ TEST(TextWrap, EveryLineFitsWhereWordsAllowIt) {
     EXPECT_EQ(wa, wb);
   }
   EXPECT_FALSE(static_cast<bool>(b >> wb));
+}
+
+TEST(TextWrap, LongPathsLoseTheirMiddleFolders) {
+  EXPECT_EQ(shorten_path("costs/h100/x.json", 100), "costs/h100/x.json");
+  const std::string deep = "/tmp/" + std::string(70, 'a') + "/" + std::string(60, 'b') + "/cost.json";
+  EXPECT_EQ(shorten_path(deep, 100), "/tmp/.../" + std::string(60, 'b') + "/cost.json");
+  EXPECT_EQ(shorten_path(deep, 40), "/tmp/.../cost.json");
+  EXPECT_EQ(shorten_path("rel/" + std::string(50, 'c') + "/d/e.json", 30), "rel/.../d/e.json");
+  // A name too long alone: its start and end, never more than the width, never a split UTF-8 character.
+  const std::string name = "/" + std::string(30, 'x') + "\xC3\xA9" + std::string(30, 'y') + ".json";
+  const std::string cut = shorten_path(name, 40);
+  EXPECT_LE(cut.size(), 40u);
+  EXPECT_EQ(cut.substr(cut.size() - 5), ".json");
+  EXPECT_NE(cut.find("..."), std::string::npos);
+  for (size_t width : {5, 20, 35, 36, 37, 38}) {
+    const std::string c = shorten_path(name, width);
+    EXPECT_LE(c.size(), std::max<size_t>(width, 3)) << width;
+    for (size_t i = 0; i < c.size(); ++i) {  // the two bytes of the e-acute together or not at all
+      if (c[i] == '\xC3') EXPECT_TRUE(i + 1 < c.size() && c[i + 1] == '\xA9') << width;
+      if (c[i] == '\xA9') EXPECT_TRUE(i > 0 && c[i - 1] == '\xC3') << width;
+    }
+  }
 }
 
 TEST(TextWrap, RowsInBinaryUnitsWhereExact) {

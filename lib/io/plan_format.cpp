@@ -6,6 +6,7 @@
 #include "mlaplan/profile/json_text.hpp"
 #include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/io/printable.hpp"
+#include "mlaplan/io/text_wrap.hpp"
 #include "mlaplan/profile/stop_request.hpp"
 
 namespace mlaplan::io {
@@ -143,7 +144,7 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
         t.host_bound_share ? fmt::format(", host-bound {:.1f}% (eager timing: the share of the step the device waits "
                                          "for the host)", 100.0 * *t.host_bound_share)
                            : "",
-        printable(t.cost_file), printable(t.holds_for));
+        shorten_path(printable(t.cost_file)), printable(t.holds_for));  // a path within a 120-column line
     if (t.host_bound_share)
       put("          host costs: {}{}{}\n", printable(t.host_holds_for),
           t.host_probe_ms > 0 ? fmt::format("; stated at a {} probe of {:.3f} ms", t.host_probe == "dispatch" ? "dispatch" : "CPU",

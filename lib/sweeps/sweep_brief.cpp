@@ -110,7 +110,7 @@ std::string sweep_brief_summary(const SweepResult& s) {
                                 io::printable(s.source), io::printable(s.formation), s.mean_batch_size);
   for (const cost::CostModel& c : s.costs)
     out += fmt::format("priced: {} TP{} by {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe(sweep_has_eager(s))),
-                       io::printable(c.path));
+                       io::shorten_path(io::printable(c.path)));
   return io::wrap_lines(out);
 }
 
