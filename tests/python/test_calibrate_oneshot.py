@@ -288,6 +288,7 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     # The fit took the workload batches it drew: every workload's, weighted as workload points.
     assert cost["fit"]["points"] > 20 and cost["fit"]["workload_weight"] == 8
     assert isinstance(cost["host"]["identified"], bool) and "eager" in held
+    assert held["timings"] == ["graph"]  # a check by graph time replays the graphs alone (heldout_eager)
     _mlaplan.read_cost_model(str(out))  # the C++ reader takes the additive fields
     # The measurements keep the held-out runs apart from the fitted ones, for studying a miss.
     saved = json.loads(raw.read_text())
@@ -309,3 +310,22 @@ def test_the_device_times_points_as_calibrate_and_validate_do():
     for rec in (dev.measure_calibration(p, 0), dev.measure_heldout(p, 0, 0)):
         assert rec["eager_ms"] > 0 and rec["iterations"] == features(p, 2)["per_iteration_us"] and "refused" not in rec
     assert dev.turns == {"packed": 1}
+
+
+def test_a_check_by_graph_time_replays_the_graphs_alone(monkeypatch):
+    """The held-out runs of a graph-time check skip the eager runs, their probes and the host's
+    dispatch (half of an H100 check's time); an eager check or --host keeps them."""
+    pytest.importorskip("torch", reason="the executor's timing needs torch")
+    from mlaplan.calibrate.__main__ import parser
+    from mlaplan.prefill import timing
+
+    for argv, eager in (([], False), (["--host"], True), (["--timing", "eager"], True)):
+        assert oneshot.heldout_eager(parser().parse_args(["-o", "x.json"] + argv)) is eager
+    ran = []
+    monkeypatch.setattr(timing, "time_graph", lambda fn, reps, warmup, settle_ms: [2.0, 1.0, 3.0])
+    t = timing.measure(lambda ranges: ran.append(ranges), True, reps=3, warmup=1, parts=False, cpu_wait_s=30,
+                       dispatch_probe=lambda: 1.0, eager=False)
+    assert t.graph_ms == 2.0 and t.eager_ms is None and t.eager_spread_ms is None and ran == []
+    # Without a graph to time (the CPU), eager=False is ignored: something is measured.
+    t = timing.measure(lambda ranges: ran.append(ranges), False, reps=2, warmup=0, parts=False, eager=False)
+    assert t.eager_ms is not None and t.graph_ms is None and len(ran) == 2

@@ -303,7 +303,7 @@ def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
     """The held-out check: batches drawn with --heldout-seed (none of the fitted ones), measured within
     what is left of the budget, priced with `cost`: (its verdict and figures, the file's `heldout`;
     the runs measured)."""
-    from .oneshot import RESERVE_S, heldout_groups, heldout_record, measure_heldout, verdict
+    from .oneshot import RESERVE_S, heldout_eager, heldout_groups, heldout_record, measure_heldout, verdict
     from .validate import report
     from .workloads import HELDOUT_BATCHES, disjoint, draw, points
     from .._cli import ENGINES
@@ -318,7 +318,7 @@ def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
     eager = report(cost, records, "eager") if cost.get("host") and any(r.get("eager_ms") for r in records) else None
     return heldout_record(verdict(rep), eager, seed=args.heldout_seed, batches=HELDOUT_BATCHES, buffers=args.buffer_tokens,
                           policies=ENGINES, seconds=budget.clock() - start, reps=dev.heldout_reps,
-                          warmup=dev.heldout_warmup), records
+                          warmup=dev.heldout_warmup, timings=("eager", "graph") if heldout_eager(args) else ("graph",)), records
 
 
 def summary(doc: dict, fit, host, timing: str) -> str:

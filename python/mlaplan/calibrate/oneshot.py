@@ -146,10 +146,11 @@ def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budge
 
 
 def heldout_record(v: dict, rep_eager: Optional[dict], *, seed: int, batches: int, buffers: Sequence[int], policies: Sequence[str],
-                   seconds: float, reps: int, warmup: int) -> dict:
-    """The cost file's `heldout` field: what was drawn and measured, each workload's figures and verdict."""
+                   seconds: float, reps: int, warmup: int, timings: Sequence[str] = ("eager", "graph")) -> dict:
+    """The cost file's `heldout` field: what was drawn and measured (`timings`, how the runs were
+    timed), each workload's figures and verdict."""
     out = {"seed": seed, "batches_per_workload": batches, "buffer_tokens": list(buffers), "policies": list(policies),
-           "reps": reps, "warmup": warmup, "seconds": round(seconds, 1), **v}
+           "reps": reps, "warmup": warmup, "timings": list(timings), "seconds": round(seconds, 1), **v}
     if rep_eager is not None:  # how the host section prices the same runs' eager time (no verdict: for the record)
         out["eager"] = {w: {k: s[k] for k in ("median_abs_error", "p90_abs_error", "kendall_tau")}
                         for w, s in rep_eager["workloads"].items()}
@@ -255,13 +256,24 @@ class Device:
 
     def measure_heldout(self, p, i: int, group: int) -> dict:
         from .._cli import ENGINES
+        from .fit import HOST_REPS
         from .measure import AUTO_PATHS, measure_point, replays_first
 
         a = self.args
         first = replays_first(ENGINES.index(p.policy), a.buffer_tokens.index(p.buffer_tokens), group)
+        eager = heldout_eager(a)
         return measure_point(p, self.dims, self.torch.bfloat16, self.device, self.heldout_reps, self.heldout_warmup, self.kernel,
-                             1000 + group, AUTO_PATHS, a.settle_ms, graph_first=first, cpu_wait_s=a.cpu_wait_s,
-                             reheat_ms=a.reheat_ms)
+                             1000 + group, AUTO_PATHS, a.settle_ms, host_reps=HOST_REPS if eager else 0, graph_first=first and eager,
+                             cpu_wait_s=a.cpu_wait_s, reheat_ms=a.reheat_ms, eager=eager)
+
+
+def heldout_eager(args) -> bool:
+    """Whether the held-out runs are timed eagerly too: where the verdict is by eager time, or --host
+    asks for the host section. A check by graph time replays the graphs alone: the eager runs, their
+    probes and the host's dispatch took half of an H100 Kimi-K2 check's 166 s, and a DeepSeek-V3 TP 1
+    coding-agent batch over 120 s, for figures no verdict reads (the order of the two timings moved
+    that check's graph errors by 0.4 points at most)."""
+    return args.timing == "eager" or bool(args.host)
 
 
 def open_gpu(args) -> Device:

@@ -101,14 +101,15 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
             trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
             settle_ms: float = 0.0, state=None, host_reps: int = 0, graph_first: bool = False,
-            cpu_wait_s: float = 0.0, reheat_ms: float = 0.0) -> Run:
+            cpu_wait_s: float = 0.0, reheat_ms: float = 0.0, eager: bool = True) -> Run:
     """host_reps: on the GPU, also time the host's dispatch alone (host_ms, the median of that many
     layers) and count the layer's launches by kind (launches), what eager time is fitted on.
     cpu_wait_s: on the GPU, the eager runs and the host's dispatch wait up to that long for the host
     CPU's full speed (cpu_speed), and the probe's ms is kept (cpu_probe_ms). On the GPU the host's
     dispatch speed is probed before each timed eager run and after the last (dispatch_probe_ms, their median),
     and with host_reps the timed eager runs stamp their launches (host_launch_us, host_issue_ms);
-    reheat_ms: the layer runs back to back that long after each probe (timing.time_eager_probed)."""
+    reheat_ms: the layer runs back to back that long after each probe (timing.time_eager_probed).
+    eager=False: on the GPU, the graph replays alone are timed (timing.measure)."""
     with phases.phase("inputs"):
         p = prepare(x, s, fused_merge, kernel, state)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
@@ -122,7 +123,7 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     if reps > 0:
         t: Timing = measure(lambda r: execute(p, r), cuda, reps, warmup, graph, trace, ranges, parts, settle_ms,
                             graph_first, cpu_wait_s, (lambda: dispatch_probe.probe_ms(p)) if cuda else None,
-                            stamp_launches=cuda and host_reps > 0, reheat_ms=reheat_ms)
+                            stamp_launches=cuda and host_reps > 0, reheat_ms=reheat_ms, eager=eager)
         run.cpu_probe_ms, run.dispatch_probe_ms = t.cpu_probe_ms, t.dispatch_probe_ms
         stamped = host_clock.per_launch_us(t.launch_stamps)
         if stamped is not None:

@@ -32,8 +32,8 @@ from .executor import PARTS, RANGE_PREFIX
 
 @dataclass
 class Timing:
-    eager_ms: float
-    eager_spread_ms: float          # max - min over the timed runs
+    eager_ms: Optional[float]       # None where only the graph was timed (measure's eager=False)
+    eager_spread_ms: Optional[float]  # max - min over the timed runs
     graph_ms: Optional[float]       # None on the CPU, or where capture failed (graph_error says why)
     parts_ms: Dict[str, float]
     gpu_busy_ms: Optional[float]    # union of kernel intervals during the profiled run
@@ -314,7 +314,7 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
             trace: Optional[str] = None, ranges: bool = False, parts: bool = True, settle_ms: float = 0.0,
             graph_first: bool = False, cpu_wait_s: float = 0.0,
             dispatch_probe: Optional[Callable[[], float]] = None, stamp_launches: bool = False,
-            reheat_ms: float = 0.0) -> Timing:
+            reheat_ms: float = 0.0, eager: bool = True) -> Timing:
     """run(ranges) runs the work once; the timed runs pass `ranges` (default without annotations),
     the profiled run True. parts=False leaves out the profiled run (the calibration needs totals only).
     settle_ms: on the GPU, each timing (eager, graph) starts after that long running back to back.
@@ -325,7 +325,9 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
     GPU, the host's dispatch speed (dispatch_probe.probe_ms) probed beside each timed eager run.
     stamp_launches: with dispatch_probe, the timed eager runs' launch stamps kept (Timing.launch_stamps,
     those of the eager timing kept: the last where it is timed again). reheat_ms: with dispatch_probe,
-    the layer runs back to back that long after each probe (time_eager_probed)."""
+    the layer runs back to back that long after each probe (time_eager_probed). eager=False: on the
+    GPU, the graph alone (eager_ms None), where a check judges graph time only; ignored where no graph
+    is timed."""
     fn = lambda: run(ranges)  # noqa: E731
     graph_ms, graph_error = None, None
 
@@ -338,29 +340,31 @@ def measure(run: Callable[[bool], object], cuda: bool, reps: int = 10, warmup: i
             except RuntimeError as e:  # a kernel that cannot be captured: say so, keep the eager figures
                 graph_error = str(e).splitlines()[0]
 
-    if graph_first:
+    eager = eager or not (cuda and graph)
+    if graph_first or not eager:
         replayed()
-    waits = cuda and cpu_wait_s > 0
+    waits = cuda and cpu_wait_s > 0 and eager
     probe = None  # the slower of the probes before and after the eager runs kept
     dispatch = None
     stamps: List[list] = []
-    for _ in range(3 if waits else 1):
+    times: List[float] = []
+    for _ in range((3 if waits else 1) if eager else 0):
         before = cpu_speed.wait_for_full_speed(cpu_wait_s) if waits else None
         if cuda and dispatch_probe is not None:
             stamps = [] if stamp_launches else None
-            eager, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe, stamps, reheat_ms)
+            times, dispatch = time_eager_probed(fn, reps, warmup, settle_ms, dispatch_probe, stamps, reheat_ms)
         else:
-            eager = time_eager(fn, cuda, reps, warmup, settle_ms)
+            times = time_eager(fn, cuda, reps, warmup, settle_ms)
         if not waits:
             break
         probe = max(before, cpu_speed.current_ms())
         if cpu_speed.full_speed(probe):
             break
-    if not graph_first:
+    if not graph_first and eager:
         replayed()
     if parts:
         by_part, busy, span, count = profile_parts(lambda: run(True), cuda, trace)
     else:
         by_part, busy, span, count = {}, None, None, 0
-    return Timing(statistics.median(eager), max(eager) - min(eager), graph_ms, by_part, busy, span, count,
-                  graph_error, eager, probe, dispatch, stamps or [])
+    return Timing(statistics.median(times) if times else None, max(times) - min(times) if times else None, graph_ms,
+                  by_part, busy, span, count, graph_error, times, probe, dispatch, stamps or [])
