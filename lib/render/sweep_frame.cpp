@@ -77,7 +77,7 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
     // Row by row from the plot's left edge, each group (the series; after a gap entry, the keys) on
     // rows of its own in as many columns of its widest label as the plot's width holds.
     L.legend_y = L.x_title_y + kLegendGap;
-    size_t row = 0;
+    double row = 0;  // the next row, in rows from the first; half a row between groups
     for (size_t from = 0; from < L.legend.size();) {
       size_t to = from;
       double widest = 0;
@@ -88,13 +88,12 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
       for (size_t i = from; i < to; ++i) {
         const size_t k = i - from;
         L.legend[i].x = L.left + static_cast<double>(k % columns) * column;
-        L.legend[i].y = L.legend_y + kLegendRow * static_cast<double>(row + k / columns);
+        L.legend[i].y = L.legend_y + kLegendRow * (row + static_cast<double>(k / columns));
       }
-      if (to > from) row += (to - from + columns - 1) / columns;
+      if (to > from) row += static_cast<double>((to - from + columns - 1) / columns) + 0.5;
       from = to + 1;  // past the gap
     }
-    const double last_row = static_cast<double>(std::max<size_t>(row, 1) - 1);  // `row` counts the rows
-    L.height = L.legend_y + kLegendRow * last_row + kLegendRow / 2 + kMarginOuter;
+    L.height = L.legend_y + kLegendRow * std::max(row - 1.5, 0.0) + kLegendRow / 2 + kMarginOuter;  // past the last row
   }
 
   const std::string tail = fmt::format(", {} batches", sweep.batches);
