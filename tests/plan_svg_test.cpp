@@ -417,6 +417,9 @@ TEST(PlanSvg, ChunksCarryTheirPredictedTimesOnlyWithACostFile) {
   }
   EXPECT_EQ(times, 2u) << svg;
   EXPECT_NE(svg.find("2.59 ms in the chunks, 457 us in the new tokens"), std::string::npos) << svg;
+  // The page's summary table gives the predicted step beside the chunk count, only with a cost file.
+  EXPECT_NE(plan_html({r}, "").find(">3.05 ms/step<"), std::string::npos);
+  EXPECT_EQ(plan_html({max_report(s)}, "").find("predicted step"), std::string::npos);
   // A plan whose model chunks differ from its tables' (another path) is left untimed.
   r.time->chunk_us = {42.5};
   EXPECT_EQ(plan_svg({measure_plan(r)}, o).find("time/step"), std::string::npos);

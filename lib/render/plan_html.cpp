@@ -20,14 +20,21 @@ std::vector<PlanPicture> pictures(const std::vector<const io::PlanReport*>& repo
   return out;
 }
 
-std::vector<std::string> summary_row(const PlanPicture& p, const io::PlanReport& r) {
-  if (!p.refused.empty()) return {p.policy, "refused", "", "", "", p.refused};
-  return {p.policy,
-          fmt::to_string(p.chunks_used),
-          fmt::format("{:.1f}%", 100.0 * p.fill()),
-          fmt::to_string(p.streamed_rows),
-          fmt::to_string(p.padding_rows()),
-          r.verification.status.empty() ? "not checked" : r.verification.status};
+// With a cost file (`timed`), the predicted step after the chunks: the answer beside the count.
+std::vector<std::string> summary_row(const PlanPicture& p, const io::PlanReport& r, bool timed) {
+  std::vector<std::string> row;
+  if (!p.refused.empty()) {
+    row = {p.policy, "refused", "", "", "", p.refused};
+  } else {
+    row = {p.policy,
+           fmt::to_string(p.chunks_used),
+           fmt::format("{:.1f}%", 100.0 * p.fill()),
+           fmt::to_string(p.streamed_rows),
+           fmt::to_string(p.padding_rows()),
+           r.verification.status.empty() ? "not checked" : r.verification.status};
+  }
+  if (timed) row.insert(row.begin() + 2, step_time_text(p));
+  return row;
 }
 
 }  // namespace
@@ -59,10 +66,17 @@ std::string plan_html(const std::vector<io::PlanReport>& reports, const std::str
     page.heading(s.name);
     if (!s.description.empty()) page.paragraph(s.description);
     const std::vector<PlanPicture> panels = pictures(section);
+    bool timed = false;
+    for (const PlanPicture& p : panels) timed = timed || p.step_ms.has_value();
     std::vector<std::vector<std::string>> rows;
-    for (size_t k = 0; k < section.size(); ++k) rows.push_back(summary_row(panels[k], *section[k]));
-    page.table({"policy", "chunks", "fill", "rows streamed", "page padding", "verification"}, rows,
-               {false, true, true, true, true, false});
+    for (size_t k = 0; k < section.size(); ++k) rows.push_back(summary_row(panels[k], *section[k], timed));
+    std::vector<std::string> header{"policy", "chunks", "fill", "rows streamed", "page padding", "verification"};
+    std::vector<bool> numeric{false, true, true, true, true, false};
+    if (timed) {
+      header.insert(header.begin() + 2, "predicted step");
+      numeric.insert(numeric.begin() + 2, true);
+    }
+    page.table(header, rows, numeric);
     PlanSvgOptions options;
     options.standalone = false;
     options.id_prefix = fmt::format("plan{}", i);  // pattern ids stay unique on the page

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "mlaplan/sweeps/recommend.hpp"
+
 namespace mlaplan::render {
 
 double PlanPicture::fill() const {
@@ -13,6 +15,11 @@ double PlanPicture::chunks_ms(size_t from) const {
   double ms = 0;
   for (size_t c = from; c < chunks.size(); ++c) ms += chunks[c].ms.value_or(0.0);
   return ms;
+}
+
+std::string step_time_text(const PlanPicture& p) {
+  if (!p.step_ms) return "";
+  return sweeps::format_ms(*p.step_ms) + "/step" + (p.path == "chunked" ? "" : " (" + p.path + ")");
 }
 
 PlanPicture measure_plan(const io::PlanReport& r) {

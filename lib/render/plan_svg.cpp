@@ -50,11 +50,6 @@ std::string chunk_time_text(double ms) {
   return ms >= 1 ? sweeps::format_ms(ms) : fmt::format("{:.{}f} us", us, us < 10 ? 2 : us < 100 ? 1 : 0);
 }
 
-// "283.5 ms/step" (with its path where the GPU runs the context whole): a panel's predicted time.
-std::string time_text(const PlanPicture& p) {
-  if (!p.step_ms) return "";
-  return sweeps::format_ms(*p.step_ms) + "/step" + (p.path == "chunked" ? "" : " (" + p.path + ")");
-}
 
 // The panel's detail lines under its title: the batch, then the fill, tokens, padding and memory,
 // broken into as many lines as the width needs (it was cut mid-word at one), at most three.
@@ -68,7 +63,7 @@ std::vector<std::string> detail_lines(const PlanPicture& p, const PlanSvgOptions
                                  p.policy == "max" ? "tokens (cache + new)" : "cached context tokens", p.streamed_rows);
   if (p.padding_rows()) line += fmt::format(" | page padding {} rows", p.padding_rows());
   if (p.memory) line += " | " + memory_text(*p.memory);
-  if (p.step_ms) line += fmt::format(" | {} predicted on {}", time_text(p), p.gpu);
+  if (p.step_ms) line += fmt::format(" | {} predicted on {}", step_time_text(p), p.gpu);
   // Where the time goes: the chunks' part, the rest being the new tokens' step and the fixed launches.
   if (p.step_ms && p.timed_chunks())
     line += fmt::format(", {} in the chunks, {} in the new tokens' step and fixed work", chunk_time_text(p.chunks_ms()),
@@ -104,7 +99,7 @@ std::vector<std::string> summary_lines(const std::vector<PlanPicture>& panels, c
   std::string line = panels.front().step_ms ? "chunks used, time predicted:" : "chunks used:";
   bool has_part = false;
   for (const PlanPicture& p : panels) {
-    const std::string when = time_text(p);
+    const std::string when = step_time_text(p);
     const std::string part = fmt::format("{} {}{}", clip_text(p.policy, 40), chunks_text(p), when.empty() ? "" : ", " + when);
     if (has_part && text_width(line + " | " + part, kSummarySize) > o.width - kLeft - kRight) {
       lines.push_back(line);
@@ -252,7 +247,7 @@ class Painter {
 
  private:
   void header(const PlanPicture& p, double top) {
-    const std::string when = time_text(p);
+    const std::string when = step_time_text(p);
     svg_.text(kLeft, top + 14,
               clip_to_width(fmt::format("{}: {}{}", p.policy, chunks_text(p), when.empty() ? "" : ", " + when), 15, bar_width(o_)),
               15, {{"font-weight", "bold"}, {"fill", std::string(kInk)}});

@@ -60,6 +60,10 @@ struct PlanPicture {
   double fill() const;
 };
 
+// "283.5 ms/step", with its path where the GPU runs the context whole ("205.3 ms/step (one-shot)"):
+// a panel's predicted time; "" without one.
+std::string step_time_text(const PlanPicture& p);
+
 // Measures a planned report (or a refused one: its `refused` set and no tables).
 PlanPicture measure_plan(const io::PlanReport& report);
 
