@@ -44,19 +44,30 @@ def ordered(t):
     return torch.where(bits < 0, -(bits & 0x7FFF), bits)
 
 
+# The bound for 16-bit outputs: the kernel sums in float32 in another order than the reference, so it
+# may round to the other side of a boundary (1 ulp of the value), and where the sum cancels to near
+# zero it may differ by the float32 sums' own error (under 1e-5 for 512 products of these inputs).
+SUM_ERROR = 1e-5
+
+
 def compare(k, v, k_ref, v_ref, dims):
-    """k, v against a reference computed in float32: the most ulps apart after rounding the reference
-    to k's dtype, the share exactly equal, and whether the rope part is bit-exact."""
+    """k, v against a reference in float32: for 16-bit outputs whether every value is within 1 ulp of
+    the reference rounded to k's dtype (plus SUM_ERROR), the most ulps apart and the share exactly
+    equal; for float32 the largest difference; and whether the rope part is bit-exact."""
     got = torch.cat((k[..., : dims.qk_nope].reshape(-1), v.reshape(-1))).cpu()
-    want = torch.cat((k_ref[..., : dims.qk_nope].reshape(-1), v_ref.reshape(-1))).cpu()
+    want = torch.cat((k_ref[..., : dims.qk_nope].reshape(-1), v_ref.reshape(-1))).cpu().float()
     rope = bool(torch.equal(k[..., dims.qk_nope :].cpu(), k_ref[..., dims.qk_nope :].to(k.dtype).cpu()))
+    if not got.numel():
+        return {"within": True, "max_ulps": 0, "exact": 1.0, "max_abs": 0.0, "rope_exact": rope}
+    err = (got.float() - want).abs()
     if k.dtype == torch.float32:
-        err = float((got - want).abs().max()) if got.numel() else 0.0
-        return {"max_abs": err, "rope_exact": rope}
+        return {"max_abs": float(err.max()), "rope_exact": rope}
     rounded = want.to(k.dtype)
     ulps = (ordered(got) - ordered(rounded)).abs()
-    return {"max_ulps": int(ulps.max()) if ulps.numel() else 0,
-            "exact": float((ulps == 0).float().mean()) if ulps.numel() else 1.0, "rope_exact": rope}
+    mantissa = 7 if k.dtype == torch.bfloat16 else 10
+    ulp = torch.ldexp(torch.ones_like(want), torch.frexp(rounded.float())[1] - 1 - mantissa)
+    return {"within": bool((err <= ulp + SUM_ERROR).all()), "max_ulps": int(ulps.max()),
+            "exact": float((ulps == 0).float().mean()), "rope_exact": rope}
 
 
 def fp32_reference(cache_flat, rows, w, dims):
@@ -152,8 +163,8 @@ def test_kernel_under_the_interpreter_matches_the_reference():
             assert r["max_abs"] < 1e-5, (name, r)
         else:
             # bf16/fp16 out of a float32 accumulator: the reference in float32 rounded once; only the
-            # summation order differs, so at most 1 ulp and almost everywhere exact.
-            assert r["max_ulps"] <= 1 and r["exact"] >= 0.99, (name, r)
+            # summation order differs, so within 1 ulp (compare) and almost everywhere exact.
+            assert r["within"] and r["exact"] >= 0.99, (name, r)
     assert res["no rows"]["shapes"] == [[0, 3, 48], [0, 3, 32]]
     assert res["small bf16"]["shapes"] == [[203, 3, 48], [203, 3, 32]]
     assert res["small bf16"]["views_equal"] and res["small bf16"]["padding_zero"]
@@ -194,6 +205,9 @@ def test_bad_arguments_raise_naming_the_argument():
                 fn(**dict(good, **change))
             assert isinstance(e.value, PrefillInputError)
             assert str(e.value).startswith(argument + ":"), (argument, str(e.value))
+    for tiles in ({"BLOCK_Q": 64}, {"BLOCK_M": 0}, {"num_warps": 4.0}, [("BLOCK_M", 64)]):
+        with pytest.raises(PrefillInputError, match="^tiles: "):
+            fu.fused_up_project(**good, tiles=tiles)
     if torch.cuda.is_available():
         with pytest.raises(ValueError, match="^rows: on cuda"):
             fu.fused_up_project(cache_flat, rows.cuda(), w, SMALL)
@@ -208,9 +222,19 @@ def unfused(cache_flat, rows, w, dims):
     return executor._up_project(types.SimpleNamespace(x=x, pad_v=False), cache_flat.index_select(0, rows))
 
 
+@pytest.fixture
+def full_precision_reductions():
+    """cuBLAS may sum split-K partials in bf16/fp16 (torch's default); the comparison wants float32 sums."""
+    m = torch.backends.cuda.matmul
+    saved = m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction
+    m.allow_bf16_reduced_precision_reduction = m.allow_fp16_reduced_precision_reduction = False
+    yield
+    m.allow_bf16_reduced_precision_reduction, m.allow_fp16_reduced_precision_reduction = saved
+
+
 @needs_cuda
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
-def test_gpu_kernel_matches_the_unfused_path(dtype):
+def test_gpu_kernel_matches_the_unfused_path(dtype, full_precision_reductions):
     for n_rows in (1, 1000, 65536 + 37):
         lengths = [n_rows] if n_rows < 1000 else [n_rows - 700, 0, 700]
         cache_flat, rows, w = case(V3, lengths, 64, dtype, "cuda", seed=n_rows)
@@ -226,7 +250,7 @@ def test_gpu_kernel_matches_the_unfused_path(dtype):
             if dtype == torch.float32:
                 assert r["max_abs"] < 1e-4, r
             else:  # bit-exact where cuBLAS sums in the same order; else a rounding boundary apart
-                assert r["max_ulps"] <= 1 and r["exact"] >= 0.99, r
+                assert r["within"] and r["exact"] >= 0.99, r
 
 
 @needs_cuda

@@ -106,8 +106,9 @@ def _pow2_divisor(want: int, *sizes: int) -> Optional[int]:
     return None
 
 
-def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]]) -> Tuple[Optional[Dict[str, int]], str]:
-    t = dict(DEFAULT_TILES, **(tiles or {}))
+def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]], itemsize: int = 2) -> Tuple[Optional[Dict[str, int]], str]:
+    # float32 operands take twice the shared memory a stage: half the K step, two stages (96 KB).
+    t = {**DEFAULT_TILES, **({"BLOCK_K": 32, "num_stages": 2} if itemsize > 2 else {}), **(tiles or {})}
     # A column tile lies within one head's nope part or its V, so its stores are one contiguous run.
     bn = _pow2_divisor(t["BLOCK_N"], dims.qk_nope, dims.v_head)
     bk = _pow2_divisor(t["BLOCK_K"], dims.kv_lora)
@@ -217,9 +218,12 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     one call serves every device (why_reference says which). Bad arguments raise PrefillInputError (a
     ValueError) naming the argument."""
     n = _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows)
+    if tiles is not None and (not isinstance(tiles, dict) or not set(tiles) <= set(DEFAULT_TILES) or any(
+            type(x) is not int or x < 1 for x in tiles.values())):
+        _fail("tiles", f"expected a dict of positive ints with keys from {', '.join(DEFAULT_TILES)}, got {tiles!r}")
     if why_reference(cache_flat, dims) is not None:
         return reference_up_project(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows=False)
-    t, _ = _tiles(dims, tiles)
+    t, _ = _tiles(dims, tiles, cache_flat.element_size())
     k = k_out if k_out is not None else cache_flat.new_empty((n, dims.heads, dims.qk_head))
     v = v_out if v_out is not None else cache_flat.new_empty((n, dims.heads, dims.v_head))
     if n == 0:
