@@ -267,7 +267,7 @@ def test_gpu_views_int32_rows_and_graph_replay():
     v_pad[..., : V3.v_head].zero_()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        fu.fused_up_project(cache_flat, rows32, w, V3, k_out=k_out, v_out=v_pad[..., : V3.v_head], check_rows=False)
+        fu.fused_up_project(cache_flat, rows32, w, V3, k_out=k_out, v_out=v_pad[..., : V3.v_head])  # rows unchecked
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(k_out, k) and torch.equal(v_pad[..., : V3.v_head], v)

@@ -143,7 +143,7 @@ def _check_out(name: str, t: Optional[torch.Tensor], shape: Tuple[int, ...], lik
                     "pass a view whose head dimension is dense")
 
 
-def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: bool) -> int:
+def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: Optional[bool]) -> int:
     """Every argument the kernel relies on; PrefillInputError (a ValueError) naming the argument. -> rows."""
     if not isinstance(dims, MlaDims):
         _fail("dims", f"expected an MlaDims (mlaplan.prefill.model_dims), got {type(dims).__name__}")
@@ -168,8 +168,9 @@ def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: bool) ->
         _fail("kv_b_proj", f"expected {cache_flat.dtype} on {cache_flat.device} with contiguous rows (cache_flat's), "
                            f"got {kv_b_proj.dtype} on {kv_b_proj.device} with strides {list(kv_b_proj.stride())}")
     n = int(rows.shape[0])
-    if check_rows and n:
-        # One host sync on CUDA; pass check_rows=False under graph capture, with rows from a checked plan.
+    if check_rows is None:  # a capture cannot read the rows back (a host sync): its plan was checked
+        check_rows = not (rows.is_cuda and torch.cuda.is_current_stream_capturing())
+    if check_rows and n:  # one host sync on CUDA
         lo, hi = int(rows.min()), int(rows.max())
         if lo < 0 or hi >= cache_flat.shape[0]:
             bad = lo if lo < 0 else hi
@@ -182,7 +183,7 @@ def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: bool) ->
 
 def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
                          k_out: Optional[torch.Tensor] = None, v_out: Optional[torch.Tensor] = None,
-                         check_rows: bool = True) -> Tuple[torch.Tensor, torch.Tensor]:
+                         check_rows: Optional[bool] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """The unfused path, op for op as executor._up_project runs it after the gather: (K [n, heads,
     qk_head] contiguous, V [n, heads, v_head], a strided view of the GEMM's output unless v_out is
     given). With k_out or v_out the results are copied into them and they are returned."""
@@ -200,7 +201,8 @@ def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj
 
 def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
                      k_out: Optional[torch.Tensor] = None, v_out: Optional[torch.Tensor] = None,
-                     check_rows: bool = True, tiles: Optional[Dict[str, int]] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+                     check_rows: Optional[bool] = None, tiles: Optional[Dict[str, int]] = None,
+                     ) -> Tuple[torch.Tensor, torch.Tensor]:
     """K [n, heads, qk_head] and V [n, heads, v_head] of the latent rows cache_flat[rows], in one kernel.
 
     cache_flat: [cache rows, kv_lora + qk_rope] (kv_cache.view(-1, latent)); rows: [n] int32 or int64
@@ -209,7 +211,8 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     V[:, h] = latent[:kv_lora] @ W_v[h]^T, accumulated in float32 and stored in cache_flat's dtype.
     k_out, v_out: preallocated outputs (views of those shapes with a dense last dimension, such as the
     first v_head columns of FA2's padded V buffer); else new contiguous tensors. check_rows: check every
-    row is in cache_flat (one host sync on CUDA; pass False under graph capture). tiles: overrides of
+    row is in cache_flat (one host sync on CUDA); None (the default): unless a CUDA graph is being
+    captured, where reading the rows back cannot be done (the caller's plan vouches for them). tiles: overrides of
     DEFAULT_TILES (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), for tuning.
 
     Runs the Triton kernel on CUDA tensors, and on CPU tensors under Triton's interpreter
