@@ -71,7 +71,7 @@ if triton is not None:
             if UPCAST:  # the interpreter multiplies bf16's raw bits; the products are exact in float32 anyway
                 a = a.to(tl.float32)
                 b = b.to(tl.float32)
-            if IEEE or UPCAST:  # float32 inputs: no TF32 rounding, as torch's linear on float32
+            if IEEE:  # float32 operands: no TF32 rounding, as torch's linear on float32
                 acc = tl.dot(a, b, acc, input_precision="ieee")
             else:
                 acc = tl.dot(a, b, acc)
@@ -238,7 +238,7 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
         k, k.stride(0), k.stride(1), v, v.stride(0), v.stride(1),
         KV_LORA=dims.kv_lora, ROPE=dims.qk_rope, ROPE_BLOCK=triton.next_power_of_2(max(dims.qk_rope, 1)),
         QK_NOPE=dims.qk_nope, V_HEAD=dims.v_head, HEADS=dims.heads,
-        BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], IEEE=cache_flat.dtype == torch.float32,
+        BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], IEEE=cache_flat.dtype == torch.float32 or not cache_flat.is_cuda,
         UPCAST=not cache_flat.is_cuda, RNE=not cache_flat.is_cuda and cache_flat.dtype == torch.bfloat16,
         num_warps=t["num_warps"], num_stages=t["num_stages"],
     )
