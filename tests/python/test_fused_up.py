@@ -1,7 +1,7 @@
 """The fused up-projection (mlaplan.prefill.fused_up): its reference against the executor's unfused path;
 the Triton kernel under Triton's interpreter (on the CPU) against the reference; the argument checks;
 and on a CUDA GPU the kernel against the unfused path, in views and graphs, and timed at DeepSeek-V3
-TP 8 shapes (scripts/gpu-check/fused_up.sh runs those and prints the timing)."""
+TP 8 shapes (the gpu-check part fused-up runs those and prints the timing)."""
 import json
 import os
 import statistics
@@ -67,6 +67,7 @@ def compare(k, v, k_ref, v_ref, dims):
     ulps = (ordered(got) - ordered(rounded)).abs()
     mantissa = 7 if k.dtype == torch.bfloat16 else 10
     ulp = torch.ldexp(torch.ones_like(want), torch.frexp(rounded.float())[1] - 1 - mantissa)
+    ulp = torch.where(rounded == 0, 0.0, ulp)  # frexp(0) gives exponent 0, not an ulp
     return {"within": bool((err <= ulp + SUM_ERROR).all()), "max_ulps": int(ulps.max()),
             "exact": float((ulps == 0).float().mean()), "rope_exact": rope}
 
