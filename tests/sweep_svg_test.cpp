@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mlaplan/batch.hpp"
@@ -141,6 +142,30 @@ TEST(SweepPicture, PlotTakesTheWidthAndTheLegendSitsUnderIt) {
   const std::string svg = sweep_svg(report);
   expect_valid_svg(svg);
   EXPECT_NE(svg.find("width=\"" + svg_number(p.width) + "\""), std::string::npos);
+}
+
+TEST(SweepPicture, ALongSourceWrapsInTheTitleRatherThanBeingCut) {
+  // A workload's source with its dropped requests ran past the picture's width and was cut mid-word.
+  SweepResult s = two_policies();
+  s.source = "workload coding-agent (seed 1), 10734 requests over max_model_len 163840 dropped (max_model_len 163840 is "
+             "DeepSeek-V3's context (max_position_embeddings); --max-model-len sets another)";
+  SweepReport report;
+  report.sweep = &s;
+  const SweepPicture p = measure_sweep(report);
+  std::string title;
+  size_t lines = 0;
+  double last_y = 0;
+  for (const TextLine& t : p.title) {
+    if (t.size != sweep_style::kTitleSize) continue;
+    ++lines;
+    EXPECT_LE(text_width(t.text, t.size), p.width - 2 * sweep_style::kMarginOuter) << t.text;
+    EXPECT_GT(t.y, last_y);
+    last_y = t.y;
+    title += (title.empty() ? "" : " ") + t.text;
+  }
+  EXPECT_GE(lines, 2u);
+  EXPECT_EQ(title, "mlaplan sweep: " + s.source + fmt::format(", {} batches", s.batches));  // whole, no ellipsis
+  EXPECT_LT(last_y, p.top);
 }
 
 TEST(SweepSvg, LinearAxisForFewIterationsLogForMany) {

@@ -17,6 +17,9 @@ using namespace sweep_style;
 
 namespace {
 
+// The source in the title at most this long, so that the batch count after it stays in its lines.
+constexpr size_t kMaxTitleChars = 320;
+
 // What the predicted times hold for, one line per cost model ("deepseek-v3 TP8: NVIDIA H200, ...").
 std::vector<std::string> cost_lines(const SweepResult& sweep) {
   std::vector<std::string> lines;
@@ -61,8 +64,22 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
   if (time)
     for (const std::string& line : cost_lines(sweep))
       for (std::string& part : wrap_to_width(line, kSubtitleSize, text_room, 2)) costs.push_back(std::move(part));
+  // The title wraps to three lines and the subtitle to two (a workload's source ran past 1,000 px, cut mid-word);
+  // past that they are clipped (a 10,000-character source name stays three lines).
+  const std::string source = sweep.source.empty() ? std::string("(no source)") : sweep.source;
+  const std::vector<std::string> title =
+      wrap_to_width(clip_text("mlaplan sweep: " + source, kMaxTitleChars) + fmt::format(", {} batches", sweep.batches),
+                    kTitleSize, text_room, 3);
+  std::vector<std::string> sub_lines;
+  if (subtitle) {
+    std::string sub = sweep.formation;
+    if (!common_model.empty()) sub += (sub.empty() ? "" : "; ") + common_model;
+    if (sweep.interrupted)
+      sub += (sub.empty() ? "" : "; ") + fmt::format("interrupted: {} of {} settings", sweep.rows.size(), sweep.settings);
+    sub_lines = wrap_to_width(sub, kSubtitleSize, text_room, 2);
+  }
   const double title_y = kMarginOuter + kTitleSize;
-  L.top = title_y + (subtitle ? kTitleLine : 0) + kTitleLine * static_cast<double>(costs.size()) + 22 + extra_top;
+  L.top = title_y + kTitleLine * static_cast<double>(title.size() - 1 + sub_lines.size() + costs.size()) + 22 + extra_top;
   L.bottom = L.top + kPlotHeight;
   double lowest = L.bottom;
   if (time) {
@@ -96,21 +113,13 @@ void frame_and_title(SweepPicture& L, const SweepResult& sweep, const std::strin
     L.height = L.legend_y + kLegendRow * std::max(row - 1.5, 0.0) + kLegendRow / 2 + kMarginOuter;  // past the last row
   }
 
-  const std::string tail = fmt::format(", {} batches", sweep.batches);
-  const std::string head = "mlaplan sweep: ";
-  const size_t room = chars_fitting(text_room, kTitleSize);
-  const size_t fixed = head.size() + tail.size();
-  const std::string source = sweep.source.empty() ? std::string("(no source)") : sweep.source;
-  L.title.push_back({head + clip_text(source, room > fixed + 8 ? room - fixed : 8) + tail, title_y, kTitleSize, kInk});
-  if (subtitle) {
-    std::string sub = sweep.formation;
-    if (!common_model.empty()) sub += (sub.empty() ? "" : "; ") + common_model;
-    if (sweep.interrupted)
-      sub += (sub.empty() ? "" : "; ") + fmt::format("interrupted: {} of {} settings", sweep.rows.size(), sweep.settings);
-    L.title.push_back({clip_text(sub, chars_fitting(text_room, kSubtitleSize)), title_y + kTitleLine,
-                       kSubtitleSize, kMutedInk});
+  double y = title_y;
+  for (size_t i = 0; i < title.size(); ++i, y += kTitleLine) L.title.push_back({title[i], y, kTitleSize, kInk});
+  for (const std::string& line : sub_lines) {
+    L.title.push_back({line, y, kSubtitleSize, kMutedInk});
+    y += kTitleLine;
   }
-  double y = title_y + (subtitle ? kTitleLine : 0);
+  y -= kTitleLine;
   for (const std::string& line : costs) {
     y += kTitleLine;
     L.title.push_back({line, y, kSubtitleSize, kMutedInk});
