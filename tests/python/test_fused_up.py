@@ -146,7 +146,27 @@ def interpreter_cases():
             r["views_equal"] = bool(torch.equal(k2, k) and torch.equal(v2, v) and k2.data_ptr() == k_out.data_ptr())
             r["padding_zero"] = not bool(v_pad[..., dims.v_head :].any())
         out[name] = r
+    out["executor"] = executor_case()
     return out
+
+
+def executor_case():
+    """mlaplan's own loop (executor.prepare's up_projection="fused") against the engines' loop on one
+    batch in several chunks (packed at 64 rows), float32, V padded as on the CPU: each step's kernel
+    call counted, so the loop is seen running it."""
+    import mlaplan.prefill as mp
+    from mlaplan.prefill import executor, schedule
+
+    x = mp.random_inputs([90, 0, 150], [0, 5, 40, 47], 16, SMALL, torch.float32, "cpu", 3)
+    s = schedule.build_schedule("packed", x.lengths, mp.host_page_table(x), 128, None, "cpu")
+    calls, real = [], executor.fused_up_project
+    executor.fused_up_project = lambda *a, **kw: calls.append(fu.why_reference(a[0], SMALL) or "triton") or real(*a, **kw)
+    try:
+        o1, l1 = executor.execute(executor.prepare(x, s, up_projection="fused"))
+    finally:
+        executor.fused_up_project = real
+    o2, l2 = executor.execute(executor.prepare(x, s))
+    return {"calls": calls, "steps": len(s.steps), "max_abs": float(max((o1 - o2).abs().max(), (l1 - l2).abs().max()))}
 
 
 def test_kernel_under_the_interpreter_matches_the_reference():
@@ -157,7 +177,9 @@ def test_kernel_under_the_interpreter_matches_the_reference():
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    assert len(res) == 6
+    assert len(res) == 7
+    ex = res.pop("executor")  # the loop ran the kernel at every step, and agrees with the engines' loop
+    assert ex["calls"] == ["triton"] * ex["steps"] and ex["steps"] >= 3 and ex["max_abs"] < 1e-5, ex
     for name, r in res.items():
         assert r["kernel"] == "triton", (name, r)  # the kernel ran, not the fallback
         assert r["rope_exact"], (name, r)

@@ -44,12 +44,13 @@ def test_every_engine_matches_one_shot(engine, paths, batch):
     cache, new, page, buffer = BATCHES[batch]
     x = inputs(cache, new, page, seed=batch)
     ref_out, ref_lse = mp.one_shot(x)
+    policy, up_projection = schedule.split_loop(engine)  # NAME+fused: mlaplan's own loop
     try:
-        s = schedule.build_schedule(engine, x.lengths, mp.host_page_table(x), buffer, None, "cpu", **paths)
+        s = schedule.build_schedule(policy, x.lengths, mp.host_page_table(x), buffer, None, "cpu", **paths)
     except ValueError as e:
-        assert engine == "even-split" and "vLLM asserts" in str(e)  # the one policy that refuses small buffers
+        assert policy == "even-split" and "vLLM asserts" in str(e)  # the one policy that refuses small buffers
         return
-    out, lse = execute(prepare(x, s))
+    out, lse = execute(prepare(x, s, up_projection=up_projection))
     assert out.shape == ref_out.shape and lse.shape == ref_lse.shape
     assert (out - ref_out).abs().max().item() <= TOL
     assert (lse - ref_lse).abs().max().item() <= TOL
@@ -331,7 +332,8 @@ def test_merges_per_query_are_the_merges_execute_runs(engine, paths):
     for batch, (cache, new, page, buffer) in enumerate(BATCHES):
         x = inputs(cache, new, page, seed=batch)
         try:
-            s = schedule.build_schedule(engine, x.lengths, mp.host_page_table(x), buffer, None, "cpu", **paths)
+            s = schedule.build_schedule(schedule.split_loop(engine)[0], x.lengths, mp.host_page_table(x), buffer, None, "cpu",
+                                        **paths)
         except ValueError:
             continue
         counted = _counted_merges(x, s)
@@ -450,3 +452,22 @@ def test_text_report_where_every_run_is_refused():
                        capture_output=True, text=True, cwd="/tmp", env=PACKAGE_ENV)
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "refused: packed: buffer_token_size 64 is below the split alignment" in r.stdout
+
+
+def test_a_policy_runs_in_mlaplans_fused_loop_by_its_suffix():
+    """NAME+fused (and all+fused) name mlaplan's own loop in the executor; validate, which prices
+    plans, refuses it; the suffix alone names nothing."""
+    assert schedule.parse_engines("packed,packed+fused,Packed/TRTLLM+fused", loops=True) == [
+        "packed", "packed+fused", "packed/trtllm+fused"]
+    assert schedule.parse_engines("all+fused", loops=True) == [e + "+fused" for e in schedule.POLICIES]
+    assert schedule.split_loop("max+fused") == ("max", "fused") and schedule.split_loop("max") == ("max", "unfused")
+    with pytest.raises(ValueError, match=r"--policy packed\+fused: \+fused is the executor's own loop"):
+        schedule.parse_engines("packed+fused")
+    with pytest.raises(ValueError, match="name the policy whose plan the fused loop runs"):
+        schedule.parse_engines("+fused", loops=True)
+    with pytest.raises(ValueError, match="unknown policy"):
+        schedule.parse_engines("nope+fused", loops=True)
+    with pytest.raises(ValueError, match="up_projection: 'fast'"):
+        prepare(inputs([10], [3], 16), schedule.build_schedule("packed", inputs([10], [3], 16).lengths,
+                                                               mp.host_page_table(inputs([10], [3], 16)), 64, None, "cpu"),
+                up_projection="fast")

@@ -25,6 +25,7 @@ EPILOG = """examples:
   python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
   python -m mlaplan.prefill batch.json --tp 8 --buffer-tokens 8192,16384,65536,131072,262144 --format json -o runs.json
   python -m mlaplan.prefill scenarios/worked-example.json --model deepseek-v2-lite --device cpu --reps 0
+  python -m mlaplan.prefill batch.json --tp 8 --policy packed,packed+fused,packed/trtllm+fused --buffer-tokens 65536
 
 policies (the engine that runs each one's plan; docs/prefill.md):
   max                MAX: cache and new tokens streamed together, a position mask in the chunk holding new tokens
@@ -37,6 +38,8 @@ policies (the engine that runs each one's plan; docs/prefill.md):
   guided:COST.json   mlaplan's own: per batch, the plan the cost file prices cheapest on vLLM's packed loop, or
                      the whole context at once where it fits the buffer and is cheaper (guided/eager:COST.json:
                      by eager time)
+  NAME+fused         NAME's plan in mlaplan's own loop: each step's gather, up-projection and K concat one kernel
+                     (all+fused: every policy so; packed/trtllm+fused: the one-shot path so)
 
 exit status: 0 ok, 1 a policy missed one-shot attention by more than --tolerance, 2 bad usage or input,
 3 device failure (out of memory included), 130 interrupted."""
@@ -159,10 +162,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .reference import one_shot
     from .inputs import host_page_table
     from .executor import state_dtype
-    from .schedule import ENGINE_TITLES, build_schedule, parse_engines
+    from .schedule import ENGINE_TITLES, build_schedule, parse_engines, split_loop
 
     try:
-        engines = parse_engines(args.policy)
+        engines = parse_engines(args.policy, loops=True)
     except ValueError as e:
         raise UsageError(str(e))
     try:
@@ -214,8 +217,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         for buffer in buffers_for(s):
             for engine in engines:
                 run = measure_mod.Run(s["name"], buffer, engine)
+                policy, up_projection = split_loop(engine)
                 try:
-                    sched = build_schedule(engine, n, host_page_table(x), buffer, args.max_chunks, device,
+                    sched = build_schedule(policy, n, host_page_table(x), buffer, args.max_chunks, device,
                                            sglang_path=args.sglang_path, trtllm_path=args.trtllm_path)
                 except ValueError as e:
                     run.refused = str(e)
@@ -225,7 +229,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
                                         args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state,
-                                        cpu_wait_s=args.cpu_wait_s)
+                                        cpu_wait_s=args.cpu_wait_s, up_projection=up_projection)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True
@@ -237,12 +241,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         del x, reference
     from .report import json_report, text_report
 
-    header["policies"] = "; ".join(f"{e} = {ENGINE_TITLES.get(e, ENGINE_TITLES.get(e.split(':')[0].split('/')[0], e))}" for e in engines)
+    header["policies"] = "; ".join(f"{e} = {policy_title(e)}" for e in engines)
     text = (json_report if args.format == "json" else text_report)(header, batches)
     if args.json:
         write_output(args.json, json_report(header, batches))
     write_output(args.output, text)
     return 3 if device_failed else 1 if failed else 0
+
+
+def policy_title(engine: str) -> str:
+    """What an executor policy name runs, in words (schedule.ENGINE_TITLES; +fused: in mlaplan's loop)."""
+    from .schedule import ENGINE_TITLES, split_loop
+
+    policy, up = split_loop(engine)
+    title = ENGINE_TITLES.get(policy, ENGINE_TITLES.get(policy.split(":")[0].split("/")[0], policy))
+    return title + (", in mlaplan's fused loop (gather, up-projection and K in one kernel)" if up == "fused" else "")
 
 
 def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill") -> int:

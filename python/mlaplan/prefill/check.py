@@ -29,7 +29,7 @@ from .executor import state_dtype
 from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
 from .reference import one_shot
-from .schedule import POLICIES, build_schedule, engine_named, merge_stats
+from .schedule import FUSED, POLICIES, build_schedule, engine_named, merge_stats, split_loop
 
 # Every engine and mlaplan's own policy, and each of the other paths an engine can take, so all of
 # them are checked.
@@ -45,6 +45,14 @@ TABLE_VARIANTS = [(e, {}) for e in ("max", "packed", "even-split", "waves")] + [
     ("even-split/sglang", {"sglang_path": "chunked"}),
     ("packed/trtllm", {"trtllm_path": "sm100"}),
 ]
+
+
+def fused(variants):
+    """The variants in mlaplan's own loop too (NAME+fused), but the absorbed path, which up-projects nothing."""
+    return list(variants) + [(e + FUSED, p) for e, p in variants if p.get("sglang_path") != "absorbed"]
+
+
+VARIANTS, TABLE_VARIANTS = fused(VARIANTS), fused(TABLE_VARIANTS)
 PAGE_SIZES = (1, 16, 64, 128, 256)
 
 
@@ -168,12 +176,13 @@ def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
     st = state_dtype(state, x.q.dtype)
     out = []
     for engine, paths in variants:
+        policy, up_projection = split_loop(engine)
         try:
-            s = build_schedule(engine, x.lengths, table, buffer_tokens, None, x.device, **paths)
+            s = build_schedule(policy, x.lengths, table, buffer_tokens, None, x.device, **paths)
         except ValueError as e:
             out.append(Judged(engine, "refused: " + str(e)))
             continue
-        o, l = execute(prepare(x, s, fused_merge, kernel, state))
+        o, l = execute(prepare(x, s, fused_merge, kernel, state, up_projection))
         merges = s.merges_per_query(x.lengths.new_tokens)
         bound = merge_tolerance(tolerance, merges, st, x.device)
         err, lse_err, flat_ok = errors(o, l, *ref, tolerance)
@@ -241,7 +250,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             engine_named("guided:" + args.guide)  # reads the file: a bad one stops here with the reason
         except ValueError as e:
             p.error(f"--guide: {e}")
-        variants = VARIANTS + [("guided:" + args.guide, {})]
+        variants = VARIANTS + fused([("guided:" + args.guide, {})])
     for i in range(args.batches):
         batch = random_batch(rng, **kw)
         # The small buffers draw from their own generator, so the batches above are those of earlier

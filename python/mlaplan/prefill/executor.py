@@ -4,6 +4,8 @@ NVTX range (and a profiler range, so its kernels can be summed by part).
 `Prepared` holds what an engine has ready before the step starts: the flat view of the cache, the
 new tokens' own latent rows (the forward computed them), the gather buffer and the weight's views.
 `execute` is then only GPU work and its dispatch, so it can be timed eagerly or captured in a graph.
+With up_projection="fused" (mlaplan's own loop) each step's gather, up-projection and K concat are one
+kernel (fused_up), writing K and V into buffers prepared once.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 import torch
 
 from .attention import latent_attention, pad_v, resolve_kernel, varlen_attention
+from .fused_up import fused_up_project
 from .inputs import PrefillInputs, flat_rows, host_page_table
 from .merge import merge_into
 from .schedule import Schedule, Step
@@ -78,6 +81,11 @@ class Prepared:
     fused_merge: Optional[bool]
     kernel: str  # the attention kernel on CUDA: fa3 or cudnn (V as it is), flash (FA2, V padded as vLLM pads it)
     state: torch.dtype = torch.bfloat16  # the running output's dtype across merges (state_dtype)
+    # mlaplan's own loop (up_projection="fused"): the new tokens' flat rows, and K and V of a step's rows
+    # (V padded where pad_v, its padding zero); None in the engines' loop.
+    new_rows: Optional[torch.Tensor] = None
+    k_buf: Optional[torch.Tensor] = None
+    v_buf: Optional[torch.Tensor] = None
 
     @property
     def pad_v(self) -> bool:
@@ -85,6 +93,8 @@ class Prepared:
 
 
 STATES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+# How a step's K and V are made: as the engines do (a gather, a GEMM, a K concat), or fused into one kernel.
+UP_PROJECTIONS = ("unfused", "fused")
 
 
 def state_dtype(state, q_dtype: torch.dtype) -> torch.dtype:
@@ -101,10 +111,12 @@ def state_dtype(state, q_dtype: torch.dtype) -> torch.dtype:
 
 
 def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "auto",
-            state=None) -> Prepared:
+            state=None, up_projection: str = "unfused") -> Prepared:
     """What the step needs ready; kernel: an --attention name, auto resolved for the device
     (attention.resolve_kernel; ValueError where it cannot run); state: the running output's dtype
-    (state_dtype)."""
+    (state_dtype); up_projection: one of UP_PROJECTIONS."""
+    if up_projection not in UP_PROJECTIONS:
+        raise ValueError(f"up_projection: {up_projection!r}; choose one of {', '.join(UP_PROJECTIONS)}")
     state = state_dtype(state, x.q.dtype)
     kernel, _ = resolve_kernel(kernel, x.device)
     n, d = x.lengths, x.dims
@@ -114,7 +126,14 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
     rows = torch.as_tensor(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64), device=x.device)
     new_latent = cache_flat.index_select(0, rows)
     buffer = torch.empty((max(schedule.buffer_rows, 1), d.latent), dtype=x.q.dtype, device=x.device)
-    return Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel, state)
+    p = Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel, state)
+    if up_projection == "fused":
+        # K and V of the largest step, once: the engines' loop allocates them each step (from torch's cache).
+        n = max(schedule.buffer_rows, int(rows.shape[0]), 1)
+        p.new_rows = rows
+        p.k_buf = torch.empty((n, d.heads, d.qk_head), dtype=x.q.dtype, device=x.device)
+        p.v_buf = torch.zeros((n, d.heads, d.qk_head if p.pad_v else d.v_head), dtype=x.q.dtype, device=x.device)
+    return p
 
 
 def _up_project(p: Prepared, latent: torch.Tensor):
@@ -152,6 +171,18 @@ def _absorbed(p: Prepared, latent: torch.Tensor, step: Step, ranges: bool, nvtx:
     return out, lse
 
 
+def _fused_up_project(p: Prepared, step: Step):
+    """K and V of the step's rows in one kernel, read from the cache through their row numbers."""
+    d = p.x.dims
+    rows = p.new_rows if step.new_tokens else step.rows
+    n = int(rows.shape[0])
+    # check_rows=False: the plan made the rows, and checking them is a host sync a step.
+    k, v = fused_up_project(p.cache_flat, rows, p.x.kv_b_proj, d, k_out=p.k_buf[:n], v_out=p.v_buf[:n, :, : d.v_head],
+                            check_rows=False)
+    _launched("up_projection")
+    return k, (p.v_buf[:n] if p.pad_v else v)
+
+
 def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     """(out [T, heads, v_head] in q's dtype, lse [heads, T] float32) of the layer's prefill attention;
     ranges: each step and part in an NVTX range (on CUDA) and a profiler range. The running output is
@@ -173,19 +204,21 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
         part = "new tokens" if step.new_tokens else None
         if nvtx:  # the step's own range, around its parts'
             torch.cuda.nvtx.range_push(step.label)
-        with annotate(f"{step.label}: {part or 'gather'}", ranges, nvtx):
-            if step.new_tokens:
-                latent = p.new_latent
-            else:
-                latent = p.buffer[: step.n_rows]
-                torch.index_select(p.cache_flat, 0, step.rows, out=latent)
-                _launched("gather")
+        fused = p.k_buf is not None and not step.absorbed
+        if not fused:  # the fused kernel reads the rows itself
+            with annotate(f"{step.label}: {part or 'gather'}", ranges, nvtx):
+                if step.new_tokens:
+                    latent = p.new_latent
+                else:
+                    latent = p.buffer[: step.n_rows]
+                    torch.index_select(p.cache_flat, 0, step.rows, out=latent)
+                    _launched("gather")
         if step.absorbed:
             out, lse = _absorbed(p, latent, step, ranges, nvtx)
             states[step.target] = [out.to(p.state), lse]
         else:
             with annotate(f"{step.label}: {part or 'up-projection'}", ranges, nvtx):
-                k, v = _up_project(p, latent)
+                k, v = _fused_up_project(p, step) if fused else _up_project(p, latent)
             results = []
             with annotate(f"{step.label}: {part or 'attention'}", ranges, nvtx):
                 for a in step.attends:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -31,6 +31,9 @@ ENGINE_TITLES = {
 }
 ENGINE_TITLES["waves"] = "mlaplan's waves (vLLM's packed loop)"
 ENGINE_TITLES["guided"] = "mlaplan's guided (vLLM's packed loop, or one shot where its cost file says so)"
+# mlaplan's own loop: NAME+fused runs NAME's plan with the up-projection fused with the gather and K's
+# layout (executor.prepare's up_projection="fused", fused_up.py).
+FUSED = "+fused"
 SGLANG_PATHS = ("auto", "chunked", "one-shot", "absorbed")
 TRTLLM_PATHS = ("auto", "sm90", "sm100")
 # SGLang's defaults: SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD, and the one-shot path's token limit.
@@ -122,15 +125,28 @@ def _policy_items(text: str) -> List[str]:
 def policy_files(text: str) -> List[str]:
     """The cost files the --policy list names (guided:FILE), as spelled: the command's inputs, which no
     output may overwrite. Read nothing; parse_engines checks them."""
-    return [path for head, colon, path in (t.partition(":") for t in _policy_items(text)) if colon and path]
+    return [path for head, colon, path in (split_loop(t)[0].partition(":") for t in _policy_items(text)) if colon and path]
 
 
-def parse_engines(text: str) -> List[str]:
-    """'all' or a comma list of engine names (docs/prefill.md); ValueError names a bad one."""
+def split_loop(name: str) -> Tuple[str, str]:
+    """(the policy, the up-projection) a name runs: NAME+fused, NAME's plan in mlaplan's own loop."""
+    return (name[: -len(FUSED)], "fused") if name.lower().endswith(FUSED) else (name, "unfused")
+
+
+def parse_engines(text: str, loops: bool = False) -> List[str]:
+    """'all' or a comma list of engine names (docs/prefill.md); with `loops`, each may end in +fused
+    (all+fused: every policy so). ValueError names a bad one."""
     names = _policy_items(text)
     out: List[str] = []
     for n in names:
-        for e in (POLICIES if n.lower() == "all" else (engine_named(n),)):
+        base, up = split_loop(n)
+        if up == "fused" and not loops:
+            raise ValueError(f"--policy {n}: +fused is the executor's own loop (python -m mlaplan.prefill); here, name "
+                             f"the policy alone")
+        if not base.strip():
+            raise ValueError(f"--policy {n}: name the policy whose plan the fused loop runs, e.g. packed+fused or all+fused")
+        for e in (POLICIES if base.strip().lower() == "all" else (engine_named(base),)):
+            e = e + FUSED if up == "fused" else e
             if e not in out:
                 out.append(e)
     return out
