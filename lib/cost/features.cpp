@@ -18,6 +18,7 @@ const char* coefficient_name(Term t) {
     case Term::block: return "per_block_us";
     case Term::empty_block: return "per_empty_block_us";
     case Term::sequence: return "per_sequence_us";
+    case Term::causal_block: return "per_causal_block_us";
   }
   return "";
 }
@@ -35,6 +36,7 @@ const char* term_unit(Term t) {
     case Term::block: return "(query tile, head) block that computes";
     case Term::empty_block: return "block of a launch's grid with no queries";
     case Term::sequence: return "sequence of a launch with queries and keys";
+    case Term::causal_block: return "(query tile, head) block of a causal launch";
   }
   return "";
 }

@@ -99,7 +99,8 @@ struct StepCounts {
 // The device time of an attention launch: the attention terms of `launch` times their coefficients.
 inline double attention_us(const std::array<double, kTerms>& c, const Features& f) {
   double us = 0;
-  for (Term t : {Term::query, Term::mpair, Term::idle_mpair, Term::block, Term::empty_block, Term::sequence})
+  for (Term t : {Term::query, Term::mpair, Term::idle_mpair, Term::block, Term::empty_block, Term::sequence,
+                 Term::causal_block})
     us += c[static_cast<size_t>(t)] * f[t];
   return us;
 }

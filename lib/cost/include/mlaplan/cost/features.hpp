@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -57,11 +58,25 @@ enum class Term : uint8_t {
   block,           // (query tile, head) blocks that compute: each loads its tile and writes its output
   empty_block,     // blocks of a launch's grid past a sequence's queries, which exit at once
   sequence,        // sequences of a launch that compute (queries and keys): FlashAttention-3's cost per sequence
+  causal_block,    // blocks of a causal launch: each runs its diagonal key blocks masked
 };
-inline constexpr size_t kTerms = 11;
+inline constexpr size_t kTerms = 12;
 // Terms a cost file may leave out (taken as 0): those added after files without them were written.
 inline constexpr bool optional_term(Term t) {
-  return t == Term::block || t == Term::empty_block || t == Term::sequence;
+  return t == Term::block || t == Term::empty_block || t == Term::sequence || t == Term::causal_block;
+}
+
+// FlashAttention-3 hands a causal sequence's tiles out one section of heads at a time, longest tile
+// first within it, as many heads to a section as keep its K and V in an 8 MiB share of L2: the
+// largest of 16, 8, 4, 2, 1 whose key blocks (kBlockN 128 rows of d + dv = 192 + 128 bf16 values, as
+// MLA's prefill has) number at most 8 MiB / (128 x 320 x 2 bytes) = 102 (flash_prepare_scheduler.cu,
+// get_nheads_in_l2; tile_scheduler.hpp, VarlenDynamicPersistentTileScheduler with LPT).
+inline constexpr uint64_t kL2KeyBlockRows = 128, kL2KeyBlocks = 102;
+inline uint32_t l2_section_heads(uint64_t keys, uint32_t heads) {
+  const uint64_t blocks = std::max<uint64_t>(1, (keys + kL2KeyBlockRows - 1) / kL2KeyBlockRows);
+  uint32_t h = 16;
+  while (h > 1 && h * blocks > kL2KeyBlocks) h /= 2;
+  return std::min(h, heads);
 }
 
 // The name of a term's coefficient in a cost file: "per_iteration_us", ...
@@ -109,6 +124,7 @@ class Launch {
   void add_work(uint64_t queries, uint64_t keys, bool causal) {
     if (queries == 0 || keys == 0) return;
     ++working_;
+    if (g_->scheduler == Scheduler::sorted) add_sorted_seq(queries, keys, causal);
     if (causal) add_causal(queries, keys);
     else add_run(static_cast<double>(g_->tile_queries) * static_cast<double>(keys), 0, g_->tiles(queries));
   }
@@ -117,6 +133,7 @@ class Launch {
   // of the head's blocks dispatched before the last of them. Their queries and grid are added apart.
   void add_blocks(double pairs, uint64_t count, double ahead, uint64_t sequences) {
     working_ += sequences;
+    bulk_ = true;  // no sequence to schedule tile by tile (the even split's are not causal)
     add_run(pairs, 0, count, ahead);
   }
   // Adds the launch, repeated `times` times, to `f`: its queries, pairs and idle pairs (nothing for
@@ -142,6 +159,7 @@ class Launch {
   void add_causal(uint64_t queries, uint64_t keys) {
     const double k = static_cast<double>(keys), t = g_->tile_queries;
     const double offset = std::max(0.0, k - static_cast<double>(queries));
+    causal_tiles_ += static_cast<double>(g_->tiles(queries));
     add_run(t * (offset + t), t * t, g_->tiles(queries) - 1);
     add_run(t * k, 0, 1);
   }
@@ -189,6 +207,27 @@ class Launch {
     ++n_runs_;
   }
   double sorted_span() const;
+  // The sorted scheduler's sequences as added, for a launch whose causal tiles go out section by
+  // section (sectioned_): its span is then that order's schedule, block by block (sectioned_span).
+  struct Seq {
+    uint64_t queries, keys;
+    bool causal;
+  };
+  std::array<Seq, kInlineRuns> inline_seqs_{};
+  size_t n_seqs_ = 0;
+  std::vector<Seq> more_seqs_;
+  void add_sorted_seq(uint64_t queries, uint64_t keys, bool causal) {
+    if (n_seqs_ < kInlineRuns) inline_seqs_[n_seqs_] = {queries, keys, causal};
+    else more_seqs_.push_back({queries, keys, causal});
+    ++n_seqs_;
+    // Its tiles differ and run head section by head section: the longest of a later section start
+    // after an earlier section's shortest, which no run at the mean length shows.
+    if (causal && g_->tiles(queries) > 1 && l2_section_heads(keys, g_->heads) < g_->heads) sectioned_ = true;
+  }
+  double sectioned_span() const;
+  bool sectioned_ = false;
+  bool bulk_ = false;      // blocks added in bulk (add_blocks): no sequences to schedule one by one
+  double causal_tiles_ = 0;  // query tiles (of one head) of the causal sequences
   bool alike_ = true;    // every block has the same pairs
   // The grid: its sequences, the tiles each has (the most queries'), and the tiles holding queries.
   uint64_t sequences_ = 0, most_tiles_ = 0, grid_tiles_ = 0;
@@ -200,7 +239,8 @@ inline double Launch::span() const {
   const double slots = g_->slots(), heads = g_->heads, blocks = tiles_ * heads;
   if (blocks <= slots) return longest_;                     // one wave: the longest block
   if (alike_) return std::ceil(blocks / slots) * longest_;  // whole waves of equal blocks
-  if (g_->scheduler == Scheduler::sorted) return std::max(sorted_span(), longest_);
+  if (g_->scheduler == Scheduler::sorted)
+    return std::max(sectioned_ && !bulk_ ? sectioned_span() : sorted_span(), longest_);
   // Unequal blocks handed out in grid order as slots free. The last head's block j starts once the
   // work before it (every earlier head's, and the head's own ahead of j) has drained through the
   // slots, less what the blocks then running still have to do: on average half a block of the
@@ -313,6 +353,52 @@ inline double Launch::sorted_span() const {
   return groups.back().first;  // the latest: groups stay sorted
 }
 
+// The sorted scheduler where a causal sequence's heads run in L2 sections (l2_section_heads): the
+// sequences in FlashAttention-3's order (causal: the most keys past the queries first, by key and
+// query blocks; else the most key blocks; ties in batch order: a stable merge sort), each causal
+// sequence section by section, its tiles longest first, a section's heads taking each tile in turn;
+// every block to the slot that frees first (a heap). Tile by tile: the tiles of a causal sequence
+// differ, and which ends last depends on each one's length.
+inline double Launch::sectioned_span() const {
+  const double t = g_->tile_queries;
+  const uint32_t heads = g_->heads;
+  thread_local std::vector<Seq> seqs;
+  seqs.assign(inline_seqs_.begin(), inline_seqs_.begin() + static_cast<std::ptrdiff_t>(std::min(n_seqs_, kInlineRuns)));
+  seqs.insert(seqs.end(), more_seqs_.begin(), more_seqs_.end());
+  auto key = [&](const Seq& s) {
+    const int64_t n = static_cast<int64_t>((s.keys + kL2KeyBlockRows - 1) / kL2KeyBlockRows * kL2KeyBlockRows);
+    return s.causal ? n - static_cast<int64_t>(g_->tiles(s.queries) * g_->tile_queries) : n;
+  };
+  std::stable_sort(seqs.begin(), seqs.end(), [&](const Seq& a, const Seq& b) { return key(a) > key(b); });
+  thread_local std::vector<double> slots;  // a min-heap of the times the slots free
+  slots.assign(static_cast<size_t>(g_->slots()), 0.0);
+  double end = 0;
+  auto run = [&](double d, uint32_t count) {
+    for (uint32_t c = 0; c < count; ++c) {
+      std::pop_heap(slots.begin(), slots.end(), std::greater<>());
+      slots.back() += d;
+      end = std::max(end, slots.back());
+      std::push_heap(slots.begin(), slots.end(), std::greater<>());
+    }
+  };
+  for (const Seq& s : seqs) {
+    const uint64_t n = g_->tiles(s.queries);
+    const double k = static_cast<double>(s.keys);
+    if (!s.causal) {
+      run(t * k, static_cast<uint32_t>(n * heads));
+      continue;
+    }
+    const double offset = std::max(0.0, k - static_cast<double>(s.queries));
+    const uint32_t section = l2_section_heads(s.keys, heads);
+    for (uint32_t h0 = 0; h0 < heads; h0 += section) {
+      const uint32_t in = std::min(section, heads - h0);
+      run(t * k, in);  // the last tile, whole
+      for (uint64_t i = n - 1; i-- > 0;) run(t * (offset + static_cast<double>(i + 1) * t), in);
+    }
+  }
+  return end;
+}
+
 inline void Launch::finish(Features& f, uint64_t times, Features* one) const {
   if (queries_ == 0 || times == 0) return;
   const double n = static_cast<double>(times), heads = g_->heads;
@@ -323,6 +409,7 @@ inline void Launch::finish(Features& f, uint64_t times, Features* one) const {
   f[Term::idle_mpair] += n * idle * 1e-6;
   f[Term::block] += n * tiles_ * heads;
   f[Term::sequence] += n * static_cast<double>(working_);
+  f[Term::causal_block] += n * causal_tiles_ * heads;
   if (g_->scheduler == Scheduler::grid)  // the sorted scheduler makes no tiles past a sequence's queries
     f[Term::empty_block] += n * heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
   if (one) {
@@ -332,6 +419,7 @@ inline void Launch::finish(Features& f, uint64_t times, Features* one) const {
     o[Term::idle_mpair] += idle * 1e-6;
     o[Term::block] += tiles_ * heads;
     o[Term::sequence] += static_cast<double>(working_);
+    o[Term::causal_block] += causal_tiles_ * heads;
     if (g_->scheduler == Scheduler::grid) o[Term::empty_block] += heads * static_cast<double>(sequences_ * most_tiles_ - grid_tiles_);
   }
 }
