@@ -86,6 +86,10 @@ def parser() -> Parser:
                    help="the running output's dtype across merges (default: --dtype's, bf16 on CUDA, as the engines "
                         "keep it; fp32 keeps it in float32 and rounds once at the end; bf16 on fp32 inputs emulates "
                         "the engines' rounding on the CPU)")
+    p.add_argument("--no-roofline", action="store_true",
+                   help="leave out the peak probe and each part's limit (the second table per batch): the probe, a "
+                        "dense GEMM (8192^3 on the GPU) and a 1 GiB copy, each run back to back --settle-ms and timed "
+                        "10 times, takes about a second on the GPU once per command (a fraction of one on the CPU)")
     p.add_argument("--no-check", action="store_true", help="leave out the comparison with one-shot attention")
     p.add_argument("--tolerance", type=_tolerance, metavar="TOL",
                    help="every element within TOL * (1 + |one-shot|) of one-shot attention (default 1e-2; 1e-4 in fp32)")
@@ -204,6 +208,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                       if device.type == "cuda" and args.cpu_wait_s else "")
                    if args.reps else "none (--reps 0)"),
     }
+    peak = None
+    if args.reps and not args.no_roofline:  # once, before the runs: what this device does in this run
+        from .roofline import peak as measure_peak
+
+        peak = measure_peak(device, dtype, args.settle_ms if device.type == "cuda" else 0.0)
+        header["peak"] = peak.as_dict()
     batches, failed, device_failed = [], False, False
     for s in scenarios:
         cache = s["cache_lengths"]
@@ -229,7 +239,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
                                         args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state,
-                                        cpu_wait_s=args.cpu_wait_s, up_projection=up_projection)
+                                        cpu_wait_s=args.cpu_wait_s, up_projection=up_projection, peak=peak)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

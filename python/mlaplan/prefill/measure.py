@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 import torch
 
-from . import cpu_speed, dispatch_probe, executor, host_clock, phases
+from . import cpu_speed, dispatch_probe, executor, host_clock, phases, roofline
 from .executor import execute, prepare
 from .inputs import PrefillInputs
 from .schedule import Schedule, merge_stats
@@ -42,6 +42,11 @@ class Run:
     host_launch_us: Dict[str, float] = field(default_factory=dict)
     host_issue_ms: Optional[float] = None
     parts_ms: Dict[str, float] = field(default_factory=dict)
+    # Each timed part's FLOPs and bytes moved as the executor runs it, and with a measured peak the
+    # least time they take at it (roofline.part_work, roofline.roofline_ms; the header's peak)
+    parts_flops: Dict[str, float] = field(default_factory=dict)
+    parts_bytes: Dict[str, float] = field(default_factory=dict)
+    parts_roofline_ms: Dict[str, float] = field(default_factory=dict)
     gpu_busy_ms: Optional[float] = None
     gpu_idle_ms: Optional[float] = None
     kernels: int = 0
@@ -63,10 +68,7 @@ def attention_flops(s: Schedule, x: PrefillInputs) -> float:
     for step in s.steps:
         width = d.latent + d.kv_lora if step.absorbed else d.qk_head + d.v_head  # absorbed: 576 + 512
         for a in ([] if step.new_tokens else step.attends):
-            c = a.call
-            for i in range(len(c.cu_q_host) - 1):
-                nq, nk = c.cu_q_host[i + 1] - c.cu_q_host[i], c.cu_k_host[i + 1] - c.cu_k_host[i]
-                flops += 2.0 * (nq * nk - (nq * (nq - 1) // 2 if c.causal else 0)) * d.heads * width
+            flops += roofline.call_flops(a.call, d.heads, width)
     return flops
 
 
@@ -101,7 +103,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
             warmup: int = 3, graph: bool = True, fused_merge: Optional[bool] = None,
             trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
             settle_ms: float = 0.0, state=None, host_reps: int = 0, graph_first: bool = False,
-            cpu_wait_s: float = 0.0, reheat_ms: float = 0.0, eager: bool = True, up_projection: str = "unfused") -> Run:
+            cpu_wait_s: float = 0.0, reheat_ms: float = 0.0, eager: bool = True, up_projection: str = "unfused",
+            peak: Optional[roofline.Peak] = None) -> Run:
     """host_reps: on the GPU, also time the host's dispatch alone (host_ms, the median of that many
     layers) and count the layer's launches by kind (launches), what eager time is fitted on.
     cpu_wait_s: on the GPU, the eager runs and the host's dispatch wait up to that long for the host
@@ -110,7 +113,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     and with host_reps the timed eager runs stamp their launches (host_launch_us, host_issue_ms);
     reheat_ms: the layer runs back to back that long after each probe (timing.time_eager_probed).
     eager=False: on the GPU, the graph replays alone are timed (timing.measure). up_projection: "fused"
-    runs mlaplan's own loop (executor.prepare)."""
+    runs mlaplan's own loop (executor.prepare). Where parts are timed, each part's FLOPs and bytes are
+    counted (roofline.part_work) and with peak (roofline.peak, measured once per command) its limit."""
     with phases.phase("inputs"):
         p = prepare(x, s, fused_merge, kernel, state, up_projection)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
@@ -131,6 +135,12 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
             run.host_launch_us, run.host_issue_ms = stamped["launch_us"], stamped["issue_ms"]
         run.eager_ms, run.eager_spread_ms, run.graph_ms, run.graph_error = t.eager_ms, t.eager_spread_ms, t.graph_ms, t.graph_error
         run.parts_ms = {k: round(v, 4) for k, v in t.parts_ms.items()}
+        if run.parts_ms:
+            work = roofline.part_work(s, x, up_projection, p.state, p.pad_v)
+            run.parts_flops = {k: w.flops for k, w in work.items()}
+            run.parts_bytes = {k: w.bytes for k, w in work.items()}
+            if peak is not None:
+                run.parts_roofline_ms = {k: float(f"{v:.4g}") for k, v in roofline.limits_ms(work, peak).items()}
         run.gpu_busy_ms = t.gpu_busy_ms
         run.gpu_idle_ms = None if t.gpu_span_ms is None else max(0.0, t.gpu_span_ms - t.gpu_busy_ms)
         run.kernels = t.kernels

@@ -1,5 +1,7 @@
 """The command's output: a table per batch and the finding (the fastest policy and buffer), or JSON.
-`host ms` is eager minus graph: the time the GPU waits for the host's dispatch in the eager loop."""
+`host ms` is eager minus graph: the time the GPU waits for the host's dispatch in the eager loop.
+Where a peak was measured (roofline.peak) a second table per batch sets each part's measured time
+against its limit at that peak."""
 from __future__ import annotations
 
 import json
@@ -7,6 +9,7 @@ from typing import Dict, List, Optional
 
 from .._mlaplan import printable
 from .measure import Run
+from .roofline import Peak
 
 PART_COLUMNS = (("gather", "gather"), ("up-projection", "up-proj"), ("attention", "attn"), ("merge", "merge"),
                 ("new tokens", "new"))
@@ -44,8 +47,62 @@ def finding(runs: List[Run]) -> List[str]:
     return lines
 
 
+WIDTH = 120  # the roofline table's widest line
+
+
+def _num(v: float) -> str:
+    """A time in at most 5 characters, about 3 significant digits: 17.2, 1.17, 0.350, 172."""
+    if v >= 99999.5:
+        return f"{v:.0e}"
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 1 else f"{v:.3f}"
+
+
+def _ratio(r: float) -> str:
+    return f"{r:.1f}x" if r < 9.95 else f"{r:.0f}x" if r < 9999.5 else f"{r:.0e}x"
+
+
+def _limit_cell(ms: Optional[float], limit: Optional[float]) -> str:
+    """measured/limit and how many times the limit: "1.17/0.350 3.3x"; "-" where the part did nothing."""
+    if ms is None or limit is None or (limit <= 0 and ms <= 0):
+        return "-"
+    return f"{_num(ms)}/0" if limit <= 0 else f"{_num(ms)}/{_num(limit)} {_ratio(ms / limit)}"
+
+
+def _elide(name: str, width: int) -> str:
+    """name in at most width characters, its middle given up for a ~ (its ends say most: guided:...+fused)."""
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "~" + name[len(name) - (width - 1 - head):]
+
+
+def roofline_table(runs: List[Run], peak: Peak) -> List[str]:
+    """Each run's parts against their limits (Run.parts_roofline_ms), within WIDTH columns (a long policy
+    name is cut in its middle: the table above names it in full); none where no run has limits."""
+    timed = [r for r in runs if not r.refused and r.parts_ms and r.parts_roofline_ms]
+    if not timed:
+        return []
+    cols = ["buffer", "policy"] + [c for _, c in PART_COLUMNS]
+    rows = [[f"{r.buffer_tokens:,}", r.policy] + [_limit_cell(r.parts_ms.get(p), r.parts_roofline_ms.get(p))
+                                                  for p, _ in PART_COLUMNS] for r in timed]
+    widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+    over = sum(widths) + 2 * (len(cols) - 1) - WIDTH
+    if over > 0:
+        widths[1] = max(len(cols[1]), widths[1] - over)
+        for r in rows:
+            r[1] = _elide(r[1], widths[1])
+    fmt = lambda row: "  ".join(v.ljust(widths[i]) if i == 1 else v.rjust(widths[i])  # noqa: E731
+                                for i, v in enumerate(row)).rstrip()
+    return ["", peak.line(),
+            "each part: measured ms / its limit (the larger of its FLOPs at the GEMM's peak and its bytes at the",
+            "copy's), and how many times the limit it took",
+            fmt(cols)] + [fmt(r) for r in rows]
+
+
 def text_report(header: Dict[str, str], batches: List[dict]) -> str:
-    out = [f"{k}: {v}" for k, v in header.items()]
+    # The peak (a dict in the JSON header) heads each batch's roofline table instead.
+    peak = Peak(**header["peak"]) if isinstance(header.get("peak"), dict) else None
+    out = [f"{k}: {v}" for k, v in header.items() if not isinstance(v, dict)]
     out.append("q merges: the LSE merges of one query row's running state, the most and p99 over the batch's rows")
     for batch in batches:
         runs: List[Run] = batch["runs"]
@@ -75,6 +132,8 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
         for r in rows:
             out.append(fmt(r) if len(r) == len(cols) else f"{r[0].rjust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
         out += finding(runs)
+        if peak is not None:
+            out += roofline_table(runs, peak)
     # User text (scenario names, a config's model name, refusals quoting them) with control
     # characters escaped, as the CLI shows it: an ESC in a name must not reach the terminal.
     return "\n".join(printable(line) for line in out) + "\n"
