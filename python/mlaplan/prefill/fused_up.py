@@ -37,16 +37,52 @@ KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # Hopper defaults: a 128 x 128 tile is one head's nope part or V at DeepSeek-V3's dims; 64-wide K steps
 # pipelined 3 deep take 96 KB of shared memory. Tiles passed to fused_up_project override these.
 DEFAULT_TILES: Dict[str, int] = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+# FP8 (kv_b_proj in float8_e4m3fn with 128 x 128 block scales): BLOCK_K is the scale group, 128; a stage
+# holds a's 128 x 128 bf16 tile (32 KB) and b's e4m3 tile (16 KB).
+FP8_GROUP = 128
+FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
+FP8_EPS = 1e-10  # vLLM's floor on a group's amax (an all-zero group)
+FP8_DEFAULT_TILES: Dict[str, int] = dict(DEFAULT_TILES, BLOCK_K=FP8_GROUP)
 
 if triton is not None:
 
     @triton.jit
+    def _quantize_rows(x, EMULATE: tl.constexpr):
+        """A float32 [rows, GROUP] tile quantized per row as vLLM's per_token_group_quant_fp8:
+        s = max(amax, 1e-10) / 448, q = clamp(x / s, -448, 448) rounded to e4m3 (nearest, ties to even).
+        -> (q: float8e4nv, or its exact float32 values under the interpreter; s: float32 [rows])."""
+        s = tl.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-10), tl.full((x.shape[0],), 448.0, tl.float32))
+        if EMULATE:  # numpy divides exactly
+            q = x / s[:, None]
+        else:
+            # x / s correctly rounded as torch divides, at one multiply and two FMAs an element (Markstein:
+            # r = RN(1/s), q0 = RN(x r) is within 1 ulp, the residual x - q0 s is exact, q0 + residual r is
+            # RN(x / s)); a division an element would cost the prologue more than the tile's FP8 product.
+            r = tl.div_rn(tl.full((x.shape[0],), 1.0, tl.float32), s)[:, None]
+            q0 = x * r
+            q = tl.fma(tl.fma(-q0, s[:, None], x), r, q0)
+        q = tl.minimum(tl.maximum(q, -448.0), 448.0)  # e4m3fn's largest finite value, FP8_MAX
+        if EMULATE:
+            # The interpreter rounds float32 to e4m3 half away from zero and flushes subnormals; the GPU
+            # (cvt.rn.satfinite) and torch round to nearest even, emulated here on float32: normal e4m3
+            # values keep 3 of float32's 23 mantissa bits; below 2^-6 (subnormal) the step is 2^-9, where
+            # adding and taking away 2^14 (whose float32 ulp is 2^-9) rounds to it.
+            bits = q.to(tl.uint32, bitcast=True)
+            normal = ((bits + 0x7FFFF + ((bits >> 20) & 1)) & 0xFFF00000).to(tl.float32, bitcast=True)
+            sub = (tl.abs(q) + 16384.0) - 16384.0
+            q = tl.where(tl.abs(q) < 0.015625, tl.where(q < 0, -sub, sub), normal)
+        else:
+            q = q.to(tl.float8e4nv, fp_downcast_rounding="rtne")
+        return q, s
+
+    @triton.jit
     def _fused_up_kernel(
         cache_ptr, cache_s0, rows_ptr, n_rows, w_ptr, w_s0,
-        k_ptr, k_s0, k_s1, v_ptr, v_s0, v_s1,
+        k_ptr, k_s0, k_s1, v_ptr, v_s0, v_s1, ws_ptr, ws_s0, ws_s1,
         KV_LORA: tl.constexpr, ROPE: tl.constexpr, ROPE_BLOCK: tl.constexpr, QK_NOPE: tl.constexpr,
         V_HEAD: tl.constexpr, HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr, RNE: tl.constexpr,
+        FP8: tl.constexpr, EVEN_K: tl.constexpr,
     ):
         K_TILES: tl.constexpr = QK_NOPE // BLOCK_N
         HEAD_TILES: tl.constexpr = (QK_NOPE + V_HEAD) // BLOCK_N
@@ -63,18 +99,36 @@ if triton is not None:
         dst = offs_m.to(tl.int64)
         offs_k = tl.arange(0, BLOCK_K)
         offs_n = tl.arange(0, BLOCK_N)
-        w_rows = (h * (QK_NOPE + V_HEAD) + t * BLOCK_N + offs_n).to(tl.int64) * w_s0
+        w_row = h * (QK_NOPE + V_HEAD) + t * BLOCK_N + offs_n
+        w_rows = w_row.to(tl.int64) * w_s0
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for k0 in range(0, KV_LORA, BLOCK_K):
-            a = tl.load(cache_ptr + src[:, None] + (k0 + offs_k)[None, :], mask=in_m[:, None], other=0.0)
-            b = tl.load(w_ptr + w_rows[None, :] + (k0 + offs_k)[:, None])
-            if UPCAST:  # the interpreter multiplies bf16's raw bits; the products are exact in float32 anyway
-                a = a.to(tl.float32)
-                b = b.to(tl.float32)
-            if IEEE:  # float32 operands: no TF32 rounding, as torch's linear on float32
-                acc = tl.dot(a, b, acc, input_precision="ieee")
+            if FP8:  # BLOCK_K is the scale group: a's rows quantized here, one product a group, then scaled
+                kk = k0 + offs_k
+                if EVEN_K:
+                    a = tl.load(cache_ptr + src[:, None] + kk[None, :], mask=in_m[:, None], other=0.0)
+                    b = tl.load(w_ptr + w_rows[None, :] + kk[:, None])
+                else:  # a last group narrower than 128 columns: zeros past kv_lora, as the quantizer pads
+                    in_k = kk < KV_LORA
+                    a = tl.load(cache_ptr + src[:, None] + kk[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
+                    b = tl.load(w_ptr + w_rows[None, :] + kk[:, None], mask=in_k[:, None], other=0.0)
+                a_q, a_s = _quantize_rows(a.to(tl.float32), UPCAST)
+                b_s = tl.load(ws_ptr + (w_row // BLOCK_K) * ws_s0 + (k0 // BLOCK_K) * ws_s1)
+                if UPCAST:  # the interpreter multiplies e4m3's raw bits; the exact values in float32 instead
+                    part = tl.dot(a_q, b.to(tl.float32), input_precision="ieee")
+                else:
+                    part = tl.dot(a_q, b)
+                acc += part * a_s[:, None] * b_s[None, :]
             else:
-                acc = tl.dot(a, b, acc)
+                a = tl.load(cache_ptr + src[:, None] + (k0 + offs_k)[None, :], mask=in_m[:, None], other=0.0)
+                b = tl.load(w_ptr + w_rows[None, :] + (k0 + offs_k)[:, None])
+                if UPCAST:  # the interpreter multiplies bf16's raw bits; the products are exact in float32 anyway
+                    a = a.to(tl.float32)
+                    b = b.to(tl.float32)
+                if IEEE:  # float32 operands: no TF32 rounding, as torch's linear on float32
+                    acc = tl.dot(a, b, acc, input_precision="ieee")
+                else:
+                    acc = tl.dot(a, b, acc)
         if RNE:  # the interpreter truncates float32 to bf16; the GPU rounds to nearest even, as done here
             bits = acc.to(tl.uint32, bitcast=True)
             bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
@@ -106,12 +160,15 @@ def _pow2_divisor(want: int, *sizes: int) -> Optional[int]:
     return None
 
 
-def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]], itemsize: int = 2) -> Tuple[Optional[Dict[str, int]], str]:
+def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]], itemsize: int = 2,
+           fp8: bool = False) -> Tuple[Optional[Dict[str, int]], str]:
     # float32 operands take twice the shared memory a stage: half the K step, two stages (96 KB).
-    t = {**DEFAULT_TILES, **({"BLOCK_K": 32, "num_stages": 2} if itemsize > 2 else {}), **(tiles or {})}
+    t = {**(FP8_DEFAULT_TILES if fp8 else DEFAULT_TILES), **({"BLOCK_K": 32, "num_stages": 2} if itemsize > 2 else {}),
+         **(tiles or {})}
     # A column tile lies within one head's nope part or its V, so its stores are one contiguous run.
     bn = _pow2_divisor(t["BLOCK_N"], dims.qk_nope, dims.v_head)
-    bk = _pow2_divisor(t["BLOCK_K"], dims.kv_lora)
+    # FP8: a K step is one scale group whatever kv_lora is (a narrower last group is masked).
+    bk = FP8_GROUP if fp8 else _pow2_divisor(t["BLOCK_K"], dims.kv_lora)
     if bn is None or bk is None:
         return None, (f"qk_nope {dims.qk_nope}, v_head {dims.v_head} and kv_lora {dims.kv_lora} need a common "
                       "power-of-two tile of at least 16")
@@ -119,15 +176,18 @@ def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]], itemsize: int = 2) ->
     return t, ""
 
 
-def why_reference(cache_flat: torch.Tensor, dims: MlaDims) -> Optional[str]:
-    """None where fused_up_project runs its Triton kernel on these tensors; else why it runs the reference."""
+def why_reference(cache_flat: torch.Tensor, dims: MlaDims, fp8: bool = False) -> Optional[str]:
+    """None where fused_up_project runs its Triton kernel on these tensors (fp8: with an FP8 kv_b_proj);
+    else why it runs the reference."""
     if triton is None:
         return "Triton is not importable"
     if not cache_flat.is_cuda and not _INTERPRET:
         return "a CPU tensor without TRITON_INTERPRET=1 (set before Triton is imported)"
     if cache_flat.dtype not in KERNEL_DTYPES:
         return f"the kernel takes bf16, fp16 or fp32, not {cache_flat.dtype}"
-    return _tiles(dims, None)[1] or None
+    if fp8 and cache_flat.is_cuda and torch.cuda.get_device_capability(cache_flat.device) < (8, 9):
+        return "e4m3 products need compute capability 8.9 or later (Ada, Hopper)"
+    return _tiles(dims, None, fp8=fp8)[1] or None
 
 
 def _check_out(name: str, t: Optional[torch.Tensor], shape: Tuple[int, ...], like: torch.Tensor) -> None:
@@ -143,7 +203,8 @@ def _check_out(name: str, t: Optional[torch.Tensor], shape: Tuple[int, ...], lik
                     "pass a view whose head dimension is dense")
 
 
-def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: Optional[bool]) -> int:
+def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: Optional[bool], kv_b_proj_scale=None,
+           fp8: bool = False) -> int:
     """Every argument the kernel relies on; PrefillInputError (a ValueError) naming the argument. -> rows."""
     if not isinstance(dims, MlaDims):
         _fail("dims", f"expected an MlaDims (mlaplan.prefill.model_dims), got {type(dims).__name__}")
@@ -164,9 +225,16 @@ def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: Optional
         got = f"{list(kv_b_proj.shape)}" if isinstance(kv_b_proj, torch.Tensor) else type(kv_b_proj).__name__
         _fail("kv_b_proj", f"expected shape {list(want)} (heads * (qk_nope + v_head), kv_lora) for {dims.heads} "
                            f"heads, got {got}")
-    if kv_b_proj.dtype != cache_flat.dtype or kv_b_proj.device != cache_flat.device or kv_b_proj.stride(1) != 1:
-        _fail("kv_b_proj", f"expected {cache_flat.dtype} on {cache_flat.device} with contiguous rows (cache_flat's), "
+    w_dtype = torch.float8_e4m3fn if fp8 else cache_flat.dtype
+    if kv_b_proj.dtype != w_dtype or kv_b_proj.device != cache_flat.device or kv_b_proj.stride(1) != 1:
+        why = "with kv_b_proj_scale given" if fp8 else "cache_flat's"
+        _fail("kv_b_proj", f"expected {w_dtype} ({why}) on {cache_flat.device} with contiguous rows, "
                            f"got {kv_b_proj.dtype} on {kv_b_proj.device} with strides {list(kv_b_proj.stride())}")
+    if fp8:
+        _check_scale(kv_b_proj_scale, kv_b_proj, cache_flat)
+    elif kv_b_proj_scale is not None:
+        _fail("kv_b_proj_scale", "given, but kv_b_proj is not float8_e4m3fn; pass None for an unquantized kv_b_proj, "
+                                 "or the e4m3 weight that quantize_kv_b_proj returns with these scales")
     n = int(rows.shape[0])
     if check_rows is None:  # a capture cannot read the rows back (a host sync): its plan was checked
         check_rows = not (rows.is_cuda and torch.cuda.is_current_stream_capturing())
@@ -181,16 +249,29 @@ def _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows: Optional
     return n
 
 
-def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
-                         k_out: Optional[torch.Tensor] = None, v_out: Optional[torch.Tensor] = None,
-                         check_rows: Optional[bool] = None) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The unfused path, op for op as executor._up_project runs it after the gather: (K [n, heads,
-    qk_head] contiguous, V [n, heads, v_head], a strided view of the GEMM's output unless v_out is
-    given). With k_out or v_out the results are copied into them and they are returned."""
-    _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows)
-    latent = cache_flat.index_select(0, rows)
-    kv = torch.nn.functional.linear(latent[:, : dims.kv_lora], kv_b_proj).view(-1, dims.heads, dims.qk_nope + dims.v_head)
-    k_nope, v = kv.split([dims.qk_nope, dims.v_head], dim=-1)
+def _check_scale(scale, w: torch.Tensor, cache_flat: torch.Tensor) -> None:
+    want = tuple(-(-x // FP8_GROUP) for x in w.shape)
+    if not isinstance(scale, torch.Tensor) or tuple(scale.shape) != want or scale.dtype != torch.float32:
+        got = f"{scale.dtype} {list(scale.shape)}" if isinstance(scale, torch.Tensor) else type(scale).__name__
+        _fail("kv_b_proj_scale", f"expected float32 of shape {list(want)} (one scale a 128 x 128 block of kv_b_proj "
+                                 f"{list(w.shape)}, as quantize_kv_b_proj returns), got {got}")
+    if scale.device != cache_flat.device:
+        _fail("kv_b_proj_scale", f"on {scale.device}, but cache_flat is on {cache_flat.device}; put both on one device")
+
+
+def _fp8_args(kv_b_proj: torch.Tensor, kv_b_proj_scale) -> bool:
+    """Whether the call is FP8: kv_b_proj in e4m3, or scales given (then _check says what is wrong)."""
+    fp8 = isinstance(kv_b_proj, torch.Tensor) and kv_b_proj.dtype == torch.float8_e4m3fn
+    if fp8 and kv_b_proj_scale is None:
+        _fail("kv_b_proj_scale", "missing: kv_b_proj is float8_e4m3fn, so its 128 x 128 block scales are needed "
+                                 "(quantize_kv_b_proj returns them; the checkpoint's weight_scale_inv)")
+    return fp8
+
+
+def _assemble(latent: torch.Tensor, kv: torch.Tensor, dims: MlaDims, k_out, v_out) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The unfused path's tail, as executor._up_project: kv [n, heads * (qk_nope + v_head)] split, K the
+    nope part and the rope part broadcast over the heads by torch.cat; copied into k_out, v_out if given."""
+    k_nope, v = kv.view(-1, dims.heads, dims.qk_nope + dims.v_head).split([dims.qk_nope, dims.v_head], dim=-1)
     k = torch.cat((k_nope, latent[:, None, dims.kv_lora :].expand(-1, dims.heads, -1)), dim=-1)
     if k_out is not None:
         k = k_out.copy_(k)
@@ -199,10 +280,21 @@ def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj
     return k, v
 
 
+def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
+                         k_out: Optional[torch.Tensor] = None, v_out: Optional[torch.Tensor] = None,
+                         check_rows: Optional[bool] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The unfused path, op for op as executor._up_project runs it after the gather: (K [n, heads,
+    qk_head] contiguous, V [n, heads, v_head], a strided view of the GEMM's output unless v_out is
+    given). With k_out or v_out the results are copied into them and they are returned."""
+    _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows)
+    latent = cache_flat.index_select(0, rows)
+    return _assemble(latent, torch.nn.functional.linear(latent[:, : dims.kv_lora], kv_b_proj), dims, k_out, v_out)
+
+
 def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
                      k_out: Optional[torch.Tensor] = None, v_out: Optional[torch.Tensor] = None,
                      check_rows: Optional[bool] = None, tiles: Optional[Dict[str, int]] = None,
-                     ) -> Tuple[torch.Tensor, torch.Tensor]:
+                     kv_b_proj_scale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """K [n, heads, qk_head] and V [n, heads, v_head] of the latent rows cache_flat[rows], in one kernel.
 
     cache_flat: [cache rows, kv_lora + qk_rope] (kv_cache.view(-1, latent)); rows: [n] int32 or int64
@@ -215,34 +307,158 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     captured, where reading the rows back cannot be done (the caller's plan vouches for them). tiles: overrides of
     DEFAULT_TILES (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), for tuning.
 
+    FP8: kv_b_proj in float8_e4m3fn with kv_b_proj_scale, float32 [ceil(N / 128), ceil(kv_lora / 128)],
+    one scale a 128 x 128 block (the checkpoint's weight_scale_inv; quantize_kv_b_proj makes them). The
+    kernel then runs the block GEMM an engine runs (module docstring): each row's 128-column groups of
+    latent[:kv_lora] quantized to e4m3 in the prologue (FP8_DEFAULT_TILES; BLOCK_K is the group), one e4m3
+    product a group, scaled by the row's and the block's scales and summed in float32; the rope part is
+    copied as it is. reference_up_project_fp8 computes the same values in float64.
+
     Runs the Triton kernel on CUDA tensors, and on CPU tensors under Triton's interpreter
     (TRITON_INTERPRET=1 before Triton is imported); anywhere else (a CPU tensor without it, no Triton,
-    dims without a tile of 16 dividing them) it runs reference_up_project, the unfused torch path, so
-    one call serves every device (why_reference says which). Bad arguments raise PrefillInputError (a
-    ValueError) naming the argument."""
-    n = _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows)
+    dims without a tile of 16 dividing them, FP8 before compute capability 8.9) it runs
+    reference_up_project (or reference_up_project_fp8), so one call serves every device (why_reference
+    says which). Bad arguments raise PrefillInputError (a ValueError) naming the argument."""
+    fp8 = _fp8_args(kv_b_proj, kv_b_proj_scale)
+    n = _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows, kv_b_proj_scale, fp8)
     if tiles is not None and (not isinstance(tiles, dict) or not set(tiles) <= set(DEFAULT_TILES) or any(
             type(x) is not int or x < 1 for x in tiles.values())):
         _fail("tiles", f"expected a dict of positive ints with keys from {', '.join(DEFAULT_TILES)}, got {tiles!r}")
-    if why_reference(cache_flat, dims) is not None:
+    if why_reference(cache_flat, dims, fp8) is not None:
+        if fp8:
+            return reference_up_project_fp8(cache_flat, rows, kv_b_proj, kv_b_proj_scale, dims, k_out, v_out, False)
         return reference_up_project(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows=False)
-    t, _ = _tiles(dims, tiles, cache_flat.element_size())
+    t, _ = _tiles(dims, tiles, cache_flat.element_size(), fp8)
     k = k_out if k_out is not None else cache_flat.new_empty((n, dims.heads, dims.qk_head))
     v = v_out if v_out is not None else cache_flat.new_empty((n, dims.heads, dims.v_head))
     if n == 0:
         return k, v
+    ws = kv_b_proj_scale if fp8 else kv_b_proj  # unread without FP8
     head_tiles = (dims.qk_nope + dims.v_head) // t["BLOCK_N"]
     grid = (triton.cdiv(n, t["BLOCK_M"]) * dims.heads * head_tiles,)
     _fused_up_kernel[grid](
         cache_flat, cache_flat.stride(0), rows, n, kv_b_proj, kv_b_proj.stride(0),
-        k, k.stride(0), k.stride(1), v, v.stride(0), v.stride(1),
+        k, k.stride(0), k.stride(1), v, v.stride(0), v.stride(1), ws, ws.stride(0), ws.stride(1),
         KV_LORA=dims.kv_lora, ROPE=dims.qk_rope, ROPE_BLOCK=triton.next_power_of_2(max(dims.qk_rope, 1)),
         QK_NOPE=dims.qk_nope, V_HEAD=dims.v_head, HEADS=dims.heads,
         BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], IEEE=cache_flat.dtype == torch.float32 or not cache_flat.is_cuda,
         UPCAST=not cache_flat.is_cuda, RNE=not cache_flat.is_cuda and cache_flat.dtype == torch.bfloat16,
+        FP8=fp8, EVEN_K=dims.kv_lora % t["BLOCK_K"] == 0,
         num_warps=t["num_warps"], num_stages=t["num_stages"],
     )
     return k, v
+
+
+# ---- FP8: the quantizers, the reference and the unfused path ---------------------------------------
+
+
+def _groups(x: torch.Tensor, rows_a_group: int) -> torch.Tensor:
+    """x [R, C] zero-padded to multiples of (rows_a_group, 128) and viewed as [R', rows_a_group, C', 128]."""
+    r, c = x.shape
+    x = torch.nn.functional.pad(x, (0, (-c) % FP8_GROUP, 0, (-r) % rows_a_group))
+    return x.view(x.shape[0] // rows_a_group, rows_a_group, x.shape[1] // FP8_GROUP, FP8_GROUP)
+
+
+def _quantize(x: torch.Tensor, rows_a_group: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    """e4m3 values and float32 scales of x's (rows_a_group x 128) blocks: s = max(amax, 1e-10) / 448,
+    q = clamp(x / s, -448, 448) rounded to nearest even (torch's cast)."""
+    g = _groups(x.float(), rows_a_group)
+    s = g.abs().amax(dim=(1, 3)).clamp(min=FP8_EPS) / FP8_MAX
+    q = (g / s[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return q.view(g.shape[0] * rows_a_group, -1)[: x.shape[0], : x.shape[1]].contiguous(), s
+
+
+def quantize_activation(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """x [n, K] per row in groups of 128 columns, as vLLM's per_token_group_quant_fp8 (its float32 scales,
+    not DeepGEMM's power-of-two ones): (e4m3 [n, K], float32 scales [n, ceil(K / 128)]). The kernel's
+    prologue quantizes so, bit for bit."""
+    return _quantize(x, 1)
+
+
+def quantize_kv_b_proj(w: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """kv_b_proj [N, K] (bf16 or any float) to (e4m3 [N, K], float32 scales [ceil(N / 128), ceil(K / 128)]),
+    one scale a 128 x 128 block as DeepSeek-V3's FP8 checkpoint stores it (weight_scale_inv: the weight is
+    e4m3 times it): s = max(amax, 1e-10) / 448 (1e-10: an all-zero block gets a finite scale)."""
+    if not isinstance(w, torch.Tensor) or w.ndim != 2 or not w.dtype.is_floating_point:
+        got = f"{w.dtype} {list(w.shape)}" if isinstance(w, torch.Tensor) else type(w).__name__
+        _fail("w", f"expected a 2-D floating tensor [heads * (qk_nope + v_head), kv_lora], got {got}")
+    return _quantize(w, FP8_GROUP)
+
+
+def _expand(scale: torch.Tensor, rows_a_group: int, shape) -> torch.Tensor:
+    return scale.repeat_interleave(rows_a_group, 0).repeat_interleave(FP8_GROUP, 1)[: shape[0], : shape[1]]
+
+
+def dequantize(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """q [R, C] e4m3 times its scales, per row group ([R, ceil(C / 128)], an activation's) or per 128 x 128
+    block ([ceil(R / 128), ceil(C / 128)], kv_b_proj's), in dtype (float64: exact)."""
+    rows_a_group = 1 if scale.shape[0] == q.shape[0] else FP8_GROUP
+    return q.to(dtype) * _expand(scale.to(dtype), rows_a_group, q.shape)
+
+
+def reference_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor,
+                             kv_b_proj_scale: torch.Tensor, dims: MlaDims, k_out: Optional[torch.Tensor] = None,
+                             v_out: Optional[torch.Tensor] = None, check_rows: Optional[bool] = None,
+                             ) -> Tuple[torch.Tensor, torch.Tensor]:
+    """What the FP8 kernel computes, exactly: the rows quantized by quantize_activation, both operands
+    dequantized and multiplied in float64 (every product and scale exact) and rounded once to
+    cache_flat's dtype; K's rope part copied. The kernel differs from it only in float32 summation
+    order and rounding, so its outputs are within one output ulp of these. Arguments as fused_up_project's."""
+    _fp8_args(kv_b_proj, kv_b_proj_scale)
+    _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows, kv_b_proj_scale, fp8=True)
+    latent = cache_flat.index_select(0, rows)
+    a = dequantize(*quantize_activation(latent[:, : dims.kv_lora]))
+    kv = (a @ dequantize(kv_b_proj, kv_b_proj_scale).t()).to(cache_flat.dtype)
+    return _assemble(latent, kv, dims, k_out, v_out)
+
+
+_SCALED_MM: Dict[str, bool] = {}
+
+
+def block_gemm_backend(device) -> str:
+    """The block GEMM unfused_up_project_fp8 runs on device: "torch._scaled_mm" (cuBLAS's 1x128 by
+    128x128 block-scaled FP8 GEMM, as vLLM's CUTLASS or DeepGEMM path on Hopper) where this torch and GPU
+    run it and it agrees with the reference on a probe; else "float32 dequantized" (torch matmul of the
+    dequantized operands: the same values, not an engine's speed)."""
+    device = torch.device(device)
+    if device.type != "cuda" or not hasattr(torch, "_scaled_mm"):
+        return "float32 dequantized"
+    key = str(device)
+    if key not in _SCALED_MM:
+        g = torch.Generator(device=device).manual_seed(0)
+        x = torch.randn(64, 256, device=device, generator=g)
+        w = torch.randn(384, 256, device=device, generator=g)
+        try:
+            got = _scaled_mm(*quantize_activation(x), *quantize_kv_b_proj(w), torch.bfloat16)
+            want = _dequantized_mm(*quantize_activation(x), *quantize_kv_b_proj(w), torch.float32)
+            _SCALED_MM[key] = bool(torch.allclose(got.float(), want, rtol=2e-2, atol=1e-2))
+        except (RuntimeError, TypeError, ValueError):  # this torch or GPU lacks blockwise scaling
+            _SCALED_MM[key] = False
+    return "torch._scaled_mm" if _SCALED_MM[key] else "float32 dequantized"
+
+
+def _scaled_mm(q, s, w, ws, out_dtype):
+    # cuBLAS's block-scaled layouts: the activation's scales outer-dim-major [n, K/128], the weight's as
+    # [K/128, N/128] for w^T (a transposed view of the checkpoint's [N/128, K/128]).
+    return torch._scaled_mm(q, w.t(), scale_a=s.t().contiguous().t(), scale_b=ws.t(), out_dtype=out_dtype)
+
+
+def _dequantized_mm(q, s, w, ws, out_dtype):
+    return (dequantize(q, s, torch.float32) @ dequantize(w, ws, torch.float32).t()).to(out_dtype)
+
+
+def unfused_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor,
+                           kv_b_proj_scale: torch.Tensor, dims: MlaDims) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The FP8 up-projection as an engine's chunk loop runs it (vLLM's _compute_prefill_context with the
+    FP8 checkpoint): the rows gathered into a buffer, latent[:kv_lora] quantized per token group into an
+    e4m3 buffer and its scales, the block GEMM (block_gemm_backend says which) into [n, N] in cache_flat's
+    dtype, then split and torch.cat with the rope part. The baseline the fused FP8 kernel is timed against."""
+    _fp8_args(kv_b_proj, kv_b_proj_scale)
+    _check(cache_flat, rows, kv_b_proj, dims, None, None, None, kv_b_proj_scale, fp8=True)
+    latent = cache_flat.index_select(0, rows)
+    q, s = quantize_activation(latent[:, : dims.kv_lora])
+    gemm = _scaled_mm if block_gemm_backend(cache_flat.device) == "torch._scaled_mm" else _dequantized_mm
+    return _assemble(latent, gemm(q, s, kv_b_proj, kv_b_proj_scale, cache_flat.dtype), dims, None, None)
 
 
 def up_projection_work(n: int, dims: MlaDims, itemsize: int = 2) -> Tuple[float, float]:
