@@ -365,7 +365,7 @@ def _quantize(x: torch.Tensor, rows_a_group: int) -> Tuple[torch.Tensor, torch.T
     g = _groups(x.float(), rows_a_group)
     s = g.abs().amax(dim=(1, 3)).clamp(min=FP8_EPS) / FP8_MAX
     q = (g / s[:, None, :, None]).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
-    return q.view(g.shape[0] * rows_a_group, -1)[: x.shape[0], : x.shape[1]].contiguous(), s
+    return q.view(g.shape[0] * rows_a_group, g.shape[2] * FP8_GROUP)[: x.shape[0], : x.shape[1]].contiguous(), s
 
 
 def quantize_activation(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
