@@ -1,4 +1,4 @@
-"""The up-projection fused with the gather and the attention's layout (issue 64 item 1, bf16).
+"""The up-projection fused with the gather and the attention's layout (issue 64 item 1, bf16 and FP8).
 
 The unfused path (executor._up_project, as vLLM and SGLang run it) gathers a chunk's latent rows into
 a buffer, runs kv_b_proj as one GEMM into [rows, heads, qk_nope + v_head], splits that, and builds K
@@ -13,6 +13,36 @@ there throughout).
 
 reference_up_project is the unfused path in plain torch: the tests' reference, and the fallback where
 the kernel cannot run (why_reference says why).
+
+FP8 (kv_b_proj_scale given). DeepSeek-V3's official checkpoint stores kv_b_proj in float8_e4m3fn with
+one float32 scale a 128 x 128 block (weight_scale_inv; quantization_config weight_block_size [128, 128],
+dynamic activations). What vLLM runs on it in its MLA prefill, read from vLLM's source:
+- vllm/model_executor/models/deepseek_v2.py builds kv_b_proj as a ColumnParallelLinear with the model's
+  quant_config, so with the FP8 checkpoint its quant_method is Fp8LinearMethod
+  (vllm/model_executor/layers/quantization/fp8.py: block_quant, weight e4m3 [N, K], weight_scale_inv
+  [ceil(N / 128), ceil(K / 128)]).
+- vllm/v1/attention/backends/mla/common.py, _compute_prefill_context: per context chunk,
+  ops.gather_and_maybe_dequant_cache copies the chunk's latent rows into a workspace, then
+  self.kv_b_proj(kv_c_normed) (the layer itself, in FP8), split into k_nope and v, and torch.cat with
+  k_pe expanded over the heads. (Only the decode path's W_UK_T / W_UV are bf16 copies, dequantized once
+  in process_weights_after_loading; the prefill's up-projection runs the FP8 layer.)
+- Fp8LinearMethod.apply with block quantization calls W8A8BlockFp8LinearOp.apply
+  (vllm/model_executor/layers/quantization/utils/fp8_utils.py): the bf16 input quantized per token in
+  groups of 128 columns (per_token_group_quant_fp8 / QuantFP8: s = max(amax, 1e-10) / 448,
+  q = clamp(x / s, -448, 448) cast to e4m3; power-of-two scales only where DeepGEMM's e8m0 format is
+  used, on Blackwell), then a block-scaled GEMM with bf16 output: DeepGEMM's fp8_gemm_nt where DeepGEMM
+  is installed and the shape allows (vllm/utils/deep_gemm.py should_use_deepgemm_for_fp8_linear: bf16
+  out, N % 64 == 0, K % 128 == 0; V3 TP 8 is N 4096, K 512), else CUTLASS's cutlass_scaled_mm on Hopper,
+  else the Triton w8a8_triton_block_scaled_mm. Each accumulates per 128-wide K block in float32,
+  scaling the block's product by the row's and the weight block's scales.
+So an engine's FP8 chunk runs four passes: the gather, the quantization into an e4m3 buffer, the block
+GEMM, the concat. The FP8 kernel here is one: the gathered rows quantized in its prologue exactly as
+vLLM's quantizer (the same scales; x / s correctly rounded; e4m3 rounded to nearest even), one e4m3
+tl.dot a 128-column group into a float32 partial, scaled and accumulated, and the epilogue as in bf16.
+quantize_kv_b_proj makes such a weight from a bf16 one; reference_up_project_fp8 is the kernel's values
+in float64 (one rounding); unfused_up_project_fp8 is the engine's four passes in torch, for timing.
+Each 128-column group is quantized by every column tile of its row block (32 at V3 TP 8): the price of
+no quantized buffer, paid in the prologue's arithmetic rather than in memory traffic.
 """
 from __future__ import annotations
 
