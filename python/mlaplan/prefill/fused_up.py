@@ -81,16 +81,16 @@ if triton is not None:
         """A float32 [rows, GROUP] tile quantized per row as vLLM's per_token_group_quant_fp8:
         s = max(amax, 1e-10) / 448, q = clamp(x / s, -448, 448) rounded to e4m3 (nearest, ties to even).
         -> (q: float8e4nv, or its exact float32 values under the interpreter; s: float32 [rows])."""
-        s = tl.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-10), tl.full((x.shape[0],), 448.0, tl.float32))
+        s = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-10), tl.full((x.shape[0],), 448.0, tl.float32))
         if EMULATE:  # numpy divides exactly
             q = x / s[:, None]
         else:
             # x / s correctly rounded as torch divides, at one multiply and two FMAs an element (Markstein:
             # r = RN(1/s), q0 = RN(x r) is within 1 ulp, the residual x - q0 s is exact, q0 + residual r is
             # RN(x / s)); a division an element would cost the prologue more than the tile's FP8 product.
-            r = tl.div_rn(tl.full((x.shape[0],), 1.0, tl.float32), s)[:, None]
+            r = tl.math.div_rn(tl.full((x.shape[0],), 1.0, tl.float32), s)[:, None]
             q0 = x * r
-            q = tl.fma(tl.fma(-q0, s[:, None], x), r, q0)
+            q = tl.math.fma(tl.math.fma(-q0, s[:, None], x), r, q0)
         q = tl.minimum(tl.maximum(q, -448.0), 448.0)  # e4m3fn's largest finite value, FP8_MAX
         if EMULATE:
             # The interpreter rounds float32 to e4m3 half away from zero and flushes subnormals; the GPU
@@ -473,6 +473,21 @@ def _scaled_mm(q, s, w, ws, out_dtype):
     return torch._scaled_mm(q, w.t(), scale_a=s.t().contiguous().t(), scale_b=ws.t(), out_dtype=out_dtype)
 
 
+def _block_gemm(q, s, w, ws, out_dtype):
+    """block_gemm_backend's GEMM; a row count cuBLAS refuses is padded to a multiple of 16 (vLLM pads its
+    CUTLASS call to 4 rows likewise), the padding's rows dropped."""
+    if block_gemm_backend(q.device) != "torch._scaled_mm":
+        return _dequantized_mm(q, s, w, ws, out_dtype)
+    try:
+        return _scaled_mm(q, s, w, ws, out_dtype)
+    except RuntimeError:
+        pad = (-q.shape[0]) % 16
+        if not pad:
+            raise
+        qp = torch.cat((q, q.new_zeros(pad, q.shape[1])))
+        return _scaled_mm(qp, torch.cat((s, s.new_ones(pad, s.shape[1]))), w, ws, out_dtype)[: q.shape[0]]
+
+
 def _dequantized_mm(q, s, w, ws, out_dtype):
     return (dequantize(q, s, torch.float32) @ dequantize(w, ws, torch.float32).t()).to(out_dtype)
 
@@ -487,8 +502,7 @@ def unfused_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_pr
     _check(cache_flat, rows, kv_b_proj, dims, None, None, None, kv_b_proj_scale, fp8=True)
     latent = cache_flat.index_select(0, rows)
     q, s = quantize_activation(latent[:, : dims.kv_lora])
-    gemm = _scaled_mm if block_gemm_backend(cache_flat.device) == "torch._scaled_mm" else _dequantized_mm
-    return _assemble(latent, gemm(q, s, kv_b_proj, kv_b_proj_scale, cache_flat.dtype), dims, None, None)
+    return _assemble(latent, _block_gemm(q, s, kv_b_proj, kv_b_proj_scale, cache_flat.dtype), dims, None, None)
 
 
 def up_projection_work(n: int, dims: MlaDims, itemsize: int = 2) -> Tuple[float, float]:
