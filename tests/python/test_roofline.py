@@ -238,8 +238,8 @@ def _cli(capsys, *extra):
     return out.out
 
 
-def test_the_command_prints_the_roofline_table_on_the_cpu(capsys):
-    text = _cli(capsys, "--reps", "1")
+def test_the_command_prints_the_roofline_table_on_the_cpu(capsys, tmp_path):
+    text = _cli(capsys, "--reps", "1", "--json", str(tmp_path / "runs.json"))
     lines = text.splitlines()
     peak = [i for i, line in enumerate(lines) if line.startswith("peak: dense fp32 GEMM ")]
     assert len(peak) == 1 and lines[peak[0]].endswith("measured in this run (the CPU)"), text
@@ -250,21 +250,21 @@ def test_the_command_prints_the_roofline_table_on_the_cpu(capsys):
     assert rows[0][2].count("/") == 1 and rows[0][3].endswith("x")  # the engines' gather against its limit
     assert rows[1][2] == "-"  # the fused loop gathers nothing
     assert all(len(line) <= 120 for line in lines[peak[0]:])
-
-
-def test_the_command_json_has_the_peak_and_each_parts_limit(capsys):
-    doc = json.loads(_cli(capsys, "--reps", "1", "--format", "json"))
+    # The same run's JSON: the peak in the header, each part's FLOPs, bytes and limit in each run.
+    doc = json.loads((tmp_path / "runs.json").read_text())
     assert doc["peak"]["device"] == "cpu" and doc["peak"]["gemm_tflops"] > 0 and doc["peak"]["copy_gbs"] > 0
     for run in doc["batches"][0]["runs"]:
         assert set(run["parts_roofline_ms"]) == set(run["parts_flops"]) == set(run["parts_bytes"]) == set(mp.PARTS)
         assert run["parts_flops"]["up-projection"] > 0 and run["parts_roofline_ms"]["attention"] > 0
-        fused = run["policy"].endswith("+fused")
-        assert (run["parts_bytes"]["gather"] == 0) == fused
-    # --no-roofline and --reps 0 probe nothing; the runs still count their parts' work where timed.
-    doc = json.loads(_cli(capsys, "--reps", "1", "--format", "json", "--no-roofline"))
+        assert (run["parts_bytes"]["gather"] == 0) == run["policy"].endswith("+fused")
+
+
+def test_no_roofline_and_no_timing_probe_nothing(capsys):
+    # --no-roofline: the runs still count their parts' work where timed, but have no limit and no peak.
+    doc = json.loads(_cli(capsys, "--reps", "1", "--format", "json", "--no-roofline", "--no-check"))
     assert "peak" not in doc and all(r["parts_roofline_ms"] == {} and r["parts_flops"] for r in doc["batches"][0]["runs"])
-    text = _cli(capsys, "--reps", "0")
-    assert "peak:" not in text and "fastest:" not in text
+    text = _cli(capsys, "--reps", "0", "--no-check")
+    assert "peak:" not in text and "each part:" not in text
 
 
 def test_the_gemm_bytes_match_the_fused_kernels_own_count():

@@ -75,6 +75,21 @@ def _median_ms(fn, cuda: bool, settle_ms: float) -> float:
     return max(statistics.median(samples), 1e-6)  # a clock that saw nothing pass: no division by zero
 
 
+def _gemm_ms(n: int, dtype: torch.dtype, device: torch.device, settle_ms: float) -> float:
+    """An n x n x n product of N(0, 1) operands (zeros would draw less power, and clock higher)."""
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn((n, n), generator=gen, device=device, dtype=torch.float32).to(dtype)
+    b = torch.randn((n, n), generator=gen, device=device, dtype=torch.float32).to(dtype)
+    c = torch.empty((n, n), device=device, dtype=dtype)
+    return _median_ms(lambda: torch.matmul(a, b, out=c), device.type == "cuda", settle_ms)
+
+
+def _copy_ms(n_bytes: int, device: torch.device, settle_ms: float) -> float:
+    src = torch.empty(n_bytes // 2, device=device, dtype=torch.int16)
+    dst = torch.empty_like(src)
+    return _median_ms(lambda: dst.copy_(src), device.type == "cuda", settle_ms)
+
+
 def peak(device, dtype: torch.dtype = torch.bfloat16, settle_ms: float = 0.0) -> Peak:
     """A dense dtype GEMM (8192^3 on the GPU) and a copy of 1 GiB (on the GPU; at most a quarter of
     its free memory) on `device`, each the median of REPS timings after warm-up runs (CUDA events on
@@ -87,19 +102,11 @@ def peak(device, dtype: torch.dtype = torch.bfloat16, settle_ms: float = 0.0) ->
         raise ValueError(f"dtype: {dtype}; choose one of torch.bfloat16, torch.float16, torch.float32")
     n, copy_bytes = (GPU_GEMM, GPU_COPY_BYTES) if cuda else (CPU_GEMM, CPU_COPY_BYTES)
     if cuda:
-        copy_bytes = max(1 << 20, min(copy_bytes, torch.cuda.mem_get_info(device)[0] // 4))
+        copy_bytes = max(1, min(copy_bytes, torch.cuda.mem_get_info(device)[0] // 4) >> 20) << 20  # whole MiB
     with torch.cuda.device(device) if cuda else nullcontext():
-        gen = torch.Generator(device=device).manual_seed(0)
-        a = torch.randn((n, n), generator=gen, device=device, dtype=torch.float32).to(dtype)
-        b = torch.randn((n, n), generator=gen, device=device, dtype=torch.float32).to(dtype)
-        c = torch.empty((n, n), device=device, dtype=dtype)
-        gemm_ms = _median_ms(lambda: torch.matmul(a, b, out=c), cuda, settle_ms)
-        del a, b, c
-        src = torch.empty(copy_bytes // 2, device=device, dtype=torch.int16)
-        dst = torch.empty_like(src)
-        copy_ms = _median_ms(lambda: dst.copy_(src), cuda, settle_ms)
-        del src, dst
-        if cuda:
+        gemm_ms = _gemm_ms(n, dtype, device, settle_ms)
+        copy_ms = _copy_ms(copy_bytes, device, settle_ms)
+        if cuda:  # the probe's gigabytes back to the driver, for the runs
             torch.cuda.empty_cache()
     return Peak(gemm_tflops=2.0 * n**3 / gemm_ms / 1e9, copy_gbs=2.0 * copy_bytes / copy_ms / 1e6,
                 dtype=DTYPE_NAMES[dtype], device=device.type, gemm_size=n, copy_bytes=int(copy_bytes),
