@@ -67,12 +67,16 @@ KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # Hopper defaults: a 128 x 128 tile is one head's nope part or V at DeepSeek-V3's dims; 64-wide K steps
 # pipelined 3 deep take 96 KB of shared memory. Tiles passed to fused_up_project override these.
 DEFAULT_TILES: Dict[str, int] = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
-# FP8 (kv_b_proj in float8_e4m3fn with 128 x 128 block scales): BLOCK_K is the scale group, 128; a stage
-# holds a's 128 x 128 bf16 tile (32 KB) and b's e4m3 tile (16 KB).
+# FP8 (kv_b_proj in float8_e4m3fn with 128 x 128 block scales): BLOCK_K is the scale group, 128. The
+# prologue's quantization, not the e4m3 product, bounds the kernel (about 13 instructions an element
+# against a product at twice bf16's rate), so a tile is a whole head (BLOCK_N = qk_nope + v_head where a
+# power of two, else as in bf16): each group quantized serves 256 columns at DeepSeek-V3's dims, not 128
+# (sm_90 PTX of the loop: 616 instructions a thread a group at 64 x 256, 8 warps, against 1,028 at
+# 128 x 128 for half the products); a stage holds a's 64 x 128 bf16 tile (16 KB) and b's 128 x 256 e4m3 (32 KB).
 FP8_GROUP = 128
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 FP8_EPS = 1e-10  # vLLM's floor on a group's amax (an all-zero group)
-FP8_DEFAULT_TILES: Dict[str, int] = dict(DEFAULT_TILES, BLOCK_K=FP8_GROUP)
+FP8_DEFAULT_TILES: Dict[str, int] = {"BLOCK_M": 64, "BLOCK_K": FP8_GROUP, "num_warps": 8, "num_stages": 3}  # BLOCK_N: a whole head
 
 if triton is not None:
 
@@ -90,7 +94,7 @@ if triton is not None:
             # RN(x / s)); a division an element would cost the prologue more than the tile's FP8 product.
             r = tl.math.div_rn(tl.full((x.shape[0],), 1.0, tl.float32), s)[:, None]
             q0 = x * r
-            q = tl.math.fma(tl.math.fma(-q0, s[:, None], x), r, q0)
+            q = tl.math.fma(tl.math.fma(q0, -s[:, None], x), r, q0)
         q = tl.minimum(tl.maximum(q, -448.0), 448.0)  # e4m3fn's largest finite value, FP8_MAX
         if EMULATE:
             # The interpreter rounds float32 to e4m3 half away from zero and flushes subnormals; the GPU
@@ -164,7 +168,12 @@ if triton is not None:
             bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
             acc = bits.to(tl.float32, bitcast=True)
         out = acc.to(k_ptr.dtype.element_ty)
-        if t < K_TILES:
+        if BLOCK_N == QK_NOPE + V_HEAD:  # a whole head a tile: its first qk_nope columns to K, the rest to V
+            tl.store(k_ptr + dst[:, None] * k_s0 + h * k_s1 + offs_n[None, :], out,
+                     mask=in_m[:, None] & (offs_n < QK_NOPE)[None, :])
+            tl.store(v_ptr + dst[:, None] * v_s0 + h * v_s1 + (offs_n - QK_NOPE)[None, :], out,
+                     mask=in_m[:, None] & (offs_n >= QK_NOPE)[None, :])
+        elif t < K_TILES:
             tl.store(k_ptr + dst[:, None] * k_s0 + h * k_s1 + t * BLOCK_N + offs_n[None, :], out, mask=in_m[:, None])
         else:
             tl.store(v_ptr + dst[:, None] * v_s0 + h * v_s1 + (t - K_TILES) * BLOCK_N + offs_n[None, :], out,
@@ -195,8 +204,13 @@ def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]], itemsize: int = 2,
     # float32 operands take twice the shared memory a stage: half the K step, two stages (96 KB).
     t = {**(FP8_DEFAULT_TILES if fp8 else DEFAULT_TILES), **({"BLOCK_K": 32, "num_stages": 2} if itemsize > 2 else {}),
          **(tiles or {})}
-    # A column tile lies within one head's nope part or its V, so its stores are one contiguous run.
-    bn = _pow2_divisor(t["BLOCK_N"], dims.qk_nope, dims.v_head)
+    # A column tile lies within one head's nope part or its V, so its stores are one contiguous run; or it
+    # is a whole head (qk_nope + v_head columns, a power of two), stored as two runs: each row's
+    # quantization (FP8) or load then serves twice the columns.
+    whole = dims.qk_nope + dims.v_head
+    if "BLOCK_N" not in t:  # FP8's default
+        t["BLOCK_N"] = whole
+    bn = whole if t["BLOCK_N"] == whole and whole & (whole - 1) == 0 else _pow2_divisor(t["BLOCK_N"], dims.qk_nope, dims.v_head)
     # FP8: a K step is one scale group whatever kv_lora is (a narrower last group is masked).
     bk = FP8_GROUP if fp8 else _pow2_divisor(t["BLOCK_K"], dims.kv_lora)
     if bn is None or bk is None:
