@@ -72,6 +72,21 @@ TEST(CostFile, BlockTermsMayBeLeftOut) {
   EXPECT_DOUBLE_EQ(m.coefficient(Term::empty_block), 0.003);
 }
 
+// A file names FlashAttention-3's scheduler with its L2 head sections as "sectioned", and may give the
+// causal blocks' coefficient; files without either read as before (sorted spans, causal blocks at 0).
+TEST(CostFile, ReadsTheSectionedSchedulerAndTheCausalBlockTerm) {
+  const std::string text = test::example_cost_text();
+  EXPECT_DOUBLE_EQ(parse_cost_model(text, "c.json").coefficient(Term::causal_block), 0);
+  std::string with = text;
+  const std::string tile = "\"tile_queries\": 128", iteration = "\"per_iteration_us\": 100";
+  with.replace(with.find(tile), tile.size(), tile + ", \"scheduler\": \"sectioned\"");
+  with.replace(with.find(iteration), iteration.size(), iteration + ", \"per_causal_block_us\": 0.03");
+  const CostModel m = parse_cost_model(with, "c.json");
+  EXPECT_EQ(m.geometry.scheduler, Scheduler::sectioned);
+  EXPECT_STREQ(scheduler_name(m.geometry.scheduler), "sectioned");
+  EXPECT_DOUBLE_EQ(m.coefficient(Term::causal_block), 0.03);
+}
+
 // 300 coding-agent batches and a grid over them with the example cost model, DeepSeek-V3 at TP 8.
 std::vector<Batch> coding_agent_batches() {
   auto source = workloads::preset_source(workloads::find_workload_preset("coding-agent"), 5);

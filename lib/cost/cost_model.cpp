@@ -225,11 +225,14 @@ double CostModel::predict_us(const Features& f) const {
   return us;
 }
 
-const char* scheduler_name(Scheduler s) { return s == Scheduler::sorted ? "sorted" : "grid"; }
+const char* scheduler_name(Scheduler s) {
+  return s == Scheduler::sectioned ? "sectioned" : s == Scheduler::sorted ? "sorted" : "grid";
+}
 
 bool scheduler_named(const std::string& name, Scheduler& out) {
   if (name.empty() || name == "grid") out = Scheduler::grid;
   else if (name == "sorted") out = Scheduler::sorted;
+  else if (name == "sectioned") out = Scheduler::sectioned;
   else return false;
   return true;
 }
@@ -297,8 +300,8 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
   m.geometry.tile_queries = r.count(g, "tile_queries", "geometry.tile_queries");
   const std::string scheduler = r.text(g, "scheduler", "geometry.scheduler", false);
   if (!scheduler_named(scheduler, m.geometry.scheduler))
-    r.fail("geometry.scheduler", fmt::format("\"{}\" is not grid (FlashAttention-2's) or sorted (FlashAttention-3's); "
-                                             "leave it out for grid", scheduler));
+    r.fail("geometry.scheduler", fmt::format("\"{}\" is not grid (FlashAttention-2's), sorted or sectioned "
+                                             "(FlashAttention-3's); leave it out for grid", scheduler));
   const json& terms = r.object(doc, "coefficients", "coefficients");
   for (auto it = terms.begin(); it != terms.end(); ++it) {
     bool known = false;

@@ -119,7 +119,7 @@ def _batch_args(cache_lengths, input_row_offsets, policy, **numbers) -> tuple:
                 raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
             checked.append(value)
         elif name == "scheduler":
-            checked.append(_args.name_of(name, value, ("grid", "sorted")))
+            checked.append(_args.name_of(name, value, ("grid", "sorted", "sectioned")))
         else:
             checked.append(_args.whole(name, value, 0, 0xFFFFFFFF))
     return (_host_u32("cache_lengths", cache_lengths), _host_u32("input_row_offsets", input_row_offsets), *checked)
@@ -516,7 +516,7 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
     B200): the terms are then those of the path the engine dispatches the batch to there (TensorRT-LLM
     below SM100 and SGLang's one-shot and absorbed paths take the whole context at once; see
     `engine_path`), and the dict's "path" key names it; 0 (the default): every policy's own loop.
-    scheduler: how the attention kernel hands its blocks out, "grid" (FlashAttention-2) or "sorted"
+    scheduler: how the attention kernel hands its blocks out, "grid" (FlashAttention-2), "sorted" or "sectioned"
     (FlashAttention-3; docs/cost-model.md)."""
     cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
                                         buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,

@@ -84,7 +84,7 @@ cost::Geometry geometry_of(uint32_t heads, uint32_t sms, uint32_t blocks_per_sm,
                            const std::string& scheduler) {
   cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
   if (!cost::scheduler_named(scheduler, g.scheduler))
-    throw InputError("scheduler: grid (FlashAttention-2's) or sorted (FlashAttention-3's), not " + scheduler);
+    throw InputError("scheduler: grid (FlashAttention-2's), sorted or sectioned (FlashAttention-3's), not " + scheduler);
   if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
     throw InputError("heads, sms, blocks_per_sm, tile_queries: each is at least 1");
   return g;

@@ -19,8 +19,10 @@ COLLINEAR_R2 = 0.999
 # two blocks resident per SM.
 GEOMETRIES = [(tile, blocks) for tile in (128, 64) for blocks in (1, 2)]
 # How each kernel hands its blocks out (features.hpp, Scheduler): FlashAttention-3's persistent varlen
-# scheduler takes the sequences longest first, the others their grid in order.
-SCHEDULERS = {"fa3": "sorted"}
+# scheduler takes the sequences longest first and a causal launch's tiles one L2 head section at a time
+# (sectioned: on an H100, Kimi-K2's one-sequence Mooncake steps were priced 2-5% short without the
+# sections, sorted), the others their grid in order.
+SCHEDULERS = {"fa3": "sectioned"}
 # FlashAttention-3's SM90 forward for head dimension 192 runs tiles of 128 queries, one CTA per SM
 # (hopper/tile_size.h, tile_size_fwd_sm90; flash_fwd_kernel_sm90.h): its geometry is known, not fitted.
 KERNEL_GEOMETRIES = {"fa3": [(128, 1)]}

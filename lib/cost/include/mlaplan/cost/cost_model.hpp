@@ -63,7 +63,7 @@ uint32_t known_gpu_sm(const std::string& gpu);
 // identified that is not true or false. Fields it does not read (heldout, fit, command) are let be.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
-// "grid" or "sorted": a geometry's scheduler as a cost file spells it.
+// "grid", "sorted" or "sectioned": a geometry's scheduler as a cost file spells it.
 const char* scheduler_name(Scheduler s);
 // The scheduler named `name` ("" is grid, a file written before schedulers were named); false for
 // another name.

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -23,7 +24,12 @@ enum class Scheduler : uint8_t {
   // FlashAttention-3 on SM90: a persistent kernel, one CTA per slot, taking tiles from a counter;
   // only a sequence's own tiles exist, and the sequences are sorted longest first
   // (hopper/tile_scheduler.hpp, VarlenDynamicPersistentTileScheduler; flash_prepare_scheduler.cu).
+  // Each sequence's blocks taken at their mean length.
   sorted,
+  // The same, and a causal launch's tiles as the kernel hands them out: head section by L2 head section,
+  // longest first within each (l2_section_heads); where a causal sequence of several tiles takes more
+  // than one section, the launch is scheduled block by block in that order (Launch::sectioned_span).
+  sectioned,
 };
 
 // The attention kernel's launch geometry on one GPU: how many thread blocks run at once and how many
@@ -124,7 +130,7 @@ class Launch {
   void add_work(uint64_t queries, uint64_t keys, bool causal) {
     if (queries == 0 || keys == 0) return;
     ++working_;
-    if (g_->scheduler == Scheduler::sorted) add_sorted_seq(queries, keys, causal);
+    if (g_->scheduler == Scheduler::sectioned) add_sorted_seq(queries, keys, causal);
     if (causal) add_causal(queries, keys);
     else add_run(static_cast<double>(g_->tile_queries) * static_cast<double>(keys), 0, g_->tiles(queries));
   }
@@ -176,7 +182,7 @@ class Launch {
     const double c = static_cast<double>(count), last = first + step * (c - 1);
     if ((step != 0 && count > 1) || (tiles_ > 0 && first != longest_)) alike_ = false;
     peak_ = std::max(peak_, ahead + last * g_->slots());
-    if (g_->scheduler == Scheduler::sorted) add_sorted_run((first + last) / 2, c);
+    if (g_->scheduler != Scheduler::grid) add_sorted_run((first + last) / 2, c);
     squares_ += c * first * first;
     if (step != 0) squares_ += first * step * c * (c - 1) + step * step * (c - 1) * c * (2 * c - 1) * (1.0 / 6);
     work_ += (first + last) / 2 * c;
@@ -239,7 +245,7 @@ inline double Launch::span() const {
   const double slots = g_->slots(), heads = g_->heads, blocks = tiles_ * heads;
   if (blocks <= slots) return longest_;                     // one wave: the longest block
   if (alike_) return std::ceil(blocks / slots) * longest_;  // whole waves of equal blocks
-  if (g_->scheduler == Scheduler::sorted)
+  if (g_->scheduler != Scheduler::grid)
     return std::max(sectioned_ && !bulk_ ? sectioned_span() : sorted_span(), longest_);
   // Unequal blocks handed out in grid order as slots free. The last head's block j starts once the
   // work before it (every earlier head's, and the head's own ahead of j) has drained through the
@@ -370,15 +376,46 @@ inline double Launch::sectioned_span() const {
     return s.causal ? n - static_cast<int64_t>(g_->tiles(s.queries) * g_->tile_queries) : n;
   };
   std::stable_sort(seqs.begin(), seqs.end(), [&](const Seq& a, const Seq& b) { return key(a) > key(b); });
-  thread_local std::vector<double> slots;  // a min-heap of the times the slots free
-  slots.assign(static_cast<size_t>(g_->slots()), 0.0);
+  // A sweep prices the same launch again and again (the one-shot step at every buffer, the new tokens'
+  // step under every policy): each schedule is worked out once per thread, keyed by the geometry and
+  // the sequences in order.
+  thread_local std::vector<uint64_t> id;
+  id.assign({heads, static_cast<uint64_t>(g_->slots()), g_->tile_queries});
+  for (const Seq& s : seqs) {
+    id.push_back(s.queries << 1 | static_cast<uint64_t>(s.causal));
+    id.push_back(s.keys);
+  }
+  struct Hash {
+    size_t operator()(const std::vector<uint64_t>& v) const {
+      uint64_t h = 1469598103934665603ull;
+      for (uint64_t x : v) h = (h ^ x) * 1099511628211ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  thread_local std::unordered_map<std::vector<uint64_t>, double, Hash> known;
+  if (const auto it = known.find(id); it != known.end()) return it->second;
+  if (known.size() >= (1u << 16)) known.clear();  // bounded: a long sweep's batches rarely repeat
+  thread_local std::vector<double> slot_times;
+  // A min-heap of the times the slots free; each block replaces its root (the slot that frees first)
+  // and sifts down. Through a plain pointer: a thread_local reached in the loop costs a call a block.
+  slot_times.assign(static_cast<size_t>(g_->slots()), 0.0);
+  double* const heap = slot_times.data();
+  const size_t size = slot_times.size();
   double end = 0;
   auto run = [&](double d, uint32_t count) {
     for (uint32_t c = 0; c < count; ++c) {
-      std::pop_heap(slots.begin(), slots.end(), std::greater<>());
-      slots.back() += d;
-      end = std::max(end, slots.back());
-      std::push_heap(slots.begin(), slots.end(), std::greater<>());
+      const double at = heap[0] + d;
+      end = std::max(end, at);
+      size_t i = 0;
+      for (;;) {  // sift down
+        size_t child = 2 * i + 1;
+        if (child >= size) break;
+        if (child + 1 < size && heap[child + 1] < heap[child]) ++child;
+        if (heap[child] >= at) break;
+        heap[i] = heap[child];
+        i = child;
+      }
+      heap[i] = at;
     }
   };
   for (const Seq& s : seqs) {
@@ -396,6 +433,7 @@ inline double Launch::sectioned_span() const {
       for (uint64_t i = n - 1; i-- > 0;) run(t * (offset + static_cast<double>(i + 1) * t), in);
     }
   }
+  known.emplace(id, end);
   return end;
 }
 
