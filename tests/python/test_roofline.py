@@ -277,3 +277,37 @@ def test_the_gemm_bytes_match_the_fused_kernels_own_count():
     want = np.sum([up_projection_work(st.n_rows, D, 4) for st in s.steps if not st.new_tokens], axis=0)
     w = roofline.part_work(s, x, "fused")
     assert (w["up-projection"].flops, w["up-projection"].bytes) == tuple(want)
+
+
+# On the GPU (skipped here): the lead's next session runs these with the executor's CUDA tests.
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU: the GPU's peak and parts need one")
+
+
+@cuda
+def test_the_gpu_peak_is_in_a_datacenter_gpus_range():
+    """Dense bf16: an H100 or H200 SXM is 989 TFLOP/s on paper (cuBLAS reaches 650-800), its HBM3 3.35
+    or 4.8 TB/s (a copy 2.5-4.4); bounds far outside any such card catch a unit or count off by 2x-1000x."""
+    p = roofline.peak("cuda", torch.bfloat16, settle_ms=100)
+    print(f"\n{torch.cuda.get_device_name()}: {p.line()} ({p.gemm_ms:.3f} ms, {p.copy_ms:.3f} ms)")
+    assert 100 < p.gemm_tflops < 2500 and 500 < p.copy_gbs < 10000, p
+
+
+@cuda
+def test_no_flop_bound_gpu_part_beats_its_limit():
+    """DeepSeek-V3 TP 8, 83K cached tokens in 16K-row chunks: the up-projection's GEMMs and the attention
+    are FLOP-bound, so neither can run faster than its FLOPs at the dense GEMM's peak (less 20% for the
+    probe's own spread); a part under that is a miscount. The memory-bound parts are printed only: a
+    chunk's gather or merge fits the L2 and may pass the copy's HBM rate."""
+    dims = mp.model_dims("deepseek-v3", tp=8)
+    x = mp.random_inputs([60000, 20000, 3000], [0, 512, 1024, 1536], 64, dims, torch.bfloat16, "cuda", 1)
+    peak = roofline.peak("cuda", torch.bfloat16, settle_ms=100)
+    print(f"\n{torch.cuda.get_device_name()}: {peak.line()}")
+    for engine in ("packed", "even-split", "packed+fused"):
+        policy, up = schedule.split_loop(engine)
+        s = schedule.build_schedule(policy, x.lengths, host_page_table(x), 16384, None, x.device)
+        run = measure.run_one(x, s, measure.Run("gpu", 16384, engine), reps=3, warmup=1, graph=False,
+                              settle_ms=100, up_projection=up, peak=peak)
+        print(engine, {k: f"{run.parts_ms[k]:.3f}/{v:.3f}" for k, v in run.parts_roofline_ms.items()})
+        for part in ("up-projection", "attention"):
+            ms, limit = run.parts_ms[part], run.parts_roofline_ms[part]
+            assert limit > 0 and ms >= 0.8 * limit, (engine, part, ms, limit)
