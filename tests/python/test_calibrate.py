@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
 TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "per_row_us": 0.02, "per_query_us": 0.01,
         "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40, "per_block_us": 0.05,
-        "per_empty_block_us": 0.003, "per_sequence_us": 0.5}
+        "per_empty_block_us": 0.003, "per_sequence_us": 0.5, "per_causal_block_us": 0.03}
 
 
 def synthetic(points, noise, seed=0, heads=16, timing="graph_ms", **grid):
@@ -39,7 +39,7 @@ def synthetic(points, noise, seed=0, heads=16, timing="graph_ms", **grid):
 def test_terms_are_named_in_file_order():
     names = [n for n, _ in mlaplan.cost_terms()]
     assert names[:3] == ["per_batch_us", "per_fixed_step_us", "per_iteration_us"]
-    assert len(names) == len(set(names)) == 11 and all(n.endswith("_us") for n in names)
+    assert len(names) == len(set(names)) == 12 and all(n.endswith("_us") for n in names)
 
 
 def test_features_by_hand():
@@ -68,16 +68,18 @@ def _expect_schedule_counts(f, s, n, where):
     merged = sum(a.call.n_q for st in s.steps if not st.take for a in st.attends) + (n.new_tokens if s.final_merge else 0)
     assert f["per_merged_query_us"] == merged, where
     # FlashAttention-2's varlen grid: ceil(most queries / 128) tiles for every sequence of the call.
-    blocks = empty = working = 0
+    blocks = empty = working = causal = 0
     for a in (a for st in s.steps for a in st.attends):
         q, k = np.diff(a.call.cu_q), np.diff(a.call.cu_k)
         tiles = (q + 127) // 128
         blocks += 16 * int(np.sum(tiles * (k > 0)))
+        causal += 16 * int(np.sum(tiles * (k > 0))) if a.call.causal else 0
         working += int(np.sum((q > 0) & (k > 0)))
         empty += 16 * (len(q) * int(tiles.max(initial=0)) - int(tiles.sum()))
     assert f["per_block_us"] == blocks, where
     assert f["per_empty_block_us"] == empty, where
     assert f["per_sequence_us"] == working, where
+    assert f["per_causal_block_us"] == causal, where  # the causal launches' (tile, head) blocks
     idle = sum(_dispatch_idle(a.call, 16, 132) for st in s.steps for a in st.attends)
     assert f["per_idle_mpair_us"] == pytest.approx(idle, rel=1e-9, abs=1e-9), where
 
