@@ -68,11 +68,12 @@ KERNEL_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 # pipelined 3 deep take 96 KB of shared memory. Tiles passed to fused_up_project override these.
 DEFAULT_TILES: Dict[str, int] = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
 # FP8 (kv_b_proj in float8_e4m3fn with 128 x 128 block scales): BLOCK_K is the scale group, 128. The
-# prologue's quantization, not the e4m3 product, bounds the kernel (about 13 instructions an element
-# against a product at twice bf16's rate), so a tile is a whole head (BLOCK_N = qk_nope + v_head where a
-# power of two, else as in bf16): each group quantized serves 256 columns at DeepSeek-V3's dims, not 128
-# (sm_90 PTX of the loop: 616 instructions a thread a group at 64 x 256, 8 warps, against 1,028 at
-# 128 x 128 for half the products); a stage holds a's 64 x 128 bf16 tile (16 KB) and b's 128 x 256 e4m3 (32 KB).
+# prologue's quantization and the groups' scaling, not the e4m3 product, bound the kernel, so a tile is a
+# whole head (BLOCK_N = qk_nope + v_head where a power of two, else as in bf16): each group quantized
+# serves 256 columns at DeepSeek-V3's dims, not 128. In sm_90 code from Triton 3.9, a group's step takes
+# 556 instructions a thread at 64 x 256 and 8 warps (232 registers, no spills), about twice its e4m3
+# products' time; 1,028 at 128 x 128 for the same products. A stage holds a's 64 x 128 bf16 tile (16 KB)
+# and b's 128 x 256 e4m3 tile (32 KB).
 FP8_GROUP = 128
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 FP8_EPS = 1e-10  # vLLM's floor on a group's amax (an all-zero group)
@@ -81,11 +82,16 @@ FP8_DEFAULT_TILES: Dict[str, int] = {"BLOCK_M": 64, "BLOCK_K": FP8_GROUP, "num_w
 if triton is not None:
 
     @triton.jit
-    def _quantize_rows(x, EMULATE: tl.constexpr):
-        """A float32 [rows, GROUP] tile quantized per row as vLLM's per_token_group_quant_fp8:
+    def _quantize_rows(a, EMULATE: tl.constexpr):
+        """A [rows, GROUP] tile (the cache's dtype) quantized per row as vLLM's per_token_group_quant_fp8:
         s = max(amax, 1e-10) / 448, q = clamp(x / s, -448, 448) rounded to e4m3 (nearest, ties to even).
         -> (q: float8e4nv, or its exact float32 values under the interpreter; s: float32 [rows])."""
-        s = tl.math.div_rn(tl.maximum(tl.max(tl.abs(x), axis=1), 1e-10), tl.full((x.shape[0],), 448.0, tl.float32))
+        x = a.to(tl.float32)
+        if EMULATE:  # the interpreter's 16-bit floats are raw bits: their abs and max in float32
+            amax = tl.max(tl.abs(x), axis=1)
+        else:  # the max of 16-bit values is one of them: taken before the cast (two a bf16x2 instruction)
+            amax = tl.max(tl.abs(a), axis=1).to(tl.float32)
+        s = tl.math.div_rn(tl.maximum(amax, 1e-10), tl.full((x.shape[0],), 448.0, tl.float32))
         if EMULATE:  # numpy divides exactly
             q = x / s[:, None]
         else:
@@ -95,8 +101,8 @@ if triton is not None:
             r = tl.math.div_rn(tl.full((x.shape[0],), 1.0, tl.float32), s)[:, None]
             q0 = x * r
             q = tl.math.fma(tl.math.fma(q0, -s[:, None], x), r, q0)
-        q = tl.minimum(tl.maximum(q, -448.0), 448.0)  # e4m3fn's largest finite value, FP8_MAX
         if EMULATE:
+            q = tl.minimum(tl.maximum(q, -448.0), 448.0)  # e4m3fn's largest finite value, FP8_MAX
             # The interpreter rounds float32 to e4m3 half away from zero and flushes subnormals; the GPU
             # (cvt.rn.satfinite) and torch round to nearest even, emulated here on float32: normal e4m3
             # values keep 3 of float32's 23 mantissa bits; below 2^-6 (subnormal) the step is 2^-9, where
@@ -106,6 +112,8 @@ if triton is not None:
             sub = (tl.abs(q) + 16384.0) - 16384.0
             q = tl.where(tl.abs(q) < 0.015625, tl.where(q < 0, -sub, sub), normal)
         else:
+            # No clamp: |x / s| <= 448 (1 + 2^-23), which rounds to 448 as the clamped value does
+            # (cvt.rn.satfinite saturates in any case); two instructions an element saved.
             q = q.to(tl.float8e4nv, fp_downcast_rounding="rtne")
         return q, s
 
@@ -146,7 +154,7 @@ if triton is not None:
                     in_k = kk < KV_LORA
                     a = tl.load(cache_ptr + src[:, None] + kk[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
                     b = tl.load(w_ptr + w_rows[None, :] + kk[:, None], mask=in_k[:, None], other=0.0)
-                a_q, a_s = _quantize_rows(a.to(tl.float32), UPCAST)
+                a_q, a_s = _quantize_rows(a, UPCAST)
                 b_s = tl.load(ws_ptr + (w_row // BLOCK_K) * ws_s0 + (k0 // BLOCK_K) * ws_s1)
                 if UPCAST:  # the interpreter multiplies e4m3's raw bits; the exact values in float32 instead
                     part = tl.dot(a_q, b.to(tl.float32), input_precision="ieee")
