@@ -35,13 +35,13 @@ def counts(work):
     return {k: (w.flops, w.bytes) for k, w in work.items()}
 
 
-# The new tokens' step, the same in every case below (unfused, V as it is): its GEMM 2 * 10 rows * 32 *
-# (2 heads * 32 columns) = 40,960 FLOPs, reading 10 x 32 latent values and the 64 x 32 weight and
-# writing 10 x 64: (320 + 2,048 + 640) x 4 B = 12,032 B; its K concat reads K's nope part (10 x 2 x 16)
-# and the rope part (10 x 8) and writes K (10 x 2 x 24): 3,520 B. Its causal attention over 10 keys:
-# 100 - 45 = 55 visible pairs x 2 heads x 2 x (24 + 16) = 8,800 FLOPs; Q 1,920 B, K 1,920 B, V 1,280 B,
-# O 1,280 B and the LSE 80 B read or written: 6,480 B. It is taken as the output: no merge.
-NEW_UNFUSED = (40960.0 + 8800.0, 12032.0 + 3520.0 + 6480.0)
+# The new tokens' step, the same in every case below (V as it is): its up-projection 2 * 10 rows * 32 *
+# (2 heads * 32 columns) = 40,960 FLOPs, the least it moves: 10 x 40 latent values and the 64 x 32
+# weight read, K (10 x 2 x 24) and V (10 x 2 x 16) written: (400 + 2,048 + 800) x 4 B = 12,992 B, in
+# either loop. Its causal attention over 10 keys: 100 - 45 = 55 visible pairs x 2 heads x 2 x (24 + 16)
+# = 8,800 FLOPs; Q 1,920 B, K 1,920 B, V 1,280 B, O 1,280 B and the LSE 80 B read or written: 6,480 B.
+# It is taken as the output: no merge.
+NEW_UNFUSED = (40960.0 + 8800.0, 12992.0 + 6480.0)
 
 
 def test_one_chunk_by_hand():
@@ -52,9 +52,9 @@ def test_one_chunk_by_hand():
     assert got == {
         # 100 rows x 40 values x 4 B, read from the cache and written to the buffer.
         "gather": (0.0, 32000.0),
-        # GEMM: 2 x 100 x 32 x 64 FLOPs; (3,200 latent + 2,048 weight + 6,400 written) x 4 B = 46,592;
-        # concat: (3,200 nope + 800 rope read + 4,800 K written) x 4 B = 35,200.
-        "up-projection": (409600.0, 46592.0 + 35200.0),
+        # 2 x 100 x 32 x 64 FLOPs; (4,000 latent + 2,048 weight + 4,800 K + 3,200 V) x 4 B = 56,192: the
+        # job's least, not the concat's second pass (the distance from it is what the table shows).
+        "up-projection": (409600.0, 56192.0),
         # 10 queries x 100 keys x 2 heads x 80; Q 1,920, K 19,200, V 12,800, O 1,280, LSE 80.
         "attention": (160000.0, 35280.0),
         # The chunk is taken (no merge); the final merge of 10 rows: 3 FLOPs a value of 10 x 2 x 16,
@@ -72,7 +72,7 @@ def test_several_chunks_by_hand():
     assert [st.n_rows for st in s.steps] == [10, 64, 36] and not s.steps[2].take
     got = counts(roofline.part_work(s, x, "unfused", pad_v=False))
     assert got["gather"] == (0.0, 32000.0)
-    assert got["up-projection"] == (409600.0, 81792.0 + 2048 * 4)
+    assert got["up-projection"] == (409600.0, 56192.0 + 2048 * 4)  # the weight read once a chunk
     assert got["attention"] == (160000.0, 35280.0 + 1920 + 1280 + 80)
     # The second chunk's merge reads state and part and writes the state: 10 x 2 x (16 x 12 + 12) B.
     assert got["merge"] == (960.0 * 2, 4080.0 + 4080.0)
@@ -88,9 +88,10 @@ def test_the_fused_loop_has_no_gather_and_no_concat():
         assert got["gather"] == (0.0, 0.0)
         assert got["up-projection"] == (409600.0, (4000 + 8000) * 4.0 + chunks * 2048 * 4)
         # The new tokens' 10 rows so too (read through their rows: 400 + 800 values) and their attention.
-        assert got["new tokens"] == (NEW_UNFUSED[0], (400 + 800) * 4.0 + 2048 * 4 + 6480.0)
+        assert got["new tokens"] == NEW_UNFUSED
+        # The same job, so the same limits but the gather's: the loops differ in how far they run from them.
         unfused = counts(roofline.part_work(packed(x, buffer), x, "unfused", pad_v=False))
-        assert got["attention"] == unfused["attention"] and got["merge"] == unfused["merge"]
+        assert {k: v for k, v in got.items() if k != "gather"} == {k: v for k, v in unfused.items() if k != "gather"}
 
 
 def test_sglangs_absorbed_step_by_hand():
@@ -126,8 +127,8 @@ def test_padded_v_and_a_wider_state_cost_bytes_not_flops():
     s = packed(x, 512)
     plain = roofline.part_work(s, x, "unfused", pad_v=False)
     padded = roofline.part_work(s, x, "unfused", pad_v=True)
-    # The pad reads V (100 x 2 x 16) and writes it 24 wide; attention reads V and writes O 24 wide.
-    assert padded["up-projection"].bytes - plain["up-projection"].bytes == 100 * 2 * (16 + 24) * 4
+    # The pad is the loop's pass, not the job's (no limit of its own); attention reads V and writes O 24 wide.
+    assert padded["up-projection"] == plain["up-projection"]
     assert padded["attention"].bytes - plain["attention"].bytes == (100 + 10) * 2 * 8 * 4
     assert all(padded[k].flops == plain[k].flops for k in mp.PARTS)
     # The fused loop's V buffer is padded once when prepared: its kernel writes V at 16 wide either way.
