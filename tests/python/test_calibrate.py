@@ -21,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.json")
 TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "per_row_us": 0.02, "per_query_us": 0.01,
         "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40, "per_block_us": 0.05,
-        "per_empty_block_us": 0.003, "per_sequence_us": 0.5, "per_causal_block_us": 0.03}
+        "per_empty_block_us": 0.003, "per_sequence_us": 0.5,
+        "per_causal_block_us": 0}  # the grid scheduler's fit does not offer it (fit.SCHEDULER_TERMS)
 
 
 def synthetic(points, noise, seed=0, heads=16, timing="graph_ms", **grid):
@@ -212,6 +213,22 @@ def test_fit_recovers_known_coefficients():
         assert r.coefficients[name] == pytest.approx(want, rel=0.05), name
     assert r.median_abs_error < 0.01 and r.cv_median_abs_error < 0.01
     assert not r.not_identifiable
+
+
+def test_the_sectioned_fit_recovers_the_causal_blocks_cost():
+    # FlashAttention-3's scheduler with its L2 sections offers the causal blocks' term (the grid's does not):
+    # made-up times with 0.03 us a causal block, the other terms as TRUE (less the empty blocks, which the
+    # sorted kernels make none of), priced and fitted under it.
+    true = dict(TRUE, per_causal_block_us=0.03, per_empty_block_us=0)
+    recs = []
+    for p in make_grid(160, 7, 8):
+        d = p.as_dict()
+        d["graph_ms"] = sum(true[k] * v for k, v in features(p, 8, scheduler="sectioned").items()) / 1e3
+        recs.append(d)
+    r = fit.fit_records(recs, 8, 132, geometries=[(128, 1)], scheduler="sectioned")
+    assert r.coefficients["per_causal_block_us"] == pytest.approx(0.03, rel=0.05)
+    assert r.median_abs_error < 1e-6
+    assert fit.fit_records(recs, 8, 132, geometries=[(128, 1)], scheduler="sorted").coefficients["per_causal_block_us"] == 0
 
 
 def test_workload_weight_pulls_the_fit_toward_the_workload_points():

@@ -173,9 +173,9 @@ def test_every_file_the_fit_writes_is_one_mlaplan_reads(saved, tmp_path, capsys,
 
 
 def test_too_few_points_for_cross_validation_write_null_not_garbage(saved, tmp_path, capsys):
-    # 12 points: every fold's training set is smaller than the 11 terms; np.empty's bytes were reported.
+    # 13 points: every fold's training set is smaller than the 12 terms; np.empty's bytes were reported.
     doc = json.loads((saved / "m.json").read_text())
-    doc["records"] = doc["records"][:12]
+    doc["records"] = doc["records"][:13]
     (tmp_path / "m.json").write_text(json.dumps(doc))
     assert entry(["--refit", str(tmp_path / "m.json"), "-o", str(tmp_path / "c.json")]) == 0
     cost = json.loads((tmp_path / "c.json").read_text())

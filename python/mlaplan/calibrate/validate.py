@@ -219,7 +219,7 @@ def predict_us(cost: dict, rec: dict, timing: str = "graph") -> float:
         return eager_us(p, cost["coefficients"], {k: v * scale for k, v in h["launch_us"].items()}, h["pad_v"], g["heads"],
                         g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
     f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
-    return sum(cost["coefficients"][k] * v for k, v in f.items())
+    return sum(cost["coefficients"].get(k, 0.0) * v for k, v in f.items())  # an optional term left out is 0
 
 
 def kendall_tau(a, b) -> float:
