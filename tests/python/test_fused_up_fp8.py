@@ -254,6 +254,24 @@ def test_bad_fp8_arguments_raise_naming_the_argument():
 # ---- on a CUDA GPU ------------------------------------------------------------------------------
 
 
+def gpu_compare(k, v, k_ref, v_ref, absdot):
+    """k, v against a reference where e4m3 products are summed as Hopper's tensor cores sum them: within
+    an MMA in reduced precision (about 13 mantissa bits, aligned to the largest term), promoted to
+    float32 once a 128-column group, as DeepGEMM, CUTLASS's block GEMM and this kernel do. The bound:
+    one output ulp plus 2^-9 of the sum of the products' magnitudes (absdot), every value; the share
+    exactly equal; the RMS error against the RMS value (bf16's rounding alone is about 2^-10)."""
+    d = V3.qk_nope
+    got = torch.cat((k[..., :d].reshape(-1), v.reshape(-1))).float()
+    want = torch.cat((k_ref[..., :d].reshape(-1), v_ref.reshape(-1))).float()
+    mag = absdot.view(-1, V3.heads, d + V3.v_head)
+    mag = torch.cat((mag[..., :d].reshape(-1), mag[..., d:].reshape(-1)))
+    err = (got - want).abs()
+    ulp = torch.ldexp(torch.ones_like(want), torch.frexp(want)[1] - 8)
+    return {"within": bool((err <= ulp + mag * 2.0 ** -9).all()), "exact": float((err == 0).float().mean()),
+            "rms_rel": float(err.square().mean().sqrt() / want.square().mean().sqrt().clamp(min=1e-30)),
+            "rope_exact": bool(torch.equal(k[..., d:], k_ref[..., d:]))}
+
+
 @base.needs_cuda
 def test_gpu_kernel_matches_the_reference_and_the_unfused_path():
     for n_rows in (1, 1000, 65536 + 37):
@@ -261,18 +279,20 @@ def test_gpu_kernel_matches_the_reference_and_the_unfused_path():
         cache_flat, rows, wq, ws, _ = fp8_case(V3, lengths, 64, torch.bfloat16, "cuda", seed=n_rows)
         assert fu.why_reference(cache_flat, V3, fp8=True) is None
         k, v = fu.fused_up_project(cache_flat, rows, wq, V3, kv_b_proj_scale=ws)
+        a = fu.dequantize(*fu.quantize_activation(cache_flat.index_select(0, rows)[:, : V3.kv_lora]), torch.float32)
+        absdot = a.abs() @ fu.dequantize(wq, ws, torch.float32).abs().t()
+        del a
         k_ref, v_ref = fu.reference_up_project_fp8(cache_flat, rows, wq, ws, V3)
-        against_ref = base.compare(k, v, k_ref.float(), v_ref.float(), V3)
+        against_ref = gpu_compare(k, v, k_ref, v_ref, absdot)
         del k_ref, v_ref
         k_un, v_un = fu.unfused_up_project_fp8(cache_flat, rows, wq, ws, V3)
-        against_unfused = base.compare(k, v, k_un.float(), v_un.float(), V3)
+        assert k.shape == k_un.shape and v.shape == v_un.shape
+        against_unfused = gpu_compare(k, v, k_un, v_un, absdot)
         print(f"FP8 {n_rows} rows: against the float64 reference {against_ref}, against the unfused path "
               f"({fu.block_gemm_backend('cuda')}) {against_unfused}")
-        assert k.shape == k_un.shape and v.shape == v_un.shape
         for r in (against_ref, against_unfused):
-            # Hopper's e4m3 products sum in reduced precision within an MMA: a boundary apart at most.
-            assert r["rope_exact"] and r["within"] and r["exact"] >= 0.95, r
-        del k_un, v_un
+            assert r["rope_exact"] and r["within"] and r["exact"] >= 0.8 and r["rms_rel"] < 2.0 ** -8, r
+        del k_un, v_un, absdot
         torch.cuda.empty_cache()
 
 
