@@ -41,8 +41,11 @@ vLLM's quantizer (the same scales; x / s correctly rounded; e4m3 rounded to near
 tl.dot a 128-column group into a float32 partial, scaled and accumulated, and the epilogue as in bf16.
 quantize_kv_b_proj makes such a weight from a bf16 one; reference_up_project_fp8 is the kernel's values
 in float64 (one rounding); unfused_up_project_fp8 is the engine's four passes in torch, for timing.
-Each 128-column group is quantized by every column tile of its row block (32 at V3 TP 8): the price of
-no quantized buffer, paid in the prologue's arithmetic rather than in memory traffic.
+Each 128-column group is quantized by every column tile of its row block (a whole head a tile by
+default: 16 at V3 TP 8): the price of no quantized buffer, paid in the prologue's arithmetic rather than
+in memory traffic (FP8_DEFAULT_TILES says how much). A group's e4m3 products are summed by Triton's
+tl.dot with its sm_90 default (the tensor core's own reduced-precision accumulation within the group,
+promoted to float32 once a group), as DeepGEMM and CUTLASS's block GEMMs promote every 128.
 """
 from __future__ import annotations
 
