@@ -294,6 +294,21 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     saved = json.loads(raw.read_text())
     assert len(saved["records"]) == cost["fit"]["points"]
     assert len(saved["heldout_records"]) == sum(s["runs"] for s in held["workloads"].values())
+    assert saved["heldout_seed"] == workloads.HELDOUT_SEED and saved["heldout_reps"] == 3
+    # --refit prices the held-out runs the file keeps with its own fit: the same verdict, said to be repriced.
+    again = tmp_path / "again.json"
+    assert cal.entry(["--refit", str(raw), "-o", str(again)]) == code
+    redo = json.loads(again.read_text())["heldout"]
+    assert "repriced" in redo and "seconds" not in redo and redo["seed"] == workloads.HELDOUT_SEED
+    assert {w: s["verdict"] for w, s in redo["workloads"].items()} == {w: s["verdict"] for w, s in held["workloads"].items()}
+    assert {w: s["runs"] for w, s in redo["workloads"].items()} == {w: s["runs"] for w, s in held["workloads"].items()}
+    # A hand-edited file: its held-out runs are checked as its fitted ones are, one line naming the field.
+    saved["heldout_records"][1]["new"] = "many"
+    raw.write_text(json.dumps(saved))
+    capsys.readouterr()
+    assert cal.entry(["--refit", str(raw), "-o", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "heldout_records[1].new" in err[0] and not (tmp_path / "bad.json").exists()
 
 
 def test_the_device_times_points_as_calibrate_and_validate_do():

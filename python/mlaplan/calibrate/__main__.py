@@ -158,7 +158,8 @@ def _pooled(paths: List[str], host_runs: bool = False) -> dict:
                              f"pool eager runs timed alike (--reheat-ms)")
     dates = [d["date"] for d in docs if "date" in d]
     pooled = dict(first, records=[r for d in docs for r in d["records"]], date=max(dates) if dates else None,
-                  sessions=[p for p, d in zip(paths, docs) for _ in d["records"]])
+                  sessions=[p for p, d in zip(paths, docs) for _ in d["records"]],
+                  heldout_records=[r for d in docs for r in d.get("heldout_records") or []])
     return pooled
 
 
@@ -249,13 +250,42 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(text, end="", flush=True)  # the fit's figures while the check runs
         text = ""
         cost["heldout"], held = _heldout(args, dev, cost, workloads or WORKLOADS, host_batches, budget)
-        if args.measurements:  # the held-out runs too, so that a miss can be studied and priced again
-            write_output(args.measurements, json_text({**doc, "heldout_records": held}, args.measurements))
+        if args.measurements:  # the held-out runs too, so that a miss can be studied and priced again (--refit)
+            drawn = {f"heldout_{k}": cost["heldout"][k] for k in ("seed", "batches_per_workload", "reps", "warmup")}
+            write_output(args.measurements, json_text({**doc, **drawn, "heldout_records": held}, args.measurements))
         check_readable(cost, args.output)
         text, met = table(cost["heldout"]), cost["heldout"]["met"]
+    elif args.refit and doc["heldout_records"]:
+        from .oneshot import table
+
+        cost["heldout"] = _repriced(args, cost, doc)
+        check_readable(cost, args.output)
+        text, met = text + table(cost["heldout"]), cost["heldout"]["met"]
     write_output(args.output, json_text(cost, args.output))
     print(text, end="")  # a failing stdout: entry's line, nothing written
     return 0 if met else 1
+
+
+def _repriced(args, cost: dict, doc: dict) -> dict:
+    """--refit of measurements that kept a check's held-out runs: those runs priced by this fit, with
+    each workload's verdict, as the command that measured them would give it (the runs of a batch the
+    fit holds left out). The file's `heldout` says so (`repriced`)."""
+    from .oneshot import heldout_record, verdict
+    from .validate import report
+
+    fitted = {(tuple(r["cache"]), tuple(r["new"])) for r in doc["records"]}
+    held = [dict(r) for r in doc["heldout_records"] if (tuple(r["cache"]), tuple(r["new"])) not in fitted]
+    eager = any(r.get("eager_ms") for r in held)
+    rep = report(cost, held, args.timing)
+    rep_eager = report(cost, held, "eager") if cost.get("host") and eager else None
+    out = heldout_record(verdict(rep), rep_eager, seed=doc.get("heldout_seed"), batches=doc.get("heldout_batches_per_workload"),
+                         buffers=sorted({r["buffer_tokens"] for r in held}), policies=list(dict.fromkeys(r["policy"] for r in held)),
+                         seconds=0.0, reps=doc.get("heldout_reps"), warmup=doc.get("heldout_warmup"),
+                         timings=("eager", "graph") if eager else ("graph",))
+    del out["seconds"]  # nothing measured here
+    out["repriced"] = (f"the held-out runs {' and '.join(args.refit)} keep, measured with the fitted points, priced by "
+                       f"this fit ({len(held)} runs)")
+    return out
 
 
 def open_device(args):

@@ -89,8 +89,8 @@ def _policy_error(name: str) -> str:
         return fallback
 
 
-def _check_record(path: str, i: int, r, text_keys: Iterable[str], policies: dict) -> None:
-    where = f"{path}: records[{i}]"
+def _check_record(path: str, i: int, r, text_keys: Iterable[str], policies: dict, field: str = "records") -> None:
+    where = f"{path}: {field}[{i}]"
     if not isinstance(r, dict):
         raise UsageError(f"{where}: a {type(r).__name__}, not an object; give a file mlaplan wrote")
     for key in ("cache", "new"):
@@ -170,4 +170,11 @@ def read_measurements(path: str, fmt: Union[str, Sequence[str]], wrote: str, top
     policies: dict = {}  # each policy checked once (a guided one reads its cost file)
     for i, r in enumerate(records):
         _check_record(path, i, r, tuple(text_keys), policies)
+    # The one command's held-out runs (--measurements keeps them): each a workload's batch, as checked.
+    held = doc.get("heldout_records")
+    if held is not None:
+        if not isinstance(held, list):
+            raise UsageError(f"{path}: heldout_records: not a list; give {what}")
+        for i, r in enumerate(held):
+            _check_record(path, i, r, ("workload", "scenario"), policies, "heldout_records")
     return doc
