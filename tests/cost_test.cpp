@@ -264,7 +264,7 @@ TEST(CostFeatures, EvenSplitGroupsEqualChunkByChunk) {
 // waves runs vLLM's packed loop over its own tables: per chunk one launch of the sequences with rows
 // in it, each its own queries over its rows. Its terms, counted again from the tables it plans.
 TEST(CostFeatures, WavesTermsAreItsTablesOwnLaunches) {
-  for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted}) {
+  for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted, cost::Scheduler::sectioned}) {
     const Geometry g{16, 132, 1, 128, sched};
     Draw draw{4242};
     for (int trial = 0; trial < 300; ++trial) {

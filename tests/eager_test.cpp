@@ -71,7 +71,7 @@ TEST(EagerTime, DeviceTimesAddUpToTheGraphTime) {
     }
     const uint32_t buffer = 256 + rng() % 4000;
     for (const char* name : policies) {
-      for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted}) {
+      for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted, cost::Scheduler::sectioned}) {
         cost::Geometry g{16, 132, 1, 128, sched};
         Batch b = test::make_batch(page, buffer, 1, cache, offsets);
         const policies::Policy p = policies::parse_policies(name, policies::Policy{})[0];
