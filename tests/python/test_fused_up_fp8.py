@@ -157,6 +157,7 @@ def interpreter_cases():
         ("three groups fp32, small tiles", WIDE, [45, 3, 30], 8, torch.float32, small_tiles, False),
         ("V3 dims, 2 heads, bf16", v3_two_heads, [150, 31], 64, torch.bfloat16, None, False),
         ("uneven head, a whole head a tile", UNEVEN, [33, 60], 8, torch.bfloat16, None, False),
+        ("two whole heads a tile", WIDE, [70, 9], 16, torch.bfloat16, {"BLOCK_N": 128, "BLOCK_M": 16}, False),
         ("no rows", SMALL, [0, 0], 16, torch.bfloat16, None, False),
     ):
         cache_flat, rows, wq, ws, _ = fp8_case(dims, lengths, ps, dtype, seed=len(out))
@@ -197,7 +198,7 @@ def test_kernel_under_the_interpreter_matches_the_reference():
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    assert len(res) == 7
+    assert len(res) == 8
     ties = res.pop("ties")  # round to nearest even and subnormals as the GPU, not as the interpreter's cast
     assert ties == {"kernel": "triton", "equal": True, "away_differs": True}, ties
     for name, r in res.items():

@@ -75,8 +75,9 @@ DEFAULT_TILES: Dict[str, int] = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, 
 # whole head (BLOCK_N = qk_nope + v_head where a power of two, else as in bf16): each group quantized
 # serves 256 columns at DeepSeek-V3's dims, not 128. In sm_90 code from Triton 3.9, a group's step takes
 # 556 instructions a thread at 64 x 256 and 8 warps (232 registers, no spills), about twice its e4m3
-# products' time; 1,028 at 128 x 128 for the same products. A stage holds a's 64 x 128 bf16 tile (16 KB)
-# and b's 128 x 256 e4m3 tile (32 KB).
+# products' time; 908 at 128 x 128 for the same products; two heads a tile (BLOCK_N 512) need 16 warps
+# to hold their accumulator and spill at their 128 registers. A stage holds a's 64 x 128 bf16 tile
+# (16 KB) and b's 128 x 256 e4m3 tile (32 KB).
 FP8_GROUP = 128
 FP8_MAX = 448.0  # torch.finfo(torch.float8_e4m3fn).max
 FP8_EPS = 1e-10  # vLLM's floor on a group's amax (an all-zero group)
@@ -127,16 +128,22 @@ if triton is not None:
         KV_LORA: tl.constexpr, ROPE: tl.constexpr, ROPE_BLOCK: tl.constexpr, QK_NOPE: tl.constexpr,
         V_HEAD: tl.constexpr, HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr, RNE: tl.constexpr,
-        FP8: tl.constexpr, EVEN_K: tl.constexpr,
+        FP8: tl.constexpr, EVEN_K: tl.constexpr, WHOLE_HEADS: tl.constexpr, COL_TILES: tl.constexpr,
+        ROPE_HEADS: tl.constexpr,
     ):
+        # A column tile is part of one head's nope part or V (WHOLE_HEADS 0), or WHOLE_HEADS whole heads.
         K_TILES: tl.constexpr = QK_NOPE // BLOCK_N
         HEAD_TILES: tl.constexpr = (QK_NOPE + V_HEAD) // BLOCK_N
         pid = tl.program_id(0)
-        # Column tiles fastest: a row block's HEADS * HEAD_TILES tiles are neighbours in launch order.
-        pid_m = pid // (HEADS * HEAD_TILES)
-        pid_n = pid % (HEADS * HEAD_TILES)
-        h = pid_n // HEAD_TILES
-        t = pid_n % HEAD_TILES  # K's nope tiles first, then V's, as kv_b_proj orders a head's rows
+        # Column tiles fastest: a row block's COL_TILES tiles are neighbours in launch order.
+        pid_m = pid // COL_TILES
+        pid_n = pid % COL_TILES
+        if WHOLE_HEADS > 0:
+            h = pid_n * WHOLE_HEADS  # the tile's first head
+            t = pid_n * 0
+        else:
+            h = pid_n // HEAD_TILES
+            t = pid_n % HEAD_TILES  # K's nope tiles first, then V's, as kv_b_proj orders a head's rows
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         in_m = offs_m < n_rows
         # int64 offsets: a cache or a K of a million rows passes 2^31 elements.
@@ -179,11 +186,13 @@ if triton is not None:
             bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
             acc = bits.to(tl.float32, bitcast=True)
         out = acc.to(k_ptr.dtype.element_ty)
-        if BLOCK_N == QK_NOPE + V_HEAD:  # a whole head a tile: its first qk_nope columns to K, the rest to V
-            tl.store(k_ptr + dst[:, None] * k_s0 + h * k_s1 + offs_n[None, :], out,
-                     mask=in_m[:, None] & (offs_n < QK_NOPE)[None, :])
-            tl.store(v_ptr + dst[:, None] * v_s0 + h * v_s1 + (offs_n - QK_NOPE)[None, :], out,
-                     mask=in_m[:, None] & (offs_n >= QK_NOPE)[None, :])
+        if WHOLE_HEADS > 0:  # whole heads: each head's first qk_nope columns to K, the rest to V
+            hh = h + offs_n // (QK_NOPE + V_HEAD)
+            col = offs_n % (QK_NOPE + V_HEAD)
+            tl.store(k_ptr + dst[:, None] * k_s0 + (hh * k_s1 + col)[None, :], out,
+                     mask=in_m[:, None] & (col < QK_NOPE)[None, :])
+            tl.store(v_ptr + dst[:, None] * v_s0 + (hh * v_s1 + col - QK_NOPE)[None, :], out,
+                     mask=in_m[:, None] & (col >= QK_NOPE)[None, :])
         elif t < K_TILES:
             tl.store(k_ptr + dst[:, None] * k_s0 + h * k_s1 + t * BLOCK_N + offs_n[None, :], out, mask=in_m[:, None])
         else:
@@ -193,7 +202,8 @@ if triton is not None:
             offs_r = tl.arange(0, ROPE_BLOCK)
             keep = in_m[:, None] & (offs_r < ROPE)[None, :]
             rope = tl.load(cache_ptr + src[:, None] + KV_LORA + offs_r[None, :], mask=keep, other=0.0)
-            tl.store(k_ptr + dst[:, None] * k_s0 + h * k_s1 + QK_NOPE + offs_r[None, :], rope, mask=keep)
+            for j in tl.static_range(ROPE_HEADS):  # the tile's heads
+                tl.store(k_ptr + dst[:, None] * k_s0 + (h + j) * k_s1 + QK_NOPE + offs_r[None, :], rope, mask=keep)
 
 
 def _fail(argument: str, message: str):
@@ -221,7 +231,11 @@ def _tiles(dims: MlaDims, tiles: Optional[Dict[str, int]], itemsize: int = 2,
     whole = dims.qk_nope + dims.v_head
     if "BLOCK_N" not in t:  # FP8's default
         t["BLOCK_N"] = whole
-    bn = whole if t["BLOCK_N"] == whole and whole & (whole - 1) == 0 else _pow2_divisor(t["BLOCK_N"], dims.qk_nope, dims.v_head)
+    heads_a_tile = t["BLOCK_N"] // whole if t["BLOCK_N"] % whole == 0 else 0
+    if heads_a_tile and t["BLOCK_N"] & (t["BLOCK_N"] - 1) == 0 and dims.heads % heads_a_tile == 0:
+        bn = t["BLOCK_N"]  # whole heads, as many as divide the heads
+    else:
+        bn = whole if whole & (whole - 1) == 0 and t["BLOCK_N"] > whole else _pow2_divisor(t["BLOCK_N"], dims.qk_nope, dims.v_head)
     # FP8: a K step is one scale group whatever kv_lora is (a narrower last group is masked).
     bk = FP8_GROUP if fp8 else _pow2_divisor(t["BLOCK_K"], dims.kv_lora)
     if bn is None or bk is None:
@@ -360,7 +374,9 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     first v_head columns of FA2's padded V buffer); else new contiguous tensors. check_rows: check every
     row is in cache_flat (one host sync on CUDA); None (the default): unless a CUDA graph is being
     captured, where reading the rows back cannot be done (the caller's plan vouches for them). tiles: overrides of
-    DEFAULT_TILES (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), for tuning.
+    DEFAULT_TILES (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), for tuning; BLOCK_N a power of two
+    dividing qk_nope and v_head (part of a head's nope part or V), or a power-of-two multiple of
+    qk_nope + v_head dividing the heads (whole heads, each row's load or quantization serving them all).
 
     FP8: kv_b_proj in float8_e4m3fn with kv_b_proj_scale, float32 [ceil(N / 128), ceil(kv_lora / 128)],
     one scale a 128 x 128 block (the checkpoint's weight_scale_inv; quantize_kv_b_proj makes them). The
@@ -389,8 +405,10 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     if n == 0:
         return k, v
     ws = kv_b_proj_scale if fp8 else kv_b_proj  # unread without FP8
-    head_tiles = (dims.qk_nope + dims.v_head) // t["BLOCK_N"]
-    grid = (triton.cdiv(n, t["BLOCK_M"]) * dims.heads * head_tiles,)
+    whole = dims.qk_nope + dims.v_head
+    heads_a_tile = t["BLOCK_N"] // whole if t["BLOCK_N"] % whole == 0 else 0
+    col_tiles = dims.heads // heads_a_tile if heads_a_tile else dims.heads * (whole // t["BLOCK_N"])
+    grid = (triton.cdiv(n, t["BLOCK_M"]) * col_tiles,)
     _fused_up_kernel[grid](
         cache_flat, cache_flat.stride(0), rows, n, kv_b_proj, kv_b_proj.stride(0),
         k, k.stride(0), k.stride(1), v, v.stride(0), v.stride(1), ws, ws.stride(0), ws.stride(1),
@@ -398,7 +416,8 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
         QK_NOPE=dims.qk_nope, V_HEAD=dims.v_head, HEADS=dims.heads,
         BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], IEEE=cache_flat.dtype == torch.float32 or not cache_flat.is_cuda,
         UPCAST=not cache_flat.is_cuda, RNE=not cache_flat.is_cuda and cache_flat.dtype == torch.bfloat16,
-        FP8=fp8, EVEN_K=dims.kv_lora % t["BLOCK_K"] == 0,
+        FP8=fp8, EVEN_K=dims.kv_lora % t["BLOCK_K"] == 0, WHOLE_HEADS=heads_a_tile, COL_TILES=col_tiles,
+        ROPE_HEADS=max(heads_a_tile, 1),
         num_warps=t["num_warps"], num_stages=t["num_stages"],
     )
     return k, v
