@@ -93,7 +93,7 @@ if triton is not None:
         x = a.to(tl.float32)
         if EMULATE:  # the interpreter's 16-bit floats are raw bits: their abs and max in float32
             amax = tl.max(tl.abs(x), axis=1)
-        else:  # the max of 16-bit values is one of them: taken before the cast (two a bf16x2 instruction)
+        else:  # the max of 16-bit values is one of them: taken on them, before the cast
             amax = tl.max(tl.abs(a), axis=1).to(tl.float32)
         s = tl.math.div_rn(tl.maximum(amax, 1e-10), tl.full((x.shape[0],), 448.0, tl.float32))
         if EMULATE:  # numpy divides exactly
