@@ -90,6 +90,12 @@ def main(argv) -> int:
         return fail(f"the mlaplan package is not installed for {sys.executable}; run this with the Python it is installed "
                     "in, or pip install '.[calibrate]'")
     commit = ["--commit", opts.commit] if opts.commit else []
+    # The graph fit kept as it is: its scheduler too (a file fitted before FlashAttention-3's L2
+    # sections names sorted; calibrate's default for fa3 is now sectioned).
+    geometry = load(cost_path, WHAT).get("geometry")
+    scheduler = geometry.get("scheduler") if geometry is not None else None
+    if "--scheduler" not in kept and scheduler is not None and scheduler.text() in ("grid", "sorted", "sectioned"):
+        kept += ["--scheduler", scheduler.text()]
     run = [sys.executable, "-m", "mlaplan.calibrate", *kept, "--host-from", *host_runs, *commit, "-o", rooted(opts.output or cost_path)]
     os.chdir(ROOT)
     os.execv(sys.executable, run)

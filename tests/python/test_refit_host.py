@@ -26,7 +26,10 @@ def test_the_host_section_is_refitted_and_the_graph_fit_kept(tmp_path):
     r = run(SHIPPED, RUNS, "-o", str(out))
     assert r.returncode == 0, r.stderr
     old, new = json.load(open(SHIPPED)), json.loads(out.read_text())
-    assert new["coefficients"] == old["coefficients"] and new["geometry"] == old["geometry"]
+    # The graph fit as it was, its scheduler (sorted) kept: the same coefficients, the terms added since at 0.
+    added = {k: v for k, v in new["coefficients"].items() if k not in old["coefficients"]}
+    assert {k: new["coefficients"][k] for k in old["coefficients"]} == old["coefficients"] and added == {"per_causal_block_us": 0.0}
+    assert new["geometry"] == old["geometry"] and "--scheduler sorted" in new["command"]
     assert new["host"]["fit"]["points"] == len(json.load(open(RUNS))["records"]) != old["host"]["fit"]["points"]
     assert new["host"]["launch_us"] != old["host"]["launch_us"]
     # The section says when its runs were timed, which the reader returns.

@@ -85,6 +85,10 @@ def parser() -> Parser:
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports, "
                         "what vLLM and SGLang run there; else flash, FlashAttention-2 with V padded)")
+    p.add_argument("--scheduler", choices=("auto", "grid", "sorted", "sectioned"), default="auto",
+                   help="how the fit's pricing hands out the attention's blocks (default auto: sectioned for fa3, FlashAttention-3's "
+                        "L2 sections; grid for the others); sorted reproduces the FA3 files fitted before the sections "
+                        "(docs/cost-model.md)")
     p.add_argument("--workload-weight", type=_weight, default=WORKLOAD_WEIGHT, metavar="W",
                    help=f"what each workload-shaped point (from --scenarios) weighs in the fit against a grid point's 1 (default "
                         f"{WORKLOAD_WEIGHT:g}: the grid spans the terms, the workloads are what is priced; docs/cost-model.md)")
@@ -216,7 +220,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             write_output(args.measurements, json_text(doc, args.measurements))
     try:
         fit = fit_records(doc["records"], int(doc["heads"]), int(doc["sms"]), args.timing,
-                          geometries_for(doc["attention"]), scheduler_for(doc["attention"]), args.workload_weight)
+                          geometries_for(doc["attention"]),
+                          scheduler_for(doc["attention"]) if args.scheduler == "auto" else args.scheduler, args.workload_weight)
     except ValueError as e:  # too few points, or a record no batch can be (the messages name no file)
         raise UsageError(f"{' '.join(args.refit) if args.refit else 'calibrate'}: {e}") from None
     attention = doc.get("attention_title") or KERNEL_TITLES[doc["attention"]]
