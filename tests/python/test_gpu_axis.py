@@ -29,14 +29,19 @@ def test_gpu_names_reduce_to_one_key_per_card():
     ("NVIDIA H200", "deepseek-v3", 8, "fa2", "deepseek-v3-tp8-bf16.json"),
     ("H200", "deepseek-v3", 1, "flash", "deepseek-v3-tp1-bf16.json"),
     ("h200", "kimi-k2", 8, "fa3", "kimi-k2-tp8-bf16-fa3.json"),
+    ("h100", "deepseek-v3", 8, "fa3", "deepseek-v3-tp8-bf16-fa3.json"),
+    ("NVIDIA H100 80GB HBM3", "kimi-k2", 8, "fa3", "kimi-k2-tp8-bf16-fa3.json"),
 ])
 def test_cost_file_per_model_tp_and_stack(gpu, model, tp, attention, name):
     path = mlaplan.cost_file(gpu, model, tp, attention)
+    card = "h100" if "100" in gpu else "h200"
     assert os.path.basename(path) == name
-    assert os.path.basename(os.path.dirname(path)) == "h200"
+    assert os.path.basename(os.path.dirname(path)) == card
     with open(path) as f:
         doc = json.load(f)
-    assert (doc["model"], doc["tp"], doc["gpu"]) == (model, tp, "NVIDIA H200")
+    assert (doc["model"], doc["tp"], doc["gpu"]) == (model, tp, "NVIDIA H100 80GB HBM3" if card == "h100" else "NVIDIA H200")
+    if card == "h100":  # the H100 files are the one command's, each with its own held-out check passed
+        assert doc["heldout"]["met"] is True and "mlaplan.calibrate" in doc["command"]
 
 
 def test_the_files_ship_inside_the_package():
