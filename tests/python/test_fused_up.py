@@ -83,7 +83,7 @@ def fp32_reference(cache_flat, rows, w, dims):
 def test_reference_is_the_executors_unfused_path(dtype):
     cache_flat, rows, w = case(SMALL, [70, 0, 133], 16, dtype)
     x = types.SimpleNamespace(dims=SMALL, kv_b_proj=w)
-    k0, v0 = executor._up_project(types.SimpleNamespace(x=x, pad_v=False), cache_flat.index_select(0, rows))
+    k0, v0 = executor._up_project(types.SimpleNamespace(x=x, pad_v=False, fp8=None), cache_flat.index_select(0, rows))
     for r in (rows, rows.to(torch.int32)):
         k1, v1 = fu.reference_up_project(cache_flat, r, w, SMALL)
         assert torch.equal(k0, k1) and torch.equal(v0, v1)
@@ -243,7 +243,7 @@ def test_bad_arguments_raise_naming_the_argument():
 def unfused(cache_flat, rows, w, dims):
     """The executor's path: the gather into a buffer, then its _up_project (cuBLAS, split, cat)."""
     x = types.SimpleNamespace(dims=dims, kv_b_proj=w)
-    return executor._up_project(types.SimpleNamespace(x=x, pad_v=False), cache_flat.index_select(0, rows))
+    return executor._up_project(types.SimpleNamespace(x=x, pad_v=False, fp8=None), cache_flat.index_select(0, rows))
 
 
 @pytest.fixture

@@ -453,31 +453,3 @@ def test_text_report_where_every_run_is_refused():
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "refused: packed: buffer_token_size 64 is below the split alignment" in r.stdout
 
-
-def test_a_policy_runs_in_mlaplans_fused_loop_by_its_suffix():
-    """NAME+fused (and all+fused) name mlaplan's own loop in the executor; validate, which prices
-    plans, refuses it; the suffix alone names nothing."""
-    assert schedule.parse_engines("packed,packed+fused,Packed/TRTLLM+fused", loops=True) == [
-        "packed", "packed+fused", "packed/trtllm+fused"]
-    assert schedule.parse_engines("all+fused", loops=True) == [e + "+fused" for e in schedule.POLICIES]
-    assert schedule.split_loop("max+fused") == ("max", "fused") and schedule.split_loop("max") == ("max", "unfused")
-    with pytest.raises(ValueError, match=r"--policy packed\+fused: \+fused is the executor's own loop"):
-        schedule.parse_engines("packed+fused")
-    with pytest.raises(ValueError, match="name the policy whose plan the fused loop runs"):
-        schedule.parse_engines("+fused", loops=True)
-    with pytest.raises(ValueError, match="unknown policy"):
-        schedule.parse_engines("nope+fused", loops=True)
-    with pytest.raises(ValueError, match="up_projection: 'fast'"):
-        prepare(inputs([10], [3], 16), schedule.build_schedule("packed", inputs([10], [3], 16).lengths,
-                                                               mp.host_page_table(inputs([10], [3], 16)), 64, None, "cpu"),
-                up_projection="fast")
-
-
-def test_the_check_runs_the_fused_loop_where_its_kernel_runs():
-    """On a GPU (or under Triton's interpreter) the check runs every variant in mlaplan's loop too; on
-    the CPU that loop is the engines' up-projection bit for bit, so the check leaves it out."""
-    dims = mp.model_dims("deepseek-v2-lite", heads=2)
-    assert check.loops(check.VARIANTS, torch.device("cpu"), dims) == check.VARIANTS
-    both = check.fused(check.TABLE_VARIANTS)
-    assert len(both) == 2 * len(check.TABLE_VARIANTS) and all(e.endswith("+fused") for e, _ in both[len(check.TABLE_VARIANTS):])
-    assert ("even-split/sglang+fused", {"sglang_path": "absorbed"}) not in check.fused(check.VARIANTS)

@@ -82,6 +82,9 @@ def parser() -> Parser:
                         "a loop of N chunks pays N x 65 ms, docs/prefill.md)")
     p.add_argument("--merge", choices=("fused", "eager"), default="fused",
                    help="the LSE merge: one fused Triton kernel (default on CUDA) or eager torch ops")
+    p.add_argument("--weights", choices=("bf16", "fp8"), default="bf16",
+                   help="kv_b_proj as the checkpoint holds it: bf16 (default), or e4m3 with 128 x 128 block scales (DeepSeek-V3's "
+                        "FP8 checkpoint, run as the engines run it: activations quantized per token group, a block-scaled GEMM)")
     p.add_argument("--state", choices=("bf16", "fp16", "fp32"),
                    help="the running output's dtype across merges (default: --dtype's, bf16 on CUDA, as the engines "
                         "keep it; fp32 keeps it in float32 and rounds once at the end; bf16 on fp32 inputs emulates "
@@ -166,7 +169,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .reference import one_shot
     from .inputs import host_page_table
     from .executor import state_dtype
-    from .schedule import ENGINE_TITLES, build_schedule, parse_engines, split_loop
+    from .schedule import build_schedule, parse_engines, split_loop
 
     try:
         engines = parse_engines(args.policy, loops=True)
@@ -202,6 +205,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         "attention": (kernel_title(kernel) if device.type == "cuda" else "ATen's CPU flash kernel"),
         "merge": args.merge if device.type == "cuda" else "eager",
         "state": str(state_dtype(args.state, dtype)).replace("torch.", ""),
+        **({"weights": "kv_b_proj in FP8 (e4m3, 128 x 128 block scales), activations quantized per token group"}
+           if args.weights == "fp8" else {}),
         "timing": (f"median of {args.reps} after {args.warmup} warm-up runs"
                    + (f" and {args.settle_ms} ms back to back" if device.type == "cuda" and args.settle_ms else "")
                    + (f"; eager at the host CPU's full speed (waiting up to {args.cpu_wait_s} s)"
@@ -222,7 +227,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         n = x.lengths
         title = (f"{s['name']}: {n.batch_size} sequences, {int(n.cache.sum()):,} cached + {n.new_tokens:,} new tokens, "
                  f"page size {n.page_size}")
-        reference = None if args.no_check else one_shot(x)
+        reference = None if args.no_check else one_shot(x, weights=args.weights)
         runs = []
         for buffer in buffers_for(s):
             for engine in engines:
@@ -239,7 +244,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
                                         args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state,
-                                        cpu_wait_s=args.cpu_wait_s, up_projection=up_projection, peak=peak)
+                                        cpu_wait_s=args.cpu_wait_s, up_projection=up_projection, peak=peak,
+                                        weights=args.weights)
+                except ValueError as e:  # what the executor cannot run so (fp8 weights on SGLang's absorbed path)
+                    run.refused = str(e)
                 except torch.cuda.OutOfMemoryError as e:
                     run.refused = "out of memory: " + str(e).splitlines()[0]
                     device_failed = True

@@ -174,10 +174,15 @@ class Judged:
 
 
 def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants=VARIANTS, fused_merge=None,
-                kernel: str = "auto", state=None, merge_bound: bool = True) -> List[Judged]:
+                kernel: str = "auto", state=None, merge_bound: bool = True, weights: str = "bf16") -> List[Judged]:
     """Every variant against one-shot attention. merge_bound: each query row within tolerance +
-    MERGE_C * merges * u of its state's dtype (measure.merge_tolerance), else the flat tolerance."""
-    ref = one_shot(x)
+    MERGE_C * merges * u of its state's dtype (measure.merge_tolerance), else the flat tolerance.
+    weights: kv_b_proj's (executor.WEIGHTS), one-shot's K and V made alike; under fp8 SGLang's absorbed
+    path, which takes bf16 halves of the weight into the queries, is left out."""
+    ref = one_shot(x, weights=weights)
+    if weights == "fp8":  # SGLang's dispatch may pick its absorbed path (auto)
+        variants = [(e, p) for e, p in variants
+                    if not (split_loop(e)[0] == "even-split/sglang" and p.get("sglang_path", "auto") in ("auto", "absorbed"))]
     table = host_page_table(x)
     st = state_dtype(state, x.q.dtype)
     out = []
@@ -188,7 +193,7 @@ def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
         except ValueError as e:
             out.append(Judged(engine, "refused: " + str(e)))
             continue
-        o, l = execute(prepare(x, s, fused_merge, kernel, state, up_projection))
+        o, l = execute(prepare(x, s, fused_merge, kernel, state, up_projection, weights))
         merges = s.merges_per_query(x.lengths.new_tokens)
         bound = merge_tolerance(tolerance, merges, st, x.device)
         err, lse_err, flat_ok = errors(o, l, *ref, tolerance)
@@ -234,6 +239,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--dtype", choices=("bf16", "fp32"), help="default bf16 on CUDA, fp32 on the CPU")
     p.add_argument("--state", choices=("bf16", "fp16", "fp32"),
                    help="the running output's dtype across merges (default: --dtype's, as the engines keep it)")
+    p.add_argument("--weights", choices=("bf16", "fp8"), default="bf16",
+                   help="kv_b_proj as the checkpoint holds it: bf16 (default), or e4m3 with 128 x 128 block scales (DeepSeek-V3's "
+                        "FP8 checkpoint; the reference's K and V made alike)")
     p.add_argument("--max-steps", type=_count(1), help="the small buffers' batches are scaled to about this many steps at "
                    "most (default 2000: on an H200 a batch of 20,000 steps ran the five engines for minutes)")
     args = p.parse_args(argv)
@@ -272,7 +280,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             if b is None:
                 continue
             x = random_inputs(b.cache, b.offsets, b.page_size, dims, dtype, device, args.seed + i)
-            for j in judge_batch(x, b.buffer_tokens, tolerance, variants, kernel=kernel, state=args.state):
+            for j in judge_batch(x, b.buffer_tokens, tolerance, variants, kernel=kernel, state=args.state, weights=args.weights):
                 if j.err is None:
                     continue
                 runs += 1
@@ -304,7 +312,7 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"runs with max |error| above {tolerance:g} (at |ref| > 0): {above}")
     with planted_off_by_one():
         planted = judge_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, loops(TABLE_VARIANTS, device, dims, dtype),
-                              kernel=kernel, state=args.state)
+                              kernel=kernel, state=args.state, weights=args.weights)
     missed = [f"{j.engine} ({j.path})" for j in planted if j.err is not None and j.ok]
     caught = sum(1 for j in planted if j.err is not None and not j.ok)
     print(f"planted off-by-one in the tables (judged by the merge bound, at most "

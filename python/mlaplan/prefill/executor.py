@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .attention import latent_attention, pad_v, resolve_kernel, varlen_attention
-from .fused_up import fused_up_project
+from .fused_up import fused_up_project, quantize_kv_b_proj, up_project_fp8
 from .inputs import PrefillInputs, flat_rows, host_page_table
 from .merge import merge_into
 from .schedule import Schedule, Step
@@ -86,6 +86,8 @@ class Prepared:
     new_rows: Optional[torch.Tensor] = None
     k_buf: Optional[torch.Tensor] = None
     v_buf: Optional[torch.Tensor] = None
+    # weights="fp8": kv_b_proj in e4m3 and its 128 x 128 block scales, as the FP8 checkpoint holds it.
+    fp8: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
 
     @property
     def pad_v(self) -> bool:
@@ -95,6 +97,10 @@ class Prepared:
 STATES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 # How a step's K and V are made: as the engines do (a gather, a GEMM, a K concat), or fused into one kernel.
 UP_PROJECTIONS = ("unfused", "fused")
+# kv_b_proj as the model's checkpoint holds it: bf16, or e4m3 with 128 x 128 block scales (DeepSeek-V3's
+# official FP8 checkpoint, which engines run as a block-scaled FP8 GEMM on activations quantized per
+# token group: fused_up's docstring says where in vLLM).
+WEIGHTS = ("bf16", "fp8")
 
 
 def state_dtype(state, q_dtype: torch.dtype) -> torch.dtype:
@@ -111,12 +117,18 @@ def state_dtype(state, q_dtype: torch.dtype) -> torch.dtype:
 
 
 def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = None, kernel: str = "auto",
-            state=None, up_projection: str = "unfused") -> Prepared:
+            state=None, up_projection: str = "unfused", weights: str = "bf16") -> Prepared:
     """What the step needs ready; kernel: an --attention name, auto resolved for the device
     (attention.resolve_kernel; ValueError where it cannot run); state: the running output's dtype
-    (state_dtype); up_projection: one of UP_PROJECTIONS."""
+    (state_dtype); up_projection: one of UP_PROJECTIONS; weights: one of WEIGHTS (kv_b_proj quantized
+    here once, as a checkpoint would hold it)."""
     if up_projection not in UP_PROJECTIONS:
         raise ValueError(f"up_projection: {up_projection!r}; choose one of {', '.join(UP_PROJECTIONS)}")
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights: {weights!r}; choose one of {', '.join(WEIGHTS)}")
+    if weights == "fp8" and any(st.absorbed for st in schedule.steps):
+        raise ValueError("weights: fp8: SGLang's absorbed path takes kv_b_proj's bf16 halves into the queries; give "
+                         "weights bf16, or another SGLang path")
     state = state_dtype(state, x.q.dtype)
     kernel, _ = resolve_kernel(kernel, x.device)
     n, d = x.lengths, x.dims
@@ -127,6 +139,8 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
     new_latent = cache_flat.index_select(0, rows)
     buffer = torch.empty((max(schedule.buffer_rows, 1), d.latent), dtype=x.q.dtype, device=x.device)
     p = Prepared(x, schedule, cache_flat, new_latent, buffer, fused_merge, kernel, state)
+    if weights == "fp8":
+        p.fp8 = quantize_kv_b_proj(x.kv_b_proj)
     if up_projection == "fused":
         # K and V of the largest step, once: the engines' loop allocates them each step (from torch's cache).
         n = max(schedule.buffer_rows, int(rows.shape[0]), 1)
@@ -138,11 +152,16 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
 
 def _up_project(p: Prepared, latent: torch.Tensor):
     d = p.x.dims
-    kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj).view(-1, d.heads, d.qk_nope + d.v_head)
-    _launched("up_projection")
-    k_nope, v = kv.split([d.qk_nope, d.v_head], dim=-1)
-    k = torch.cat((k_nope, latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
-    _launched("concat")
+    if p.fp8 is not None:  # the activation quantized, the block GEMM, then the same split and concat
+        k, v = up_project_fp8(latent, *p.fp8, d)
+        _launched("up_projection", 2)
+        _launched("concat")
+    else:
+        kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj).view(-1, d.heads, d.qk_nope + d.v_head)
+        _launched("up_projection")
+        k_nope, v = kv.split([d.qk_nope, d.v_head], dim=-1)
+        k = torch.cat((k_nope, latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
+        _launched("concat")
     padded = pad_v(v, d.qk_head) if p.pad_v else v
     _launched("concat", int(padded is not v))
     return k, padded
@@ -177,8 +196,9 @@ def _fused_up_project(p: Prepared, step: Step):
     rows = p.new_rows if step.new_tokens else step.rows
     n = int(rows.shape[0])
     # check_rows=False: the plan made the rows, and checking them is a host sync a step.
-    k, v = fused_up_project(p.cache_flat, rows, p.x.kv_b_proj, d, k_out=p.k_buf[:n], v_out=p.v_buf[:n, :, : d.v_head],
-                            check_rows=False)
+    w, scale = p.fp8 if p.fp8 is not None else (p.x.kv_b_proj, None)
+    k, v = fused_up_project(p.cache_flat, rows, w, d, k_out=p.k_buf[:n], v_out=p.v_buf[:n, :, : d.v_head],
+                            check_rows=False, kv_b_proj_scale=scale)
     _launched("up_projection")
     return k, (p.v_buf[:n] if p.pad_v else v)
 

@@ -544,9 +544,16 @@ def unfused_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_pr
     dtype, then split and torch.cat with the rope part. The baseline the fused FP8 kernel is timed against."""
     _fp8_args(kv_b_proj, kv_b_proj_scale)
     _check(cache_flat, rows, kv_b_proj, dims, None, None, None, kv_b_proj_scale, fp8=True)
-    latent = cache_flat.index_select(0, rows)
+    return up_project_fp8(cache_flat.index_select(0, rows), kv_b_proj, kv_b_proj_scale, dims)
+
+
+def up_project_fp8(latent: torch.Tensor, kv_b_proj: torch.Tensor, kv_b_proj_scale: torch.Tensor,
+                   dims: MlaDims) -> Tuple[torch.Tensor, torch.Tensor]:
+    """K and V of gathered latent rows [n, latent] with an FP8 kv_b_proj, as the engines' loop makes them:
+    latent[:kv_lora] quantized per token group, the block GEMM into latent's dtype, split and torch.cat
+    (executor._up_project's FP8 step; its arguments are prepare's, checked there)."""
     q, s = quantize_activation(latent[:, : dims.kv_lora])
-    return _assemble(latent, _block_gemm(q, s, kv_b_proj, kv_b_proj_scale, cache_flat.dtype), dims, None, None)
+    return _assemble(latent, _block_gemm(q, s, kv_b_proj, kv_b_proj_scale, latent.dtype), dims, None, None)
 
 
 def up_projection_work(n: int, dims: MlaDims, itemsize: int = 2) -> Tuple[float, float]:

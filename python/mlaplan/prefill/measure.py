@@ -104,7 +104,7 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
             trace: Optional[str] = None, ranges: bool = False, kernel: str = "auto", parts: bool = True,
             settle_ms: float = 0.0, state=None, host_reps: int = 0, graph_first: bool = False,
             cpu_wait_s: float = 0.0, reheat_ms: float = 0.0, eager: bool = True, up_projection: str = "unfused",
-            peak: Optional[roofline.Peak] = None) -> Run:
+            peak: Optional[roofline.Peak] = None, weights: str = "bf16") -> Run:
     """host_reps: on the GPU, also time the host's dispatch alone (host_ms, the median of that many
     layers) and count the layer's launches by kind (launches), what eager time is fitted on.
     cpu_wait_s: on the GPU, the eager runs and the host's dispatch wait up to that long for the host
@@ -113,10 +113,10 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
     and with host_reps the timed eager runs stamp their launches (host_launch_us, host_issue_ms);
     reheat_ms: the layer runs back to back that long after each probe (timing.time_eager_probed).
     eager=False: on the GPU, the graph replays alone are timed (timing.measure). up_projection: "fused"
-    runs mlaplan's own loop (executor.prepare). Where parts are timed, each part's FLOPs and bytes are
+    runs mlaplan's own loop, weights "fp8" an FP8 kv_b_proj (executor.prepare). Where parts are timed, each part's FLOPs and bytes are
     counted (roofline.part_work) and with peak (roofline.peak, measured once per command) its limit."""
     with phases.phase("inputs"):
-        p = prepare(x, s, fused_merge, kernel, state, up_projection)
+        p = prepare(x, s, fused_merge, kernel, state, up_projection, weights)
     run.path, run.iterations, run.steps, run.merges, run.buffer_rows = s.path, s.iterations, len(s.steps), s.merges, s.buffer_rows
     run.merges_per_query_max, run.merges_per_query_p99 = merge_stats(s.merges_per_query(x.lengths.new_tokens))
     run.state = str(p.state).replace("torch.", "")

@@ -10,22 +10,31 @@ import torch
 from .inputs import PrefillInputs, flat_rows, host_page_table
 
 
-def one_shot(x: PrefillInputs, max_scores: int = 1 << 28) -> Tuple[torch.Tensor, torch.Tensor]:
+def one_shot(x: PrefillInputs, max_scores: int = 1 << 28, weights: str = "bf16") -> Tuple[torch.Tensor, torch.Tensor]:
     """(out [T, heads, v_head], lse [heads, T]) in float32. Queries go in blocks of at most
-    max_scores / (heads * keys) rows, so a 256K-token context does not need its whole score matrix."""
+    max_scores / (heads * keys) rows, so a 256K-token context does not need its whole score matrix.
+    weights="fp8": K and V as an FP8 kv_b_proj makes them (the executor's weights="fp8"): the weight's
+    128 x 128 blocks and each row's 128-column groups quantized to e4m3, then multiplied exactly."""
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")  # no TF32: the reference is float32 throughout
     try:
-        return _one_shot(x, max_scores)
+        return _one_shot(x, max_scores, weights)
     finally:
         torch.set_float32_matmul_precision(precision)
 
 
-def _one_shot(x: PrefillInputs, max_scores: int) -> Tuple[torch.Tensor, torch.Tensor]:
+def _one_shot(x: PrefillInputs, max_scores: int, weights: str) -> Tuple[torch.Tensor, torch.Tensor]:
     d, n = x.dims, x.lengths
     table = host_page_table(x)
     cache = x.kv_cache.view(-1, d.latent).float()
     w = x.kv_b_proj.float()
+    fp8 = weights == "fp8"
+    if fp8:  # the quantizers are defined once, with the kernel (fused_up); the products here are float32's
+        from .fused_up import dequantize, quantize_activation, quantize_kv_b_proj
+
+        w = dequantize(*quantize_kv_b_proj(x.kv_b_proj), torch.float32)
+    elif weights != "bf16":
+        raise ValueError(f"weights: {weights!r}; choose bf16 or fp8")
     q_all = x.q.float()
     out = torch.zeros((n.new_tokens, d.heads, d.v_head), dtype=torch.float32, device=x.device)
     lse = torch.full((d.heads, n.new_tokens), float("-inf"), dtype=torch.float32, device=x.device)
@@ -35,7 +44,8 @@ def _one_shot(x: PrefillInputs, max_scores: int) -> Tuple[torch.Tensor, torch.Te
             continue
         rows = torch.as_tensor(flat_rows(table, n.page_size, b, 0, total), device=x.device)
         latent = cache.index_select(0, rows)
-        kv = (latent[:, : d.kv_lora] @ w.t()).view(total, d.heads, d.qk_nope + d.v_head)
+        lora = dequantize(*quantize_activation(latent[:, : d.kv_lora]), torch.float32) if fp8 else latent[:, : d.kv_lora]
+        kv = (lora @ w.t()).view(total, d.heads, d.qk_nope + d.v_head)
         k = torch.cat((kv[..., : d.qk_nope], latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
         v = kv[..., d.qk_nope :]
         k_h, v_h = k.transpose(0, 1), v.transpose(0, 1)  # [heads, total, D]

@@ -25,7 +25,6 @@ from .attention import VarlenCall
 from .executor import PARTS, state_dtype
 from .fused_up import up_projection_work
 from .inputs import PrefillInputs
-from .model import MlaDims
 from .schedule import Schedule, Step
 
 # The probe's sizes: on the GPU a GEMM large enough to reach cuBLAS's peak (8192^3, 1.1 TFLOP) and a
