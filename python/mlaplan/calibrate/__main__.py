@@ -275,19 +275,14 @@ def _repriced(args, cost: dict, doc: dict) -> dict:
     """--refit of measurements that kept a check's held-out runs: those runs priced by this fit, with
     each workload's verdict, as the command that measured them would give it (the runs of a batch the
     fit holds left out). The file's `heldout` says so (`repriced`)."""
-    from .oneshot import heldout_record, verdict
-    from .validate import report
+    from .oneshot import heldout_record
 
     fitted = {(tuple(r["cache"]), tuple(r["new"])) for r in doc["records"]}
     held = [dict(r) for r in doc["heldout_records"] if (tuple(r["cache"]), tuple(r["new"])) not in fitted]
-    eager = any(r.get("eager_ms") for r in held)
-    rep = report(cost, held, args.timing)
-    rep_eager = report(cost, held, "eager") if cost.get("host") and eager else None
-    out = heldout_record(verdict(rep), rep_eager, seed=doc.get("heldout_seed"), batches=doc.get("heldout_batches_per_workload"),
+    out = heldout_record(cost, held, args.timing, seed=doc.get("heldout_seed"), batches=doc.get("heldout_batches_per_workload"),
                          buffers=sorted({r["buffer_tokens"] for r in held}), policies=list(dict.fromkeys(r["policy"] for r in held)),
-                         seconds=0.0, reps=doc.get("heldout_reps"), warmup=doc.get("heldout_warmup"),
-                         timings=("eager", "graph") if eager else ("graph",))
-    del out["seconds"]  # nothing measured here
+                         reps=doc.get("heldout_reps"), warmup=doc.get("heldout_warmup"),
+                         timings=("eager", "graph") if any(r.get("eager_ms") for r in held) else ("graph",))
     out["repriced"] = (f"the held-out runs {' and '.join(args.refit)} keep, measured with the fitted points, priced by "
                        f"this fit ({len(held)} runs)")
     return out
@@ -338,8 +333,7 @@ def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
     """The held-out check: batches drawn with --heldout-seed (none of the fitted ones), measured within
     what is left of the budget, priced with `cost`: (its verdict and figures, the file's `heldout`;
     the runs measured)."""
-    from .oneshot import RESERVE_S, heldout_eager, heldout_groups, heldout_record, measure_heldout, verdict
-    from .validate import report
+    from .oneshot import RESERVE_S, heldout_eager, heldout_groups, heldout_record, measure_heldout
     from .workloads import HELDOUT_BATCHES, disjoint, draw, points
     from .._cli import ENGINES
 
@@ -348,12 +342,10 @@ def _heldout(args, dev, cost, workloads, fitted, budget) -> dict:
     groups = heldout_groups(points(held, args.buffer_tokens, dev.dims.heads))
     end = None if budget.seconds is None else budget.end() - RESERVE_S
     records = measure_heldout(groups, dev.measure_heldout, budget, end)
-    timing = args.timing
-    rep = report(cost, records, timing)
-    eager = report(cost, records, "eager") if cost.get("host") and any(r.get("eager_ms") for r in records) else None
-    return heldout_record(verdict(rep), eager, seed=args.heldout_seed, batches=HELDOUT_BATCHES, buffers=args.buffer_tokens,
-                          policies=ENGINES, seconds=budget.clock() - start, reps=dev.heldout_reps,
-                          warmup=dev.heldout_warmup, timings=("eager", "graph") if heldout_eager(args) else ("graph",)), records
+    return heldout_record(cost, records, args.timing, seed=args.heldout_seed, batches=HELDOUT_BATCHES, buffers=args.buffer_tokens,
+                          policies=ENGINES, reps=dev.heldout_reps, warmup=dev.heldout_warmup,
+                          timings=("eager", "graph") if heldout_eager(args) else ("graph",),
+                          elapsed=lambda: budget.clock() - start), records
 
 
 def summary(doc: dict, fit, host, timing: str) -> str:

@@ -145,15 +145,23 @@ def measure_heldout(groups: Sequence[Sequence], measure: Callable, budget: Budge
     return records
 
 
-def heldout_record(v: dict, rep_eager: Optional[dict], *, seed: int, batches: int, buffers: Sequence[int], policies: Sequence[str],
-                   seconds: float, reps: int, warmup: int, timings: Sequence[str] = ("eager", "graph")) -> dict:
-    """The cost file's `heldout` field: what was drawn and measured (`timings`, how the runs were
-    timed), each workload's figures and verdict."""
+def heldout_record(cost: dict, records: List[dict], timing: str, *, seed: Optional[int], batches: Optional[int],
+                   buffers: Sequence[int], policies: Sequence[str], reps: Optional[int], warmup: Optional[int],
+                   timings: Sequence[str], elapsed: Optional[Callable[[], float]] = None) -> dict:
+    """The cost file's `heldout` field: the held-out runs priced by `cost`, each workload's figures and
+    verdict by `timing`, with what was drawn and measured (`timings`, how the runs were timed; `seconds`,
+    elapsed() read once they are priced, where they were measured here)."""
+    from .validate import report
+
+    v = verdict(report(cost, records, timing))
+    # How the host section prices the same runs' eager time (no verdict: for the record).
+    eager = report(cost, records, "eager") if cost.get("host") and any(r.get("eager_ms") for r in records) else None
     out = {"seed": seed, "batches_per_workload": batches, "buffer_tokens": list(buffers), "policies": list(policies),
-           "reps": reps, "warmup": warmup, "timings": list(timings), "seconds": round(seconds, 1), **v}
-    if rep_eager is not None:  # how the host section prices the same runs' eager time (no verdict: for the record)
+           "reps": reps, "warmup": warmup, "timings": list(timings),
+           **({} if elapsed is None else {"seconds": round(elapsed(), 1)}), **v}
+    if eager is not None:
         out["eager"] = {w: {k: s[k] for k in ("median_abs_error", "p90_abs_error", "kendall_tau")}
-                        for w, s in rep_eager["workloads"].items()}
+                        for w, s in eager["workloads"].items()}
     return out
 
 
