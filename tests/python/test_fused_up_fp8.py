@@ -331,7 +331,7 @@ def _fp8_paths_ms(n, reps):
         "gather": base._time_ms(lambda: cache_flat.index_select(0, rows), reps),
         "quantize (torch)": base._time_ms(lambda: fu.quantize_activation(latent[:, : V3.kv_lora]), reps),
         "block GEMM": base._time_ms(lambda: fu._block_gemm(q, s, wq, ws, torch.bfloat16), reps),
-        "split + cat": base._time_ms(lambda: fu._assemble(latent, kv, V3, None, None), reps)}
+        "split + cat": base._time_ms(lambda: fu.assemble_kv(latent, kv, V3), reps)}
     r["unfused_gemm_ms"] = r["unfused_parts_ms"]["block GEMM"]
     del latent, q, s, kv
     k = torch.empty(n, V3.heads, V3.qk_head, device="cuda", dtype=torch.bfloat16)

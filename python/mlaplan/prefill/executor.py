@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .attention import latent_attention, pad_v, resolve_kernel, varlen_attention
-from .fused_up import fused_up_project, quantize_kv_b_proj, up_project_fp8
+from .fused_up import assemble_kv, fused_up_project, linear_fp8, quantize_kv_b_proj
 from .inputs import PrefillInputs, flat_rows, host_page_table
 from .merge import merge_into
 from .schedule import Schedule, Step
@@ -152,16 +152,14 @@ def prepare(x: PrefillInputs, schedule: Schedule, fused_merge: Optional[bool] = 
 
 def _up_project(p: Prepared, latent: torch.Tensor):
     d = p.x.dims
-    if p.fp8 is not None:  # the activation quantized, the block GEMM, then the same split and concat
-        k, v = up_project_fp8(latent, *p.fp8, d)
+    if p.fp8 is not None:  # the activation quantized, then the block GEMM
+        kv = linear_fp8(latent[:, : d.kv_lora], *p.fp8)
         _launched("up_projection", 2)
-        _launched("concat")
     else:
-        kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj).view(-1, d.heads, d.qk_nope + d.v_head)
+        kv = torch.nn.functional.linear(latent[:, : d.kv_lora], p.x.kv_b_proj)
         _launched("up_projection")
-        k_nope, v = kv.split([d.qk_nope, d.v_head], dim=-1)
-        k = torch.cat((k_nope, latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
-        _launched("concat")
+    k, v = assemble_kv(latent, kv, d)
+    _launched("concat")
     padded = pad_v(v, d.qk_head) if p.pad_v else v
     _launched("concat", int(padded is not v))
     return k, padded

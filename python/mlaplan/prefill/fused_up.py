@@ -337,9 +337,11 @@ def _fp8_args(kv_b_proj: torch.Tensor, kv_b_proj_scale) -> bool:
     return fp8
 
 
-def _assemble(latent: torch.Tensor, kv: torch.Tensor, dims: MlaDims, k_out, v_out) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The unfused path's tail, as executor._up_project: kv [n, heads * (qk_nope + v_head)] split, K the
-    nope part and the rope part broadcast over the heads by torch.cat; copied into k_out, v_out if given."""
+def assemble_kv(latent: torch.Tensor, kv: torch.Tensor, dims: MlaDims, k_out=None,
+                v_out=None) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The unfused path's tail (executor._up_project's, in either weight format): kv [n, heads * (qk_nope +
+    v_head)] split, K the nope part and the rope part broadcast over the heads by torch.cat; copied into
+    k_out, v_out if given."""
     k_nope, v = kv.view(-1, dims.heads, dims.qk_nope + dims.v_head).split([dims.qk_nope, dims.v_head], dim=-1)
     k = torch.cat((k_nope, latent[:, None, dims.kv_lora :].expand(-1, dims.heads, -1)), dim=-1)
     if k_out is not None:
@@ -357,7 +359,7 @@ def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj
     given). With k_out or v_out the results are copied into them and they are returned."""
     _check(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows)
     latent = cache_flat.index_select(0, rows)
-    return _assemble(latent, torch.nn.functional.linear(latent[:, : dims.kv_lora], kv_b_proj), dims, k_out, v_out)
+    return assemble_kv(latent, torch.nn.functional.linear(latent[:, : dims.kv_lora], kv_b_proj), dims, k_out, v_out)
 
 
 def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
@@ -483,7 +485,7 @@ def reference_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_
     latent = cache_flat.index_select(0, rows)
     a = dequantize(*quantize_activation(latent[:, : dims.kv_lora]))
     kv = (a @ dequantize(kv_b_proj, kv_b_proj_scale).t()).to(cache_flat.dtype)
-    return _assemble(latent, kv, dims, k_out, v_out)
+    return assemble_kv(latent, kv, dims, k_out, v_out)
 
 
 _SCALED_MM: Dict[str, bool] = {}
@@ -544,16 +546,15 @@ def unfused_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_pr
     dtype, then split and torch.cat with the rope part. The baseline the fused FP8 kernel is timed against."""
     _fp8_args(kv_b_proj, kv_b_proj_scale)
     _check(cache_flat, rows, kv_b_proj, dims, None, None, None, kv_b_proj_scale, fp8=True)
-    return up_project_fp8(cache_flat.index_select(0, rows), kv_b_proj, kv_b_proj_scale, dims)
+    latent = cache_flat.index_select(0, rows)
+    return assemble_kv(latent, linear_fp8(latent[:, : dims.kv_lora], kv_b_proj, kv_b_proj_scale), dims)
 
 
-def up_project_fp8(latent: torch.Tensor, kv_b_proj: torch.Tensor, kv_b_proj_scale: torch.Tensor,
-                   dims: MlaDims) -> Tuple[torch.Tensor, torch.Tensor]:
-    """K and V of gathered latent rows [n, latent] with an FP8 kv_b_proj, as the engines' loop makes them:
-    latent[:kv_lora] quantized per token group, the block GEMM into latent's dtype, split and torch.cat
-    (executor._up_project's FP8 step; its arguments are prepare's, checked there)."""
-    q, s = quantize_activation(latent[:, : dims.kv_lora])
-    return _assemble(latent, _block_gemm(q, s, kv_b_proj, kv_b_proj_scale, latent.dtype), dims, None, None)
+def linear_fp8(x: torch.Tensor, kv_b_proj: torch.Tensor, kv_b_proj_scale: torch.Tensor) -> torch.Tensor:
+    """x @ kv_b_proj^T as an engine runs it with an FP8 kv_b_proj: x quantized per token group, then the
+    block GEMM (block_gemm_backend) into x's dtype (executor._up_project's FP8 GEMM; its arguments are
+    prepare's, checked there)."""
+    return _block_gemm(*quantize_activation(x), kv_b_proj, kv_b_proj_scale, x.dtype)
 
 
 def up_projection_work(n: int, dims: MlaDims, itemsize: int = 2) -> Tuple[float, float]:
