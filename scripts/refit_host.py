@@ -67,7 +67,8 @@ def main(argv) -> int:
     cost_path, host_runs = opts.cost, [rooted(p) for p in opts.runs]
     if not os.path.isfile(cost_path):  # refitted in place by default: a FIFO or a device would be replaced
         fail(f"{cost_path}: not a regular file; give {WHAT}")
-    command = load(cost_path, WHAT)["command"]
+    cost = load(cost_path, WHAT)
+    command = cost["command"]
     try:
         args = shlex.split(command.text())
     except ValueError as e:  # an unclosed quote
@@ -92,7 +93,7 @@ def main(argv) -> int:
     commit = ["--commit", opts.commit] if opts.commit else []
     # The graph fit kept as it is: its scheduler too (a file fitted before FlashAttention-3's L2
     # sections names sorted; calibrate's default for fa3 is now sectioned).
-    geometry = load(cost_path, WHAT).get("geometry")
+    geometry = cost.get("geometry")
     scheduler = geometry.get("scheduler") if geometry is not None else None
     if "--scheduler" not in kept and scheduler is not None and scheduler.text() in ("grid", "sorted", "sectioned"):
         kept += ["--scheduler", scheduler.text()]
