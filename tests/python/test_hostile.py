@@ -215,6 +215,9 @@ def test_calibrate_summary_on_a_full_device_or_a_closed_pipe_is_exit_3(tmp_path)
     (["{s}", "--heads", "2", "--tp", "2"], "give either --tp or --heads"),
     (["{s}", "--model", "deepseek-v3", "--model-config", "tests/data/deepseek_v3_config.json"], "--model-config: give either"),
     (["{s}", "--json", ""], "--json: an empty path"),
+    (["{s}", "--weights", "fp4"], "--weights: invalid choice: 'fp4' (choose from 'bf16', 'fp8')"),
+    (["{s}", "--policy", "packed+fused+fused"], "--policy packed+fused+fused: unknown policy"),
+    (["{s}", "--policy", "+fused"], "--policy +fused: name the policy whose plan the fused loop runs"),
 ])
 def test_prefill_refuses_in_one_line(tmp_path, monkeypatch, capsys, args, message):
     s = str(tmp_path / "s.json")
@@ -287,7 +290,7 @@ def test_the_profiler_warns_nothing_on_stderr(capfd):
     assert "USDT:" not in err and "profiler_start" not in err, err
 
 
-@pytest.mark.parametrize("args", [["--batches", "-1"], ["--max-steps", "0"], ["--tp", "x"]])
+@pytest.mark.parametrize("args", [["--batches", "-1"], ["--max-steps", "0"], ["--tp", "x"], ["--weights", "fp4"]])
 def test_check_arguments_are_one_line(args):
     # The check's bounds are the commands' (its --max-steps unbounded below would scale forever).
     one_error_line(run("mlaplan.prefill.check", "--device", "cpu", *args), 2, args[0])
@@ -306,6 +309,11 @@ def test_check_device_is_the_commands(device, message):
 @pytest.mark.parametrize("value", ["nan", "-5", "0", "inf"])
 def test_max_seconds_is_a_positive_number(module, value):
     one_error_line(run(module, "--max-seconds", value), 2, "--max-seconds", "positive number of seconds")
+
+
+def test_calibrate_scheduler_is_one_it_prices():
+    one_error_line(run("mlaplan.calibrate", "--refit", "x.json", "--scheduler", "fifo", "-o", "y.json"), 2,
+                   "--scheduler: invalid choice: 'fifo' (choose from 'auto', 'grid', 'sorted', 'sectioned')")
 
 
 @pytest.mark.parametrize("value", ["nan", "-1", "0", "inf", "x"])

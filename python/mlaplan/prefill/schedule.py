@@ -145,7 +145,11 @@ def parse_engines(text: str, loops: bool = False) -> List[str]:
                              f"the policy alone")
         if not base.strip():
             raise ValueError(f"--policy {n}: name the policy whose plan the fused loop runs, e.g. packed+fused or all+fused")
-        for e in (POLICIES if base.strip().lower() == "all" else (engine_named(base),)):
+        try:
+            named = POLICIES if base.strip().lower() == "all" else (engine_named(base),)
+        except ValueError as e:  # the item as given, suffix included
+            raise ValueError(str(e).replace(f"--policy {base}:", f"--policy {n}:", 1)) from None
+        for e in named:
             e = e + FUSED if up == "fused" else e
             if e not in out:
                 out.append(e)
