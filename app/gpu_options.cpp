@@ -15,6 +15,11 @@ namespace mlaplan::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+// --loop's word as cost files spell it (kernels.up_projection).
+std::string up_projection(const GpuOptions& o) { return o.loop == "fused" ? "fused" : "unfused"; }
+}  // namespace
+
 void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
   cmd.add_option("--gpu", o.gpu,
                  "The GPU to price for: h100, h200 or the name nvidia-smi prints (any case). Takes the shipped cost file "
@@ -25,6 +30,11 @@ void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
                  "With --gpu: the attention kernels whose cost file it takes, fa3 (default: what the engines run on "
                  "Hopper) or fa2")
       ->transform(one_of({"fa3", "fa2"}, {{"flash", "fa2"}}));
+  cmd.add_option("--loop", o.loop,
+                 "With --gpu: whose loop its cost file prices, engine (default: each engine's own gather, up-projection "
+                 "and concat) or fused (mlaplan's own loop, one fused up-projection kernel: the same plan, the time it "
+                 "would take; python -m mlaplan.prefill --policy NAME+fused runs it)")
+      ->transform(one_of({"engine", "fused"}, {}));
 }
 
 std::vector<std::string> cost_roots() {
@@ -41,6 +51,8 @@ std::vector<std::string> cost_roots() {
 std::vector<std::string> gpu_cost_files(const GpuOptions& o, const ModelOptions& model, const std::vector<std::string>& costs) {
   if (!o.attention.empty() && o.gpu.empty())
     throw InputError("--attention: it picks the cost file --gpu takes; add --gpu NAME (a --cost file names its own kernels)");
+  if (!o.loop.empty() && o.gpu.empty())
+    throw InputError("--loop: it picks the cost file --gpu takes; add --gpu NAME (a --cost file names its own loop)");
   if (o.gpu.empty() || !costs.empty()) return costs;
   const std::string option = "--gpu " + io::printable(o.gpu);
   const std::vector<models::ModelDims> models = make_models(model);
@@ -52,8 +64,8 @@ std::vector<std::string> gpu_cost_files(const GpuOptions& o, const ModelOptions&
   const std::vector<std::string> roots = cost_roots();
   for (const models::ModelDims& m : models)
     for (uint32_t tp : make_tps(model))
-      files.push_back(cost::find_cost_file(roots, {o.gpu, m.name, tp, model.dtype, o.attention.empty() ? "fa3" : o.attention},
-                                           option));
+      files.push_back(cost::find_cost_file(
+          roots, {o.gpu, m.name, tp, model.dtype, o.attention.empty() ? "fa3" : o.attention, up_projection(o)}, option));
   return files;
 }
 
@@ -65,6 +77,10 @@ void check_gpu_costs(const GpuOptions& o, const std::vector<cost::CostModel>& co
       throw InputError(fmt::format("{}: kernels.attention: calibrated with {}, and --attention names {}; give the file of "
                                    "those kernels or drop --attention",
                                    io::printable(c.path), io::printable(c.attention), o.attention));
+    if (!o.loop.empty() && c.up_projection != up_projection(o))
+      throw InputError(fmt::format("{}: kernels.up_projection: calibrated on the {} loop, and --loop names {}; give the file "
+                                   "of that loop or drop --loop",
+                                   io::printable(c.path), c.up_projection == "fused" ? "fused" : "engine", o.loop));
   }
   std::string why;
   const std::optional<std::string> here = profile::find_usable_gpu(&why);
@@ -88,8 +104,9 @@ std::string gpu_header(const GpuOptions& o, const std::vector<cost::CostModel>& 
   for (const cost::CostModel& c : costs)
     // The path on a line of its own under the labels' column (shortened where long): within 120
     // columns, and the same two lines whatever its length.
-    out += fmt::format("gpu       {} (--gpu {}): {} TP {} priced by\n          {}\n", io::printable(c.gpu), io::printable(o.gpu),
-                       io::printable(c.model), c.tp, io::shorten_path(io::printable(c.path)));
+    out += fmt::format("gpu       {} (--gpu {}): {} TP {}{} priced by\n          {}\n", io::printable(c.gpu),
+                       io::printable(o.gpu), io::printable(c.model), c.tp,
+                       c.up_projection == "fused" ? ", mlaplan's fused loop," : "", io::shorten_path(io::printable(c.path)));
   return io::wrap_lines(out) + "\n";
 }
 

@@ -19,6 +19,7 @@ namespace mlaplan::cli {
 struct GpuOptions {
   std::string gpu;        // --gpu: "" not given
   std::string attention;  // --attention: "" not given (fa3, what the engines run on Hopper)
+  std::string loop;       // --loop: "" not given (engine: the engines' loop), or fused (mlaplan's own)
 };
 void add_gpu_options(CLI::App& cmd, GpuOptions& options);
 

@@ -135,6 +135,36 @@ TEST(FindCostFile, AddingAFileIsAllItTakes) {
   fs::remove_all(root);
 }
 
+// mlaplan's fused loop is a file of its own (kernels.up_projection "fused"): --loop fused takes it, and
+// the engines' query (the default) never does, however new it is.
+TEST(FindCostFile, TheFusedLoopsFileIsPickedByItsLoopOnly) {
+  const fs::path root = gpu_scratch("loop");
+  json engine = shipped();
+  put(root / "h200" / "engine.json", engine);
+  json fused = engine;
+  fused["kernels"]["up_projection"] = "fused";
+  fused["date"] = "2027-01-01";
+  put(root / "h200" / "fused.json", fused);
+  CostQuery q{"h200", "deepseek-v3", 8, "bf16", "fa3"};
+  EXPECT_EQ(find_cost_file({root.string()}, q, "--gpu"), (root / "h200" / "engine.json").string());
+  q.up_projection = "fused";
+  EXPECT_EQ(find_cost_file({root.string()}, q, "--gpu"), (root / "h200" / "fused.json").string());
+  const CostModel m = read_cost_model((root / "h200" / "fused.json").string());
+  EXPECT_EQ(m.up_projection, "fused");
+  EXPECT_NE(m.describe().find("mlaplan's fused loop"), std::string::npos) << m.describe();
+  EXPECT_EQ(read_cost_model(kFa3).up_projection, "unfused");  // a file without the field
+  // None for the loop: the message says which loop and how to make its file.
+  fs::remove(root / "h200" / "fused.json");
+  const std::string none = message_of([&] { find_cost_file({root.string()}, q, "--gpu h200"); });
+  EXPECT_NE(none.find("deepseek-v3 TP 8 bf16 fa3 fused loop on h200"), std::string::npos) << none;
+  EXPECT_NE(none.find("--attention fa3 --loop fused -o FILE"), std::string::npos) << none;
+  // Another word is refused naming the field and the fix.
+  fused["kernels"]["up_projection"] = "fast";
+  const std::string bad = message_of([&] { parse_cost_model(fused.dump(), "f.json"); });
+  EXPECT_NE(bad.find("f.json: kernels.up_projection: \"fast\" is not unfused"), std::string::npos) << bad;
+  fs::remove_all(root);
+}
+
 TEST(RequireGpu, AnotherGpusFileIsRefusedNamingBoth) {
   const CostModel h200 = read_cost_model(kFa3);
   EXPECT_NO_THROW(require_gpu(h200, "h200", "--gpu"));

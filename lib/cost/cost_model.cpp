@@ -262,6 +262,7 @@ uint32_t known_gpu_sm(const std::string& gpu) {
 std::string CostModel::describe(bool eager) const {
   std::string s = gpu + ", " + attention + " attention";
   if (!merge.empty()) s += ", " + merge + " merge";
+  if (up_projection == "fused") s += ", mlaplan's fused loop";
   if (!timing.empty()) s += ", " + timing + " timing";
   if (eager && host) s += " + host costs, priced eagerly";
   return s + ", calibrated " + date;
@@ -291,6 +292,11 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
   const json& kernels = r.object(doc, "kernels", "kernels");
   m.attention = r.text(kernels, "attention", "kernels.attention", true);
   m.merge = r.text(kernels, "merge", "kernels.merge", false);
+  const std::string up = r.text(kernels, "up_projection", "kernels.up_projection", false);
+  if (!up.empty() && up != "unfused" && up != "fused")
+    r.fail("kernels.up_projection", fmt::format("{} is not unfused (the engines' loop) or fused (mlaplan's own); leave "
+                                                "it out for unfused", io::json_preview(kernels["up_projection"])));
+  if (!up.empty()) m.up_projection = up;
   m.timing = r.text(doc, "timing", "timing", false);
   m.date = r.text(doc, "date", "date", true);
   const json& g = r.object(doc, "geometry", "geometry");

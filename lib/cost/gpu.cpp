@@ -37,8 +37,10 @@ std::string lower(std::string s) {
 }
 
 // "deepseek-v3 TP 8 bf16 fa3": a file's identity as --gpu matches it.
-std::string describe_query(const std::string& model, uint32_t tp, const std::string& dtype, const std::string& stack) {
-  return fmt::format("{} TP {} {} {}", model, tp, dtype, stack.empty() ? "(no stack named)" : stack);
+std::string describe_query(const std::string& model, uint32_t tp, const std::string& dtype, const std::string& stack,
+                           const std::string& up_projection) {
+  return fmt::format("{} TP {} {} {}{}", model, tp, dtype, stack.empty() ? "(no stack named)" : stack,
+                     up_projection == "fused" ? " fused loop" : "");
 }
 
 struct Found {
@@ -67,7 +69,7 @@ std::vector<Found> files_in(const fs::path& dir) {
 
 bool matches(const CostModel& m, const std::string& key, const CostQuery& q) {
   return gpu_key(m.gpu) == key && lower(m.model) == lower(q.model) && m.tp == q.tp && m.dtype == q.dtype &&
-         attention_stack(m) == q.stack;
+         attention_stack(m) == q.stack && m.up_projection == q.up_projection;
 }
 
 // "h200: deepseek-v3 TP 1 bf16 fa2, deepseek-v3 TP 1 bf16 fa3; h100: ...": the files under the roots, by
@@ -79,7 +81,8 @@ std::string listing(const std::vector<std::string>& roots) {
     if (!fs::is_directory(root, ec)) continue;
     for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
       for (const Found& f : files_in(it->path()))
-        by_gpu[it->path().filename().string()].insert(describe_query(f.model.model, f.model.tp, f.model.dtype, attention_stack(f.model)));
+        by_gpu[it->path().filename().string()].insert(describe_query(f.model.model, f.model.tp, f.model.dtype, attention_stack(f.model),
+                                                                           f.model.up_projection));
   }
   std::string out;
   for (const auto& [gpu, files] : by_gpu) {
@@ -146,10 +149,11 @@ std::string find_cost_file(const std::vector<std::string>& roots, const CostQuer
   const std::string calibrate_attention = q.stack == "fa2" ? "flash" : q.stack;
   throw InputError(fmt::format(
       "{}: no cost file for {} on {} in {} (there are: {}); make one on that GPU with `python -m mlaplan.calibrate "
-      "--model {} --tp {} --attention {} -o FILE` and pass --cost FILE",
-      option, describe_query(q.model, q.tp, q.dtype, q.stack), key,
+      "--model {} --tp {} --attention {}{} -o FILE` and pass --cost FILE",
+      option, describe_query(q.model, q.tp, q.dtype, q.stack, q.up_projection), key,
       searched.empty() ? "no folder of cost files (an install's share/mlaplan/costs)" : io::printable(searched),
-      io::printable(listing(roots)), q.model, q.tp, calibrate_attention.empty() ? "auto" : calibrate_attention));
+      io::printable(listing(roots)), q.model, q.tp, calibrate_attention.empty() ? "auto" : calibrate_attention,
+      q.up_projection == "fused" ? " --loop fused" : ""));
 }
 
 void require_gpu(const CostModel& m, const std::string& gpu, const std::string& option) {

@@ -245,6 +245,7 @@ class FakeGpu:
 
         self.args, self.bias, self.dims = args, bias, model_dims(args.model, args.tp)
         self.kernel, self.kernel_title, self.heldout_reps, self.heldout_warmup = "fa3", "fa3 (made up)", 3, 1
+        self.up_projection = "fused" if args.loop == "fused" else "unfused"
         self.info = {"gpu": "Made-up GPU", "sms": 132, "compute_capability": "9.0", "driver": None, "torch": None,
                      "triton": None, "host": "test"}
 
@@ -309,6 +310,34 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     assert cal.entry(["--refit", str(raw), "-o", str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "heldout_records[1].new" in err[0] and not (tmp_path / "bad.json").exists()
+
+
+def test_the_fused_loop_is_a_file_of_its_own(tmp_path, monkeypatch, capsys):
+    """--loop fused: the measurements and the cost file say so (kernels.up_projection, which run/sweep
+    --loop pick the file by), --refit keeps it, and measurements of the two loops are not pooled."""
+    from mlaplan.calibrate import __main__ as cal
+
+    pytest.importorskip("torch", reason="the model presets' dimensions come from mlaplan.prefill")
+    monkeypatch.setattr(cal, "open_device", lambda args: FakeGpu(args))
+    raws = {}
+    for loop in ("fused", "engine"):
+        raws[loop] = tmp_path / f"{loop}-raw.json"
+        out = tmp_path / f"{loop}.json"
+        assert cal.entry(["--model", "deepseek-v3", "--tp", "8", "--points", "12", "--no-check", "--loop", loop, "-o",
+                          str(out), "--measurements", str(raws[loop])]) == 0
+        want = "fused" if loop == "fused" else "unfused"
+        assert json.loads(out.read_text())["kernels"]["up_projection"] == want
+        assert json.loads(raws[loop].read_text())["up_projection"] == want
+        assert _mlaplan.read_cost_model(str(out)) is not None
+    again = tmp_path / "again.json"
+    assert cal.entry(["--refit", str(raws["fused"]), "-o", str(again)]) == 0
+    assert json.loads(again.read_text())["kernels"]["up_projection"] == "fused"
+    capsys.readouterr()
+    assert cal.entry(["--refit", str(raws["fused"]), str(raws["engine"]), "-o", str(tmp_path / "pooled.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "up_projection: 'unfused', but" in err[0] and not (tmp_path / "pooled.json").exists()
+    # --loop is what is measured: --refit reads it from the file.
+    assert cal.entry(["--refit", str(raws["fused"]), "--loop", "fused", "-o", str(tmp_path / "x.json")]) == 2
 
 
 def test_the_device_times_points_as_calibrate_and_validate_do():

@@ -28,6 +28,10 @@ from .oneshot import DEFAULT_SECONDS
 from .options import Parser, given, refuse_given
 from .workloads import FIT_BATCHES, FIT_SEED, FIT_SPREAD, HELDOUT_SEED, WORKLOADS, parse_workloads
 
+# The loops a file can price (prefill.executor.UP_PROJECTIONS, which imports torch): a measurements file's
+# and a cost file's up_projection. --loop engine measures the first.
+UP_PROJECTIONS = ("unfused", "fused")
+
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 # A workload-shaped point weighs this many grid points in the fit: chosen on the seed-51 held-out
 # batches (1 to 1000 tried on the three FA3 files), confirmed on batches drawn after (docs/cost-model.md).
@@ -36,7 +40,7 @@ _weight = _positive("weight", "8")
 # What only measuring reads: with --refit, which measures nothing, each is refused rather than ignored.
 MEASURING = ("model", "tp", "dtype", "points", "buffer_tokens", "host_reps", "seed", "attention", "reps", "warmup", "settle_ms",
              "cpu_wait_s", "reheat_ms", "max_total_context", "max_seconds", "device", "workloads", "workload_seed", "heldout_seed",
-             "no_check", "host")
+             "no_check", "host", "loop")
 # With --host the host-bound points come on top: the budget's default grows by this much.
 HOST_EXTRA_SECONDS = 180
 
@@ -85,6 +89,10 @@ def parser() -> Parser:
     p.add_argument("--attention", choices=KERNELS, default="auto",
                    help="the executor's attention kernel (default auto: FlashAttention-3 on SM90 where a build imports, "
                         "what vLLM and SGLang run there; else flash, FlashAttention-2 with V padded)")
+    p.add_argument("--loop", choices=("engine", "fused"), default="engine",
+                   help="the loop measured: engine (default: the gather, kv_b_proj's GEMM and K's concat, as vLLM and SGLang run "
+                        "them) or fused (mlaplan's own: one kernel up-projects the rows read through the page table, prefill "
+                        "--policy NAME+fused); the file's kernels.up_projection says which, and run/sweep --loop picks it")
     p.add_argument("--scheduler", choices=("auto", "grid", "sorted", "sectioned"), default="auto",
                    help="how the fit's pricing hands out the attention's blocks (default auto: sectioned for fa3, FlashAttention-3's "
                         "L2 sections; grid for the others); sorted reproduces the FA3 files fitted before the sections "
@@ -114,6 +122,12 @@ def parser() -> Parser:
     return p
 
 
+def up_projection(doc: dict) -> str:
+    """The loop a measurements document timed: unfused (the engines' up-projection; files written before
+    --loop) or fused (mlaplan's own)."""
+    return doc.get("up_projection", "unfused")
+
+
 def _read_measurements(path: str, host_runs: bool = False) -> dict:
     """A file --measurements wrote; with host_runs (--host-from), also one validate --save wrote: held-out
     runs, once reported, pooled into a later host fit."""
@@ -135,6 +149,9 @@ def _read_measurements(path: str, host_runs: bool = False) -> dict:
     else:
         keys += [("merge", str), ("dtype", str), ("date", str)]
     require_fields(path, doc, keys, f"give a file {wrote} wrote")
+    if up_projection(doc) not in UP_PROJECTIONS:
+        raise UsageError(f"{path}: up_projection: {up_projection(doc)!r} is not one of {', '.join(UP_PROJECTIONS)}; give a "
+                         f"file {wrote} wrote")
     if doc["attention"] not in KERNEL_TITLES and not isinstance(doc.get("attention_title"), str):
         raise UsageError(f"{path}: attention: {doc['attention']!r} is not one of {', '.join(KERNEL_TITLES)}; give a file "
                          f"{wrote} wrote")
@@ -143,9 +160,10 @@ def _read_measurements(path: str, host_runs: bool = False) -> dict:
 
 def _require_alike(path: str, doc: dict, other_name: str, other: dict, fix: str) -> None:
     """doc (read from path) measured what other did: the same model, TP, GPU and kernel."""
-    for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype"):
-        if doc[key] != other[key]:
-            raise UsageError(f"{path}: {key}: {doc[key]!r}, but {other_name} has {other[key]!r}; {fix}")
+    for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype", "up_projection"):
+        mine, theirs = up_projection(doc) if key == "up_projection" else doc[key], up_projection(other) if key == "up_projection" else other[key]
+        if mine != theirs:
+            raise UsageError(f"{path}: {key}: {mine!r}, but {other_name} has {theirs!r}; {fix}")
 
 
 def _pooled(paths: List[str], host_runs: bool = False) -> dict:
@@ -240,7 +258,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                          f"(more than one per launch kind); measure more points")
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
-        attention=attention, merge=doc["merge"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
+        attention=attention, merge=doc["merge"], up_projection=up_projection(doc), timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
         compute_capability=doc.get("compute_capability"), settle_ms=doc.get("settle_ms"),
         torch_version=doc.get("torch"), triton_version=doc.get("triton"), host=host, host_cpu=host_doc.get("host"),
         pad_v=doc["attention"] == "flash", host_date=host_doc.get("date"),
@@ -322,7 +340,8 @@ def _measure(args, dev, workloads, budget, check):
     after = (budget.seconds - budget.seconds * FIT_SHARE) if check and budget.seconds else 0.0
     records = measure_all(ordered, dev.measure_calibration, budget, end, after)
     doc = {"format": MEASUREMENTS_FORMAT, "model": args.model, "title": dims.name, "tp": args.tp, "heads": dims.heads,
-           "dtype": args.dtype, "attention": dev.kernel, "attention_title": dev.kernel_title, "merge": "fused (Triton)", **dev.info,
+           "dtype": args.dtype, "attention": dev.kernel, "attention_title": dev.kernel_title, "merge": "fused (Triton)",
+           "up_projection": dev.up_projection, **dev.info,
            "date": datetime.date.today().isoformat(), "reps": args.reps, "warmup": args.warmup,
            "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
            "records": records}

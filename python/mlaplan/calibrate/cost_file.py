@@ -11,13 +11,14 @@ VERSION = 1
 
 
 def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms: int, attention: str, merge: str,
-                  timing: str, date: str, fit, driver: Optional[str] = None, torch_version: Optional[str] = None,
+                  timing: str, up_projection: str = "unfused", date: str, fit, driver: Optional[str] = None, torch_version: Optional[str] = None,
                   triton_version: Optional[str] = None, commit: Optional[str] = None, command: Optional[str] = None,
                   compute_capability: Optional[str] = None, settle_ms: Optional[int] = None, host=None,
                   host_cpu: Optional[str] = None, pad_v: bool = False, host_date: Optional[str] = None) -> dict:
     """host: fit.HostFit, the host costs eager time prices (the `host` section; None: none written),
     measured on host_cpu with torch_version on host_date (the latest of its runs'); pad_v: the
-    up-projection padded V (FlashAttention-2)."""
+    up-projection padded V (FlashAttention-2); up_projection: the loop timed, unfused (the engines') or
+    fused (mlaplan's own), which run/sweep --loop pick the file by."""
     doc = {
         "format": FORMAT,
         "version": VERSION,
@@ -27,7 +28,8 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
         "gpu": gpu,
         "compute_capability": compute_capability,
         "driver": driver,
-        "kernels": {"attention": attention, "merge": merge, "torch": torch_version, "triton": triton_version},
+        "kernels": {"attention": attention, "merge": merge, "up_projection": up_projection, "torch": torch_version,
+                    "triton": triton_version},
         "timing": timing,
         # The GPU's state the points were timed in: FlashAttention-3 draws an H200 to its power cap,
         # and the clock then falls by a quarter (docs/cost-model.md, "Sustained clocks").

@@ -27,7 +27,8 @@ AUTO_PATHS = {"sglang_path": "auto", "trtllm_path": "auto"}
 
 def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int, kernel: str, seed: int,
                   paths: Optional[dict] = None, settle_ms: float = 0.0, host_reps: int = HOST_REPS,
-                  graph_first: bool = False, cpu_wait_s: float = 0.0, reheat_ms: float = 0.0, eager: bool = True) -> dict:
+                  graph_first: bool = False, cpu_wait_s: float = 0.0, reheat_ms: float = 0.0, eager: bool = True,
+                  up_projection: str = "unfused") -> dict:
     """The point with its times: eager_ms, graph_ms (None where capture failed), iterations, path,
     on the GPU host_ms (the host's dispatch alone, None where it could not be told apart) and
     launches by kind; or refused with why (out of memory included). paths: build_schedule's
@@ -38,7 +39,8 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     with host_reps the host's microseconds per launch of each kind in the timed eager runs
     (`host_launch_us`) and their issue time (`host_issue_ms`, prefill.host_clock). reheat_ms: on the
     GPU, the layer runs back to back that long after each dispatch probe, before its timed run.
-    eager=False: on the GPU, the graph alone (eager_ms None; give host_reps 0 too)."""
+    eager=False: on the GPU, the graph alone (eager_ms None; give host_reps 0 too). up_projection "fused":
+    mlaplan's own loop (executor.prepare)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
     paths = ENGINE_PATHS if paths is None else paths
@@ -52,7 +54,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         run = run_one(x, sched, Run("calibration", p.buffer_tokens, p.policy), None, reps=reps, warmup=warmup,
                       graph=cuda, fused_merge=cuda or None, kernel=kernel, parts=False, settle_ms=settle_ms,
                       host_reps=host_reps if cuda else 0, graph_first=graph_first, cpu_wait_s=cpu_wait_s,
-                      reheat_ms=reheat_ms, eager=eager)
+                      reheat_ms=reheat_ms, eager=eager, up_projection=up_projection)
     except ValueError as e:
         rec["refused"] = str(e)
         return rec

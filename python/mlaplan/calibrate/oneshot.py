@@ -221,6 +221,7 @@ class Device:
         self.args, self.torch, self.dims = args, torch, dims
         self.turns: Dict[str, int] = {}
         self.heldout_reps, self.heldout_warmup = HELDOUT_REPS, HELDOUT_WARMUP
+        self.up_projection = "unfused"  # open() reads --loop
 
     def open(self) -> "Device":
         """The device's checks, one line each: a GPU, Triton for the fused merge, the kernel asked for."""
@@ -248,6 +249,15 @@ class Device:
         from . import device_info
 
         self.kernel = attention_kernel(args.attention, self.device)
+        # --loop fused: every point runs mlaplan's own loop (prefill's NAME+fused), whose fused_up kernel
+        # falls back to the torch reference where Triton cannot run it: refused here instead of timed.
+        self.up_projection = "fused" if getattr(args, "loop", "engine") == "fused" else "unfused"
+        if self.up_projection == "fused":
+            from ..prefill import fused_up
+
+            why = fused_up.why_reference(torch.empty(0, self.dims.latent, device=self.device, dtype=torch.bfloat16), self.dims)
+            if why:
+                raise UsageError(f"--loop fused: the fused up-projection cannot run here ({why}); calibrate --loop engine")
         self.kernel_title = kernel_title(self.kernel)
         self.info = device_info.describe(torch, self.device)
         return self
@@ -260,7 +270,7 @@ class Device:
         self.turns[p.policy] = turn + 1
         return measure_point(p, self.dims, self.torch.bfloat16, self.device, a.reps, a.warmup, self.kernel, a.seed + i,
                              settle_ms=a.settle_ms, host_reps=a.host_reps, graph_first=replays_first(turn), cpu_wait_s=a.cpu_wait_s,
-                             reheat_ms=a.reheat_ms)
+                             reheat_ms=a.reheat_ms, up_projection=self.up_projection)
 
     def measure_heldout(self, p, i: int, group: int) -> dict:
         from .._cli import ENGINES
@@ -272,7 +282,7 @@ class Device:
         eager = heldout_eager(a)
         return measure_point(p, self.dims, self.torch.bfloat16, self.device, self.heldout_reps, self.heldout_warmup, self.kernel,
                              1000 + group, AUTO_PATHS, a.settle_ms, host_reps=HOST_REPS if eager else 0, graph_first=first and eager,
-                             cpu_wait_s=a.cpu_wait_s, reheat_ms=a.reheat_ms, eager=eager)
+                             cpu_wait_s=a.cpu_wait_s, reheat_ms=a.reheat_ms, eager=eager, up_projection=self.up_projection)
 
 
 def heldout_eager(args) -> bool:

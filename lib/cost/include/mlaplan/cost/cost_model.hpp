@@ -32,6 +32,9 @@ struct CostModel {
   uint32_t sm = 0;
   std::string attention;                 // the attention kernel: "flash (torch varlen_attn, FlashAttention-2)"
   std::string merge;                     // "fused (Triton)"
+  // The loop timed: "unfused" (the engines': a gather, kv_b_proj's GEMM, K's concat; a file without
+  // kernels.up_projection) or "fused" (mlaplan's own, one kernel; prefill --policy NAME+fused).
+  std::string up_projection = "unfused";
   std::string timing;                    // what was fitted: "eager" (host dispatch included) or "graph"
   std::string date;                      // of the calibration: "2026-12-01"
   // The host's dispatch cost per launch (the file's optional host section): what --timing eager
@@ -60,7 +63,7 @@ uint32_t known_gpu_sm(const std::string& gpu);
 // per unit) or not a number, a geometry value of 0, a compute_capability that is not one ("9.0" or
 // 9.0), or none where the gpu is not one known_gpu_sm knows; a host section without holds_for or
 // pad_v, with a launch kind missing or unknown, a host cost negative, above 1e6 or not a number, or an
-// identified that is not true or false. Fields it does not read (heldout, fit, command) are let be.
+// identified that is not true or false; a kernels.up_projection other than unfused or fused. Fields it does not read (heldout, fit, command) are let be.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
 // "grid", "sorted" or "sectioned": a geometry's scheduler as a cost file spells it.

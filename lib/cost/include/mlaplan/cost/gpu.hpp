@@ -36,6 +36,7 @@ struct CostQuery {
   uint32_t tp = 1;
   std::string dtype = "bf16";
   std::string stack = "fa3";
+  std::string up_projection = "unfused";  // the loop: the engines' (unfused) or mlaplan's own (fused)
 };
 
 // The cost file for `q` under the first of `roots` that has one (each root holds <gpu_key>/*.json; the
