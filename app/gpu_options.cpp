@@ -18,6 +18,19 @@ namespace fs = std::filesystem;
 namespace {
 // --loop's word as cost files spell it (kernels.up_projection).
 std::string up_projection(const GpuOptions& o) { return o.loop == "fused" ? "fused" : "unfused"; }
+
+// --gpu's shipped file of each model and --tp for the loop `up` ("unfused" or "fused"); InputError where
+// one is missing.
+std::vector<std::string> shipped_files(const GpuOptions& o, const std::vector<models::ModelDims>& models,
+                                       const ModelOptions& model, const std::string& up) {
+  std::vector<std::string> files;
+  const std::vector<std::string> roots = cost_roots();
+  for (const models::ModelDims& m : models)
+    for (uint32_t tp : make_tps(model))
+      files.push_back(cost::find_cost_file(roots, {o.gpu, m.name, tp, model.dtype, o.attention.empty() ? "fa3" : o.attention, up},
+                                           "--gpu " + io::printable(o.gpu)));
+  return files;
+}
 }  // namespace
 
 void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
@@ -60,13 +73,17 @@ std::vector<std::string> gpu_cost_files(const GpuOptions& o, const ModelOptions&
     throw InputError(fmt::format("{}: it takes the shipped cost file for --model and --tp; add --model (e.g. deepseek-v3) and "
                                  "--tp (e.g. 8)",
                                  option));
-  std::vector<std::string> files;
-  const std::vector<std::string> roots = cost_roots();
-  for (const models::ModelDims& m : models)
-    for (uint32_t tp : make_tps(model))
-      files.push_back(cost::find_cost_file(
-          roots, {o.gpu, m.name, tp, model.dtype, o.attention.empty() ? "fa3" : o.attention, up_projection(o)}, option));
-  return files;
+  return shipped_files(o, models, model, up_projection(o));
+}
+
+std::vector<std::string> fused_loop_cost_files(const GpuOptions& o, const ModelOptions& model,
+                                               const std::vector<std::string>& costs) {
+  if (o.gpu.empty() || !costs.empty() || o.loop == "fused") return {};
+  try {
+    return shipped_files(o, make_models(model), model, "fused");
+  } catch (const InputError&) {
+    return {};  // none shipped for some model and TP: the recommendation is the engines' alone
+  }
 }
 
 void check_gpu_costs(const GpuOptions& o, const std::vector<cost::CostModel>& costs) {

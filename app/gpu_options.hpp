@@ -31,6 +31,12 @@ std::vector<std::string> cost_roots();
 std::vector<std::string> gpu_cost_files(const GpuOptions& options, const ModelOptions& model,
                                         const std::vector<std::string>& costs);
 
+// Beside --gpu's files for the engines' loop (no --cost, no --loop fused): mlaplan's fused loop's files for
+// the same GPU, models, TPs, dtype and stack, which sweep's recommendation prices beside the engines'. Empty
+// (nothing to say) where any model and TP has none.
+std::vector<std::string> fused_loop_cost_files(const GpuOptions& options, const ModelOptions& model,
+                                               const std::vector<std::string>& costs);
+
 // Once read: under --gpu (or --attention) each file is for that GPU (and stack), else InputError; where
 // this machine has a GPU that is not the files', one `mlaplan: warning:` line on stderr.
 void check_gpu_costs(const GpuOptions& options, const std::vector<cost::CostModel>& costs);

@@ -15,6 +15,7 @@
 #include "mlaplan/errors.hpp"
 #include "mlaplan/policies/policy.hpp"
 #include "mlaplan/io/memory_limit.hpp"
+#include "mlaplan/models/model.hpp"
 #include "mlaplan/check/plan_check.hpp"
 #include "mlaplan/io/plan_report.hpp"
 #include "mlaplan/plan_shape.hpp"
@@ -193,6 +194,13 @@ io::PlanReport plan_one(const check::Scenario& s, const policies::Policy& policy
                     const profile::PhaseTimer& load_timer, bool compare, const std::optional<RunCost>& cost) {
   io::PlanReport r = plan_scenario(s, policy, planner, opt, load_timer, compare);
   if (cost) predict(r, policy, *cost);
+  if (cost && cost->model.up_projection == "fused" && r.memory) {
+    // Priced as mlaplan's fused loop, which holds K and V alone: its buffer's bytes, no K concat, no latent.
+    const models::BufferMemory m = models::buffer_memory(cost->dims, r.memory->tp, models::parse_dtype(r.memory->dtype));
+    r.memory->bytes_per_row = m.fused_loop_bytes(1);
+    r.memory->buffer_bytes = m.fused_loop_bytes(s.batch.buffer_token_size);
+    r.memory->k_concat_bytes = r.memory->latent_bytes = 0;
+  }
   if (r.refused.empty()) {  // on the path the cost file's GPU dispatches the batch to, as predict prices it
     const policies::MaxTablesView view = policies::max_tables_view(r.tables);
     policies::QueryMerges q = policies::dispatched_query_merges(s.batch, policy, cost ? cost->model.sm : 0, &view);

@@ -251,10 +251,24 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
     for (const Batch& b : in.batches) formed.add(b);
     require_sweep_fits(opt, grid, formed);
   }
-  sweeps::SweepResult result;
+  sweeps::SweepResult result, fused;
   {
     auto scope = timer.phase("sweep");
     result = sweeps::run_sweep(in.batches, grid, run_options);
+    // mlaplan's fused loop beside the choice: the same batches and grid priced by its files, where they
+    // ship for every model and TP (else, or where one is of no use here, the engines' answer alone).
+    const std::vector<std::string> fused_files =
+        rec && by_time && !result.interrupted ? fused_loop_cost_files(opt.gpu, opt.model, opt.costs) : std::vector<std::string>{};
+    if (!fused_files.empty()) {
+      sweeps::SweepGrid fused_grid = grid;
+      try {
+        fused_grid.costs = load_costs(fused_files);
+        sweeps::check_costs(fused_grid);
+      } catch (const InputError&) {
+        fused_grid.costs.clear();
+      }
+      if (!fused_grid.costs.empty()) fused = sweeps::run_sweep(in.batches, fused_grid, run_options);
+    }
   }
   result.source = context_note.empty() ? in.source : in.source + " (" + context_note + ")";
   result.formation = in.formation;
@@ -264,6 +278,10 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
   if (rec && !result.interrupted) {  // no recommendation from part of the grid
     report.recommend_options = rec;
     report.recommendations = sweeps::recommend(result, *rec);
+    if (!fused.rows.empty() && !fused.interrupted) {
+      report.fused = &fused;
+      sweeps::compare_fused_loop(report.recommendations, result, fused, *rec);
+    }
   }
   std::string text;
   switch (opt.format) {
@@ -273,9 +291,11 @@ int sweep(SweepOptions opt) {  // by value: --model's context may set --max-mode
     case SweepFormat::table: text = gpu_header(opt.gpu, grid.costs) + sweeps::format_sweep_brief(report); break;
     case SweepFormat::wide: text = gpu_header(opt.gpu, grid.costs) + sweeps::format_sweep_table(report); break;
   }
-  if (result.interrupted) {  // the finished settings on stdout, no output file
+  if (result.interrupted || fused.interrupted) {  // the finished settings on stdout, no output file
     write_output("", text);
-    error(fmt::format("sweep: interrupted after {} of {} settings; {}", result.rows.size(), result.settings,
+    error(fmt::format("sweep: interrupted {} {} of {} settings; {}",
+                      fused.interrupted ? "pricing mlaplan's fused loop, the engines' loop done, after" : "after",
+                      fused.interrupted ? fused.rows.size() : result.rows.size(), result.settings,
                       opt.output.empty() && opt.json.empty() && opt.svg.empty() && opt.html.empty()
                           ? "the rows above are complete"
                           : "no output file written"));

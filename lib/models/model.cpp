@@ -106,6 +106,8 @@ uint64_t BufferMemory::k_bytes(uint64_t rows) const { return saturating_mul(rows
 uint64_t BufferMemory::latent_bytes(uint64_t rows) const { return saturating_mul(rows, latent_bytes_per_row); }
 uint64_t BufferMemory::total_bytes(uint64_t rows) const { return saturating_add(kv_bytes(rows), k_bytes(rows)); }
 uint64_t BufferMemory::reserved_bytes(uint64_t rows) const { return saturating_add(latent_bytes(rows), total_bytes(rows)); }
+uint64_t BufferMemory::v_bytes(uint64_t rows) const { return saturating_mul(rows, v_bytes_per_row); }
+uint64_t BufferMemory::fused_loop_bytes(uint64_t rows) const { return saturating_add(k_bytes(rows), v_bytes(rows)); }
 uint64_t BufferMemory::kv_cache_tokens(uint64_t bytes) const {
   return kv_cache_bytes_per_token ? bytes / kv_cache_bytes_per_token : 0;
 }
@@ -125,6 +127,7 @@ BufferMemory buffer_memory(const ModelDims& model, uint32_t tp, Dtype dtype) {
   b.kv_bytes_per_row = heads * (uint64_t{model.qk_nope_head_dim} + model.v_head_dim) * bytes;
   b.k_bytes_per_row = heads * (uint64_t{model.qk_nope_head_dim} + model.qk_rope_head_dim) * bytes;
   b.latent_bytes_per_row = (uint64_t{model.kv_lora_rank} + model.qk_rope_head_dim) * bytes;
+  b.v_bytes_per_row = heads * uint64_t{model.v_head_dim} * bytes;
   b.kv_cache_bytes_per_token = b.latent_bytes_per_row * model.num_layers;
   return b;
 }

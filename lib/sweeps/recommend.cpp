@@ -25,10 +25,14 @@ std::string group_of(const SweepRow& r) {
 
 std::string memory_failure(const SweepRow& r, const RecommendOptions& o) {
   if (!o.memory_budget || !r.memory) return "";
-  const uint64_t rows = memory_rows(r), bytes = r.memory->total_bytes(rows);
+  const uint64_t rows = memory_rows(r), bytes = held_bytes(r);
   if (bytes <= *o.memory_budget) return "";
+  const bool whole = r.time && r.time->buffer_free;
+  if (r.fused_loop)
+    return fmt::format("memory {} ({}{}) > budget {}", io::format_bytes(bytes), whole ? "the largest batch's whole context: " : "",
+                       fused_loop_parts(*r.memory, rows), io::format_bytes(*o.memory_budget));
   return fmt::format("memory {} ({} {} + K concat {}) > budget {}", io::format_bytes(bytes),
-                     r.time && r.time->buffer_free ? "the largest batch's whole context: K/V" : "buffer",
+                     whole ? "the largest batch's whole context: K/V" : "buffer",
                      io::format_bytes(r.memory->kv_bytes(rows)), io::format_bytes(r.memory->k_bytes(rows)),
                      io::format_bytes(*o.memory_budget));
 }
@@ -74,7 +78,7 @@ std::string time_failure(const SweepRow& r, const RecommendOptions& o, double be
 
 std::string memory_delta(const SweepRow& from, const SweepRow& to) {
   if (!from.memory || !to.memory) return "";
-  const uint64_t a = from.memory->total_bytes(memory_rows(from)), b = to.memory->total_bytes(memory_rows(to));
+  const uint64_t a = held_bytes(from), b = held_bytes(to);
   return fmt::format(" for {} more memory", io::format_bytes(b > a ? b - a : 0));
 }
 
@@ -186,7 +190,42 @@ std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendO
   return out;
 }
 
+void compare_fused_loop(std::vector<Recommendation>& recs, const SweepResult& engines, const SweepResult& fused,
+                        const RecommendOptions& o) {
+  if (o.objective != Objective::time) return;
+  for (Recommendation& r : recs) {
+    if (!r.row) continue;
+    const SweepRow& chosen = engines.rows[*r.row];
+    const double target = step_ms(chosen, o.quantile);
+    // The group's fused rows by buffer (the grid's own, not a default's row of its own).
+    std::vector<size_t> rows;
+    for (size_t i = 0; i < fused.rows.size(); ++i)
+      if (!fused.rows[i].default_only && fused.rows[i].time && group_of(fused.rows[i]) == r.group) rows.push_back(i);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](size_t a, size_t b) { return fused.rows[a].buffer_tokens < fused.rows[b].buffer_tokens; });
+    for (size_t i : rows) {
+      if (fused.rows[i].buffer_tokens == chosen.buffer_tokens) r.fused_row = i;
+      if (!r.fused_same_time && std::isfinite(target) && step_ms(fused.rows[i], o.quantile) <= target) r.fused_same_time = i;
+    }
+    if (!r.fused_row) r.fused_same_time.reset();  // a grid the fused sweep lacks: nothing to compare
+  }
+}
+
 uint64_t memory_rows(const SweepRow& r) { return r.time ? r.time->memory_rows : r.buffer_tokens; }
+
+uint64_t reserved_bytes(const SweepRow& r) {
+  if (!r.memory) return 0;
+  return r.fused_loop ? r.memory->fused_loop_bytes(memory_rows(r)) : r.memory->reserved_bytes(memory_rows(r));
+}
+
+uint64_t held_bytes(const SweepRow& r) {
+  if (!r.memory) return 0;
+  return r.fused_loop ? r.memory->fused_loop_bytes(memory_rows(r)) : r.memory->total_bytes(memory_rows(r));
+}
+
+std::string fused_loop_parts(const models::BufferMemory& m, uint64_t rows) {
+  return fmt::format("K {} + V {}", io::format_bytes(m.k_bytes(rows)), io::format_bytes(m.v_bytes(rows)));
+}
 
 double priced_mean_ms(const SweepRow& r) {
   if (!r.time) return std::numeric_limits<double>::quiet_NaN();

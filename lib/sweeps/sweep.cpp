@@ -517,6 +517,7 @@ SweepResult run_sweep(const std::vector<Batch>& batches, const SweepGrid& grid, 
         if (const auto k = cost_for(grid, model, tp)) {
           row.time = e.times[*k];
           row.time->layers = model.num_layers;
+          row.fused_loop = grid.costs[*k].up_projection == "fused";
         }
         result.rows.push_back(std::move(row));
       }

@@ -76,7 +76,7 @@ io::TableBuilder brief_table(const SweepResult& s, double q) {
     }
     if (models) cells.push_back(fmt::format("{} TP{}", io::printable(r.model->name), r.memory->tp));
     if (memory) {
-      const uint64_t bytes = r.memory->reserved_bytes(memory_rows(r));
+      const uint64_t bytes = reserved_bytes(r);
       cells.push_back(io::format_bytes(bytes));
       cells.push_back(with_commas(r.memory->kv_cache_tokens(bytes)));
     }
@@ -96,8 +96,11 @@ std::string legend(const SweepResult& s, double q) {
     out = "mean it .. max: iterations per batch; fill: the buffer's rows used per iteration";
   }
   if (!s.rows.empty() && s.rows.front().memory)
-    out += "; reserves: the gathered latent, the up-projected K/V and the K concat on each GPU; KV tokens: the tokens "
-           "those bytes would hold in the KV cache";
+    out += std::string(s.rows.front().fused_loop ? "; reserves: mlaplan's fused loop's K and V on each GPU (no latent gathered, "
+                                                   "no K concat)"
+                                                 : "; reserves: the gathered latent, the up-projected K/V and the K concat on "
+                                                   "each GPU") +
+           "; KV tokens: the tokens those bytes would hold in the KV cache";
   return out + ". M: max_chunks (max only). --format wide: every column.\n";
 }
 

@@ -49,7 +49,7 @@ std::vector<std::string> cells(const SweepRow& r, bool with_model, bool with_tim
     c.push_back(fmt::format("{:.1f}%", 100.0 * t.over_lower_bound));
     if (eager) c.push_back(fmt::format("{:.1f}%", 100.0 * t.host_bound_share));
     c.push_back(t.path());
-    if (with_model) c.push_back(io::format_bytes(r.memory->total_bytes(t.memory_rows)));
+    if (with_model) c.push_back(io::format_bytes(held_bytes(r)));
   }
   return c;
 }
@@ -65,6 +65,8 @@ std::string csv_text(const std::string& value) {
 }
 
 bool has_model(const SweepResult& s) { return !s.rows.empty() && s.rows.front().model.has_value(); }
+// Priced by mlaplan's fused loop (sweep --loop fused): its memory is K and V alone.
+bool fused_sweep(const SweepResult& s) { return !s.rows.empty() && s.rows.front().fused_loop; }
 
 // The rows as one table (names to the left, numbers to the right), for every format that has one.
 io::TableBuilder table_of(const SweepResult& s) {
@@ -105,8 +107,13 @@ std::string header(const SweepResult& s) {
   if (sweep_has_eager(s))
     out += "; eager timing, the host's dispatch included (docs/cost-model.md, Eager time); host-bound: the share of the "
            "step the device waits for the host";
-  out += has_model(s) ? "; mem: the K/V it holds, buffer + K concat or, without a buffer, the largest batch's whole context)\n"
-                      : ")\n";
+  if (has_model(s))
+    out += fused_sweep(s) ? "; mem: the K and V mlaplan's fused loop holds, of the buffer or, without one, the largest "
+                            "batch's whole context)\n"
+                          : "; mem: the K/V it holds, buffer + K concat or, without a buffer, the largest batch's whole "
+                            "context)\n";
+  else
+    out += ")\n";
   for (const cost::CostModel& c : s.costs)
     out += fmt::format("  {} TP{}: {} ({})\n", io::printable(c.model), c.tp, io::printable(c.describe(sweep_has_eager(s))),
                        io::printable(c.path));
@@ -115,9 +122,13 @@ std::string header(const SweepResult& s) {
 
 // What a row's buffer reserves on each GPU and the KV-cache tokens that memory would otherwise hold:
 // "reserves 968 MiB (latent 72.0 MiB + K/V 512 MiB + K concat 384 MiB) = 14,444 KV-cache tokens".
+// Priced by mlaplan's fused loop: "reserves 5.00 GiB (K 3.00 GiB + V 2.00 GiB) = ...".
 std::string reserved_text(const SweepRow& r) {
   if (!r.memory) return "";
-  const uint64_t rows = memory_rows(r), bytes = r.memory->reserved_bytes(rows);
+  const uint64_t rows = memory_rows(r), bytes = reserved_bytes(r);
+  if (r.fused_loop)
+    return fmt::format("reserves {} ({}) = {} KV-cache tokens", io::format_bytes(bytes), fused_loop_parts(*r.memory, rows),
+                       with_commas(r.memory->kv_cache_tokens(bytes)));
   return fmt::format("reserves {} (latent {} + K/V {} + K concat {}) = {} KV-cache tokens", io::format_bytes(bytes),
                      io::format_bytes(r.memory->latent_bytes(rows)), io::format_bytes(r.memory->kv_bytes(rows)),
                      io::format_bytes(r.memory->k_bytes(rows)),
@@ -171,7 +182,7 @@ std::string default_text(const Recommendation& r, const SweepReport& rep, const 
     if (r.row && *r.row != *r.default_row) {
       const SweepRow& chosen = rep.sweep->rows[*r.row];
       const auto tokens = [](const SweepRow& x) {
-        return static_cast<int64_t>(x.memory->kv_cache_tokens(x.memory->reserved_bytes(memory_rows(x))));
+        return static_cast<int64_t>(x.memory->kv_cache_tokens(reserved_bytes(x)));
       };
       const int64_t delta = tokens(at) - tokens(chosen);
       mem += fmt::format(", {} {} than at {}", with_commas(static_cast<uint64_t>(delta < 0 ? -delta : delta)),
@@ -180,6 +191,42 @@ std::string default_text(const Recommendation& r, const SweepReport& rep, const 
   }
   out += fmt::format("{}  at it{}: {}{}\n", indent, one_shot ? " (one shot, priced at M=1 and its refusals counted there)" : "", how, r.row && *r.row == *r.default_row ? "; the choice is the default" : "");
   return mem.empty() ? out : out + fmt::format("{}  it {}\n", indent, mem.substr(2));
+}
+
+// The policy as the executor names it, with the fused loop's suffix: "packed+fused" for vllm (packed).
+std::string executor_policy(const policies::Policy& p) {
+  policies::Policy plain = p;
+  plain.engine.clear();  // an engine's name says what it runs; the executor takes the algorithm's
+  return plain.name() + "+fused";
+}
+
+// The quantile's step time of a row, in ms (+inf where refused batches put it past every batch).
+double quantile_ms(const SweepRow& r, double q) { return r.time->step_ms(r.time->at(q)); }
+
+// mlaplan's fused loop beside the choice (sweep --gpu where its cost files ship): its time at the chosen
+// buffer against the choice's, then the smallest buffer as fast as the choice and what that reserves.
+std::string fused_loop_text(const Recommendation& r, const SweepReport& rep, const RecommendOptions& o, const char* indent) {
+  if (!r.row || !r.fused_row || !rep.fused) return "";
+  const SweepRow &chosen = rep.sweep->rows[*r.row], &at = rep.fused->rows[*r.fused_row];
+  const std::string q = quantile_name(o.quantile);
+  const double engine_ms = quantile_ms(chosen, o.quantile), ms = quantile_ms(at, o.quantile);
+  std::string out = fmt::format("{}mlaplan's fused loop (same plan; mlaplan.prefill --policy {}): {} {}/step at {}{}\n", indent,
+                                io::printable(executor_policy(at.policy)), q, format_ms(ms), at.buffer_tokens,
+                                std::isfinite(ms) && std::isfinite(engine_ms)
+                                    ? fmt::format(" ({:+.1f}%)", 100.0 * (ms / engine_ms - 1))
+                                    : "");
+  if (!r.fused_same_time)
+    return out + fmt::format("{}  no buffer on the grid is as fast as the choice ({} {}/step)\n", indent, q, format_ms(engine_ms));
+  const SweepRow& same = rep.fused->rows[*r.fused_same_time];
+  std::string mem;
+  if (same.memory && chosen.memory) {
+    const uint64_t bytes = reserved_bytes(same), tokens = same.memory->kv_cache_tokens(bytes),
+                   before = chosen.memory->kv_cache_tokens(reserved_bytes(chosen));
+    mem = fmt::format(", reserving {} = {} KV-cache tokens, {} {}", io::format_bytes(bytes), with_commas(tokens),
+                      with_commas(before > tokens ? before - tokens : tokens - before), before >= tokens ? "fewer" : "more");
+  }
+  return out + fmt::format("{}  as fast as the choice from {} rows ({} {}){}\n", indent, same.buffer_tokens, q,
+                           format_ms(quantile_ms(same, o.quantile)), mem);
 }
 
 std::string edge_text(const Recommendation& r, const RecommendOptions& o, const char* indent) {
@@ -208,7 +255,9 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
   const RecommendOptions& o = *rep.recommend_options;
   const bool by_time = o.objective == Objective::time;
   const std::string budget =
-      o.memory_budget ? fmt::format(", buffer + K concat within {}", io::format_bytes(*o.memory_budget)) : "";
+      o.memory_budget ? fmt::format(", {} within {}", fused_sweep(*rep.sweep) ? "K + V" : "buffer + K concat",
+                                    io::format_bytes(*o.memory_budget))
+                      : "";
   std::string out =
       by_time ? fmt::format("\nrecommendation: the smallest buffer whose {} step time{} is within {:g}% of the best on the "
                             "grid{}\n",
@@ -221,9 +270,11 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       const TimeStats& t = *row.time;
       std::string mem;
       if (row.memory) {
-        const uint64_t bytes = row.memory->total_bytes(t.memory_rows);
-        mem = fmt::format(", holding the largest batch's whole context: K/V {} + K concat {}",
-                          io::format_bytes(row.memory->kv_bytes(t.memory_rows)), io::format_bytes(row.memory->k_bytes(t.memory_rows)));
+        const uint64_t bytes = held_bytes(row);
+        mem = row.fused_loop ? ", holding the largest batch's whole context: " + fused_loop_parts(*row.memory, t.memory_rows)
+                             : fmt::format(", holding the largest batch's whole context: K/V {} + K concat {}",
+                                           io::format_bytes(row.memory->kv_bytes(t.memory_rows)),
+                                           io::format_bytes(row.memory->k_bytes(t.memory_rows)));
         if (o.memory_budget && bytes > *o.memory_budget)
           mem += fmt::format("; memory {} > budget {}, which no buffer changes (raise --memory-budget or --tp)",
                              io::format_bytes(bytes), io::format_bytes(*o.memory_budget));
@@ -240,8 +291,9 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       const SweepRow& row = rep.sweep->rows[*r.row];
       std::string mem;
       if (row.memory)
-        mem = fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
-                          io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
+        mem = row.fused_loop ? ", " + fused_loop_parts(*row.memory, row.buffer_tokens)
+                             : fmt::format(", buffer {} + K concat {}", io::format_bytes(row.memory->kv_bytes(row.buffer_tokens)),
+                                           io::format_bytes(row.memory->k_bytes(row.buffer_tokens)));
       const uint64_t refused = by_time ? row.time->refused : row.refused;
       if (by_time) {
         const TimeStats& t = *row.time;
@@ -274,6 +326,7 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
                          o.memory_budget ? " or raise --memory-budget / --tp" : "");
     }
     out += default_text(r, rep, o, indent);
+    out += fused_loop_text(r, rep, o, indent);
     if (rejections)
       for (const Rejection& x : r.rejected) out += fmt::format("{}{}: {}\n", indent, x.buffer_tokens, io::printable(x.why));
   }
@@ -379,7 +432,7 @@ const std::vector<SweepField>& sweep_fields() {
        nullptr, true, true},
       {"most_rows", all, [](R r) -> V { return r.time ? V(r.time->most_rows) : V(); }, 0, nullptr, nullptr, true, true},
       {"memory_rows", all, [](R r) -> V { return r.time ? V(r.time->memory_rows) : V(); }, 0, nullptr, nullptr, true, true},
-      {"memory_bytes", all, [](R r) -> V { return r.time && r.memory ? V(r.memory->total_bytes(r.time->memory_rows)) : V(); },
+      {"memory_bytes", all, [](R r) -> V { return r.time && r.memory ? V(held_bytes(r)) : V(); },
        0, nullptr, nullptr, true, true},
   };
   return fields;
@@ -430,7 +483,8 @@ std::string format_sweep_json(const SweepReport& rep) {
     for (const cost::CostModel& c : s.costs)
       j["costs"].push_back({{"file", c.path}, {"model", c.model}, {"tp", c.tp}, {"dtype", c.dtype}, {"gpu", c.gpu},
                             {"compute_capability", cost::compute_capability_text(c.sm)},
-                            {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date}});
+                            {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date},
+                            {"up_projection", c.up_projection}});
     if (sweep_has_eager(s)) {  // the times are eager: the host section they were priced with
       for (size_t k = 0; k < s.costs.size(); ++k)
         if (s.costs[k].host) {
@@ -489,7 +543,7 @@ std::string format_sweep_json(const SweepReport& rep) {
       const std::optional<size_t> held = r.row ? r.row : r.whole_row;
       if (held && s.rows[*held].memory) {
         const SweepRow& x = s.rows[*held];
-        const uint64_t bytes = x.memory->reserved_bytes(memory_rows(x));
+        const uint64_t bytes = reserved_bytes(x);
         g["reserved_bytes"] = bytes;
         g["kv_cache_tokens"] = x.memory->kv_cache_tokens(bytes);
       }
@@ -506,11 +560,31 @@ std::string format_sweep_json(const SweepReport& rep) {
           e["refused"] = o.objective == Objective::time ? s.rows[*r.default_row].time->refused : s.rows[*r.default_row].refused;
         if (r.default_row && s.rows[*r.default_row].memory) {
           const SweepRow& x = s.rows[*r.default_row];
-          const uint64_t bytes = x.memory->reserved_bytes(memory_rows(x));
+          const uint64_t bytes = reserved_bytes(x);
           e["reserved_bytes"] = bytes;
           e["kv_cache_tokens"] = x.memory->kv_cache_tokens(bytes);
         }
         g["engine_default"] = e;
+      }
+      if (r.row && r.fused_row && rep.fused) {  // mlaplan's fused loop beside the choice
+        const SweepRow &chosen = s.rows[*r.row], &at = rep.fused->rows[*r.fused_row];
+        const double engine_ms = quantile_ms(chosen, o.quantile), ms = quantile_ms(at, o.quantile);
+        const bool timed = std::isfinite(ms) && std::isfinite(engine_ms);
+        json f{{"cost_file", rep.fused->costs[at.time->cost].path},
+               {"executor_policy", executor_policy(at.policy)},
+               {"step_ms", std::isfinite(ms) ? json(ms) : json(nullptr)},
+               {"change", timed ? json(ms / engine_ms - 1) : json(nullptr)},
+               {"same_time", nullptr}};
+        if (r.fused_same_time) {
+          const SweepRow& same = rep.fused->rows[*r.fused_same_time];
+          json t{{"buffer_tokens", same.buffer_tokens}, {"step_ms", quantile_ms(same, o.quantile)}};
+          if (same.memory) {
+            t["reserved_bytes"] = reserved_bytes(same);
+            t["kv_cache_tokens"] = same.memory->kv_cache_tokens(reserved_bytes(same));
+          }
+          f["same_time"] = t;
+        }
+        g["fused_loop"] = f;
       }
       rec["groups"].push_back(g);
     }

@@ -72,6 +72,8 @@ struct BufferMemory {
   uint64_t k_bytes_per_row = 0;
   // (kv_lora + qk_rope) * dtype: the latent workspace row, not split by TP (1,152 B for DeepSeek-V3 bf16).
   uint64_t latent_bytes_per_row = 0;
+  // local_heads * v_head * dtype: V alone (32 KiB for DeepSeek-V3 bf16 TP1).
+  uint64_t v_bytes_per_row = 0;
   uint64_t kv_bytes(uint64_t rows) const;     // rows * kv_bytes_per_row
   uint64_t k_bytes(uint64_t rows) const;      // rows * k_bytes_per_row
   uint64_t latent_bytes(uint64_t rows) const; // rows * latent_bytes_per_row
@@ -79,6 +81,12 @@ struct BufferMemory {
   // latent + kv + k: what a buffer of `rows` reserves on each GPU (the latent gather, the up-projected
   // K_nope|V and the K concat, all live in one chunk's step).
   uint64_t reserved_bytes(uint64_t rows) const;
+  uint64_t v_bytes(uint64_t rows) const;      // rows * v_bytes_per_row
+  // k + v: what mlaplan's fused loop (prefill --policy NAME+fused) reserves for a buffer of `rows`. Its
+  // kernel reads the latent through the page table (no gathered rows) and writes K [rows, heads,
+  // qk_nope + qk_rope] and V [rows, heads, v_head] in place (no K_nope|V beside a K concat): 10,240 B
+  // a row for DeepSeek-V3 bf16 TP 8, against reserved_bytes' 15,488.
+  uint64_t fused_loop_bytes(uint64_t rows) const;
   // The MLA KV cache of one token on one GPU: (kv_lora + qk_rope) * dtype per layer, times the
   // layers. The latent is not split by TP: every rank caches whole rows for all its layers.
   uint64_t kv_cache_bytes_per_token = 0;

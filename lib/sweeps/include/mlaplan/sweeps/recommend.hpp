@@ -56,14 +56,32 @@ struct Recommendation {
   // "smallest", and the grid to sweep next ("--buffer-tokens 524288:2097152:x2"); "" otherwise.
   std::string grid_edge;
   std::string next_grid;
+  // mlaplan's fused loop beside the choice (compare_fused_loop, objective time): the fused sweep's row
+  // at the chosen buffer, and its smallest buffer whose time at the quantile is at most the choice's
+  // (none where no buffer of the grid is that fast). Indices into the fused sweep's rows.
+  std::optional<size_t> fused_row, fused_same_time;
 };
 
 // One recommendation per group of rows sharing policy, M, model and TP. Throws InputError when a
 // memory budget is given without a model, or objective time without predicted times (--cost).
 std::vector<Recommendation> recommend(const SweepResult& sweep, const RecommendOptions& options);
 
+// Beside each recommendation of `engines` with a choice, mlaplan's fused loop (Recommendation::fused_row
+// and fused_same_time): `fused` is the same batches and grid priced by the fused loop's cost files. Its
+// rows are matched by group and buffer; a group it lacks gains nothing.
+void compare_fused_loop(std::vector<Recommendation>& recs, const SweepResult& engines, const SweepResult& fused,
+                        const RecommendOptions& options);
+
 // The rows of K/V a row holds at once: its buffer, or with a cost model what its dispatched path holds.
 uint64_t memory_rows(const SweepRow& r);
+// What a row reserves on each GPU for its memory_rows: the gathered latent, the up-projected K/V and
+// the K concat (BufferMemory::reserved_bytes), or priced by mlaplan's fused loop (SweepRow::fused_loop)
+// its K and V alone (fused_loop_bytes). 0 without a model.
+uint64_t reserved_bytes(const SweepRow& r);
+// What --memory-budget checks: the K/V buffer and the K concat (total_bytes), or the fused loop's K and V.
+uint64_t held_bytes(const SweepRow& r);
+// "K 3.00 GiB + V 2.00 GiB": the fused loop's buffers for `rows`.
+std::string fused_loop_parts(const models::BufferMemory& m, uint64_t rows);
 // A step's mean time in ms over the batches the row prices (refused batches left out; none: NaN).
 double priced_mean_ms(const SweepRow& r);
 // "2 of 10,000 batches (0.02%)": a count of refused batches as people read it.

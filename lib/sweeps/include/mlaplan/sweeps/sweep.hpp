@@ -112,6 +112,9 @@ struct SweepRow {
   std::optional<models::BufferMemory> memory;
   // The predicted time, when the grid has a cost model for the row's model and TP.
   std::optional<TimeStats> time;
+  // That cost model prices mlaplan's fused loop (kernels.up_projection "fused"): its memory is the
+  // fused loop's (BufferMemory::fused_loop_bytes; recommend.hpp's reserved_bytes and held_bytes).
+  bool fused_loop = false;
   // Priced only for an engine's default (SweepGrid::max_one_shot), not a setting of the grid: in no
   // recommendation group, found as a group's default row.
   bool default_only = false;

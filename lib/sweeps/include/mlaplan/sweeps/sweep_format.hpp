@@ -18,6 +18,9 @@ struct SweepReport {
   const SweepResult* sweep = nullptr;
   std::optional<RecommendOptions> recommend_options;  // set with --recommend
   std::vector<Recommendation> recommendations;
+  // mlaplan's fused loop priced over the same batches and grid (sweep --gpu, where its cost files ship):
+  // the rows Recommendation::fused_row and fused_same_time index. Null: none.
+  const SweepResult* fused = nullptr;
 };
 
 // sweep's default: the recommendation first (without the buffers it passed over: the table shows
