@@ -45,8 +45,9 @@ void add_gpu_options(CLI::App& cmd, GpuOptions& o) {
       ->transform(one_of({"fa3", "fa2"}, {{"flash", "fa2"}}));
   cmd.add_option("--loop", o.loop,
                  "With --gpu: whose loop its cost file prices, engine (default: each engine's own gather, up-projection "
-                 "and concat) or fused (mlaplan's own loop, one fused up-projection kernel: the same plan, the time it "
-                 "would take; python -m mlaplan.prefill --policy NAME+fused runs it)")
+                 "and concat; where the fused loop's file ships, sweep --recommend --objective time shows it beside the "
+                 "choice) or fused (mlaplan's own loop, one fused up-projection kernel holding K and V alone: the same "
+                 "plan, the time and memory it would take; python -m mlaplan.prefill --policy NAME+fused runs it)")
       ->transform(one_of({"engine", "fused"}, {}));
 }
 
