@@ -255,7 +255,9 @@ class FakeGpu:
     def _rec(self, p, bias):
         f = features(p, self.dims.heads, 132, 1, 128, 0, "sorted")
         graph = sum(TRUE[k] * v for k, v in f.items()) / 1e3 * bias
-        return dict(p.as_dict(), graph_ms=graph, eager_ms=graph + 0.1 * f["per_iteration_us"], path="chunked")
+        # The eager runs as the device times them: only where the host section is asked for (or eager time).
+        eager = graph + 0.1 * f["per_iteration_us"] if oneshot.heldout_eager(self.args) else None
+        return dict(p.as_dict(), graph_ms=graph, eager_ms=eager, path="chunked")
 
     def measure_calibration(self, p, i):
         return self._rec(p, 1.0)
@@ -288,7 +290,8 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     assert "held-out verdict: " + ("PASS" if code == 0 else "MISS") in stdout and "coding-agent" in stdout
     # The fit took the workload batches it drew: every workload's, weighted as workload points.
     assert cost["fit"]["points"] > 20 and cost["fit"]["workload_weight"] == 8
-    assert isinstance(cost["host"]["identified"], bool) and "eager" in held
+    # Timed as graphs alone (no --host): no host section, and the summary says eager time is refused.
+    assert "host" not in cost and "eager" not in held and "no host section" in stdout and "--host" in stdout
     assert held["timings"] == ["graph"]  # a check by graph time replays the graphs alone (heldout_eager)
     _mlaplan.read_cost_model(str(out))  # the C++ reader takes the additive fields
     # The measurements keep the held-out runs apart from the fitted ones, for studying a miss.
@@ -310,6 +313,28 @@ def test_the_one_command_end_to_end(tmp_path, monkeypatch, capsys, bias, code):
     assert cal.entry(["--refit", str(raw), "-o", str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "heldout_records[1].new" in err[0] and not (tmp_path / "bad.json").exists()
+
+
+def test_the_host_section_is_measured_with_host_only(tmp_path, monkeypatch):
+    """The eager runs serve the host section alone: the device times the fitted points as graphs alone
+    unless --host (or --timing eager) asks for it, and then the file has one."""
+    from mlaplan.calibrate import __main__ as cal
+    from mlaplan.calibrate import measure
+
+    pytest.importorskip("torch", reason="the model presets' dimensions come from mlaplan.prefill")
+    seen = []
+    monkeypatch.setattr(measure, "measure_point", lambda *a, **k: seen.append(k) or {})
+    for argv, eager in (([], False), (["--host"], True), (["--timing", "eager"], True)):
+        args = cal.parser().parse_args(["-o", "x.json"] + argv)
+        dev = oneshot.Device(args, None, None)
+        dev.device, dev.kernel, dev.torch = "cuda", "fa3", type("T", (), {"bfloat16": None})
+        dev.measure_calibration(Point([300], [0, 20], 16, 8192, "packed", "short-chat", "s-0"), 0)
+        k = seen.pop()
+        assert k["eager"] is eager and (k["host_reps"] > 0) is eager and (k["cpu_wait_s"] > 0) is eager, (argv, k)
+    monkeypatch.setattr(cal, "open_device", lambda args: FakeGpu(args))
+    out = tmp_path / "host.json"
+    assert cal.entry(["--model", "deepseek-v3", "--tp", "8", "--points", "20", "--no-check", "--host", "-o", str(out)]) == 0
+    assert isinstance(json.loads(out.read_text())["host"]["identified"], bool)
 
 
 def test_the_fused_loop_is_a_file_of_its_own(tmp_path, monkeypatch, capsys):

@@ -377,6 +377,9 @@ def summary(doc: dict, fit, host, timing: str) -> str:
              f"{fit.tile_queries} x {fit.blocks_per_sm} per SM, {fit.scheduler} scheduler; |error| median "
              f"{100 * fit.median_abs_error:.1f}%, p90 {100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {cv})"]
     lines += [f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}" for name, value in fit.coefficients.items()]
+    if host is None and timing == "graph":
+        lines.append("no host section: the points were timed as graphs alone, so eager time (--timing eager, guided/eager) is "
+                     "refused with this file; calibrate with --host to measure the host's dispatch too")
     if host is not None:
         lines.append(f"eager time's host costs, {host.points} points (the two clocks against the eager times): |error| median "
                      f"{100 * host.median_abs_error:.1f}%, p90 {100 * host.p90_abs_error:.1f}%; us per launch:")

@@ -268,9 +268,14 @@ class Device:
         a = self.args
         turn = self.turns.get(p.policy, 0)
         self.turns[p.policy] = turn + 1
+        # The eager runs only serve the host section, which graph time without --host does not identify
+        # (every H100 run's was "not identified"): skipping them, their CPU waits and dispatch probes
+        # times twice the points in the budget (a DeepSeek-V3 TP 1 point on an H100: 1.4 s of 3.2 s).
+        eager = heldout_eager(a)
         return measure_point(p, self.dims, self.torch.bfloat16, self.device, a.reps, a.warmup, self.kernel, a.seed + i,
-                             settle_ms=a.settle_ms, host_reps=a.host_reps, graph_first=replays_first(turn), cpu_wait_s=a.cpu_wait_s,
-                             reheat_ms=a.reheat_ms, up_projection=self.up_projection)
+                             settle_ms=a.settle_ms, host_reps=a.host_reps if eager else 0, graph_first=replays_first(turn) and eager,
+                             cpu_wait_s=a.cpu_wait_s if eager else 0.0, reheat_ms=a.reheat_ms, eager=eager,
+                             up_projection=self.up_projection)
 
     def measure_heldout(self, p, i: int, group: int) -> dict:
         from .._cli import ENGINES
@@ -286,8 +291,8 @@ class Device:
 
 
 def heldout_eager(args) -> bool:
-    """Whether the held-out runs are timed eagerly too: where the verdict is by eager time, or --host
-    asks for the host section. A check by graph time replays the graphs alone: the eager runs, their
+    """Whether the runs (the fitted points and the held-out ones) are timed eagerly too: where the fit or
+    the verdict is by eager time, or --host asks for the host section. A check by graph time replays the graphs alone: the eager runs, their
     probes and the host's dispatch took half of an H100 Kimi-K2 check's 166 s, and a DeepSeek-V3 TP 1
     coding-agent batch over 120 s, for figures no verdict reads (the order of the two timings moved
     that check's graph errors by 0.4 points at most)."""
