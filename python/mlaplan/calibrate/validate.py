@@ -503,7 +503,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     timing = args.timing or cost.get("timing") or "eager"
     if timing == "eager" and cost.get("timing") != "eager" and cost.get("host") is None:
         raise UsageError(f"{args.cost}: host: missing; eager time needs the host's dispatch costs: calibrate the file again "
-                         f"(python -m mlaplan.calibrate measures them), or compare --timing graph")
+                         f"(python -m mlaplan.calibrate --host measures them), or compare --timing graph")
     try:
         rep = report(cost, records, timing)
     except ValueError as e:  # a record no batch can be: the C++ message names no file
