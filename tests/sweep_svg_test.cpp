@@ -21,6 +21,7 @@
 #include "mlaplan/batch.hpp"
 #include "mlaplan/cost/cost_model.hpp"
 #include "mlaplan/workloads/batch_formation.hpp"
+#include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/models/model.hpp"
 #include "mlaplan/sweeps/recommend.hpp"
 #include "mlaplan/sweeps/sweep.hpp"
@@ -240,6 +241,59 @@ TEST(SweepSvg, GroupsSplitByModelAndTp) {
   EXPECT_NE(svg.find(">packed deepseek-v3 TP1<"), std::string::npos);
   EXPECT_NE(svg.find(">packed deepseek-v3 TP8<"), std::string::npos);
   EXPECT_NE(svg.find("memory: buffer 4.00 GiB + K concat"), std::string::npos);  // 64 KiB x 65536 at TP1
+}
+
+// sweep --loop fused: the memory axis, its title, the budget's place and the tooltips count what mlaplan's
+// fused loop holds, K and V alone (10,240 B a row for DeepSeek-V3 TP 8 bf16), not the engines' gathered
+// latent, K/V and K concat (15,488 B a row; 14,336 B without the latent, as --memory-budget counts).
+TEST(SweepSvg, FusedLoopsMemoryAxisCountsKAndVAlone) {
+  const models::BufferMemory m = models::buffer_memory(models::find_model_preset("deepseek-v3"), 8, models::Dtype::bf16);
+  ASSERT_EQ(m.reserved_bytes(1), 15488u);
+  ASSERT_EQ(m.total_bytes(1), 14336u);
+  ASSERT_EQ(m.fused_loop_bytes(1), 10240u);
+  const uint32_t sizes[] = {8192, 65536};
+  SweepResult engines;
+  engines.source = "fused loop";
+  engines.batches = 400;
+  for (uint32_t n : sizes) {
+    SweepRow r = row(PolicyKind::packed, n, n == 8192 ? 8 : 1, 0.5);
+    r.model = models::find_model_preset("deepseek-v3");
+    r.memory = m;
+    engines.rows.push_back(r);
+  }
+  SweepResult fused = engines;
+  for (SweepRow& r : fused.rows) r.fused_loop = true;
+  RecommendOptions o;
+  o.max_iterations = 4;
+  o.memory_budget = uint64_t{320} << 20;  // 32,768 rows of K and V; 23,405.7 of K/V and K concat
+  const auto picture = [&](const SweepResult& s) {
+    SweepReport report;
+    report.sweep = &s;
+    report.recommend_options = o;
+    report.recommendations = sweeps::recommend(s, o);
+    return measure_sweep(report);
+  };
+  const SweepPicture e = picture(engines), f = picture(fused);
+  ASSERT_EQ(e.memory_ticks.size(), 2u);
+  ASSERT_EQ(f.memory_ticks.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {  // the same ticks, the bytes in the ratio 10,240 / 15,488
+    EXPECT_EQ(f.memory_ticks[i].pos, e.memory_ticks[i].pos);
+    EXPECT_EQ(e.memory_ticks[i].label, io::format_bytes(uint64_t{15488} * sizes[i]));
+    EXPECT_EQ(f.memory_ticks[i].label, io::format_bytes(uint64_t{10240} * sizes[i]));
+  }
+  EXPECT_EQ(f.memory_ticks[1].label, "640 MiB");
+  EXPECT_EQ(e.memory_ticks[1].label, "968 MiB");
+  EXPECT_EQ(f.memory_title, "reserved per GPU, deepseek-v3 TP8 (mlaplan's fused loop: K + V)");
+  EXPECT_EQ(e.memory_title, "reserved per GPU, deepseek-v3 TP8 (latent + K/V + K concat)");
+  ASSERT_TRUE(f.budget_x && e.budget_x);
+  EXPECT_NEAR(*f.budget_x, f.x(32768), 1e-9);
+  EXPECT_NEAR(*e.budget_x, e.x(320.0 * (1 << 20) / 14336), 1e-9);
+  SweepReport report;
+  report.sweep = &fused;
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  EXPECT_NE(svg.find("memory (mlaplan&#39;s fused loop): K 48.0 MiB + V 32.0 MiB"), std::string::npos);  // at 8,192 rows
+  EXPECT_EQ(svg.find("K concat"), std::string::npos);
 }
 
 TEST(SweepSvg, HostileNamesComeOutEscapedAndClipped) {

@@ -89,16 +89,22 @@ bool has_memory_axis(const std::vector<SweepRow>& rows, bool one_model) {
 
 void memory_axis(SweepPicture& L, const std::vector<SweepRow>& rows, const std::optional<RecommendOptions>& rec) {
   const models::BufferMemory& m = *rows.front().memory;
+  // Priced by mlaplan's fused loop (sweep --loop fused), the rows hold its K and V alone, as the table's
+  // reserves (sweeps::reserved_bytes and held_bytes): the axis and the budget count the same bytes.
+  const bool fused = rows.front().fused_loop;
+  const auto reserved = [&](uint64_t n) { return fused ? m.fused_loop_bytes(n) : m.reserved_bytes(n); };
+  const auto held = [&](uint64_t n) { return fused ? m.fused_loop_bytes(n) : m.total_bytes(n); };
   for (const Tick& t : L.x_ticks) {
     if (t.label.empty()) continue;
     const double rows_at = std::exp2(L.x.t0 + (t.pos - L.x.p0) / (L.x.p1 - L.x.p0) * (L.x.t1 - L.x.t0));
-    L.memory_ticks.push_back({t.pos, io::format_bytes(m.reserved_bytes(static_cast<uint64_t>(std::llround(rows_at))))});
+    L.memory_ticks.push_back({t.pos, io::format_bytes(reserved(static_cast<uint64_t>(std::llround(rows_at))))});
   }
-  L.memory_title = fmt::format("reserved per GPU, {} TP{} (latent + K/V + K concat)", clip_text(rows.front().model->name, kLegendChars),
-                               m.tp);
+  L.memory_title = fmt::format("reserved per GPU, {} TP{} ({})", clip_text(rows.front().model->name, kLegendChars), m.tp,
+                               fused ? "mlaplan's fused loop: K + V" : "latent + K/V + K concat");
   if (!rec || !rec->memory_budget) return;
-  // The budget counts the buffer and the K concat, as --memory-budget does; both grow with the rows.
-  const double per_row = static_cast<double>(m.total_bytes(uint64_t{1} << 20)) / static_cast<double>(uint64_t{1} << 20);
+  // The budget counts what --memory-budget does: the buffer and the K concat (or the fused loop's K and
+  // V), all growing with the rows.
+  const double per_row = static_cast<double>(held(uint64_t{1} << 20)) / static_cast<double>(uint64_t{1} << 20);
   if (!(per_row > 0)) return;
   const double budget_rows = static_cast<double>(*rec->memory_budget) / per_row;
   const double t = std::log2(budget_rows);

@@ -293,7 +293,7 @@ std::string draw(const SweepPicture& L, bool standalone) {
     for (const SweepPoint& p : s.points)
       if (p.recommended) ring(w, p.x, p.y, s.radius + 5);
 
-  // The memory budget: a vertical line where the buffer and K concat reach it, through both panels.
+  // The memory budget: a vertical line where what --memory-budget counts reaches it, through both panels.
   if (L.budget_x) {
     const double bottom = L.time ? L.time->bottom : L.bottom;
     w.open("g", {{"class", "budget"}});

@@ -46,9 +46,10 @@ std::string point_tip(const SweepRow& r, bool recommended, const std::optional<R
   t += fmt::format("\nmean fill {:.1f}%", 100.0 * finite_or_zero(r.mean_fill));
   t += fmt::format("\nrefused {:.2f}% ({} of {} batches)", 100.0 * r.refused_share(), r.refused, r.batches);
   if (r.refused > 0 && !r.first_refusal.empty()) t += "; the first: " + clip_text(r.first_refusal, kTipChars);
-  if (r.memory)
-    t += fmt::format("\nmemory: buffer {} + K concat {}", io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
-                     io::format_bytes(r.memory->k_bytes(r.buffer_tokens)));
+  if (r.memory)  // what the buffer holds: mlaplan's fused loop K and V alone, the engines' loop a K concat beside it
+    t += r.fused_loop ? "\nmemory (mlaplan's fused loop): " + sweeps::fused_loop_parts(*r.memory, r.buffer_tokens)
+                      : fmt::format("\nmemory: buffer {} + K concat {}", io::format_bytes(r.memory->kv_bytes(r.buffer_tokens)),
+                                    io::format_bytes(r.memory->k_bytes(r.buffer_tokens)));
   if (recommended && rec) t += "\nrecommended: " + recommended_text(*rec);
   return t;
 }

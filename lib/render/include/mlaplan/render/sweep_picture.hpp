@@ -134,7 +134,8 @@ struct SweepPicture {
   // a gap entry) the keys on rows of their own. Its first row's middle.
   double legend_y = 0;
   // Above the plot, with one model and TP: what each tick's buffer reserves on each GPU (the gathered
-  // latent, the up-projected K/V and the K concat), and where --memory-budget falls on the axis.
+  // latent, the up-projected K/V and the K concat; mlaplan's fused loop's K and V), and where
+  // --memory-budget falls on the axis.
   std::vector<Tick> memory_ticks;
   std::string memory_title;
   std::optional<double> budget_x;  // px; none where the budget lies off the axis
