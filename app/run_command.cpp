@@ -200,6 +200,7 @@ io::PlanReport plan_one(const check::Scenario& s, const policies::Policy& policy
     r.memory->bytes_per_row = m.fused_loop_bytes(1);
     r.memory->buffer_bytes = m.fused_loop_bytes(s.batch.buffer_token_size);
     r.memory->k_concat_bytes = r.memory->latent_bytes = 0;
+    r.memory->fused_loop = true;
   }
   if (r.refused.empty()) {  // on the path the cost file's GPU dispatches the batch to, as predict prices it
     const policies::MaxTablesView view = policies::max_tables_view(r.tables);

@@ -149,3 +149,35 @@ TEST(Cli, VersionSaysWhetherCudaIsBuiltIn) {
   EXPECT_EQ(r.out.rfind("mlaplan ", 0), 0u);
   EXPECT_TRUE(r.out.find("CUDA") != std::string::npos) << r.out;
 }
+
+// run priced by mlaplan's fused loop (a cost file whose kernels.up_projection is "fused"): the memory line
+// says its buffer is K and V alone and why there is no K concat or latent, within 120 columns; the
+// engines' line and the JSON's fields are as before. The picture's detail line says the same.
+TEST(Cli, RunUnderTheFusedLoopSaysItsBufferIsKAndV) {
+  const fs::path dir = mlaplan::test::scratch("run_fused");
+  json cost = json::parse(std::ifstream(MLAPLAN_SOURCE_DIR "/costs/h100/deepseek-v3-tp8-bf16-fa3.json"));
+  cost["kernels"]["up_projection"] = "fused";
+  std::ofstream(dir / "fused.json") << cost.dump(1);
+  const std::string run = "run " + kScenarios + "/worked-example.json --backend cpu --model deepseek-v3 --tp 8 --cost ";
+  const auto f = run_cli(run + (dir / "fused.json").string() + " --svg " + (dir / "plan.svg").string());
+  ASSERT_EQ(f.code, 0) << f.err;
+  EXPECT_NE(f.out.find("\nmemory    deepseek-v3 TP 8 bf16: buffer 512 rows x 10.0 KiB (K + V) = 5.00 MiB\n"
+                       "          mlaplan's fused loop: it gathers no latent and builds no K concat\n"),
+            std::string::npos)
+      << f.out;
+  EXPECT_EQ(f.out.find("K concat 0 B"), std::string::npos) << f.out;
+  for (const std::string& l : mlaplan::test::lines_of(f.out)) EXPECT_LE(l.size(), 120u) << l;
+  EXPECT_NE(mlaplan::test::slurp(dir / "plan.svg").find("5.00 MiB (K + V, mlaplan&#39;s fused loop)"), std::string::npos);
+  const auto e = run_cli(run + MLAPLAN_SOURCE_DIR "/costs/h100/deepseek-v3-tp8-bf16-fa3.json");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE(e.out.find("\nmemory    deepseek-v3 TP 8 bf16: buffer 512 rows x 8.00 KiB = 4.00 MiB, K concat 3.00 MiB, latent "
+                       "576 KiB\n"),
+            std::string::npos)
+      << e.out;
+  const auto j = run_cli(run + (dir / "fused.json").string() + " --format json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const json m = json::parse(j.out)["buffer_memory"];
+  EXPECT_EQ(m, json::parse(R"({"model": "deepseek-v3", "tp": 8, "dtype": "bf16", "bytes_per_row": 10240,
+                               "buffer_bytes": 5242880, "k_concat_bytes": 0, "latent_bytes": 0})"));
+  fs::remove_all(dir);
+}

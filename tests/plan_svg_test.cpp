@@ -425,5 +425,17 @@ TEST(PlanSvg, ChunksCarryTheirPredictedTimesOnlyWithACostFile) {
   EXPECT_EQ(plan_svg({measure_plan(r)}, o).find("time/step"), std::string::npos);
 }
 
+// Priced as mlaplan's fused loop (run --cost with a fused file), the details give its buffer as K and V,
+// with no K concat or latent beside it (the line breaks after "buffer" at the default width).
+TEST(PlanSvg, FusedLoopsBufferIsKAndV) {
+  PlanPicture p = measure_plan(max_report(worked_example()));
+  p.memory = io::MemoryFigures{"deepseek-v3", 8, "bf16", 10240, 5u << 20, 0, 0, true};
+  const std::string svg = plan_svg({p});
+  EXPECT_NE(svg.find("5.00 MiB (K + V, mlaplan&#39;s fused loop)"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("K concat"), std::string::npos) << svg;
+  p.memory->fused_loop = false;
+  EXPECT_NE(plan_svg({p}).find("K concat 0 B, latent 0 B"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace mlaplan::render

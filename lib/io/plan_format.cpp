@@ -132,8 +132,14 @@ std::string format_plan_table(const PlanReport& r, size_t max_sequences) {
       r.policy == "max" ? "" : fmt::format(", policy {}: the cached context only", printable(r.policy)));
   if (r.memory) {
     const MemoryFigures& f = *r.memory;
-    put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", printable(f.model), f.tp, printable(f.dtype), n,
-        format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes), format_bytes(f.latent_bytes));
+    if (f.fused_loop)  // no K concat or latent to list: said why, on a line of its own within 120 columns
+      put("memory    {} TP {} {}: buffer {} rows x {} (K + V) = {}\n          mlaplan's fused loop: it gathers no latent and "
+          "builds no K concat\n",
+          printable(f.model), f.tp, printable(f.dtype), n, format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes));
+    else
+      put("memory    {} TP {} {}: buffer {} rows x {} = {}, K concat {}, latent {}\n", printable(f.model), f.tp, printable(f.dtype),
+          n, format_bytes(f.bytes_per_row), format_bytes(f.buffer_bytes), format_bytes(f.k_concat_bytes),
+          format_bytes(f.latent_bytes));
   }
   if (r.time && r.refused.empty()) {
     const TimeFigures& t = *r.time;

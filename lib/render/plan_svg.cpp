@@ -164,6 +164,8 @@ std::string group_tooltip(const ChunkPicture& chunk, const BarItem& item) {
 }
 
 std::string memory_text(const io::MemoryFigures& f) {
+  if (f.fused_loop)  // mlaplan's fused loop holds K and V alone: no K concat, no latent to list
+    return fmt::format("{} TP {} {}: buffer {} (K + V, mlaplan's fused loop)", f.model, f.tp, f.dtype, io::format_bytes(f.buffer_bytes));
   return fmt::format("{} TP {} {}: buffer {}, K concat {}, latent {}", f.model, f.tp, f.dtype,
                      io::format_bytes(f.buffer_bytes), io::format_bytes(f.k_concat_bytes), io::format_bytes(f.latent_bytes));
 }

@@ -23,6 +23,9 @@ struct MemoryFigures {
   uint64_t buffer_bytes = 0;   // bytes_per_row x buffer_token_size
   uint64_t k_concat_bytes = 0; // the K concat buffer vLLM-style paths allocate beside it
   uint64_t latent_bytes = 0;   // the latent workspace the rows are gathered into
+  // Priced as mlaplan's fused loop (a cost file's kernels.up_projection "fused"): the buffer is its K and V
+  // (BufferMemory::fused_loop_bytes), no latent gathered and no K concat, so both are 0.
+  bool fused_loop = false;
 };
 
 // The plan's predicted time under a cost model, when `run --cost` gives one (plain figures;
