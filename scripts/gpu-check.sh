@@ -16,7 +16,8 @@ usage() {
   echo "  BUILD_DIR: default build, built with CUDA (cmake -S . -B build); PART: default all. Parts:"
   local p
   for p in $(part_names); do printf '  %-18s %s\n' "$p" "$(sed -n '1s/^# part: //p' "$parts_dir/$p.sh")"; done
-  echo "Environment: OUT (logs), GPU_CHECK_BUNDLE=1, ATTENTION (auto, flash, fa3, cudnn), FA3_WHEELS (.whl/),"
+  echo "Environment: OUT (logs), GPU_CHECK_BUNDLE=1, ATTENTION (auto, flash, fa3, cudnn), FA3_WHEELS (.whl/: the"
+  echo "  fa3-fwd and nvidia-ml-py wheels for a machine without network),"
   echo "  MAX_PLANNER, MLAPLAN_COMMIT; each part's file names the variables it reads."
 }
 

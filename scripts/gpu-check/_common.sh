@@ -61,8 +61,18 @@ python_gpu() {
     "$source_dir" || return 1
   # FlashAttention-3 first where a wheel is at hand, so that its tests run rather than skip.
   fa3_install >/dev/null 2>&1 || echo "FlashAttention-3 not installed: its tests skip"
+  nvml_install >/dev/null 2>&1 || echo "nvidia-ml-py not installed: runs are recorded without the SM clock"
   (cd /tmp && PYTHONPATH=$site python3 -m pytest -q -rs "$source_dir/tests/python") || return 1
   PYTHONPATH=$site python3 "$source_dir/scripts/bench_python.py"
+}
+
+# nvidia-ml-py (pure Python) from a wheel in $FA3_WHEELS where the site lacks it: torch reads the SM
+# clock and power through it, which calibrate and validate record beside each run.
+nvml_install() {
+  py -c 'import pynvml' 2>/dev/null && return 0
+  local wheels=("$fa3_wheels"/nvidia_ml_py-*.whl)
+  [[ -e ${wheels[0]} ]] || return 0
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" "${wheels[@]}"
 }
 
 # The package without the CUDA planner: the executor and the calibration need only its CPU side.
@@ -80,4 +90,5 @@ cpu_site() {
   cpu_site_done=1
   [[ ${1:-} == --reuse && -d $site/mlaplan ]] || step "python package (no CUDA planner)" python-build.log python_cpu_build
   [[ $attention == flash || $attention == cudnn ]] || step "FlashAttention-3 importable" fa3.log fa3_install
+  nvml_install >/dev/null 2>&1 || echo "nvidia-ml-py not installed: runs are recorded without the SM clock"
 }

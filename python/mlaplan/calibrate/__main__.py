@@ -265,7 +265,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     check_readable(cost, args.output)
-    text = summary(doc, fit, host, args.timing)
+    from .gpu_clock import clock_line
+
+    text = summary(doc, fit, host, args.timing) + clock_line(doc["records"], "fitted points")
     met = True
     if check:
         from .oneshot import table
@@ -277,7 +279,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             drawn = {f"heldout_{k}": cost["heldout"][k] for k in ("seed", "batches_per_workload", "reps", "warmup")}
             write_output(args.measurements, json_text({**doc, **drawn, "heldout_records": held}, args.measurements))
         check_readable(cost, args.output)
-        text, met = table(cost["heldout"]), cost["heldout"]["met"]
+        text, met = table(cost["heldout"]) + clock_line(held, "held-out runs"), cost["heldout"]["met"]
     elif args.refit and doc["heldout_records"]:
         from .oneshot import table
 

@@ -13,6 +13,7 @@ from typing import Dict, Iterable, List, Optional
 import torch
 
 from ..prefill import phases
+from . import gpu_clock
 from ..prefill.inputs import host_page_table, random_inputs
 from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
@@ -64,6 +65,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         return rec
     rec.update(path=run.path, iterations=run.iterations, eager_ms=run.eager_ms, eager_spread_ms=run.eager_spread_ms,
                graph_ms=run.graph_ms)
+    rec.update(gpu_clock.sample(device))  # the clock and power the run just ended at (NVML's last sample)
     if graph_first and run.graph_ms is not None:
         rec["graph_first"] = True
     if run.cpu_probe_ms is not None:

@@ -11,6 +11,7 @@ from typing import Iterable, List, Sequence, Union
 
 from .._cli import POLICIES, UsageError, engine_named
 from .._files import read_json
+from .gpu_clock import MAX_MHZ, MAX_WATTS, MIN_MHZ
 from .fit import LAUNCH_KINDS, PROBES
 
 # A run's path: the engine's loop, or the path it dispatched the batch to (prefill.schedule's).
@@ -129,6 +130,12 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str], policies: dict
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not MIN_PROBE_MS <= v <= MAX_PROBE_MS):
             raise UsageError(f"{where}.{key}: expected the probe's ms (a number from {MIN_PROBE_MS:g} to "
                              f"{MAX_PROBE_MS:g}) or null, got {v!r}")
+    # What NVML said of the GPU right after the run (gpu_clock): diagnostic, never fitted.
+    for key, low, high in (("sm_clock_mhz", MIN_MHZ, MAX_MHZ), ("power_w", 0, MAX_WATTS)):
+        v = r.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not low <= v <= high):
+            raise UsageError(f"{where}.{key}: expected a number from {low:g} to {high:g} or null, got {v!r}; give a file "
+                             f"mlaplan wrote")
     # The launch stamps' host costs (fit.stamped_us): microseconds per launch of known kinds.
     stamped = r.get("host_launch_us")
     if stamped is not None and (not isinstance(stamped, dict) or not all(
