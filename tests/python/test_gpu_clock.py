@@ -1,11 +1,11 @@
-"""The GPU clock beside each measurement (calibrate.gpu_clock): read from NVML through torch where it
+"""The GPU clock beside each measurement (mlaplan._gpu_clock): read from NVML through torch where it
 can be, left out where it cannot, bounded when read back, and summed up in calibrate's output."""
 import json
 
 import pytest
 
 from mlaplan._cli import UsageError
-from mlaplan.calibrate import gpu_clock
+from mlaplan import _gpu_clock as gpu_clock
 
 
 def test_a_cuda_device_gets_nvmls_readings_and_others_none(monkeypatch):

@@ -265,7 +265,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         commit=args.commit or git_commit(os.path.dirname(os.path.abspath(__file__))),
         command="python -m mlaplan.calibrate " + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])))
     check_readable(cost, args.output)
-    from .gpu_clock import clock_line
+    from .._gpu_clock import clock_line
 
     text = summary(doc, fit, host, args.timing) + clock_line(doc["records"], "fitted points")
     met = True

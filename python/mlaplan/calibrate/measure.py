@@ -13,7 +13,6 @@ from typing import Dict, Iterable, List, Optional
 import torch
 
 from ..prefill import phases
-from . import gpu_clock
 from ..prefill.inputs import host_page_table, random_inputs
 from ..prefill.measure import Run, run_one
 from ..prefill.model import MlaDims
@@ -65,7 +64,7 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
         return rec
     rec.update(path=run.path, iterations=run.iterations, eager_ms=run.eager_ms, eager_spread_ms=run.eager_spread_ms,
                graph_ms=run.graph_ms)
-    rec.update(gpu_clock.sample(device))  # the clock and power the run just ended at (NVML's last sample)
+    rec.update({k: v for k, v in (("sm_clock_mhz", run.sm_clock_mhz), ("power_w", run.power_w)) if v is not None})
     if graph_first and run.graph_ms is not None:
         rec["graph_first"] = True
     if run.cpu_probe_ms is not None:

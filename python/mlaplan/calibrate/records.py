@@ -11,7 +11,7 @@ from typing import Iterable, List, Sequence, Union
 
 from .._cli import POLICIES, UsageError, engine_named
 from .._files import read_json
-from .gpu_clock import MAX_MHZ, MAX_WATTS, MIN_MHZ
+from .._gpu_clock import MAX_MHZ, MAX_WATTS, MIN_MHZ
 from .fit import LAUNCH_KINDS, PROBES
 
 # A run's path: the engine's loop, or the path it dispatched the batch to (prefill.schedule's).

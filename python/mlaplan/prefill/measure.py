@@ -8,6 +8,7 @@ from typing import Dict, Optional
 
 import torch
 
+from .. import _gpu_clock as gpu_clock
 from . import cpu_speed, dispatch_probe, executor, host_clock, phases, roofline
 from .executor import execute, prepare
 from .inputs import PrefillInputs
@@ -41,6 +42,10 @@ class Run:
     # launch (host_clock.per_launch_us of their launch stamps; GPU, with host_reps)
     host_launch_us: Dict[str, float] = field(default_factory=dict)
     host_issue_ms: Optional[float] = None
+    # The SM clock and board power NVML gave right after the timed runs (mlaplan._gpu_clock; None where
+    # it cannot be read): what a run's time moved with, where identical work times apart.
+    sm_clock_mhz: Optional[int] = None
+    power_w: Optional[float] = None
     parts_ms: Dict[str, float] = field(default_factory=dict)
     # Each timed part's FLOPs and bytes moved as the executor runs it, and with a measured peak the
     # least time they take at it (roofline.part_work, roofline.roofline_ms; the header's peak)
@@ -130,6 +135,8 @@ def run_one(x: PrefillInputs, s: Schedule, run: Run, reference=None, tolerance: 
                             graph_first, cpu_wait_s, (lambda: dispatch_probe.probe_ms(p)) if cuda else None,
                             stamp_launches=cuda and host_reps > 0, reheat_ms=reheat_ms, eager=eager)
         run.cpu_probe_ms, run.dispatch_probe_ms = t.cpu_probe_ms, t.dispatch_probe_ms
+        clock = gpu_clock.sample(x.device)
+        run.sm_clock_mhz, run.power_w = clock.get("sm_clock_mhz"), clock.get("power_w")
         stamped = host_clock.per_launch_us(t.launch_stamps)
         if stamped is not None:
             run.host_launch_us, run.host_issue_ms = stamped["launch_us"], stamped["issue_ms"]
