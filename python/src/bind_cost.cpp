@@ -236,6 +236,7 @@ void bind_cost(nb::module_& m) {
         d["sm"] = c.sm;
         d["timing"] = c.timing;
         d["attention"] = c.attention;
+        d["up_projection"] = c.up_projection;
         g["heads"] = c.geometry.heads;
         g["sms"] = c.geometry.sms;
         g["blocks_per_sm"] = c.geometry.blocks_per_sm;

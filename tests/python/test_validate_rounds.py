@@ -109,6 +109,26 @@ def test_runs_on_another_gpu_are_one_line(tmp_path):
             assert r.returncode in (0, 1) and "gpu" not in r.stderr, r.stderr
 
 
+def test_runs_of_the_other_loop_are_one_line(tmp_path):
+    """A file of the engines' loop does not price runs of mlaplan's fused loop, nor one of the fused loop
+    the engines' runs: one line naming up_projection and calibrate --loop."""
+    fused = tmp_path / "fused.json"
+    doc = json.load(open(EAGER_COST))
+    doc["kernels"]["up_projection"] = "fused"
+    fused.write_text(json.dumps(doc))
+    for cost, loop, code in ((EAGER_COST, "fused", 2), (str(fused), None, 2), (str(fused), "fused", 0), (EAGER_COST, None, 0)):
+        m = tmp_path / "m.json"
+        m.write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8,
+                                 **({"up_projection": loop} if loop else {}),
+                                 "records": [rec(2.0, 1.0, workload="w", scenario="s")]}))
+        r = run("--cost", cost, "--measured", str(m), "--timing", "graph", "-o", str(tmp_path / "r.md"))
+        lines = r.stderr.strip().splitlines()
+        if code == 2:
+            assert r.returncode == 2 and len(lines) == 1 and "up_projection:" in lines[0] and "--loop" in lines[0], r.stderr
+        else:
+            assert r.returncode in (0, 1) and "up_projection" not in r.stderr, r.stderr
+
+
 # The probes (a time above 0), and the host's own figures: the launch stamps' costs per kind and
 # their issue time, and the dispatch timed alone.
 @pytest.mark.parametrize("key,value", [

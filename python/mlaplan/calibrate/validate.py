@@ -132,6 +132,8 @@ def measure(args, cost: Optional[dict] = None) -> dict:
     dims = model_dims(model, tp)
     device = _device(torch, args.device)
     kernel = attention_kernel(args.attention, device)
+    # The loop the file prices: a file of mlaplan's fused loop is checked on runs of that loop.
+    up_projection = cost.get("up_projection", "unfused") if cost else "unfused"
     expect_kernel = cost_kernel(cost) if cost else None
     if expect_kernel is not None and kernel != expect_kernel:  # before the time is spent
         raise UsageError(f"--attention: {args.attention} runs {kernel} here, but {args.cost} prices {expect_kernel}; "
@@ -179,7 +181,7 @@ def measure(args, cost: Optional[dict] = None) -> dict:
                 rounds[buffer, engine].append(measure_point(
                     p, dims, dtype, device, args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms,
                     graph_first=replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
-                    cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms))
+                    cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms, up_projection=up_projection))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
@@ -193,7 +195,7 @@ def measure(args, cost: Optional[dict] = None) -> dict:
     # date and dtype let calibrate --host-from pool these runs into a later host fit.
     return {"format": MEASURED_FORMAT, "model": model, "tp": tp, "heads": dims.heads, **machine,
             "dtype": "bf16" if dtype == torch.bfloat16 else "fp32", "date": datetime.date.today().isoformat(),
-            "attention": kernel, "attention_title": kernel_title(kernel),
+            "attention": kernel, "attention_title": kernel_title(kernel), "up_projection": up_projection,
             "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
             **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
 
@@ -489,6 +491,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             require_fields(path, doc, (("model", str), ("tp", int)),
                            "give a file validate --save wrote (it records the model and TP measured)")
             check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"), doc.get("gpu"))
+            loop, priced = doc.get("up_projection", "unfused"), cost.get("up_projection", "unfused") if cost else None
+            if priced is not None and loop != priced:  # the fused loop's runs priced by the engines' file, or back
+                raise UsageError(f"{path}: up_projection: {loop!r}, but {args.cost} prices the {priced!r} loop; price these "
+                                 f"runs with a cost file of their loop (calibrate --loop)")
             records += doc["records"]
     else:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
