@@ -98,7 +98,7 @@ void read_guide(const std::string& path, const std::string& shown, Policy& p, co
   if (p.guide_eager && !model->host)
     throw InputError(fmt::format("{} {}: host: missing, and guided/eager chooses by eager time, which needs the "
                                  "host's dispatch costs; choose by graph time (guided:FILE) or calibrate them "
-                                 "(python -m mlaplan.calibrate --host)",
+                                 "(python -m mlaplan.calibrate, asked for the host's runs)",
                                  option, shown));
   if (p.guide_eager) cost::require_identified_host(*model, "guided/eager");  // a host section the runs only bound
   p.guide = std::move(model);
@@ -277,7 +277,7 @@ void attach_guide(std::vector<Policy>& policies, const std::shared_ptr<const cos
     if ((eager || p.guide_eager) && !model->host)
       throw InputError(fmt::format("{}: host: missing, and {} chooses by eager time{}, which needs the host's dispatch "
                                    "costs; choose by graph time (guided) or give a file with a host section (python -m "
-                                   "mlaplan.calibrate --host)",
+                                   "mlaplan.calibrate measures one when asked for the host's runs)",
                                    model->path, p.guide_eager ? "guided/eager" : "guided",
                                    p.guide_eager ? "" : " under --timing eager"));
     if (eager || p.guide_eager) cost::require_identified_host(*model, p.guide_eager ? "guided/eager" : "guided under --timing eager");

@@ -328,8 +328,8 @@ void check_costs(const SweepGrid& grid, const std::string& command) {
   for (const cost::CostModel& c : grid.costs) {
     if (grid.eager && !c.host)
       throw InputError(fmt::format("{}: host: missing, and --timing eager needs the host's dispatch costs; calibrate them "
-                                   "(python -m mlaplan.calibrate --host fits them beside the graph terms, docs/cost-model.md's Eager time) or give "
-                                   "--timing graph",
+                                   "(python -m mlaplan.calibrate fits them beside the graph terms when asked for the host's "
+                                   "runs, docs/cost-model.md's Eager time) or give --timing graph",
                                    c.path));
     if (grid.eager) cost::require_identified_host(c, "--timing eager");  // a host section the runs only bound
     const models::ModelDims* model = nullptr;
