@@ -51,6 +51,7 @@ def parser() -> Parser:
                epilog="examples:\n"
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 -o my-gpu.json\n"
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --host -o my-gpu-eager.json\n"
+                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --loop fused -o my-gpu-fused.json\n"
                       "  python -m mlaplan.calibrate --model kimi-k2 --tp 8 --points 120 --measurements raw.json -o kimi.json\n"
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --points 150 --scenarios coding-agent.json short-chat.json "
                       "--buffer-tokens 8192,65536 -o fa3.json\n"
