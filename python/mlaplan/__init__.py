@@ -319,6 +319,7 @@ def sweep(
     tp: Optional[int] = None,
     attention: Optional[str] = None,
     max_model_len: Optional[int] = None,
+    loop: Optional[str] = None,
 ) -> list:
     """Iterations per batch, refusals, padding and fill of a workload preset's batches over buffer
     sizes, chunk counts and policies, one dict per setting, as `mlaplan sweep --format json` rows.
@@ -331,7 +332,8 @@ def sweep(
     two clocks), and adds host_bound_share; "graph", the default, the kernels alone. gpu= ("h100",
     "h200" or the name nvidia-smi prints) prices for that GPU, as `sweep --gpu`: with cost= each file must
     have been calibrated on it (ValueError naming both), without it the shipped file for model= and tp=
-    (and attention=, "fa3" by default, or "fa2") is taken, as cost_file finds it.
+    (and attention=, "fa3" by default, or "fa2"; loop=, "engine" by default, or "fused": mlaplan's own loop,
+    as `--loop`) is taken, as cost_file finds it.
 
     max_model_len drops the requests longer than it (cached + new), as `--max-model-len` (0: none);
     left out with model=, the model's context is taken, as `sweep --model` does. The result is a list
@@ -366,7 +368,7 @@ def sweep(
         costs = [a.path(f"cost[{i}]", c) for i, c in enumerate(cost)]
     else:
         raise TypeError(f"cost: expected a cost file's path or a list of them, got {type(cost).__name__} {cost!r}")
-    costs = _gpu_costs(gpu, costs, model, tp, attention)
+    costs = _gpu_costs(gpu, costs, model, tp, attention, loop)
     block_size = a.whole("replay_block_size", replay_block_size, 1, 1 << 30)
     checked = dict(
         workload=workload, batches=a.whole("batches", batches, 1, 100_000_000), seed=a.whole("seed", seed, 0, 2**64 - 1),
@@ -422,27 +424,30 @@ def _cost_roots() -> list:
     return [os.path.join(here, "costs"), os.path.normpath(os.path.join(here, "..", "..", "costs"))]
 
 
-def cost_file(gpu: str, model: str, tp: int, attention: str = "fa3", dtype: str = "bf16") -> str:
+def cost_file(gpu: str, model: str, tp: int, attention: str = "fa3", dtype: str = "bf16", loop: str = "engine") -> str:
     """The shipped cost file calibrated on `gpu` ("h100", "h200" or the name nvidia-smi prints, any
     case) for the model preset at `tp`, with `attention` ("fa3", what the engines run on Hopper, or
-    "fa2") and `dtype`, as `--gpu` finds it (docs/cost-model.md, Which file). ValueError naming gpu
-    where there is none: it lists the files there are and how to make one (python -m
-    mlaplan.calibrate)."""
+    "fa2"), `dtype` and `loop` ("engine", the engines' own loop, or "fused", mlaplan's), as `--gpu`
+    (and `--loop`) find it (docs/cost-model.md, Which file). ValueError naming gpu where there is none:
+    it lists the files there are and how to make one (python -m mlaplan.calibrate)."""
     if not isinstance(gpu, str):
         raise TypeError(f"gpu: expected a GPU's name, got {type(gpu).__name__} {gpu!r}")
     model = _args.name_of("model", model, _mlaplan.model_names())
     tp = _args.whole("tp", tp, 1, 1024)
     attention = _args.name_of("attention", attention, ("fa3", "fa2", "flash"))
     dtype = _args.name_of("dtype", dtype, ("bf16", "fp8"))
-    return _mlaplan.find_cost_file(_cost_roots(), gpu, model, tp, dtype, attention)
+    loop = _args.name_of("loop", loop, ("engine", "fused"))
+    return _mlaplan.find_cost_file(_cost_roots(), gpu, model, tp, dtype, attention, "fused" if loop == "fused" else "unfused")
 
 
-def _gpu_costs(gpu, costs: list, model, tp, attention) -> list:
-    """sweep's cost files under gpu=: the given ones, each checked to be that GPU's, or the shipped one
-    for model= and tp=."""
+def _gpu_costs(gpu, costs: list, model, tp, attention, loop=None) -> list:
+    """sweep's cost files under gpu=: the given ones, each checked to be that GPU's (and loop's), or the
+    shipped one for model=, tp=, attention= and loop=."""
+    if loop is not None:
+        loop = _args.name_of("loop", loop, ("engine", "fused"))
     if gpu is None:
-        if model is not None or tp is not None or attention is not None:
-            raise ValueError("model, tp, attention: they pick the shipped cost file gpu= takes; add gpu='h100' (or "
+        if model is not None or tp is not None or attention is not None or loop is not None:
+            raise ValueError("model, tp, attention, loop: they pick the shipped cost file gpu= takes; add gpu='h100' (or "
                              "give cost=FILE, which names its own)")
         return costs
     if not isinstance(gpu, str):
@@ -453,11 +458,15 @@ def _gpu_costs(gpu, costs: list, model, tp, attention) -> list:
                              "files; drop one")
         for c in costs:
             _mlaplan.require_gpu(c, gpu)
+            up = _mlaplan.read_cost_model(c)["up_projection"]
+            if loop is not None and up != ("fused" if loop == "fused" else "unfused"):
+                raise ValueError(f"loop: {loop!r}, but {c} prices the {'fused' if up == 'fused' else 'engine'} loop; give "
+                                 f"the file of that loop or drop loop")
         return costs
     if model is None or tp is None:
         raise ValueError("gpu: it takes the shipped cost file for model= and tp=; add model='deepseek-v3', tp=8 (or "
                          "give cost=FILE)")
-    return [cost_file(gpu, model, tp, "fa3" if attention is None else attention)]
+    return [cost_file(gpu, model, tp, "fa3" if attention is None else attention, loop=loop or "engine")]
 
 
 _REPLAY_DEFAULTS = {"replay_format": "auto", "replay_block_size": 512, "prefix_cache_tokens": 0, "step_ms": 0.0}

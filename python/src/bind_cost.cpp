@@ -277,14 +277,16 @@ void bind_cost(nb::module_& m) {
   m.def(
       "find_cost_file",
       [](const std::vector<std::string>& roots, const std::string& gpu, const std::string& model, uint32_t tp,
-         const std::string& dtype, const std::string& attention) {
+         const std::string& dtype, const std::string& attention, const std::string& up_projection) {
         return interruptible([&] {
-          return cost::find_cost_file(roots, {gpu, model, tp, dtype, cost::stack_named(attention)}, "gpu=" + gpu);
+          return cost::find_cost_file(roots, {gpu, model, tp, dtype, cost::stack_named(attention), up_projection},
+                                      "gpu=" + gpu);
         });
       },
-      "roots"_a, "gpu"_a, "model"_a, "tp"_a, "dtype"_a, "attention"_a,
-      "The cost file for the GPU, model, TP, dtype and attention stack under the first root that has one, as `--gpu` "
-      "finds it (ValueError naming gpu= and the files there are).");
+      "roots"_a, "gpu"_a, "model"_a, "tp"_a, "dtype"_a, "attention"_a, "up_projection"_a = "unfused",
+      "The cost file for the GPU, model, TP, dtype, attention stack and loop (up_projection \"unfused\", the engines', "
+      "or \"fused\", mlaplan's) under the first root that has one, as `--gpu` finds it (ValueError naming gpu= and "
+      "the files there are).");
   m.def(
       "require_gpu",
       [](const std::string& path, const std::string& gpu) {

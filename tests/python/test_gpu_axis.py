@@ -116,3 +116,24 @@ def test_an_unidentified_host_section_is_read_and_not_chosen_by(tmp_path):
             mlaplan.sweep(**dict(SMALL, **kwargs), cost=path)
         assert "the host section is not identified (gather: not identifiable; fill: not identifiable)" in str(e.value)
         assert "--host" in str(e.value)
+
+
+def test_the_fused_loop_is_asked_for_by_loop(tmp_path):
+    """loop="fused" takes mlaplan's fused-loop file, as `--loop fused`: none ships yet, so it says which
+    and how to make one; a given file of the other loop is refused naming loop; loop= needs gpu=."""
+    with pytest.raises(ValueError) as e:
+        mlaplan.cost_file("h200", "deepseek-v3", 8, loop="fused")
+    assert "fused loop on h200" in str(e.value) and "--loop fused" in str(e.value)
+    assert mlaplan.cost_file("h200", "deepseek-v3", 8, loop="engine") == mlaplan.cost_file("h200", "deepseek-v3", 8)
+    with pytest.raises(ValueError, match="loop='warp': unknown"):
+        mlaplan.cost_file("h200", "deepseek-v3", 8, loop="warp")
+    with pytest.raises(ValueError, match="loop: 'fused', but .* prices the engine loop"):
+        mlaplan.sweep(**SMALL, gpu="h200", cost=H200_FA3, loop="fused")
+    with pytest.raises(ValueError, match="gpu="):
+        mlaplan.sweep(**SMALL, cost=H200_FA3, loop="fused")
+    with open(H200_FA3) as f:
+        doc = json.load(f)
+    doc["kernels"]["up_projection"] = "fused"
+    fused = tmp_path / "fused.json"
+    fused.write_text(json.dumps(doc))
+    assert mlaplan.sweep(**SMALL, gpu="h200", cost=str(fused), loop="fused")
