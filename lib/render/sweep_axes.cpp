@@ -15,6 +15,7 @@
 #include "mlaplan/io/byte_format.hpp"
 #include "mlaplan/io/text_wrap.hpp"
 #include "mlaplan/render/sweep_measure.hpp"
+#include "mlaplan/sweeps/recommend.hpp"
 
 namespace mlaplan::render::sweep_detail {
 
@@ -89,11 +90,11 @@ bool has_memory_axis(const std::vector<SweepRow>& rows, bool one_model) {
 
 void memory_axis(SweepPicture& L, const std::vector<SweepRow>& rows, const std::optional<RecommendOptions>& rec) {
   const models::BufferMemory& m = *rows.front().memory;
-  // Priced by mlaplan's fused loop (sweep --loop fused), the rows hold its K and V alone, as the table's
-  // reserves (sweeps::reserved_bytes and held_bytes): the axis and the budget count the same bytes.
+  // Priced by mlaplan's fused loop (sweep --loop fused), the rows hold its K and V alone: the axis and
+  // the budget count the bytes the table's reserves and --memory-budget do.
   const bool fused = rows.front().fused_loop;
-  const auto reserved = [&](uint64_t n) { return fused ? m.fused_loop_bytes(n) : m.reserved_bytes(n); };
-  const auto held = [&](uint64_t n) { return fused ? m.fused_loop_bytes(n) : m.total_bytes(n); };
+  const auto reserved = [&](uint64_t n) { return sweeps::reserved_bytes(m, fused, n); };
+  const auto held = [&](uint64_t n) { return sweeps::held_bytes(m, fused, n); };
   for (const Tick& t : L.x_ticks) {
     if (t.label.empty()) continue;
     const double rows_at = std::exp2(L.x.t0 + (t.pos - L.x.p0) / (L.x.p1 - L.x.p0) * (L.x.t1 - L.x.t0));

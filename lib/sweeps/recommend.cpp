@@ -62,7 +62,7 @@ std::string iteration_failure(const SweepRow& r, const RecommendOptions& o) {
 }
 
 // A step's time at the quantile in ms (+inf where more batches are refused than the quantile allows).
-double step_ms(const SweepRow& r, double q) { return r.time->step_ms(r.time->at(q)); }
+double step_ms(const SweepRow& r, double q) { return r.time->step_ms_at(q); }
 
 // Why `r` is slower than the target, or "" when it qualifies; `best` is the group's fastest time.
 std::string time_failure(const SweepRow& r, const RecommendOptions& o, double best) {
@@ -213,15 +213,17 @@ void compare_fused_loop(std::vector<Recommendation>& recs, const SweepResult& en
 
 uint64_t memory_rows(const SweepRow& r) { return r.time ? r.time->memory_rows : r.buffer_tokens; }
 
-uint64_t reserved_bytes(const SweepRow& r) {
-  if (!r.memory) return 0;
-  return r.fused_loop ? r.memory->fused_loop_bytes(memory_rows(r)) : r.memory->reserved_bytes(memory_rows(r));
+uint64_t reserved_bytes(const models::BufferMemory& m, bool fused_loop, uint64_t rows) {
+  return fused_loop ? m.fused_loop_bytes(rows) : m.reserved_bytes(rows);
 }
 
-uint64_t held_bytes(const SweepRow& r) {
-  if (!r.memory) return 0;
-  return r.fused_loop ? r.memory->fused_loop_bytes(memory_rows(r)) : r.memory->total_bytes(memory_rows(r));
+uint64_t held_bytes(const models::BufferMemory& m, bool fused_loop, uint64_t rows) {
+  return fused_loop ? m.fused_loop_bytes(rows) : m.total_bytes(rows);
 }
+
+uint64_t reserved_bytes(const SweepRow& r) { return r.memory ? reserved_bytes(*r.memory, r.fused_loop, memory_rows(r)) : 0; }
+
+uint64_t held_bytes(const SweepRow& r) { return r.memory ? held_bytes(*r.memory, r.fused_loop, memory_rows(r)) : 0; }
 
 std::string fused_loop_parts(const models::BufferMemory& m, uint64_t rows) {
   return fmt::format("K {} + V {}", io::format_bytes(m.k_bytes(rows)), io::format_bytes(m.v_bytes(rows)));

@@ -64,7 +64,7 @@ io::TableBuilder brief_table(const SweepResult& s, double q) {
       cells.push_back(k == UINT32_MAX ? std::string("refused") : fmt::format("{}", k));
       cells.push_back(refused);
       cells.push_back(ms_cell(ts.step_ms(ts.mean_us)));  // a mean over the batches priced would flatter a refusing row
-      cells.push_back(ms_cell(ts.step_ms(ts.at(q))));
+      cells.push_back(ms_cell(ts.step_ms_at(q)));
       cells.push_back(fmt::format("{:.1f}%", 100.0 * ts.over_lower_bound));
       if (paths) cells.push_back(ts.path());
     } else {

@@ -163,12 +163,12 @@ std::string default_text(const Recommendation& r, const SweepReport& rep, const 
   const std::string q = quantile_name(o.quantile);
   std::string how;
   if (o.objective == Objective::time) {
-    const double ms = at.time->step_ms(at.time->at(o.quantile));
+    const double ms = at.time->step_ms_at(o.quantile);
     how = std::isinf(ms) ? fmt::format("{} no time: it refuses {}", q, refused_text(at.time->refused, at.batches))
                          : fmt::format("{} {}/step", q, format_ms(ms));
     if (r.row && !std::isinf(ms) && *r.row != *r.default_row) {
       const SweepRow& chosen = rep.sweep->rows[*r.row];
-      const double c = chosen.time->step_ms(chosen.time->at(o.quantile));
+      const double c = chosen.time->step_ms_at(o.quantile);
       how += fmt::format(" ({:+.1f}% against {})", 100.0 * (ms / c - 1), chosen.buffer_tokens);
     }
   } else {
@@ -200,16 +200,13 @@ std::string executor_policy(const policies::Policy& p) {
   return plain.name() + "+fused";
 }
 
-// The quantile's step time of a row, in ms (+inf where refused batches put it past every batch).
-double quantile_ms(const SweepRow& r, double q) { return r.time->step_ms(r.time->at(q)); }
-
 // mlaplan's fused loop beside the choice (sweep --gpu where its cost files ship): its time at the chosen
 // buffer against the choice's, then the smallest buffer as fast as the choice and what that reserves.
 std::string fused_loop_text(const Recommendation& r, const SweepReport& rep, const RecommendOptions& o, const char* indent) {
   if (!r.row || !r.fused_row || !rep.fused) return "";
   const SweepRow &chosen = rep.sweep->rows[*r.row], &at = rep.fused->rows[*r.fused_row];
   const std::string q = quantile_name(o.quantile);
-  const double engine_ms = quantile_ms(chosen, o.quantile), ms = quantile_ms(at, o.quantile);
+  const double engine_ms = chosen.time->step_ms_at(o.quantile), ms = at.time->step_ms_at(o.quantile);
   std::string out = fmt::format("{}mlaplan's fused loop (same plan; mlaplan.prefill --policy {}): {} {}/step at {}{}\n", indent,
                                 io::printable(executor_policy(at.policy)), q, format_ms(ms), at.buffer_tokens,
                                 std::isfinite(ms) && std::isfinite(engine_ms)
@@ -226,7 +223,7 @@ std::string fused_loop_text(const Recommendation& r, const SweepReport& rep, con
                       with_commas(before > tokens ? before - tokens : tokens - before), before >= tokens ? "fewer" : "more");
   }
   return out + fmt::format("{}  as fast as the choice from {} rows ({} {}){}\n", indent, same.buffer_tokens, q,
-                           format_ms(quantile_ms(same, o.quantile)), mem);
+                           format_ms(same.time->step_ms_at(o.quantile)), mem);
 }
 
 std::string edge_text(const Recommendation& r, const RecommendOptions& o, const char* indent) {
@@ -282,7 +279,7 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       out += fmt::format("{}{}: no buffer to size: {}; every buffer_token_size gives {} {}/step ({}), 0 "
                          "iterations{}\n",
                          bullet, io::printable(r.group), r.whole_context, quantile_name(o.quantile),
-                         format_ms(t.step_ms(t.at(o.quantile))), mean_text(row), mem);
+                         format_ms(t.step_ms_at(o.quantile)), mean_text(row), mem);
       if (row.memory) out += fmt::format("{}{}\n", indent, reserved_text(row));
       out += default_text(r, rep, o, indent);
       continue;
@@ -297,7 +294,7 @@ std::string recommendation_text(const SweepReport& rep, const char* bullet, cons
       const uint64_t refused = by_time ? row.time->refused : row.refused;
       if (by_time) {
         const TimeStats& t = *row.time;
-        const double ms = t.step_ms(t.at(o.quantile));
+        const double ms = t.step_ms_at(o.quantile);
         // Where some batches run whole, the loop's count is not what runs: the mean as dispatched.
         const std::string iterations =
             t.path() == "chunked"
@@ -568,7 +565,7 @@ std::string format_sweep_json(const SweepReport& rep) {
       }
       if (r.row && r.fused_row && rep.fused) {  // mlaplan's fused loop beside the choice
         const SweepRow &chosen = s.rows[*r.row], &at = rep.fused->rows[*r.fused_row];
-        const double engine_ms = quantile_ms(chosen, o.quantile), ms = quantile_ms(at, o.quantile);
+        const double engine_ms = chosen.time->step_ms_at(o.quantile), ms = at.time->step_ms_at(o.quantile);
         const bool timed = std::isfinite(ms) && std::isfinite(engine_ms);
         json f{{"cost_file", rep.fused->costs[at.time->cost].path},
                {"executor_policy", executor_policy(at.policy)},
@@ -577,7 +574,7 @@ std::string format_sweep_json(const SweepReport& rep) {
                {"same_time", nullptr}};
         if (r.fused_same_time) {
           const SweepRow& same = rep.fused->rows[*r.fused_same_time];
-          json t{{"buffer_tokens", same.buffer_tokens}, {"step_ms", quantile_ms(same, o.quantile)}};
+          json t{{"buffer_tokens", same.buffer_tokens}, {"step_ms", same.time->step_ms_at(o.quantile)}};
           if (same.memory) {
             t["reserved_bytes"] = reserved_bytes(same);
             t["kv_cache_tokens"] = same.memory->kv_cache_tokens(reserved_bytes(same));

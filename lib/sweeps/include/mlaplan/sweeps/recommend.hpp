@@ -80,6 +80,9 @@ uint64_t memory_rows(const SweepRow& r);
 uint64_t reserved_bytes(const SweepRow& r);
 // What --memory-budget checks: the K/V buffer and the K concat (total_bytes), or the fused loop's K and V.
 uint64_t held_bytes(const SweepRow& r);
+// The same for `rows` rows of a model's buffer, the loop named by `fused_loop` (a picture's axis ticks).
+uint64_t reserved_bytes(const models::BufferMemory& m, bool fused_loop, uint64_t rows);
+uint64_t held_bytes(const models::BufferMemory& m, bool fused_loop, uint64_t rows);
 // "K 3.00 GiB + V 2.00 GiB": the fused loop's buffers for `rows`.
 std::string fused_loop_parts(const models::BufferMemory& m, uint64_t rows);
 // A step's mean time in ms over the batches the row prices (refused batches left out; none: NaN).

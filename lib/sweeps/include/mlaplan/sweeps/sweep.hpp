@@ -87,6 +87,8 @@ struct TimeStats {
   double at(double q) const;
   // A step's milliseconds for a layer's microseconds: every output shows steps this one way.
   double step_ms(double layer_us) const { return layer_us * layers / 1e3; }
+  // A step's milliseconds at quantile q in (0, 1] (+inf where refused batches put it past every batch).
+  double step_ms_at(double q) const { return step_ms(at(q)); }
 };
 
 // One (policy, N, M) setting over every batch, and its memory under one (model, TP).
