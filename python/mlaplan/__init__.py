@@ -436,15 +436,18 @@ def cost_file(gpu: str, model: str, tp: int, attention: str = "fa3", dtype: str 
     tp = _args.whole("tp", tp, 1, 1024)
     attention = _args.name_of("attention", attention, ("fa3", "fa2", "flash"))
     dtype = _args.name_of("dtype", dtype, ("bf16", "fp8"))
-    loop = _args.name_of("loop", loop, ("engine", "fused"))
-    return _mlaplan.find_cost_file(_cost_roots(), gpu, model, tp, dtype, attention, "fused" if loop == "fused" else "unfused")
+    return _mlaplan.find_cost_file(_cost_roots(), gpu, model, tp, dtype, attention, _up_projection(loop))
+
+
+def _up_projection(loop: str) -> str:
+    """loop= ("engine" or "fused", any case) as cost files spell it (kernels.up_projection)."""
+    return "fused" if _args.name_of("loop", loop, ("engine", "fused")) == "fused" else "unfused"
 
 
 def _gpu_costs(gpu, costs: list, model, tp, attention, loop=None) -> list:
     """sweep's cost files under gpu=: the given ones, each checked to be that GPU's (and loop's), or the
     shipped one for model=, tp=, attention= and loop=."""
-    if loop is not None:
-        loop = _args.name_of("loop", loop, ("engine", "fused"))
+    up = None if loop is None else _up_projection(loop)
     if gpu is None:
         if model is not None or tp is not None or attention is not None or loop is not None:
             raise ValueError("model, tp, attention, loop: they pick the shipped cost file gpu= takes; add gpu='h100' (or "
@@ -458,15 +461,14 @@ def _gpu_costs(gpu, costs: list, model, tp, attention, loop=None) -> list:
                              "files; drop one")
         for c in costs:
             _mlaplan.require_gpu(c, gpu)
-            up = _mlaplan.read_cost_model(c)["up_projection"]
-            if loop is not None and up != ("fused" if loop == "fused" else "unfused"):
-                raise ValueError(f"loop: {loop!r}, but {c} prices the {'fused' if up == 'fused' else 'engine'} loop; give "
+            if up is not None and _mlaplan.read_cost_model(c)["up_projection"] != up:  # read only where loop= asks
+                raise ValueError(f"loop: {loop!r}, but {c} prices the {'engine' if up == 'fused' else 'fused'} loop; give "
                                  f"the file of that loop or drop loop")
         return costs
     if model is None or tp is None:
         raise ValueError("gpu: it takes the shipped cost file for model= and tp=; add model='deepseek-v3', tp=8 (or "
                          "give cost=FILE)")
-    return [cost_file(gpu, model, tp, "fa3" if attention is None else attention, loop=loop or "engine")]
+    return [cost_file(gpu, model, tp, "fa3" if attention is None else attention, loop="engine" if loop is None else loop)]
 
 
 _REPLAY_DEFAULTS = {"replay_format": "auto", "replay_block_size": 512, "prefix_cache_tokens": 0, "step_ms": 0.0}

@@ -361,6 +361,14 @@ def test_the_fused_loop_is_a_file_of_its_own(tmp_path, monkeypatch, capsys):
     assert cal.entry(["--refit", str(raws["fused"]), str(raws["engine"]), "-o", str(tmp_path / "pooled.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "up_projection: 'unfused', but" in err[0] and not (tmp_path / "pooled.json").exists()
+    # A loop no run can time, hand-written into the file: one line naming the field.
+    bad = json.loads(raws["fused"].read_text())
+    bad["up_projection"] = "warp"
+    raws["fused"].write_text(json.dumps(bad))
+    capsys.readouterr()
+    assert cal.entry(["--refit", str(raws["fused"]), "-o", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "up_projection: 'warp' is not one of unfused, fused" in err[0], err
     # --loop is what is measured: --refit reads it from the file.
     assert cal.entry(["--refit", str(raws["fused"]), "--loop", "fused", "-o", str(tmp_path / "x.json")]) == 2
 

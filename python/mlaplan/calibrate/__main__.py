@@ -28,10 +28,6 @@ from .oneshot import DEFAULT_SECONDS
 from .options import Parser, given, refuse_given
 from .workloads import FIT_BATCHES, FIT_SEED, FIT_SPREAD, HELDOUT_SEED, WORKLOADS, parse_workloads
 
-# The loops a file can price (prefill.executor.UP_PROJECTIONS, which imports torch): a measurements file's
-# and a cost file's up_projection. --loop engine measures the first.
-UP_PROJECTIONS = ("unfused", "fused")
-
 MEASUREMENTS_FORMAT = "mlaplan-calibration-measurements"
 # A workload-shaped point weighs this many grid points in the fit: chosen on the seed-51 held-out
 # batches (1 to 1000 tried on the three FA3 files), confirmed on batches drawn after (docs/cost-model.md).
@@ -123,12 +119,6 @@ def parser() -> Parser:
     return p
 
 
-def up_projection(doc: dict) -> str:
-    """The loop a measurements document timed: unfused (the engines' up-projection; files written before
-    --loop) or fused (mlaplan's own)."""
-    return doc.get("up_projection", "unfused")
-
-
 def _read_measurements(path: str, host_runs: bool = False) -> dict:
     """A file --measurements wrote; with host_runs (--host-from), also one validate --save wrote: held-out
     runs, once reported, pooled into a later host fit."""
@@ -150,9 +140,6 @@ def _read_measurements(path: str, host_runs: bool = False) -> dict:
     else:
         keys += [("merge", str), ("dtype", str), ("date", str)]
     require_fields(path, doc, keys, f"give a file {wrote} wrote")
-    if up_projection(doc) not in UP_PROJECTIONS:
-        raise UsageError(f"{path}: up_projection: {up_projection(doc)!r} is not one of {', '.join(UP_PROJECTIONS)}; give a "
-                         f"file {wrote} wrote")
     if doc["attention"] not in KERNEL_TITLES and not isinstance(doc.get("attention_title"), str):
         raise UsageError(f"{path}: attention: {doc['attention']!r} is not one of {', '.join(KERNEL_TITLES)}; give a file "
                          f"{wrote} wrote")
@@ -162,9 +149,8 @@ def _read_measurements(path: str, host_runs: bool = False) -> dict:
 def _require_alike(path: str, doc: dict, other_name: str, other: dict, fix: str) -> None:
     """doc (read from path) measured what other did: the same model, TP, GPU and kernel."""
     for key in ("model", "tp", "heads", "gpu", "sms", "attention", "dtype", "up_projection"):
-        mine, theirs = up_projection(doc) if key == "up_projection" else doc[key], up_projection(other) if key == "up_projection" else other[key]
-        if mine != theirs:
-            raise UsageError(f"{path}: {key}: {mine!r}, but {other_name} has {theirs!r}; {fix}")
+        if doc[key] != other[key]:
+            raise UsageError(f"{path}: {key}: {doc[key]!r}, but {other_name} has {other[key]!r}; {fix}")
 
 
 def _pooled(paths: List[str], host_runs: bool = False) -> dict:
@@ -259,7 +245,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                          f"(more than one per launch kind); measure more points")
     cost = cost_document(
         model=doc["model"], tp=int(doc["tp"]), dtype=doc["dtype"], heads=int(doc["heads"]), gpu=doc["gpu"], sms=int(doc["sms"]),
-        attention=attention, merge=doc["merge"], up_projection=up_projection(doc), timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
+        attention=attention, merge=doc["merge"], up_projection=doc["up_projection"], timing=args.timing, date=doc["date"], fit=fit, driver=doc.get("driver"),
         compute_capability=doc.get("compute_capability"), settle_ms=doc.get("settle_ms"),
         torch_version=doc.get("torch"), triton_version=doc.get("triton"), host=host, host_cpu=host_doc.get("host"),
         pad_v=doc["attention"] == "flash", host_date=host_doc.get("date"),

@@ -251,7 +251,7 @@ class Device:
         self.kernel = attention_kernel(args.attention, self.device)
         # --loop fused: every point runs mlaplan's own loop (prefill's NAME+fused), whose fused_up kernel
         # falls back to the torch reference where Triton cannot run it: refused here instead of timed.
-        self.up_projection = "fused" if getattr(args, "loop", "engine") == "fused" else "unfused"
+        self.up_projection = "fused" if args.loop == "fused" else "unfused"
         if self.up_projection == "fused":
             from ..prefill import fused_up
 

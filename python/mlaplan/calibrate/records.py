@@ -14,6 +14,9 @@ from .._files import read_json
 from .._gpu_clock import MAX_MHZ, MAX_WATTS, MIN_MHZ
 from .fit import LAUNCH_KINDS, PROBES
 
+# The loops a run can time (prefill.executor.UP_PROJECTIONS, which imports torch): a measurements file's
+# up_projection, as a cost file's kernels.up_projection.
+UP_PROJECTIONS = ("unfused", "fused")
 # A run's path: the engine's loop, or the path it dispatched the batch to (prefill.schedule's).
 PATHS = ("chunked", "one-shot", "absorbed", "sm90", "sm100", "no context")
 MAX_SEQUENCES = 1 << 20  # a record is one batch: far more sequences than any measured one
@@ -90,6 +93,12 @@ def _policy_error(name: str) -> str:
         return fallback
 
 
+def _number_or_null(where: str, key: str, v, low: float, high: float, expected: str, fix: str = "") -> None:
+    """A record's field: null, or a real number (not a bool) from low to high; else the one error line."""
+    if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not low <= v <= high):
+        raise UsageError(f"{where}.{key}: expected {expected}, got {v!r}{fix}")
+
+
 def _check_record(path: str, i: int, r, text_keys: Iterable[str], policies: dict, field: str = "records") -> None:
     where = f"{path}: {field}[{i}]"
     if not isinstance(r, dict):
@@ -120,22 +129,16 @@ def _check_record(path: str, i: int, r, text_keys: Iterable[str], policies: dict
     # times may be 0 (one repetition; nothing told apart).
     for key, low in (("eager_ms", MIN_TIME_MS), ("graph_ms", MIN_TIME_MS), ("eager_spread_ms", 0), ("eager_round_spread_ms", 0),
                      ("host_ms", 0), ("host_issue_ms", 0)):
-        v = r.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not low <= v <= MAX_TIME_MS):
-            raise UsageError(f"{where}.{key}: expected a time in ms from {low:g} to {MAX_TIME_MS:g} (an hour) or null, "
-                             f"got {v!r}; give a file mlaplan wrote")
+        _number_or_null(where, key, r.get(key), low, MAX_TIME_MS,
+                        f"a time in ms from {low:g} to {MAX_TIME_MS:g} (an hour) or null", "; give a file mlaplan wrote")
     # The host costs are scaled by them (fit.probe_scale): a probe is a time of a microsecond or more, or null.
     for key in PROBES.values():
-        v = r.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not MIN_PROBE_MS <= v <= MAX_PROBE_MS):
-            raise UsageError(f"{where}.{key}: expected the probe's ms (a number from {MIN_PROBE_MS:g} to "
-                             f"{MAX_PROBE_MS:g}) or null, got {v!r}")
-    # What NVML said of the GPU right after the run (gpu_clock): diagnostic, never fitted.
+        _number_or_null(where, key, r.get(key), MIN_PROBE_MS, MAX_PROBE_MS,
+                        f"the probe's ms (a number from {MIN_PROBE_MS:g} to {MAX_PROBE_MS:g}) or null")
+    # What NVML said of the GPU right after the run (mlaplan._gpu_clock): diagnostic, never fitted.
     for key, low, high in (("sm_clock_mhz", MIN_MHZ, MAX_MHZ), ("power_w", 0, MAX_WATTS)):
-        v = r.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not low <= v <= high):
-            raise UsageError(f"{where}.{key}: expected a number from {low:g} to {high:g} or null, got {v!r}; give a file "
-                             f"mlaplan wrote")
+        _number_or_null(where, key, r.get(key), low, high, f"a number from {low:g} to {high:g} or null",
+                        "; give a file mlaplan wrote")
     # The launch stamps' host costs (fit.stamped_us): microseconds per launch of known kinds.
     stamped = r.get("host_launch_us")
     if stamped is not None and (not isinstance(stamped, dict) or not all(
@@ -174,6 +177,11 @@ def read_measurements(path: str, fmt: Union[str, Sequence[str]], wrote: str, top
     records: List = doc.get("records")
     if not isinstance(records, list):
         raise UsageError(f"{path}: records: missing or not a list; give {what}")
+    # The loop the runs timed: the engines' (unfused; files written before calibrate --loop) or fused.
+    doc.setdefault("up_projection", "unfused")
+    if doc["up_projection"] not in UP_PROJECTIONS:
+        raise UsageError(f"{path}: up_projection: {doc['up_projection']!r} is not one of {', '.join(UP_PROJECTIONS)}; give "
+                         f"{what}")
     policies: dict = {}  # each policy checked once (a guided one reads its cost file)
     for i, r in enumerate(records):
         _check_record(path, i, r, tuple(text_keys), policies)

@@ -133,7 +133,7 @@ def measure(args, cost: Optional[dict] = None) -> dict:
     device = _device(torch, args.device)
     kernel = attention_kernel(args.attention, device)
     # The loop the file prices: a file of mlaplan's fused loop is checked on runs of that loop.
-    up_projection = cost.get("up_projection", "unfused") if cost else "unfused"
+    up_projection = cost["up_projection"] if cost else "unfused"
     expect_kernel = cost_kernel(cost) if cost else None
     if expect_kernel is not None and kernel != expect_kernel:  # before the time is spent
         raise UsageError(f"--attention: {args.attention} runs {kernel} here, but {args.cost} prices {expect_kernel}; "
@@ -491,10 +491,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             require_fields(path, doc, (("model", str), ("tp", int)),
                            "give a file validate --save wrote (it records the model and TP measured)")
             check_alike(args.cost, cost, path, doc.get("model"), doc.get("tp"), doc.get("attention"), doc.get("gpu"))
-            loop, priced = doc.get("up_projection", "unfused"), cost.get("up_projection", "unfused") if cost else None
-            if priced is not None and loop != priced:  # the fused loop's runs priced by the engines' file, or back
-                raise UsageError(f"{path}: up_projection: {loop!r}, but {args.cost} prices the {priced!r} loop; price these "
-                                 f"runs with a cost file of their loop (calibrate --loop)")
+            if cost and doc["up_projection"] != cost["up_projection"]:  # the fused loop's runs by the engines' file, or back
+                raise UsageError(f"{path}: up_projection: {doc['up_projection']!r}, but {args.cost} prices the "
+                                 f"{cost['up_projection']!r} loop; price these runs with a cost file of their loop (calibrate --loop)")
             records += doc["records"]
     else:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
