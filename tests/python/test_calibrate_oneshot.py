@@ -369,6 +369,9 @@ def test_the_fused_loop_is_a_file_of_its_own(tmp_path, monkeypatch, capsys):
     assert cal.entry(["--refit", str(raws["fused"]), "-o", str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "up_projection: 'warp' is not one of unfused, fused" in err[0], err
+    assert cal.entry(["--model", "deepseek-v3", "--tp", "8", "--loop", "warp", "-o", str(tmp_path / "w.json")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--loop" in err[0] and "'engine', 'fused'" in err[0] and not (tmp_path / "w.json").exists()
     # --loop is what is measured: --refit reads it from the file.
     assert cal.entry(["--refit", str(raws["fused"]), "--loop", "fused", "-o", str(tmp_path / "x.json")]) == 2
 
