@@ -76,8 +76,13 @@ def _varlen_attn_adapter():
     fn = varlen.varlen_attn
     params = inspect.signature(fn).parameters
 
-    def call(q, k, v, c: VarlenCall, scale: float):
+    def call(q, k, v, c: VarlenCall, scale: float, seqused_k=None):
         kwargs = {"scale": scale}
+        if seqused_k is not None:
+            if "seqused_k" not in params:
+                raise RuntimeError("seqused_k: this torch's varlen_attn does not take it (torch 2.15 does); install "
+                                   "FlashAttention-3 (pip install fa3-fwd) or a newer torch")
+            kwargs["seqused_k"] = seqused_k
         if "return_aux" in params:
             kwargs["return_aux"] = varlen.AuxRequest(lse=True)
         else:
@@ -95,13 +100,17 @@ def _varlen_attn_adapter():
 _VARLEN = None
 
 
-def _cpu_attention(q, k, v, c: VarlenCall, scale: float):
-    """ATen's CPU flash kernel, one sequence at a time, with an additive mask for bottom-right causal."""
+def _cpu_attention(q, k, v, c: VarlenCall, scale: float, seqused_k=None):
+    """ATen's CPU flash kernel, one sequence at a time, with an additive mask for bottom-right causal;
+    seqused_k (a tensor, read here): sequence i's keys are its first seqused_k[i] only."""
     heads, width = q.shape[1], v.shape[2]
+    used = None if seqused_k is None else seqused_k.tolist()
     out = q.new_zeros((c.n_q, heads, width))
     lse = torch.full((heads, c.n_q), float("inf"), dtype=torch.float32)  # no keys: +inf, as FlashAttention gives
     for i in range(len(c.cu_q_host) - 1):
         q0, q1, k0, k1 = c.cu_q_host[i], c.cu_q_host[i + 1], c.cu_k_host[i], c.cu_k_host[i + 1]
+        if used is not None:
+            k1 = min(k1, k0 + max(int(used[i]), 0))
         if q1 == q0 or k1 == k0:
             continue
         mask = None
@@ -181,10 +190,12 @@ def _cudnn_attention(q, k, v, c: VarlenCall, scale: float):
 
 
 def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: VarlenCall, scale: float,
-                     kernel: str = "flash"):
+                     kernel: str = "flash", seqused_k: Optional[torch.Tensor] = None):
     """(out [n_q, heads, D], lse [heads, n_q] float32) for q [n_q, heads, D], k and v [n_k, heads, D]
     (D_v = D for flash, V padded; any D_v for fa3 and cudnn). kernel: fa3, flash or cudnn (resolved:
-    resolve_kernel), on CUDA."""
+    resolve_kernel), on CUDA. seqused_k: int32 [B] on q's device, sequence i's keys are rows cu_k[i] ..
+    cu_k[i] + seqused_k[i] only, read by the kernel (FA3's and FA2's argument; cudnn has none, so FA2
+    with V padded runs), so the used lengths can change on the device without the host knowing."""
     global _VARLEN
     if q.is_cuda:
         if _VARLEN is None:
@@ -197,9 +208,11 @@ def varlen_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, c: Varle
             build, why = fa3.find()
             if build is None:
                 raise RuntimeError(f"--attention fa3: {why}")
-            return fa3.attention(build, q, k, v, c.cu_q, c.cu_k, c.max_q, c.max_k, scale, c.causal)
+            return fa3.attention(build, q, k, v, c.cu_q, c.cu_k, c.max_q, c.max_k, scale, c.causal, seqused_k)
+        if seqused_k is not None:
+            return _VARLEN(q, k, pad_v(v, q.shape[-1]), c, scale, seqused_k)
         return _cudnn_attention(q, k, v, c, scale) if kernel == "cudnn" else _VARLEN(q, k, v, c, scale)
-    return _cpu_attention(q, k, v, c, scale)
+    return _cpu_attention(q, k, v, c, scale, seqused_k)
 
 
 def pad_v(v: torch.Tensor, width: int) -> torch.Tensor:

@@ -19,7 +19,7 @@ from typing import Callable, List, Optional, Tuple
 class Fa3Build:
     module: str       # the module that imported: "fa3_fwd_interface"
     title: str        # what the reports name: "fa3-fwd 0.0.3"
-    call: Callable    # (q, k, v, cu_q, cu_k, max_q, max_k, scale, causal) -> (out, lse)
+    call: Callable    # (q, k, v, cu_q, cu_k, max_q, max_k, scale, causal[, seqused_k=]) -> (out, lse)
 
 
 def _version(dist: str) -> str:
@@ -33,8 +33,9 @@ def _version(dist: str) -> str:
 def _flash_attn_interface():
     fn = importlib.import_module("flash_attn_interface").flash_attn_varlen_func
 
-    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal):
-        return fn(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=scale, causal=causal, return_attn_probs=True)[:2]
+    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, **seqused):
+        return fn(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=scale, causal=causal, return_attn_probs=True,
+                  **seqused)[:2]
     return Fa3Build("flash_attn_interface", "FlashAttention-3 (flash_attn_interface" + _version("flash_attn_3") + ")", call)
 
 
@@ -44,8 +45,9 @@ def _fa3_fwd():
     sys.modules.setdefault("flash_attn_config", config)
     fn = importlib.import_module("fa3_fwd_interface").flash_attn_varlen_func
 
-    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal):
-        return fn(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=scale, causal=causal, return_attn_probs=True)[:2]
+    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, **seqused):
+        return fn(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=scale, causal=causal, return_attn_probs=True,
+                  **seqused)[:2]
     return Fa3Build("fa3_fwd_interface", "fa3-fwd" + _version("fa3-fwd"), call)
 
 
@@ -55,17 +57,18 @@ def _vllm():
         raise ImportError("vllm_flash_attn has no FA version 3 on this GPU")
     fn = mod.flash_attn_varlen_func
 
-    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal):
+    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, **seqused):
         return fn(q, k, v, max_seqlen_q=max_q, cu_seqlens_q=cu_q, max_seqlen_k=max_k, cu_seqlens_k=cu_k,
-                  softmax_scale=scale, causal=causal, return_softmax_lse=True, fa_version=3)[:2]
+                  softmax_scale=scale, causal=causal, return_softmax_lse=True, fa_version=3, **seqused)[:2]
     return Fa3Build("vllm.vllm_flash_attn", "vLLM's vllm_flash_attn at FA version 3" + _version("vllm"), call)
 
 
 def _sgl_kernel():
     fn = importlib.import_module("sgl_kernel.flash_attn").flash_attn_varlen_func
 
-    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal):
-        return fn(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=scale, causal=causal, return_softmax_lse=True)[:2]
+    def call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, **seqused):
+        return fn(q, k, v, cu_q, cu_k, max_q, max_k, softmax_scale=scale, causal=causal, return_softmax_lse=True,
+                  **seqused)[:2]
     return Fa3Build("sgl_kernel.flash_attn", "SGLang's sgl_kernel flash attention" + _version("sgl-kernel"), call)
 
 
@@ -96,9 +99,13 @@ def reset() -> None:
     _found = None
 
 
-def attention(build: Fa3Build, q, k, v, cu_q, cu_k, max_q: int, max_k: int, scale: float, causal: bool):
-    """(out, lse [heads, n_q] float32): the build's varlen forward, its LSE in the executor's layout."""
-    out, lse = build.call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal)
+def attention(build: Fa3Build, q, k, v, cu_q, cu_k, max_q: int, max_k: int, scale: float, causal: bool,
+              seqused_k=None):
+    """(out, lse [heads, n_q] float32): the build's varlen forward, its LSE in the executor's layout.
+    seqused_k (int32 [B], on the device): sequence i's keys are rows cu_k[i] .. cu_k[i] + seqused_k[i] only
+    (every build takes it; left out of the call where None, as before)."""
+    seqused = {} if seqused_k is None else {"seqused_k": seqused_k}
+    out, lse = build.call(q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, **seqused)
     if lse.dim() == 2 and lse.shape[0] == q.shape[0] and lse.shape[1] == q.shape[1] and q.shape[0] != q.shape[1]:
         lse = lse.t()  # a build that lays it out [tokens, heads]
     return out, lse.float()

@@ -123,13 +123,13 @@ if triton is not None:
 
     @triton.jit
     def _fused_up_kernel(
-        cache_ptr, cache_s0, rows_ptr, n_rows, w_ptr, w_s0,
+        cache_ptr, cache_s0, rows_ptr, n_rows, count_ptr, w_ptr, w_s0,
         k_ptr, k_s0, k_s1, v_ptr, v_s0, v_s1, ws_ptr, ws_s0, ws_s1,
         KV_LORA: tl.constexpr, ROPE: tl.constexpr, ROPE_BLOCK: tl.constexpr, QK_NOPE: tl.constexpr,
         V_HEAD: tl.constexpr, HEADS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr, IEEE: tl.constexpr, UPCAST: tl.constexpr, RNE: tl.constexpr,
         FP8: tl.constexpr, EVEN_K: tl.constexpr, WHOLE_HEADS: tl.constexpr, COL_TILES: tl.constexpr,
-        ROPE_HEADS: tl.constexpr,
+        ROPE_HEADS: tl.constexpr, HAS_COUNT: tl.constexpr,
     ):
         # A column tile is part of one head's nope part or V (WHOLE_HEADS 0), or WHOLE_HEADS whole heads.
         K_TILES: tl.constexpr = QK_NOPE // BLOCK_N
@@ -138,6 +138,11 @@ if triton is not None:
         # Column tiles fastest: a row block's COL_TILES tiles are neighbours in launch order.
         pid_m = pid // COL_TILES
         pid_n = pid % COL_TILES
+        limit = n_rows
+        if HAS_COUNT:  # the row count in device memory (any_batch.py: sizes the host never reads)
+            limit = tl.minimum(tl.maximum(tl.load(count_ptr).to(tl.int32), 0), n_rows)
+            if pid_m * BLOCK_M >= limit:  # a block past the count: nothing to read or write
+                return
         if WHOLE_HEADS > 0:
             h = pid_n * WHOLE_HEADS  # the tile's first head
             t = pid_n * 0
@@ -145,7 +150,7 @@ if triton is not None:
             h = pid_n // HEAD_TILES
             t = pid_n % HEAD_TILES  # K's nope tiles first, then V's, as kv_b_proj orders a head's rows
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        in_m = offs_m < n_rows
+        in_m = offs_m < limit
         # int64 offsets: a cache or a K of a million rows passes 2^31 elements.
         src = tl.load(rows_ptr + offs_m, mask=in_m, other=0).to(tl.int64) * cache_s0
         dst = offs_m.to(tl.int64)
@@ -365,7 +370,8 @@ def reference_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj
 def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: torch.Tensor, dims: MlaDims,
                      k_out: Optional[torch.Tensor] = None, v_out: Optional[torch.Tensor] = None,
                      check_rows: Optional[bool] = None, tiles: Optional[Dict[str, int]] = None,
-                     kv_b_proj_scale: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
+                     kv_b_proj_scale: Optional[torch.Tensor] = None,
+                     row_count: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """K [n, heads, qk_head] and V [n, heads, v_head] of the latent rows cache_flat[rows], in one kernel.
 
     cache_flat: [cache rows, kv_lora + qk_rope] (kv_cache.view(-1, latent)); rows: [n] int32 or int64
@@ -387,6 +393,12 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     product a group, scaled by the row's and the block's scales and summed in float32; the rope part is
     copied as it is. reference_up_project_fp8 computes the same values in float64.
 
+    row_count: an integer tensor of one element on cache_flat's device, read by the kernel: only the
+    first min(row_count, n) rows are made (none below 0), and only their row numbers are read; the other
+    rows of k_out and v_out are left as they were (new outputs' are unspecified). The kernel's programs whose row block
+    starts at or past the count return at once, so a launch sized for a bucket's largest chunk costs
+    little for a smaller one, and the host never reads the count (any_batch.py's loop in a CUDA graph).
+
     Runs the Triton kernel on CUDA tensors, and on CPU tensors under Triton's interpreter
     (TRITON_INTERPRET=1 before Triton is imported); anywhere else (a CPU tensor without it, no Triton,
     dims without a tile of 16 dividing them, FP8 before compute capability 8.9) it runs
@@ -397,7 +409,10 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     if tiles is not None and (not isinstance(tiles, dict) or not set(tiles) <= set(DEFAULT_TILES) or any(
             type(x) is not int or x < 1 for x in tiles.values())):
         _fail("tiles", f"expected a dict of positive ints with keys from {', '.join(DEFAULT_TILES)}, got {tiles!r}")
+    _check_count(row_count, cache_flat)
     if why_reference(cache_flat, dims, fp8) is not None:
+        if row_count is not None:
+            return _counted_reference(cache_flat, rows, kv_b_proj, kv_b_proj_scale, dims, k_out, v_out, row_count)
         if fp8:
             return reference_up_project_fp8(cache_flat, rows, kv_b_proj, kv_b_proj_scale, dims, k_out, v_out, False)
         return reference_up_project(cache_flat, rows, kv_b_proj, dims, k_out, v_out, check_rows=False)
@@ -412,17 +427,45 @@ def fused_up_project(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_proj: to
     col_tiles = dims.heads // heads_a_tile if heads_a_tile else dims.heads * (whole // t["BLOCK_N"])
     grid = (triton.cdiv(n, t["BLOCK_M"]) * col_tiles,)
     _fused_up_kernel[grid](
-        cache_flat, cache_flat.stride(0), rows, n, kv_b_proj, kv_b_proj.stride(0),
+        cache_flat, cache_flat.stride(0), rows, n, rows if row_count is None else row_count, kv_b_proj, kv_b_proj.stride(0),
         k, k.stride(0), k.stride(1), v, v.stride(0), v.stride(1), ws, ws.stride(0), ws.stride(1),
         KV_LORA=dims.kv_lora, ROPE=dims.qk_rope, ROPE_BLOCK=triton.next_power_of_2(max(dims.qk_rope, 1)),
         QK_NOPE=dims.qk_nope, V_HEAD=dims.v_head, HEADS=dims.heads,
         BLOCK_M=t["BLOCK_M"], BLOCK_N=t["BLOCK_N"], BLOCK_K=t["BLOCK_K"], IEEE=cache_flat.dtype == torch.float32 or not cache_flat.is_cuda,
         UPCAST=not cache_flat.is_cuda, RNE=not cache_flat.is_cuda and cache_flat.dtype == torch.bfloat16,
         FP8=fp8, EVEN_K=dims.kv_lora % t["BLOCK_K"] == 0, WHOLE_HEADS=heads_a_tile, COL_TILES=col_tiles,
-        ROPE_HEADS=max(heads_a_tile, 1),
+        ROPE_HEADS=max(heads_a_tile, 1), HAS_COUNT=row_count is not None,
         num_warps=t["num_warps"], num_stages=t["num_stages"],
     )
     return k, v
+
+
+def _check_count(row_count, cache_flat: torch.Tensor) -> None:
+    if row_count is None:
+        return
+    if not isinstance(row_count, torch.Tensor) or row_count.numel() != 1 or row_count.dtype not in (torch.int32, torch.int64):
+        got = f"{row_count.dtype} {list(row_count.shape)}" if isinstance(row_count, torch.Tensor) else type(row_count).__name__
+        _fail("row_count", f"expected an int32 or int64 tensor of one element (the rows to make), got {got}")
+    if row_count.device != cache_flat.device:
+        _fail("row_count", f"on {row_count.device}, but cache_flat is on {cache_flat.device}; put both on one device")
+
+
+def _counted_reference(cache_flat, rows, kv_b_proj, kv_b_proj_scale, dims, k_out, v_out, row_count):
+    """The reference with a device row count: every row computed, the first row_count stored, by
+    torch.where on the device (no host read of the count, as the kernel). Rows past the count read row 0:
+    the kernel never reads their numbers, which may be anything."""
+    keep = torch.arange(rows.shape[0], device=rows.device) < row_count.reshape(())
+    rows = torch.where(keep, rows, torch.zeros_like(rows))
+    if kv_b_proj_scale is not None:
+        k, v = reference_up_project_fp8(cache_flat, rows, kv_b_proj, kv_b_proj_scale, dims, check_rows=False)
+    else:
+        k, v = reference_up_project(cache_flat, rows, kv_b_proj, dims, check_rows=False)
+    keep = keep[:, None, None]
+    k_out = torch.zeros_like(k) if k_out is None else k_out
+    v_out = torch.zeros_like(v) if v_out is None else v_out
+    k_out.copy_(torch.where(keep, k, k_out))
+    v_out.copy_(torch.where(keep, v, v_out))
+    return k_out, v_out
 
 
 # ---- FP8: the quantizers, the reference and the unfused path ---------------------------------------
