@@ -100,6 +100,10 @@ void check_gpu_costs(const GpuOptions& o, const std::vector<cost::CostModel>& co
                                    "of that loop or drop --loop",
                                    io::printable(c.path), c.up_projection == "fused" ? "fused" : "engine", o.loop));
   }
+  if (o.gpu.empty())  // --cost FILE: no header names the file, so the warning does
+    for (const cost::CostModel& c : costs)
+      if (!c.heldout_missed.empty())
+        print_stderr(fmt::format("mlaplan: warning: {}: {}\n", io::printable(c.path), heldout_note(c)));
   std::string why;
   const std::optional<std::string> here = profile::find_usable_gpu(&why);
   if (!here) return;  // no GPU here: nothing to compare the files with
@@ -116,15 +120,24 @@ void check_guide_gpus(const GpuOptions& o, const std::vector<policies::Policy>& 
     if (p.guide && !p.guide_path.empty()) cost::require_gpu(*p.guide, o.gpu, "--gpu");  // guided:FILE's own file
 }
 
+// Where a shipped or given file missed its own held-out targets: which workloads, by how much.
+std::string heldout_note(const cost::CostModel& c) {
+  std::string names;
+  for (const std::string& m : c.heldout_missed) names += (names.empty() ? "" : ", ") + io::printable(m);
+  return fmt::format("its held-out check missed the targets on {}", names);
+}
+
 std::string gpu_header(const GpuOptions& o, const std::vector<cost::CostModel>& costs) {
   if (o.gpu.empty()) return "";
   std::string out;
-  for (const cost::CostModel& c : costs)
+  for (const cost::CostModel& c : costs) {
     // The path on a line of its own under the labels' column (shortened where long): within 120
     // columns, and the same two lines whatever its length.
     out += fmt::format("gpu       {} (--gpu {}): {} TP {}{} priced by\n          {}\n", io::printable(c.gpu),
                        io::printable(o.gpu), io::printable(c.model), c.tp,
                        c.up_projection == "fused" ? ", mlaplan's fused loop," : "", io::shorten_path(io::printable(c.path)));
+    if (!c.heldout_missed.empty()) out += "          " + heldout_note(c) + "\n";
+  }
   return io::wrap_lines(out) + "\n";
 }
 

@@ -47,5 +47,8 @@ void check_guide_gpus(const GpuOptions& options, const std::vector<policies::Pol
 // The first lines of a table's answer under --gpu: the GPU and the file of each model and TP; "" without
 // --gpu.
 std::string gpu_header(const GpuOptions& options, const std::vector<cost::CostModel>& costs);
+// "its held-out check missed the targets on coding-agent (median 2.2% > 2%; ...)": for a file whose
+// heldout_missed is not empty (gpu_header's line under the file, or --cost's warning).
+std::string heldout_note(const cost::CostModel& c);
 
 }  // namespace mlaplan::cli

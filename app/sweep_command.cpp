@@ -321,6 +321,8 @@ void add_sweep_command(CLI::App& app, int& exit_code) {
   cmd->footer(help_footer(
       "  mlaplan sweep --gpu h100 --model deepseek-v3 --tp 8 --workload coding-agent --policy vllm --recommend "
       "--objective time\n"
+      "  mlaplan sweep --gpu h100 --loop fused --model deepseek-v3 --tp 8 --workload coding-agent --recommend "
+      "--objective time\n"
       "  mlaplan sweep --workload short-chat --model deepseek-v3 --tp 8 --recommend --max-iterations 1\n"
       "  mlaplan sweep scenarios/ --buffer-tokens 4096:262144:x2 --policy all --format csv -o sweep.csv\n"
       "  mlaplan sweep --workload coding-agent --model deepseek-v3 --tp 8 --gpu h100 --svg sweep.svg --html sweep.html"));

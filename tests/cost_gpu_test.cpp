@@ -218,3 +218,35 @@ TEST(HostIdentified, ReadAndRefusedForEagerChoices) {
 
 }  // namespace
 }  // namespace mlaplan::cost
+
+namespace mlaplan::cost {
+namespace {
+
+// A file whose own held-out check missed (calibrate's heldout.workloads.*.verdict MISS) says on which
+// workloads and by what; one that passed, had no check, or holds another shape of the section, none.
+TEST(HeldoutMissed, ReadFromCalibratesVerdicts) {
+  json j = shipped();
+  j["heldout"] = {{"workloads",
+                   {{"coding-agent", {{"verdict", "MISS"}, {"missed", {"median 2.2% > 2%", "tau 0.84 < 0.85"}}}},
+                    {"short-chat", {{"verdict", "PASS"}, {"missed", json::array()}}},
+                    {"mooncake-conv", {{"verdict", "MISS"}}}}}};
+  const CostModel m = parse_cost_model(j.dump(), "m.json");
+  ASSERT_EQ(m.heldout_missed.size(), 2u);
+  EXPECT_EQ(m.heldout_missed[0], "coding-agent (median 2.2% > 2%; tau 0.84 < 0.85)");
+  EXPECT_EQ(m.heldout_missed[1], "mooncake-conv");
+  EXPECT_TRUE(parse_cost_model(shipped().dump(), "s.json").heldout_missed.empty());  // passed everywhere
+  for (const json& odd : {json(nullptr), json("MISS"), json{{"workloads", 3}}, json{{"workloads", {{"x", {{"verdict", 1}}}}}},
+                          json{{"workloads", {{"x", {{"verdict", "MISS"}, {"missed", "all"}}}}}}}) {
+    json k = shipped();
+    k["heldout"] = odd;
+    const CostModel c = parse_cost_model(k.dump(), "k.json");  // never refused: the section prices nothing
+    EXPECT_LE(c.heldout_missed.size(), 1u) << odd.dump();
+  }
+  // The shipped H100 DeepSeek-V3 TP 1 file missed on coding-agent (docs/data/cost-validation/h100-2026-12-06).
+  const CostModel tp1 = read_cost_model(kCosts + "/h100/deepseek-v3-tp1-bf16-fa3.json");
+  ASSERT_EQ(tp1.heldout_missed.size(), 1u);
+  EXPECT_EQ(tp1.heldout_missed[0].rfind("coding-agent (median 2.2% > 2%", 0), 0u) << tp1.heldout_missed[0];
+}
+
+}  // namespace
+}  // namespace mlaplan::cost

@@ -3,6 +3,7 @@
 // recommendation) names the file's GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "cli_runner.hpp"
@@ -53,6 +54,31 @@ TEST(GpuCli, WithoutGpuTheAnswerNamesTheFilesGpu) {
   ASSERT_EQ(rec.code, 0) << rec.err;
   EXPECT_TRUE(has(rec.out, "recommendation: the smallest buffer whose p99 step time, priced for NVIDIA H200, is within 5%"))
       << rec.out;
+}
+
+// A shipped file that missed its own held-out targets (H100 DeepSeek-V3 TP 1) says so under its path
+// with --gpu, and in one warning with --cost; a file that passed says nothing.
+TEST(GpuCli, AFileThatMissedItsHeldOutCheckSaysSo) {
+  const std::string h100 = MLAPLAN_SOURCE_DIR "/costs/h100/";
+  const test::CliResult gpu = run_cli(kSmall + "--gpu h100 --model deepseek-v3 --tp 1");
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_TRUE(has(gpu.out, "deepseek-v3-tp1-bf16-fa3.json\n          its held-out check missed the targets on coding-agent "
+                           "(median 2.2% > 2%;"))
+      << gpu.out;
+  EXPECT_EQ(gpu.err, "");
+  const test::CliResult cost = run_cli(kSmall + "--cost " + h100 + "deepseek-v3-tp1-bf16-fa3.json --format json");
+  ASSERT_EQ(cost.code, 0) << cost.err;
+  EXPECT_EQ(cost.err.rfind("mlaplan: warning: " + h100 + "deepseek-v3-tp1-bf16-fa3.json: its held-out check missed the targets "
+                           "on coding-agent (",
+                           0),
+            0u)
+      << cost.err;
+  EXPECT_EQ(std::count(cost.err.begin(), cost.err.end(), '\n'), 1);
+  EXPECT_TRUE(has(cost.out, "\"heldout_missed\": [\n        \"coding-agent (median 2.2% > 2%")) << cost.out;
+  const test::CliResult passed = run_cli(kSmall + "--gpu h100 --model deepseek-v3 --tp 8");
+  ASSERT_EQ(passed.code, 0) << passed.err;
+  EXPECT_FALSE(has(passed.out, "held-out")) << passed.out;
+  EXPECT_EQ(passed.err, "");
 }
 
 }  // namespace

@@ -268,6 +268,29 @@ std::string CostModel::describe(bool eager) const {
   return s + ", calibrated " + date;
 }
 
+namespace {
+
+// The workloads whose verdict in calibrate's held-out check is MISS, each with the targets it missed.
+// Leniently read: the section prices nothing, so a hand-written or older shape is passed over.
+std::vector<std::string> heldout_missed(const json& doc) {
+  std::vector<std::string> out;
+  if (!doc.contains("heldout") || !doc["heldout"].is_object()) return out;
+  const json& h = doc["heldout"];
+  if (!h.contains("workloads") || !h["workloads"].is_object()) return out;
+  for (auto it = h["workloads"].begin(); it != h["workloads"].end(); ++it) {
+    const json& w = it.value();
+    if (!w.is_object() || !w.contains("verdict") || w["verdict"] != "MISS") continue;
+    std::string why;
+    if (w.contains("missed") && w["missed"].is_array())
+      for (const json& m : w["missed"])
+        if (m.is_string()) why += (why.empty() ? "" : "; ") + m.get<std::string>();
+    out.push_back(why.empty() ? it.key() : fmt::format("{} ({})", it.key(), why));
+  }
+  return out;
+}
+
+}  // namespace
+
 CostModel parse_cost_model(const std::string& text, const std::string& path) {
   const json doc = io::parse_json_strict(text, path);
   Reader r(path, doc);
@@ -320,6 +343,7 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
     m.coefficients[i] = r.coefficient(terms, coefficient_name(t));
   }
   if (doc.contains("host") && !doc["host"].is_null()) m.host = r.host(doc);
+  m.heldout_missed = heldout_missed(doc);
   return m;
 }
 

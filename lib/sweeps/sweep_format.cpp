@@ -481,7 +481,7 @@ std::string format_sweep_json(const SweepReport& rep) {
       j["costs"].push_back({{"file", c.path}, {"model", c.model}, {"tp", c.tp}, {"dtype", c.dtype}, {"gpu", c.gpu},
                             {"compute_capability", cost::compute_capability_text(c.sm)},
                             {"attention", c.attention}, {"merge", c.merge}, {"timing", c.timing}, {"date", c.date},
-                            {"up_projection", c.up_projection}});
+                            {"up_projection", c.up_projection}, {"heldout_missed", c.heldout_missed}});
     if (sweep_has_eager(s)) {  // the times are eager: the host section they were priced with
       for (size_t k = 0; k < s.costs.size(); ++k)
         if (s.costs[k].host) {

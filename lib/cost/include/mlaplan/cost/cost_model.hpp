@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "mlaplan/cost/eager.hpp"
 #include "mlaplan/cost/features.hpp"
@@ -40,6 +41,10 @@ struct CostModel {
   // The host's dispatch cost per launch (the file's optional host section): what --timing eager
   // needs; none in a file fitted on graph timing alone.
   std::optional<HostCosts> host;
+  // The workloads on which the file's own held-out check (calibrate's `heldout` section) missed its
+  // targets, each "coding-agent (median 2.2% > 2%; p90 5.5% > 5%)": a file shipped though it missed
+  // says so where it prices. Empty for a file that passed, had no check, or was written by hand.
+  std::vector<std::string> heldout_missed;
 
   double coefficient(Term t) const { return coefficients[static_cast<size_t>(t)]; }
   // Microseconds per layer: the sum over terms of coefficient x count.
@@ -63,7 +68,9 @@ uint32_t known_gpu_sm(const std::string& gpu);
 // per unit) or not a number, a geometry value of 0, a compute_capability that is not one ("9.0" or
 // 9.0), or none where the gpu is not one known_gpu_sm knows; a host section without holds_for or
 // pad_v, with a launch kind missing or unknown, a host cost negative, above 1e6 or not a number, or an
-// identified that is not true or false; a kernels.up_projection other than unfused or fused. Fields it does not read (heldout, fit, command) are let be.
+// identified that is not true or false; a kernels.up_projection other than unfused or fused. Fields it
+// does not price by (heldout, fit, command) are let be: heldout's verdicts are read where they have
+// calibrate's shape, and passed over where not.
 CostModel parse_cost_model(const std::string& text, const std::string& path);
 
 // "grid", "sorted" or "sectioned": a geometry's scheduler as a cost file spells it.
