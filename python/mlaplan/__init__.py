@@ -19,6 +19,7 @@ The explorer is here too: `plan_policy` plans under an engine's policy (packed, 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -369,6 +370,10 @@ def sweep(
     else:
         raise TypeError(f"cost: expected a cost file's path or a list of them, got {type(cost).__name__} {cost!r}")
     costs = _gpu_costs(gpu, costs, model, tp, attention, loop)
+    for c in costs:  # as the CLI says under the file's name (--gpu) or warns (--cost)
+        missed = _mlaplan.read_cost_model(c)["heldout_missed"]
+        if missed:
+            warnings.warn(f"{c}: its held-out check missed the targets on {', '.join(missed)}", UserWarning, stacklevel=2)
     block_size = a.whole("replay_block_size", replay_block_size, 1, 1 << 30)
     checked = dict(
         workload=workload, batches=a.whole("batches", batches, 1, 100_000_000), seed=a.whole("seed", seed, 0, 2**64 - 1),

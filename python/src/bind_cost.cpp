@@ -237,6 +237,9 @@ void bind_cost(nb::module_& m) {
         d["timing"] = c.timing;
         d["attention"] = c.attention;
         d["up_projection"] = c.up_projection;
+        nb::list missed;
+        for (const std::string& w : c.heldout_missed) missed.append(w);
+        d["heldout_missed"] = missed;
         g["heads"] = c.geometry.heads;
         g["sms"] = c.geometry.sms;
         g["blocks_per_sm"] = c.geometry.blocks_per_sm;
@@ -270,7 +273,8 @@ void bind_cost(nb::module_& m) {
       "path"_a,
       "A cost file read and checked as `run --cost` reads it (ValueError naming the file and field): model, tp, dtype, "
       "gpu, sm, timing, attention (kernels.attention: the kernel, as calibrate names it), geometry {heads, sms, blocks_per_sm, tile_queries, scheduler}, coefficients {name: us per unit}, "
-      "host {holds_for, pad_v, launch_us {kind: us}, identified, unidentified_because} or None.");
+      "host {holds_for, pad_v, launch_us {kind: us}, identified, unidentified_because} or None, heldout_missed (the "
+      "workloads on which its own held-out check missed, with the targets missed).");
   m.def("gpu_key", [](const std::string& name) { return cost::gpu_key(name); }, "name"_a,
         "The key a GPU's name is filed under (costs/<key>/): \"h100\" for \"NVIDIA H100 80GB HBM3\", \"h100-pcie\" for "
         "the PCIe card; \"\" for no GPU's name.");

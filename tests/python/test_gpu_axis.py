@@ -4,6 +4,7 @@ another GPU is refused naming both; a host section the calibration could not ide
 for eager pricing."""
 import json
 import os
+import warnings
 
 import pytest
 
@@ -137,3 +138,18 @@ def test_the_fused_loop_is_asked_for_by_loop(tmp_path):
     fused = tmp_path / "fused.json"
     fused.write_text(json.dumps(doc))
     assert mlaplan.sweep(**SMALL, gpu="h200", cost=str(fused), loop="fused")
+
+
+def test_a_file_that_missed_its_heldout_check_warns():
+    """The shipped H100 DeepSeek-V3 TP 1 file missed on coding-agent: sweep says so, as the CLI does."""
+    path = mlaplan.cost_file("h100", "deepseek-v3", 1)
+    missed = _mlaplan.read_cost_model(path)["heldout_missed"]
+    assert len(missed) == 1 and missed[0].startswith("coding-agent (median 2.2% > 2%")
+    with pytest.warns(UserWarning, match=r"held-out check missed the targets on coding-agent \(median"):
+        mlaplan.sweep("coding-agent", gpu="h100", model="deepseek-v3", tp=1, batches=5, buffer_tokens=[65536],
+                      policies="vllm")
+    assert _mlaplan.read_cost_model(mlaplan.cost_file("h100", "deepseek-v3", 8))["heldout_missed"] == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a file that passed: no warning
+        mlaplan.sweep("coding-agent", gpu="h100", model="deepseek-v3", tp=8, batches=5, buffer_tokens=[65536],
+                      policies="vllm")
