@@ -319,76 +319,95 @@ class AnyBatchLoop:
 
 # ---- timing (scripts/gpu-check/any-batch.sh) ----------------------------------------------------
 
+COLUMNS = ("rows", "M", "graph", "eager", "1 chunk", "err", "max+fused graph", "eager", "packed+fused graph", "eager")
 
-def main(argv: Optional[List[str]] = None) -> int:
-    from .__main__ import Parser, _count, _positive_list, attention_kernel
 
-    p = Parser(prog="python -m mlaplan.prefill.any_batch",
-               description="Times one CUDA graph captured per bucket, replayed for a batch, beside the executor's "
-                           "per-batch graphs of max+fused and packed+fused and their eager time.")
-    p.add_argument("scenario", metavar="SCENARIO.json", help="a file of one batch (the bucket is its size)")
-    p.add_argument("--model", default="deepseek-v3")
-    p.add_argument("--tp", type=_count(1, 1024), default=8)
-    p.add_argument("--buffer-tokens", type=_positive_list, default=[16384, 32768, 65536], metavar="N[,N...]")
-    p.add_argument("--attention", default="auto", choices=("auto", "fa3", "flash"))
-    p.add_argument("--reps", type=_count(1), default=10)
-    p.add_argument("--warmup", type=_count(0), default=3)
-    p.add_argument("--settle-ms", type=_count(0), default=250)
-    args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        p.error("the timing needs a CUDA GPU (the CPU tests: tests/python/test_any_batch.py)")
-    from .. import _mlaplan
+def compare(x: PrefillInputs, buffers, kernel: str, reps: int = 10, warmup: int = 3, settle_ms: float = 0.0) -> List[tuple]:
+    """Per buffer size, one row of COLUMNS (ms are medians): the loop for x's bucket (x's own sizes, M its
+    plan's chunks) captured once, its replay and eager step for x, a replay for a one-chunk batch of the
+    same bucket (sequence 0 with a short context, over x's cache), the error of x's replay against
+    one-shot attention, and the executor's per-batch graph and eager time of max+fused and packed+fused."""
     from . import timing
     from .executor import execute, prepare
-    from .inputs import random_inputs
     from .measure import errors
-    from .model import model_dims
     from .reference import one_shot
     from .schedule import build_schedule
 
-    device = torch.device("cuda")
-    kernel = attention_kernel(args.attention, device)
-    dims = model_dims(args.model, args.tp)
-    s = _mlaplan.read_scenarios(args.scenario)[0]
-    x = random_inputs(s["cache_lengths"], s["input_row_offsets"], int(s["page_size"]), dims, torch.bfloat16, device, 1)
-    n = x.lengths
+    n, d = x.lengths, x.dims
     ref = one_shot(x)
-    median = lambda v: statistics.median(v)  # noqa: E731
-    print(f"{s['name']}: {n.batch_size} sequences, {int(n.cache.sum()):,} cached + {n.new_tokens:,} new tokens, page "
-          f"{n.page_size}; {dims.name} {dims.heads} heads, {kernel}, {torch.cuda.get_device_name(device)}; median ms of "
-          f"{args.reps}")
-    print(f"{'rows':>7} {'M':>3} {'graph':>7} {'eager':>7} {'1 chunk':>8} {'err':>8} | {'max+fused graph':>15} {'eager':>7} | "
-          f"{'packed+fused graph':>18} {'eager':>7}")
-    # A batch of the same bucket using one chunk: sequence 0 with a short context, over x's own cache.
+    timed = lambda fn: statistics.median(timing.time_eager(fn, True, reps, warmup, settle_ms))  # noqa: E731
     few_new = max(int(n.new[0]), 1)
     few = PrefillInputs(x.q[:few_new], x.kv_cache, x.page_table[:1], x.kv_b_proj,
-                        lengths_of([min(int(n.cache[0]), 1000)], [0, few_new], n.page_size), dims)
-    for buffer in args.buffer_tokens:
+                        lengths_of([min(int(n.cache[0]), 1000)], [0, few_new], n.page_size), d)
+    rows = []
+    for buffer in buffers:
         m = min_max_chunks(n.cache, n.page_size, buffer)
-        loop = AnyBatchLoop(dims, x.kv_b_proj, x.kv_cache, n.batch_size, n.new_tokens, x.page_table.shape[1], buffer, m,
+        loop = AnyBatchLoop(d, x.kv_b_proj, x.kv_cache, n.batch_size, n.new_tokens, x.page_table.shape[1], buffer, m,
                             kernel)
         loop.load(x)
         loop.capture()
         loop.replay()
         loop.status()
         err = errors(*loop.result(), *ref, 1e-2)[0]
-        graph_ms = median(timing.time_eager(loop.replay, True, args.reps, args.warmup, args.settle_ms))
-        eager_ms = median(timing.time_eager(loop.step, True, args.reps, args.warmup, args.settle_ms))
+        graph_ms, eager_ms = timed(loop.replay), timed(loop.step)
         loop.load(few)
-        few_ms = median(timing.time_eager(loop.replay, True, args.reps, args.warmup, args.settle_ms))
+        few_ms = timed(loop.replay)
+        del loop
         cols = []
         for policy in ("max", "packed"):
-            sched = build_schedule(policy, n, host_page_table(x), buffer, None, device)
-            prep = prepare(x, sched, kernel=kernel, up_projection="fused")
-            cols.append(median(timing.time_graph(lambda: execute(prep), args.reps, args.warmup, args.settle_ms)))
-            cols.append(median(timing.time_eager(lambda: execute(prep), True, args.reps, args.warmup, args.settle_ms)))
+            prep = prepare(x, build_schedule(policy, n, host_page_table(x), buffer, None, x.device), kernel=kernel,
+                           up_projection="fused")
+            cols.append(statistics.median(timing.time_graph(lambda: execute(prep), reps, warmup, settle_ms)))
+            cols.append(timed(lambda: execute(prep)))
             del prep
-        print(f"{buffer:>7} {m:>3} {graph_ms:>7.2f} {eager_ms:>7.2f} {few_ms:>8.2f} {err:>8.1e} | {cols[0]:>15.2f} "
-              f"{cols[1]:>7.2f} | {cols[2]:>18.2f} {cols[3]:>7.2f}")
-        del loop
+        rows.append((buffer, m, graph_ms, eager_ms, few_ms, err, *cols))
         torch.cuda.empty_cache()
-    print("graph: the one graph replayed for the batch; eager: step() issued; 1 chunk: a replay for a 1-sequence batch of "
-          "the same bucket that uses one chunk; err: max |out - one-shot|")
+    return rows
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from .. import _mlaplan
+    from .__main__ import Parser, _count, _positive_list, attention_kernel
+    from .inputs import random_inputs
+    from .model import model_dims
+
+    p = Parser(prog="python -m mlaplan.prefill.any_batch",
+               description="Times one CUDA graph captured per bucket, replayed for a batch, beside the executor's "
+                           "per-batch graphs of max+fused and packed+fused and their eager time.")
+    p.add_argument("scenario", metavar="SCENARIO.json", help="a file of one batch: the bucket is its size")
+    p.add_argument("--model", default="deepseek-v3", help="a model preset (default deepseek-v3)")
+    p.add_argument("--tp", type=_count(1, 1024), default=8, help="tensor-parallel ranks (default 8)")
+    p.add_argument("--buffer-tokens", type=_positive_list, default=[16384, 32768, 65536], metavar="N[,N...]",
+                   help="buffer sizes in rows (default 16384,32768,65536)")
+    p.add_argument("--attention", default="auto", choices=("auto", "fa3", "flash"),
+                   help="the attention kernel (default auto: FlashAttention-3 where a build imports)")
+    p.add_argument("--reps", type=_count(1), default=10, help="timed runs; the median is reported (default 10)")
+    p.add_argument("--warmup", type=_count(0), default=3, help="untimed runs first (default 3)")
+    p.add_argument("--settle-ms", type=_count(0), default=250, help="runs back to back this long first (default 250)")
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        p.error("the timing needs a CUDA GPU, and torch sees none here (on the CPU: pytest tests/python/test_any_batch.py)")
+    device = torch.device("cuda")
+    kernel = attention_kernel(args.attention, device)
+    try:
+        dims = model_dims(args.model, args.tp)
+    except ValueError as e:
+        p.error(str(e) if str(e).startswith("--") else f"--model: {e}")
+    s = _mlaplan.read_scenarios(args.scenario)[0]
+    x = random_inputs(s["cache_lengths"], s["input_row_offsets"], int(s["page_size"]), dims, torch.bfloat16, device, 1)
+    n = x.lengths
+    print(f"{s['name']}: {n.batch_size} sequences, {int(n.cache.sum()):,} cached + {n.new_tokens:,} new tokens, page "
+          f"{n.page_size}; {dims.name}, {dims.heads} heads, {kernel}, {torch.cuda.get_device_name(device)}; ms, median "
+          f"of {args.reps}")
+    widths = (7, 3, 7, 7, 8, 8, 15, 7, 18, 7)
+    print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
+    for row in compare(x, args.buffer_tokens, kernel, args.reps, args.warmup, args.settle_ms):
+        cells = [f"{row[0]:>7}", f"{row[1]:>3}"] + [f"{v:>{w}.2f}" for v, w in zip(row[2:5], widths[2:5])]
+        cells += [f"{row[5]:>8.1e}"] + [f"{v:>{w}.2f}" for v, w in zip(row[6:], widths[6:])]
+        print(" ".join(cells))
+    print("graph: the one graph replayed for the batch; eager: its step issued; 1 chunk: a replay of the same graph for "
+          "a batch of one sequence that uses one chunk; err: max |out - one-shot|; max+fused, packed+fused: the "
+          "executor's loops captured for this batch alone, and eager")
     return 0
 
 
