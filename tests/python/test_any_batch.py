@@ -218,6 +218,8 @@ def test_an_infeasible_plan_is_reported_with_the_smallest_max_chunks():
 def test_the_row_count_in_device_memory_is_honoured_by_the_reference():
     """fused_up_project(row_count=): the first count rows made, the others of k_out and v_out left as
     they were, rows past the count never read (here out of range); a bad count refused by name."""
+    if fu._INTERPRET:
+        pytest.skip("TRITON_INTERPRET=1 is set: the kernel runs here, not the reference (the interpreter's test covers it)")
     x = mp.random_inputs([40], [0, 0], 8, SMALL, torch.float32, "cpu", 1)
     flat = x.kv_cache.view(-1, SMALL.latent)
     rows = torch.arange(30, dtype=torch.int64)
