@@ -112,6 +112,19 @@ def test_a_batch_without_new_tokens_and_a_full_bucket():
     assert check(loop, x)[2] and (loop.lengths.numpy() == 64).all()
 
 
+def test_fp8_weights_match_their_one_shot():
+    """weights="fp8": kv_b_proj quantized once as the FP8 checkpoint holds it; the loop matches one-shot
+    attention with K and V made alike (and misses the bf16 one, so the weights really changed)."""
+    loop = make_loop(16, 64, 8, weights="fp8")
+    x = inputs(loop, [130, 0, 61], [4, 3, 6], 7)
+    out, lse = run(loop, x)
+    ref_out, ref_lse = mp.one_shot(x, weights="fp8")
+    assert errors(out, lse, ref_out, ref_lse, TOL)[2]
+    assert not errors(out, lse, *mp.one_shot(x), TOL)[2]
+    with pytest.raises(ValueError, match="weights: 'fp4'"):
+        make_loop(16, 64, 8, weights="fp4")
+
+
 class OffByOneKeys(AnyBatchLoop):
     """seqused_k one short where a sequence has keys: each such chunk drops its last key."""
 
@@ -330,6 +343,9 @@ def test_one_graph_replays_any_batch_of_its_bucket():
     dims = mp.model_dims("deepseek-v3", tp=8)
     build, _ = fa3.find()
     kernel = "fa3" if build is not None and torch.cuda.get_device_capability()[0] == 9 else "flash"
+    if kernel == "flash" and not any_batch.varlen_takes_seqused_k():
+        pytest.skip("no FlashAttention-3 build imports here and this torch's varlen_attn takes no seqused_k: "
+                    "pip install fa3-fwd (scripts/gpu-check/any-batch.sh installs it from .whl/)")
     loop = make_loop(64, 4096, 10, max_batch=12, max_new=1024, max_pages=400, dims=dims, dtype=torch.bfloat16,
                      device="cuda", kernel=kernel)
     rng = np.random.default_rng(5)

@@ -45,8 +45,8 @@ import torch
 import mlaplan
 
 from .attention import VarlenCall, resolve_kernel, varlen_attention
-from .executor import state_dtype
-from .fused_up import fused_up_project
+from .executor import WEIGHTS, state_dtype
+from .fused_up import fused_up_project, quantize_kv_b_proj
 from .inputs import PrefillInputError, PrefillInputs, check_inputs, flat_rows, host_page_table, lengths_of
 from .merge import merge_into
 from .model import MlaDims
@@ -68,15 +68,28 @@ def min_max_chunks(cache: np.ndarray, page_size: int, buffer_rows: int) -> int:
     return max(need, int(starts.max(initial=-1)) // buffer_rows + 1, 1) if padded.size else 1
 
 
+def varlen_takes_seqused_k() -> bool:
+    """Whether this torch's varlen_attn (FlashAttention-2 on CUDA) takes seqused_k."""
+    import inspect
+
+    try:
+        from torch.nn.attention import varlen
+    except ImportError:
+        return False
+    return "seqused_k" in inspect.signature(varlen.varlen_attn).parameters
+
+
 class AnyBatchLoop:
     """The bucketed device-resident loop (module docstring). kv_cache [pages, page_size, latent] is the
     engine's paged cache (the bucket's page size is its page_size: the planner binds it); kv_b_proj the
     layer's weight in kv_cache's dtype; kernel: the attention on CUDA, auto (FlashAttention-3 where a
     build imports, else FlashAttention-2 with V padded) or fa3 or flash; state: the running output's
-    dtype (executor.state_dtype). Bad arguments raise PrefillInputError (a ValueError) naming them."""
+    dtype (executor.state_dtype); weights: bf16, or fp8 (kv_b_proj quantized here once to e4m3 with
+    128 x 128 block scales, as executor.prepare does, and the fused kernel's FP8 path run). Bad arguments raise PrefillInputError (a ValueError) naming them."""
 
     def __init__(self, dims: MlaDims, kv_b_proj: torch.Tensor, kv_cache: torch.Tensor, max_batch: int, max_new: int,
-                 max_pages: int, buffer_rows: int, max_chunks: int, kernel: str = "auto", state=None):
+                 max_pages: int, buffer_rows: int, max_chunks: int, kernel: str = "auto", state=None,
+                 weights: str = "bf16"):
         if not isinstance(dims, MlaDims):
             raise PrefillInputError(f"dims: expected an MlaDims (mlaplan.prefill.model_dims), got {type(dims).__name__}")
         if not isinstance(kv_cache, torch.Tensor) or kv_cache.ndim != 3 or kv_cache.shape[2] != dims.latent \
@@ -104,7 +117,13 @@ class AnyBatchLoop:
             raise PrefillInputError(f"kernel: {kernel!r}; the loop reads key lengths from the device (seqused_k), which "
                                     "fa3 and flash take: give auto, fa3 or flash")
         self.state = state_dtype(state, self.dtype)
+        if weights not in WEIGHTS:
+            raise PrefillInputError(f"weights: {weights!r}; choose one of {', '.join(WEIGHTS)}")
+        self.weight = (kv_b_proj, None) if weights == "bf16" else quantize_kv_b_proj(kv_b_proj)
         cuda = self.device.type == "cuda"
+        if cuda and self.kernel == "flash" and not varlen_takes_seqused_k():
+            raise PrefillInputError("kernel: flash runs through this torch's varlen_attn, which takes no seqused_k "
+                                    "(torch 2.15's does); install FlashAttention-3 (pip install fa3-fwd) and give auto or fa3")
         self.pad_v = self.kernel == "flash" or not cuda  # FA2 and the CPU kernel take V padded to Q's width
         b, m, n, t, d = self.max_batch, self.max_chunks, self.buffer_rows, self.max_new, dims
         i32 = dict(dtype=torch.int32, device=self.device)
@@ -243,17 +262,17 @@ class AnyBatchLoop:
         """The plan, the chunks' tables, the new tokens and M chunks (module docstring); no host sync on CUDA."""
         self._plan()
         self._tables()
-        w, d, t, n = self.kv_b_proj, self.dims, self.max_new, self.buffer_rows
+        (w, scale), d, t, n = self.weight, self.dims, self.max_new, self.buffer_rows
         cache_flat = self.kv_cache.view(-1, d.latent)
         k, v = self.k_buf, self.v_buf
         fused_up_project(cache_flat, self.new_rows, w, d, k_out=k[:t], v_out=v[:t, :, : d.v_head], check_rows=False,
-                         row_count=self.new_count)
+                         row_count=self.new_count, kv_b_proj_scale=scale)
         out, lse = self._attend(k[:t], v[:t], self.cu_q, t, True, None)
         self.out.copy_(out[..., : d.v_head])
         self.lse.copy_(lse)
         for c in range(self.max_chunks):
             fused_up_project(cache_flat, self.chunk_rows[c], w, d, k_out=k[:n], v_out=v[:n, :, : d.v_head],
-                             check_rows=False, row_count=self.row_counts[c])
+                             check_rows=False, row_count=self.row_counts[c], kv_b_proj_scale=scale)
             out, lse = self._attend(k[:n], v[:n], self.cu_k[c], n, False, self.seqused_k[c])
             merge_into(self.out, self.lse, out, lse, slice(0, t))
 
