@@ -7,7 +7,7 @@ copies a batch's metadata and queries into them (host-to-device copies outside t
 updates its metadata), and step() is the graph's body:
 
 1. The plan of the cached context (MAX's mla_prefill_plan with every input length 0: the new tokens are
-   handled apart, as vLLM's loop does), into device tables bro [M, B + 1], cache_offsets [M, B],
+   handled apart, as vLLM's loop does), into device tables bro (buffer_row_offsets) [M, B + 1], cache_offsets [M, B],
    lengths [M] and a status: on CUDA the GPU planner (mlaplan.bind's BoundPlan) launched on the current
    stream, so its tables never leave the device; on the CPU the host planner (mlaplan.plan, the same
    tables bit for bit by the contract in docs/semantics.md) written into the same buffers.
@@ -22,13 +22,15 @@ updates its metadata), and step() is the graph's body:
    varlen attention of all queries over them (non-causal, cu_seqlens_k = bro[c], seqused_k[c],
    max_seqlen_k = N), merged into the state by log-sum-exp.
 
-An unused chunk (lengths[c] = -1) still launches its kernels, and they do almost nothing: the fused
-up-projection's programs read the count 0 and return at once; the attention runs with every seqused_k 0
-(each query block finds no keys and writes output 0 and an LSE of no keys); the merge, one program a
-query row and head, reads that LSE and leaves the state as it was. Step 2's table ops run over all M x N
-rows whatever the batch. So a step costs the work of the chunks used plus M small launches per unused
-chunk, and the bucket's M is the most chunks any batch in it may need (status() says when a batch needed
-more: its tables then hold no chunk, and the output is the new tokens' attention alone).
+An unused chunk (lengths[c] = -1) still launches its kernels, and none of them reads the cache or the
+weight: the fused up-projection's programs read the count 0 and return at once; the attention runs with
+every seqused_k 0, so each query block finds no keys and only writes its output rows (0) and their LSE
+(no keys); the merge, one program a query row and head, reads that part and the state and writes the
+state back unchanged. So an unused chunk costs a few launches and the memory traffic of the queries'
+output and state (about 3 x max_new x heads x v_head values), not a chunk's work; step 2's table ops
+run over all M x N rows whatever the batch. The bucket's M is the most chunks a batch in it may need
+(status() says when a batch needed more: its tables then hold no chunk, and the output is the new
+tokens' attention alone).
 
     python -m mlaplan.prefill.any_batch docs/data/prefill-batches/coding-agent.json --tp 8 --attention fa3
 
