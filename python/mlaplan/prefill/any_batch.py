@@ -418,7 +418,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     x = random_inputs(s["cache_lengths"], s["input_row_offsets"], int(s["page_size"]), dims, torch.bfloat16, device, 1)
     n = x.lengths
     print(f"{s['name']}: {n.batch_size} sequences, {int(n.cache.sum()):,} cached + {n.new_tokens:,} new tokens, page "
-          f"{n.page_size}; {dims.name}, {dims.heads} heads, {kernel}, {torch.cuda.get_device_name(device)}; ms, median "
+          f"{n.page_size}; {dims.name}, {dims.heads} heads\n{torch.cuda.get_device_name(device)}, {kernel}; ms, the median "
           f"of {args.reps}")
     widths = (7, 3, 7, 7, 8, 8, 15, 7, 18, 7)
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
@@ -426,9 +426,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         cells = [f"{row[0]:>7}", f"{row[1]:>3}"] + [f"{v:>{w}.2f}" for v, w in zip(row[2:5], widths[2:5])]
         cells += [f"{row[5]:>8.1e}"] + [f"{v:>{w}.2f}" for v, w in zip(row[6:], widths[6:])]
         print(" ".join(cells))
-    print("graph: the one graph replayed for the batch; eager: its step issued; 1 chunk: a replay of the same graph for "
-          "a batch of one sequence that uses one chunk; err: max |out - one-shot|; max+fused, packed+fused: the "
-          "executor's loops captured for this batch alone, and eager")
+    print("graph: the one graph (captured once for the bucket) replayed for the batch; eager: its step issued;\n"
+          "1 chunk: the same graph replayed for a batch of one sequence that uses one chunk; err: max |out - one-shot|;\n"
+          "max+fused, packed+fused: the executor's loops captured for this batch alone, and eager")
     return 0
 
 
