@@ -157,9 +157,12 @@ def test_a_batch_past_the_bucket_is_refused_naming_what_is_too_large():
     loop = make_loop(16, 64, 4, max_batch=2, max_new=10, max_pages=8)
     for cache, new, name in (([10, 10, 10], [1, 1, 1], "batch_size: 3 is past the bucket's 2"),
                              ([10, 10], [6, 5], "new_tokens: 11 is past the bucket's 10"),
-                             ([200, 0], [1, 1], "page_table: 13 is past the bucket's 8")):
+                             ([200, 0], [1, 1], "page_table: 13 pages a sequence uses is past the bucket's 8")):
         with pytest.raises(ValueError, match=name):
             loop.load(inputs(loop, cache, new, 0))
+    wide = inputs(loop, [100, 3], [2, 1], 1)  # a wider table than the bucket's, past the pages used: served
+    wide.page_table = torch.nn.functional.pad(wide.page_table, (0, 6))
+    assert wide.page_table.shape[1] == 13 and check(loop, wide)[2]
     other = mp.random_inputs([10], [0, 2], 16, SMALL, torch.float32, "cpu", 0)
     with pytest.raises(ValueError, match="kv_b_proj: not the loop's weight"):
         loop.load(other)

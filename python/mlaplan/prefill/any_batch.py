@@ -182,14 +182,16 @@ class AnyBatchLoop:
         if x.kv_b_proj.data_ptr() != self.kv_b_proj.data_ptr():
             raise PrefillInputError("kv_b_proj: not the loop's weight (the graph reads the one it was made with); pass "
                                     "the loop's kv_b_proj in the batch")
+        pages = int((-(-n.total // n.page_size)).max(initial=0))  # the most pages a sequence uses
         too_large = [(name, got, most) for name, got, most in (
             ("batch_size", n.batch_size, self.max_batch), ("new_tokens", n.new_tokens, self.max_new),
-            ("page_table", x.page_table.shape[1], self.max_pages)) if got > most]
+            ("page_table", pages, self.max_pages)) if got > most]
         if n.page_size != self.page_size:
             raise PrefillInputError(f"page_size: {n.page_size}; the bucket's cache has pages of {self.page_size}")
         if too_large:
             name, got, most = too_large[0]
-            raise PrefillInputError(f"{name}: {got} is past the bucket's {most}; make a loop for a larger bucket")
+            what = " pages a sequence uses" if name == "page_table" else ""
+            raise PrefillInputError(f"{name}: {got}{what} is past the bucket's {most}; make a loop for a larger bucket")
         if x.kv_cache.data_ptr() != self.kv_cache.data_ptr():
             if x.kv_cache.shape[0] > self.kv_cache.shape[0] or x.kv_cache.shape[1:] != self.kv_cache.shape[1:]:
                 raise PrefillInputError(f"kv_cache: {list(x.kv_cache.shape)} does not fit the loop's cache "
@@ -199,8 +201,9 @@ class AnyBatchLoop:
         table = host_page_table(x)
         cache = np.zeros(self.max_batch, dtype=np.int32)
         cache[:b] = n.cache
+        width = min(table.shape[1], self.max_pages)  # columns past a sequence's pages are never read
         pages = np.zeros((self.max_batch, self.max_pages), dtype=np.int32)
-        pages[:b, : table.shape[1]] = table
+        pages[:b, :width] = table[:, :width]
         cu_q = np.full(self.max_batch + 1, t, dtype=np.int32)  # sequences past b: no new tokens
         cu_q[: b + 1] = n.q_start
         rows = np.zeros(self.max_new, dtype=np.int64)  # the new tokens' cache rows (an engine's slot mapping)
