@@ -38,6 +38,7 @@ times the one graph beside the executor's per-batch graphs (scripts/gpu-check/an
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 from typing import List, Optional, Tuple
 
@@ -397,7 +398,13 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     p = Parser(prog="python -m mlaplan.prefill.any_batch",
                description="Times one CUDA graph captured per bucket, replayed for a batch, beside the executor's "
-                           "per-batch graphs of max+fused and packed+fused and their eager time.")
+                           "per-batch graphs of max+fused and packed+fused and their eager time (docs/prefill.md, One "
+                           "graph for any batch).",
+               epilog="examples:\n"
+                      "  python -m mlaplan.prefill.any_batch docs/data/prefill-batches/coding-agent.json --tp 8\n"
+                      "  python -m mlaplan.prefill.any_batch docs/data/prefill-batches/coding-agent.json --buffer-tokens 65536 "
+                      "--attention fa3 --reps 5",
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", metavar="SCENARIO.json", help="a file of one batch: the bucket is its size")
     p.add_argument("--model", default="deepseek-v3", help="a model preset (default deepseek-v3)")
     p.add_argument("--tp", type=_count(1, 1024), default=8, help="tensor-parallel ranks (default 8)")
