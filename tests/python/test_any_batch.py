@@ -6,7 +6,6 @@ refused naming the argument; the fused kernel's device row count, in the referen
 process with TRITON_INTERPRET=1) in the Triton kernel; seqused_k in the attention. On a CUDA GPU: the
 step captured once and replayed for 24 random batches, each against one-shot attention and bit for bit
 against the eager step."""
-import json
 import os
 import subprocess
 import sys
@@ -23,11 +22,11 @@ from mlaplan.prefill import any_batch, fa3  # noqa: E402
 from mlaplan.prefill import fused_up as fu  # noqa: E402
 from mlaplan.prefill.any_batch import AnyBatchLoop, min_max_chunks  # noqa: E402
 from mlaplan.prefill.attention import make_call, pad_v, varlen_attention  # noqa: E402
-from mlaplan.prefill.inputs import PrefillInputError  # noqa: E402
 from mlaplan.prefill.measure import errors, merge_tolerance  # noqa: E402
 from mlaplan.prefill.model import MlaDims  # noqa: E402
 
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(mlaplan.__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_fused_up import under_interpreter  # noqa: E402
 # Small enough for the CPU, with power-of-two widths so the Triton kernel runs under the interpreter.
 SMALL = MlaDims("small", heads=2, qk_nope=32, qk_rope=16, v_head=32, kv_lora=64)
 TOL = 1e-4  # float32 on the CPU, as the executor's check (check.py) judges it there
@@ -300,13 +299,7 @@ def interpreter_case():
 
 
 def test_the_loop_under_the_interpreter_runs_the_kernel_with_its_device_counts():
-    pytest.importorskip("triton", reason="Triton is not importable here: the kernel cannot run under its interpreter")
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = f"import json, sys; sys.path.insert(0, {here!r}); import test_any_batch as t; print(json.dumps(t.interpreter_case()))"
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=PACKAGE_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = under_interpreter("test_any_batch", "interpreter_case", timeout=600)
     assert r["calls"] == ["triton"] and r["steps"] == 2 * (1 + 6), r  # the new tokens and 6 chunks, twice
     assert all(r["ok"]), r
 

@@ -169,14 +169,20 @@ def executor_case():
     return {"calls": calls, "steps": len(s.steps), "max_abs": float(max((o1 - o2).abs().max(), (l1 - l2).abs().max()))}
 
 
-def test_kernel_under_the_interpreter_matches_the_reference():
+def under_interpreter(module: str, function: str, timeout: int = 300):
+    """What tests/python/<module>.<function>() returns (JSON), run in a child with TRITON_INTERPRET=1: Triton
+    reads it once, at import, so the kernel runs on the CPU only in a fresh process."""
     pytest.importorskip("triton", reason="Triton is not importable here: the kernel cannot run under its interpreter")
     here = os.path.dirname(os.path.abspath(__file__))
-    code = f"import json, sys; sys.path.insert(0, {here!r}); import test_fused_up as t; print(json.dumps(t.interpreter_cases()))"
+    code = f"import json, sys; sys.path.insert(0, {here!r}); import {module} as t; print(json.dumps(t.{function}()))"
     env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=PACKAGE_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout)
     assert p.returncode == 0, p.stderr[-3000:]
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_kernel_under_the_interpreter_matches_the_reference():
+    res = under_interpreter("test_fused_up", "interpreter_cases")
     assert len(res) == 7
     ex = res.pop("executor")  # the loop ran the kernel at every step, and agrees with the engines' loop
     assert ex["calls"] == ["triton"] * ex["steps"] and ex["steps"] >= 3 and ex["max_abs"] < 1e-5, ex

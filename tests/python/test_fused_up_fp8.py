@@ -5,7 +5,6 @@ reference; the argument checks; and on a CUDA GPU the kernel against the referen
 path at DeepSeek-V3 TP 8 shapes, and timed beside them and the bf16 kernel (gpu-check part fused-up)."""
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -190,14 +189,7 @@ def interpreter_cases():
 
 
 def test_kernel_under_the_interpreter_matches_the_reference():
-    pytest.importorskip("triton", reason="Triton is not importable here: the kernel cannot run under its interpreter")
-    here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import json, sys; sys.path.insert(0, {here!r}); import test_fused_up_fp8 as t; "
-            "print(json.dumps(t.interpreter_cases()))")
-    env = dict(os.environ, TRITON_INTERPRET="1", PYTHONPATH=base.PACKAGE_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    res = json.loads(p.stdout.strip().splitlines()[-1])
+    res = base.under_interpreter("test_fused_up_fp8", "interpreter_cases")
     assert len(res) == 8
     ties = res.pop("ties")  # round to nearest even and subnormals as the GPU, not as the interpreter's cast
     assert ties == {"kernel": "triton", "equal": True, "away_differs": True}, ties
