@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -66,6 +67,14 @@ TEST(SweepFusedCli, TheRecommendationGainsTheFusedLoopsLines) {
   // The engines' file prices the table: its header names it alone.
   EXPECT_TRUE(has(r.out, "costs/h100/deepseek-v3-tp8-bf16-fa3.json")) << r.out;
   EXPECT_FALSE(has(r.out.substr(0, r.out.find("\n\n")), "fused")) << r.out;
+  // The picture draws the fused loop's times beside the engine's, as a dotted line in the time panel.
+  const std::string svg = (root / "s.svg").string();
+  const CliResult pic = run_copy(root, kReadme + " --svg " + svg);
+  ASSERT_EQ(pic.code, 0) << pic.err;
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(has(text, "class=\"fused-series\"")) << text.substr(0, 300);
+  EXPECT_TRUE(has(text, ">dotted: p99 ms per step in mlaplan")) << text.substr(0, 300);
   fs::remove_all(root);
 }
 

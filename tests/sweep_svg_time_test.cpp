@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -348,6 +349,53 @@ TEST(SweepSvgTime, WithoutTimesTheChartIsUnchanged) {
   const std::string with_time = sweep_svg(SweepReport{&timed, {}, {}});
   EXPECT_EQ(count(panels(with_time).first, "class=\"point"), count(svg, "class=\"point"));
   EXPECT_NE(panels(with_time).first.find("iterations per batch (p99"), std::string::npos);
+}
+
+// With the fused loop's sweep beside it (sweep --gpu where its files ship), the time panel draws each
+// series' fused p99 as a dotted line of small marks, one a buffer size with a finite p99, its scale
+// holding them; the legend keys it. Without one, nothing of it.
+TEST(SweepSvgTime, TheFusedLoopIsADottedLineInTheTimePanel) {
+  const SweepResult engines = timed_sweep();
+  // A "fused" file three times slower, so its points set the scale's top.
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(kCostFile));
+  for (auto& [name, c] : j["coefficients"].items()) c = c.get<double>() * 3;
+  j["kernels"]["up_projection"] = "fused";
+  const std::filesystem::path slow =
+      std::filesystem::temp_directory_path() / ("mlaplan_fused_svg_" + std::to_string(::getpid()) + ".json");
+  std::ofstream(slow) << j.dump();
+  const SweepResult fused = timed_sweep(slow.string());
+  std::filesystem::remove(slow);
+  SweepReport report;
+  report.sweep = &engines;
+  const std::string without = sweep_svg(report);
+  EXPECT_EQ(without.find("fused-"), std::string::npos);
+  EXPECT_EQ(without.find("fused loop"), std::string::npos);
+  report.fused = &fused;
+  const std::string svg = sweep_svg(report);
+  expect_valid_svg(svg);
+  const auto [iterations, time] = panels(svg);
+  EXPECT_EQ(iterations.find("fused-"), std::string::npos);  // the time panel's alone
+  EXPECT_EQ(count(time, "class=\"fused-series\""), 3u);
+  size_t finite = 0, lines = 0;
+  double top = 0;
+  std::map<std::string, size_t> per_group;
+  for (const SweepRow& r : fused.rows) {
+    const double p99 = r.time->step_ms(r.time->p99_us);
+    if (!std::isfinite(p99)) continue;
+    ++finite;
+    top = std::max(top, p99);
+    lines += ++per_group[r.setting().substr(0, r.setting().find(' '))] == 2 ? 1 : 0;  // a line from two points
+  }
+  EXPECT_EQ(count(time, "class=\"fused-point\""), finite);
+  EXPECT_EQ(polylines(time, "1.5 4"), lines);
+  EXPECT_NE(svg.find(">dotted: p99 ms per step in mlaplan"), std::string::npos);
+  EXPECT_NE(time.find("fused loop (same plan): p99 "), std::string::npos);
+  const SweepPicture p = measure_sweep(report);
+  ASSERT_TRUE(p.time);
+  // The scale's top holds the fused loop's slowest point, three times the engines' (not pinned to the edge).
+  EXPECT_LE(p.time->y.transform(top), p.time->y.t1 + 1e-9);
+  for (const SweepSeries& s : p.series)
+    for (const FusedPoint& f : s.fused) EXPECT_GE(f.y, p.time->top - 1e-9) << s.label;
 }
 
 }  // namespace

@@ -48,13 +48,14 @@ SweepPicture measure_sweep(const sweeps::SweepReport& report) {
   }
   // Any row with a time gives the panel; a row without one (none in a sweep check_costs passed) has no point in it.
   const bool timed = std::any_of(rows.begin(), rows.end(), [](const SweepRow& r) { return r.time.has_value(); });
-  const std::optional<TimeAxis> time = timed ? std::optional<TimeAxis>(time_axis(rows)) : std::nullopt;
+  const std::vector<SweepRow>* fused = report.fused && !report.fused->rows.empty() ? &report.fused->rows : nullptr;
+  const std::optional<TimeAxis> time = timed ? std::optional<TimeAxis>(time_axis(rows, fused)) : std::nullopt;
 
   const std::vector<std::vector<size_t>> members = group_rows(rows, unmet, one_model, L.series);
   widen_covered_lines(rows, members, L.series);
   const Ranges ranges = value_ranges(rows, recommended, rec);
   const std::vector<uint64_t>& sizes = ranges.sizes;
-  add_legend(L, ranges, rec, timed);
+  add_legend(L, ranges, rec, timed, timed && fused);
   const bool memory = has_memory_axis(rows, one_model);
   frame_and_title(L, sweep, common_model, time ? &*time : nullptr, memory ? kMemoryAxisRoom : 0);
   x_axis(L, sizes);
@@ -90,6 +91,17 @@ SweepPicture measure_sweep(const sweeps::SweepReport& report) {
       }
       L.series[s].points.push_back(std::move(p));
     }
+    if (L.time && fused)
+      for (const SweepRow& r : *fused) {  // the group's rows priced by the fused loop, by buffer size
+        if (!r.time || r.default_only || group_of(r, true) != L.series[s].key) continue;
+        const double p99 = r.time->step_ms(r.time->p99_us);
+        if (!std::isfinite(p99)) continue;
+        L.series[s].fused.push_back({L.x(static_cast<double>(std::max<uint64_t>(1, r.buffer_tokens))), L.time->y(p99),
+                                     fmt::format("{}, mlaplan's fused loop (same plan): p99 {:.1f} ms per step at {} rows",
+                                                 L.series[s].label, p99, r.buffer_tokens)});
+      }
+    std::stable_sort(L.series[s].fused.begin(), L.series[s].fused.end(),
+                     [](const FusedPoint& a, const FusedPoint& b) { return a.x < b.x; });
   }
 
   if (rec && !by_time(rec)) {

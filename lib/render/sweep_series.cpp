@@ -117,12 +117,13 @@ void widen_covered_lines(const std::vector<SweepRow>& rows, const std::vector<st
 }
 
 // The legend: the series, then keys to the line styles and marks that appear.
-void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendOptions>& rec, bool timed) {
+void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendOptions>& rec, bool timed, bool fused) {
   for (size_t i = 0; i < L.series.size(); ++i) L.legend.push_back({LegendEntry::Kind::series, L.series[i].label, i});
   if (!L.series.empty()) {
     L.legend.push_back({LegendEntry::Kind::gap, {}, 0});
     L.legend.push_back({LegendEntry::Kind::solid, timed ? "solid: p99 (iterations, ms per step)" : "solid: p99 iterations per batch", 0});
     L.legend.push_back({LegendEntry::Kind::dashed, timed ? "dashed: mean (iterations, ms per step)" : "dashed: mean iterations per batch", 0});
+    if (fused) L.legend.push_back({LegendEntry::Kind::fused, "dotted: p99 ms per step in mlaplan's fused loop (same plan)", 0});
     if (v.any_refused) L.legend.push_back({LegendEntry::Kind::hollow, "hollow: some batches refused", 0});
     if (v.any_host_bound)
       L.legend.push_back({LegendEntry::Kind::host,

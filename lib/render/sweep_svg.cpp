@@ -26,6 +26,7 @@ constexpr std::string_view kLimitStroke = "#555555";
 constexpr std::string_view kMeanDash = "5 3";
 constexpr std::string_view kLimitDash = "9 4";
 constexpr std::string_view kMeanOpacity = "0.6";
+constexpr std::string_view kFusedDash = "1.5 4";  // mlaplan's fused loop: dotted, unlike the mean's dashes
 
 // ---------------------------------------------------------------------------------------------
 // Drawing: the measured picture as SVG elements, every one through SvgWriter.
@@ -176,6 +177,21 @@ void draw_times(SvgWriter& w, const SweepSeries& s) {
   draw_series(w, s, marks, {"time-series", "time-point", "time-point refused", s.time_width, s.time_radius});
 }
 
+// mlaplan's fused loop beside a series in the time panel: a dotted line in its colour, a small mark a
+// buffer size (with its tooltip).
+void draw_fused(SvgWriter& w, const SweepSeries& s) {
+  if (s.fused.empty()) return;
+  const std::string colour(s.swatch.fill);
+  w.open("g", {{"class", "fused-series"}});
+  w.element("title", {}, s.label + ", mlaplan's fused loop");
+  std::vector<std::pair<double, double>> pts;
+  for (const FusedPoint& p : s.fused) pts.emplace_back(p.x, p.y);
+  if (pts.size() > 1) polyline(w, pts, colour, 2, kFusedDash, "1");
+  // Small and filled: a hollow mark means refused batches.
+  for (const FusedPoint& p : s.fused) marker(w, s.shape, p.x, p.y, 2.5, colour, colour, 0.8, "fused-point", p.tip);
+  w.close();
+}
+
 // Opens a panel's "axes" group (the caller closes it) with its frame and its ticks and their labels;
 // a tick without a label is a bare grid mark.
 void open_axes(SvgWriter& w, double left, double top, double right, double bottom, const std::vector<Tick>& x_ticks,
@@ -221,6 +237,9 @@ void draw_legend(SvgWriter& w, const SweepPicture& L) {
         w.element("circle", {{"cx", svg_number(xm)}, {"cy", svg_number(y)}, {"r", "7.5"}, {"fill", "none"},
                              {"stroke", std::string(kInk)}, {"stroke-width", "1.6"}});
         break;
+      case LegendEntry::Kind::fused:
+        w.line(x0, y, x1, y, key, 2, {{"stroke-dasharray", std::string(kFusedDash)}, {"stroke-linecap", "round"}});
+        break;
       case LegendEntry::Kind::host:
         marker(w, Shape::circle, xm, y, 3.5, key, key, 0.8, "legend-marker");
         host_mark(w, xm, y, 7.5);
@@ -242,6 +261,7 @@ void draw_time_panel(SvgWriter& w, const SweepPicture& L, const TimePanel& T) {
   if (T.never) w.line(L.left, T.never->pos, L.right, T.never->pos, kGridStroke, 1, {{"stroke-dasharray", "2 3"}});
   w.close();
 
+  for (const SweepSeries& s : L.series) draw_fused(w, s);  // under the engines' lines it is compared with
   for (const SweepSeries& s : L.series) draw_times(w, s);
   for (const SweepSeries& s : L.series)
     for (const SweepPoint& p : s.points)

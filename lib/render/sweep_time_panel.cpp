@@ -14,7 +14,7 @@ namespace mlaplan::render::sweep_detail {
 
 using namespace sweep_style;
 
-TimeAxis time_axis(const std::vector<SweepRow>& rows) {
+TimeAxis time_axis(const std::vector<SweepRow>& rows, const std::vector<SweepRow>* fused) {
   TimeAxis a;
   double peak = 0, min_positive = std::numeric_limits<double>::infinity();
   auto see = [&](double v) {
@@ -29,6 +29,9 @@ TimeAxis time_axis(const std::vector<SweepRow>& rows) {
     see(p99);
     see(r.time->step_ms(r.time->mean_us));
   }
+  if (fused)  // its p99s share the scale (they are drawn where finite; no mean)
+    for (const SweepRow& r : *fused)
+      if (r.time) see(r.time->step_ms(r.time->p99_us));
   const bool log_y = std::isfinite(min_positive) && peak / min_positive > kLogSpan;
   if (log_y) {
     a.kind = Scale::Kind::log10;

@@ -80,7 +80,7 @@ struct Ranges {
   bool any_refused = false, any_recommended = false, any_host_bound = false;
 };
 
-void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendOptions>& rec, bool timed);
+void add_legend(SweepPicture& L, const Ranges& v, const std::optional<RecommendOptions>& rec, bool timed, bool fused = false);
 
 // The iterations panel's axes (sweep_axes.cpp).
 Ranges value_ranges(const std::vector<SweepRow>& rows, const std::vector<bool>& recommended,
@@ -104,7 +104,8 @@ struct TimeAxis {
 };
 
 // The time panel (sweep_time_panel.cpp).
-TimeAxis time_axis(const std::vector<SweepRow>& rows);
+// `fused`: mlaplan's fused loop's rows drawn beside them (sweep_picture.hpp's FusedPoint), or null.
+TimeAxis time_axis(const std::vector<SweepRow>& rows, const std::vector<SweepRow>* fused = nullptr);
 void time_panel(TimePanel& T, const TimeAxis& a);
 
 // The frame and title (sweep_frame.cpp).

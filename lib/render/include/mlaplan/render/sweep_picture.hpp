@@ -66,6 +66,12 @@ struct TimePoint {
 inline constexpr double kHostBoundMark = 0.05;
 inline bool marked_host_bound(const sweeps::TimeStats& t) { return t.eager && t.host_bound_share >= kHostBoundMark; }
 
+// A point of mlaplan's fused loop in the time panel: its p99 step time at one buffer size.
+struct FusedPoint {
+  double x = 0, y = 0;  // px
+  std::string tip;
+};
+
 struct SweepPoint {
   size_t row = 0;      // index into SweepResult::rows
   double x = 0;        // px
@@ -86,6 +92,9 @@ struct SweepSeries {
   double radius = 3.5;
   double time_width = 2, time_radius = 3.5;  // the same in the time panel, where other lines may cover it
   std::vector<SweepPoint> points;  // by buffer size
+  // The time panel's dotted line: the same group's p99 step time priced by mlaplan's fused loop (the
+  // report's fused sweep, sweep --gpu where its files ship), by buffer size; empty without one.
+  std::vector<FusedPoint> fused;
 };
 
 struct Tick {
@@ -100,7 +109,7 @@ struct TextLine {
 };
 
 struct LegendEntry {
-  enum class Kind { series, gap, solid, dashed, hollow, limit, ring, host, text } kind = Kind::gap;
+  enum class Kind { series, gap, solid, dashed, hollow, limit, ring, host, fused, text } kind = Kind::gap;
   std::string label;
   size_t series = 0;  // Kind::series: index into SweepPicture::series
   double x = 0, y = 0;  // px: where its sample starts, at its middle (the label follows the sample)
