@@ -30,6 +30,20 @@ void bind_planners(nb::module_& m) {
       "Plans on the CPU: (buffer_row_offsets, cache_offsets, buffer_lengths) as NumPy arrays.");
 
   m.def(
+      "plan_shape",
+      [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size) {
+        const PlanShape s = plan_shape(host_batch(cache, offsets, page_size, buffer_token_size, 1));
+        nb::dict d;
+        d["padded_tokens"] = s.padded_tokens;
+        d["chunks_used"] = s.chunks_used;
+        d["min_max_chunks"] = s.min_max_chunks;
+        return d;
+      },
+      "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a,
+      "MAX's plan's shape without its tables: {padded_tokens, chunks_used, min_max_chunks}, the last the smallest "
+      "max_chunks that fits, as InfeasibleBatch and the device planner's status give it.");
+
+  m.def(
       "plan_policy",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, uint32_t max_chunks,
          const std::string& policy) {

@@ -80,3 +80,28 @@ def test_zero_page_size_is_refused():
 def test_out_and_workspace_are_for_cuda_arrays():
     with pytest.raises(ValueError, match="out, workspace: for CUDA arrays only"):
         worked_plan(out=(None, None, None, None))
+
+
+def test_plan_shape_gives_what_the_planner_refuses_by():
+    """_mlaplan.plan_shape: the padded total, the chunks a plan uses and the smallest max_chunks that fits,
+    the last equal to InfeasibleBatch's, also where a sequence would start at the end (one more)."""
+    from mlaplan import _mlaplan
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        b = int(rng.integers(1, 6))
+        cache = (rng.integers(0, 900, b) * (rng.random(b) < 0.8)).astype(np.uint32)
+        new = rng.integers(0, 40, b)
+        offsets = np.concatenate(([0], np.cumsum(new))).astype(np.uint32)
+        page, n = int(rng.choice([1, 16, 64])), int(rng.integers(16, 600))
+        s = _mlaplan.plan_shape(cache, offsets, page, n)
+        assert s["padded_tokens"] == int((-(-(cache.astype(np.int64) + new) // page) * page).sum())
+        least = s["min_max_chunks"]
+        p = mlaplan.plan(cache, offsets, page, n, max_chunks=least)  # fits
+        assert int((p.buffer_lengths > 0).sum()) == s["chunks_used"]
+        if least > 1:  # and one fewer is refused, naming the same count
+            with pytest.raises(mlaplan.InfeasibleBatch) as e:
+                mlaplan.plan(cache, offsets, page, n, max_chunks=least - 1)
+            assert e.value.min_max_chunks == least
+    # Two sequences where the second (empty) would start exactly at the end of the first's full chunk.
+    s = _mlaplan.plan_shape(np.array([64, 0], np.uint32), np.zeros(3, np.uint32), 64, 64)
+    assert (s["chunks_used"], s["min_max_chunks"]) == (1, 2)

@@ -61,14 +61,17 @@ def _whole(name: str, value, low: int = 1) -> int:
     return int(value)
 
 
-def min_max_chunks(cache: np.ndarray, page_size: int, buffer_rows: int) -> int:
+def _context_shape(cache, page_size: int, buffer_rows: int) -> dict:
+    """The planner's shape of a plan of these context lengths (no new tokens): padded_tokens and
+    min_max_chunks, from the C++ planner's own closed form (plan_shape)."""
+    cache = np.asarray(cache, dtype=np.uint32)
+    return mlaplan._mlaplan.plan_shape(cache, np.zeros(cache.size + 1, dtype=np.uint32), page_size, buffer_rows)
+
+
+def min_max_chunks(cache, page_size: int, buffer_rows: int) -> int:
     """The smallest max_chunks whose plan of these context lengths (no new tokens) fits: every padded
     token in a chunk, and every sequence starting before the last chunk's end (docs/semantics.md)."""
-    padded = -(-np.asarray(cache, dtype=np.int64) // page_size) * page_size
-    starts = np.cumsum(padded) - padded
-    end = int(padded.sum())
-    need = -(-end // buffer_rows)
-    return max(need, int(starts.max(initial=-1)) // buffer_rows + 1, 1) if padded.size else 1
+    return int(_context_shape(cache, page_size, buffer_rows)["min_max_chunks"])
 
 
 def varlen_takes_seqused_k() -> bool:
@@ -287,7 +290,8 @@ class AnyBatchLoop:
             self._bound(torch.cuda.current_stream(self.device).cuda_stream)
             return
         cache = self.cache_lengths.numpy()  # the CPU: the buffers are host memory, reading them syncs nothing
-        padded = int((-(-cache.astype(np.int64) // self.page_size) * self.page_size).sum())
+        shape = _context_shape(cache, self.page_size, self.buffer_rows)
+        padded, need = int(shape["padded_tokens"]), int(shape["min_max_chunks"])
         try:
             p = mlaplan.plan(cache.astype(np.uint32), self.input_offsets.numpy().astype(np.uint32), self.page_size,
                              self.buffer_rows, self.max_chunks)
@@ -298,7 +302,6 @@ class AnyBatchLoop:
             return
         for dst, src in ((self.bro, p.buffer_row_offsets), (self.cache_offsets, p.cache_offsets), (self.lengths, p.buffer_lengths)):
             dst.copy_(torch.from_numpy(src.astype(np.int64)).to(torch.int32))
-        need = min_max_chunks(cache, self.page_size, self.buffer_rows)
         self.status_words.copy_(torch.tensor([mlaplan.STATUS_OK, need, padded & 0xFFFFFFFF, padded >> 32],
                                              dtype=torch.int64).to(torch.int32))
 
