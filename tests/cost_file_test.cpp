@@ -87,6 +87,45 @@ TEST(CostFile, ReadsTheSectionedSchedulerAndTheCausalBlockTerm) {
   EXPECT_DOUBLE_EQ(m.coefficient(Term::causal_block), 0.03);
 }
 
+// The small-GEMM term: geometry.small_gemm_rows and per_small_gemm_row_us, read where given; a file
+// without them prices no GEMM as small; the coefficient without a limit, or a limit that is no row count,
+// is refused naming the field.
+TEST(CostFile, ReadsTheSmallGemmTermAndRefusesItHalfGiven) {
+  const std::string text = test::example_cost_text();
+  const CostModel plain = parse_cost_model(text, "c.json");
+  EXPECT_EQ(plain.geometry.small_gemm_rows, 0u);
+  EXPECT_DOUBLE_EQ(plain.coefficient(Term::small_gemm_row), 0);
+  const std::string tile = "\"tile_queries\": 128", iteration = "\"per_iteration_us\": 100";
+  auto with = [&](const std::string& geometry, const std::string& coefficient) {
+    std::string t = text;
+    t.replace(t.find(tile), tile.size(), tile + geometry);
+    t.replace(t.find(iteration), iteration.size(), iteration + coefficient);
+    return t;
+  };
+  const CostModel m = parse_cost_model(with(", \"small_gemm_rows\": 65536", ", \"per_small_gemm_row_us\": 0.015"), "c.json");
+  EXPECT_EQ(m.geometry.small_gemm_rows, 65536u);
+  EXPECT_DOUBLE_EQ(m.coefficient(Term::small_gemm_row), 0.015);
+  Features f;
+  f[Term::row] = 1000;
+  f[Term::small_gemm_row] = 1000;
+  EXPECT_DOUBLE_EQ(m.predict_us(f), 1000 * (0.02 + 0.015));
+  auto refusal = [&](const std::string& t) {
+    try {
+      parse_cost_model(t, "c.json");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refusal(with("", ", \"per_small_gemm_row_us\": 0.015"))
+                .find("c.json: coefficients.per_small_gemm_row_us: priced, but geometry.small_gemm_rows is missing"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(", \"small_gemm_rows\": -4", "")).find("c.json: geometry.small_gemm_rows: -4 is not a whole number"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(", \"small_gemm_rows\": \"64K\"", "")).find("geometry.small_gemm_rows"), std::string::npos);
+  EXPECT_EQ(refusal(with(", \"small_gemm_rows\": 0", ", \"per_small_gemm_row_us\": 0")), "accepted");
+}
+
 // 300 coding-agent batches and a grid over them with the example cost model, DeepSeek-V3 at TP 8.
 std::vector<Batch> coding_agent_batches() {
   auto source = workloads::preset_source(workloads::find_workload_preset("coding-agent"), 5);

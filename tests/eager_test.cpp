@@ -71,8 +71,10 @@ TEST(EagerTime, DeviceTimesAddUpToTheGraphTime) {
     }
     const uint32_t buffer = 256 + rng() % 4000;
     for (const char* name : policies) {
-      for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted, cost::Scheduler::sectioned}) {
+      for (auto sched : {cost::Scheduler::grid, cost::Scheduler::sorted, cost::Scheduler::sectioned})
+      for (uint64_t small : {uint64_t{0}, uint64_t{1000}}) {  // 1000: buffers of 256-4256 rows make GEMMs on both sides
         cost::Geometry g{16, 132, 1, 128, sched};
+        g.small_gemm_rows = small;
         Batch b = test::make_batch(page, buffer, 1, cache, offsets);
         const policies::Policy p = policies::parse_policies(name, policies::Policy{})[0];
         policies::EagerTime zero(coef, none), eager(coef, some);

@@ -331,6 +331,16 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
   if (!scheduler_named(scheduler, m.geometry.scheduler))
     r.fail("geometry.scheduler", fmt::format("\"{}\" is not grid (FlashAttention-2's), sorted or sectioned "
                                              "(FlashAttention-3's); leave it out for grid", scheduler));
+  // Optional: files without the small-GEMM term have none (every row priced alike).
+  if (g.contains("small_gemm_rows")) {
+    const json& v = g["small_gemm_rows"];
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > (uint64_t{1} << 40))
+      r.fail("geometry.small_gemm_rows",
+             fmt::format("{} is not a whole number of rows from 0 to 2^40 (the largest up-projection priced as small); "
+                         "leave it out for none",
+                         io::json_preview(v)));
+    m.geometry.small_gemm_rows = v.get<uint64_t>();
+  }
   const json& terms = r.object(doc, "coefficients", "coefficients");
   for (auto it = terms.begin(); it != terms.end(); ++it) {
     bool known = false;
@@ -342,6 +352,10 @@ CostModel parse_cost_model(const std::string& text, const std::string& path) {
     if (optional_term(t) && !terms.contains(coefficient_name(t))) continue;  // 0: a file written before the term
     m.coefficients[i] = r.coefficient(terms, coefficient_name(t));
   }
+  if (m.coefficients[static_cast<size_t>(Term::small_gemm_row)] > 0 && m.geometry.small_gemm_rows == 0)
+    r.fail("coefficients.per_small_gemm_row_us",
+           "priced, but geometry.small_gemm_rows is missing or 0, so no GEMM is small; give the largest small "
+           "up-projection's rows there (python -m mlaplan.calibrate writes both)");
   if (doc.contains("host") && !doc["host"].is_null()) m.host = r.host(doc);
   m.heldout_missed = heldout_missed(doc);
   return m;

@@ -19,6 +19,7 @@ const char* coefficient_name(Term t) {
     case Term::empty_block: return "per_empty_block_us";
     case Term::sequence: return "per_sequence_us";
     case Term::causal_block: return "per_causal_block_us";
+    case Term::small_gemm_row: return "per_small_gemm_row_us";
   }
   return "";
 }
@@ -37,6 +38,7 @@ const char* term_unit(Term t) {
     case Term::empty_block: return "block of a launch's grid with no queries";
     case Term::sequence: return "sequence of a launch with queries and keys";
     case Term::causal_block: return "(query tile, head) block of a causal launch";
+    case Term::small_gemm_row: return "row up-projected by a GEMM of at most geometry.small_gemm_rows rows";
   }
   return "";
 }

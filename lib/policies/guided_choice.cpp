@@ -156,9 +156,7 @@ Policy detail::guided_plan(const Batch& b, const Policy& guided) { return guided
 
 bool same_pricing(const cost::CostModel& a, const cost::CostModel& b, bool eager) {
   const cost::Geometry &g = a.geometry, &h = b.geometry;
-  if (g.heads != h.heads || g.sms != h.sms || g.blocks_per_sm != h.blocks_per_sm || g.tile_queries != h.tile_queries ||
-      g.scheduler != h.scheduler || a.coefficients != b.coefficients)
-    return false;
+  if (!g.same_terms(h) || a.coefficients != b.coefficients) return false;
   if (!eager) return true;
   return a.host && b.host && a.host->us == b.host->us && a.host->pad_v == b.host->pad_v;
 }

@@ -32,7 +32,7 @@ namespace {
 // does not hold), as the executor lays them out.
 class MaxChunk {
  public:
-  MaxChunk(const Batch& b, const Geometry& g) : b_(b), full_{Launch(g)}, causal_{Launch(g)} {}
+  MaxChunk(const Batch& b, const Geometry& g) : b_(b), g_(g), full_{Launch(g)}, causal_{Launch(g)} {}
   void add(uint32_t seq, uint64_t start, uint64_t rows, uint64_t at) {
     const MaxSegment s = max_segment(b_, seq, start, rows);
     if (!s.attended) return;
@@ -59,6 +59,7 @@ class MaxChunk {
     StepCounts s;
     s.gather = true;
     s.rows = rows;
+    if (rows <= static_cast<double>(g_.small_gemm_rows)) s.small_rows = rows;
     const Part* parts[2] = {&full_, &causal_};
     for (int i = 0; i < 2; ++i) {
       if (parts[i]->launch.queries() == 0) continue;
@@ -87,6 +88,7 @@ class MaxChunk {
     }
   };
   const Batch& b_;
+  const Geometry& g_;
   Part full_, causal_;
 };
 
@@ -114,12 +116,14 @@ Features priced_max(const Batch& b, const Geometry& g, EagerTime* eager, Chunks&
          [&](uint64_t length) {
            f[Term::iteration] += 1;
            f[Term::row] += static_cast<double>(length);
+           cost::add_small_gemm(f, g, static_cast<double>(length));
            if (eager) {
              chunk->finish(f, static_cast<double>(length), *eager, loop);
            } else if (sink) {
              Features one;
              one[Term::iteration] = 1;
              one[Term::row] = static_cast<double>(length);
+             cost::add_small_gemm(one, g, static_cast<double>(length));
              chunk->finish(one);
              chunk->finish(f);
              (*sink)(one, 1);
@@ -168,6 +172,7 @@ Features detail::max_unbounded_features(const Batch& b, const Geometry& g, Eager
     at += len;
   }
   f[Term::iteration] = f[Term::row] > 0 ? 1 : 0;
+  cost::add_small_gemm(f, g, f[Term::row]);  // the one chunk's
   Clock loop;
   if (eager && f[Term::row] > 0) chunk.finish(f, f[Term::row], *eager, loop);
   else chunk.finish(f);

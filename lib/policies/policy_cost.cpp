@@ -64,6 +64,7 @@ void new_tokens_step(const Batch& b, const Geometry& g, Features& f) {
   for (uint32_t i = 0; i < b.batch_size(); ++i) launch.add(b.input_length(i), b.input_length(i), true);
   launch.finish(f);
   f[Term::row] += static_cast<double>(new_tokens(b));
+  cost::add_small_gemm(f, g, static_cast<double>(new_tokens(b)));
   f[Term::fixed_step] += 1;
 }
 
@@ -74,6 +75,7 @@ Clock new_step_clock(const EagerTime& e, const Features& ns, bool gather, bool m
   StepCounts s;
   s.gather = gather;
   s.rows = ns[Term::row];
+  s.small_rows = ns[Term::small_gemm_row];
   if (ns[Term::query] > 0) s.attention[0] = &ns;
   s.merged[0] = merged ? ns[Term::query] : 0;
   s.overhead_us = e.coefficient(Term::fixed_step);
@@ -82,10 +84,12 @@ Clock new_step_clock(const EagerTime& e, const Features& ns, bool gather, bool m
 
 // A chunk through the buffer: `rows` gathered, one launch (`launch`: its terms), merged or taken;
 // `scattered`: its requests are not one run (a waves group a member skips), their queries gathered.
-Clock chunk_clock(const EagerTime& e, double rows, const Features& launch, double merged, bool scattered = false) {
+Clock chunk_clock(const EagerTime& e, const Geometry& g, double rows, const Features& launch, double merged,
+                  bool scattered = false) {
   StepCounts s;
   s.gather = true;
   s.rows = rows;
+  if (rows <= static_cast<double>(g.small_gemm_rows)) s.small_rows = rows;
   if (launch[Term::query] > 0) s.attention[0] = &launch;
   s.query_gather[0] = scattered && s.attention[0];
   s.merged[0] = merged;
@@ -119,6 +123,10 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   };
   thread_local std::vector<Group> groups;
   groups.clear();
+  // Each group of alike chunks kept for eager time, the sink, or where a chunk's up-projection may be a
+  // small GEMM (its rows decide; a buffer of at most small_gemm_rows rows makes only small ones).
+  const bool small_by_chunk = g.small_gemm_rows > 0;
+  const bool per_chunk = eager || sink || small_by_chunk;
   seqs.clear();
   const double t = g.tile_queries, full = t * static_cast<double>(share);  // a full-size sequence's block
   for (uint32_t i = 0; i < b.batch_size(); ++i) {
@@ -166,7 +174,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
         const double ahead = static_cast<int64_t>(s.pos) > last_full ? ahead_through(s.pos) - s.rem : 0;
         launch.add_blocks(s.rem, s.tiles, ahead, s.tiles > 0);
       }
-      if (eager || sink) {
+      if (per_chunk) {
         Group grp{at, 1, Features{}, static_cast<double>(full_count * share)};
         for (size_t j = from; j < i; ++j) grp.rows += seqs[j].rem / t;  // its last chunk's rows
         launch.finish(f, 1, &grp.launch);
@@ -187,7 +195,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     const uint64_t next = i < seqs.size() ? seqs[i].last + 1 : 0;  // chunks next .. at hold only full sequences
     Launch launch(g);
     start(launch);
-    if (eager || sink) {
+    if (per_chunk) {
       groups.push_back({next, c - next, Features{}, static_cast<double>(full_count * share)});
       launch.finish(f, c - next, &groups.back().launch);
     } else {
@@ -195,15 +203,16 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
     }
     c = next;
   }
+  for (const Group& grp : groups) cost::add_small_gemm(f, g, grp.rows, static_cast<double>(grp.times));
   if (eager) {
     const double T = static_cast<double>(new_tokens(b));
     for (auto it = groups.rbegin(); it != groups.rend(); ++it) {
       uint64_t times = it->times;
       if (it->from == 0 && takes_first) {  // chunk 0's output is the context's state as it is
-        chunks_clock->then(chunk_clock(*eager, it->rows, it->launch, 0));
+        chunks_clock->then(chunk_clock(*eager, g, it->rows, it->launch, 0));
         --times;
       }
-      chunks_clock->then(chunk_clock(*eager, it->rows, it->launch, T), times);
+      chunks_clock->then(chunk_clock(*eager, g, it->rows, it->launch, T), times);
     }
   }
   if (sink) {
@@ -211,6 +220,7 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
       Features chunk = it->launch;
       chunk[Term::iteration] = 1;
       chunk[Term::row] = it->rows;
+      cost::add_small_gemm(chunk, g, it->rows);
       uint64_t times = it->times;
       if (it->from == 0 && takes_first) {  // vLLM merges nothing into chunk 0's output (its final merge is the rest's)
         (*sink)(chunk, 1);
@@ -250,6 +260,7 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
   auto to_sink = [&](Features chunk, double chunk_rows) {  // the walk adds rows and iterations to `f` apart
     chunk[Term::iteration] = 1;
     chunk[Term::row] = chunk_rows;
+    cost::add_small_gemm(chunk, g, chunk_rows);
     (*sink)(chunk, 1);
   };
   auto add = [&](const Piece& p) {
@@ -263,6 +274,7 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
     pieces = 0;
     const double chunk_rows = static_cast<double>(rows);
     rows = 0;
+    cost::add_small_gemm(f, g, chunk_rows);  // the chunk's up-projection (its rows are counted as the walk adds them)
     if (one && done > 0 && first == repeated) {
       ++done;
       f += repeated_terms;
@@ -291,8 +303,8 @@ uint64_t walked_chunks(const Batch& b, bool own, const Geometry& g, Features& f,
       // vLLM's packed loop takes a first chunk that holds every query as it is (policy_features).
       const bool taken = own && done == 1 && first_queries == T;
       const bool gathered = own && scattered;
-      clock = chunk_clock(*eager, chunk_rows, terms, terms[Term::merged_query], gathered);
-      chunks_clock->then(taken ? chunk_clock(*eager, chunk_rows, terms, 0, gathered) : clock);  // a repeat of it merges
+      clock = chunk_clock(*eager, g, chunk_rows, terms, terms[Term::merged_query], gathered);
+      chunks_clock->then(taken ? chunk_clock(*eager, g, chunk_rows, terms, 0, gathered) : clock);  // a repeat of it merges
     }
     if (one) {
       repeated = first;
@@ -477,10 +489,12 @@ Features whole_context_features(const Batch& b, const Geometry& g, EagerTime* ea
   Features one;
   launch.finish(f, 1, eager ? &one : nullptr);  // its output is the layer's: nothing merged
   f[Term::row] = static_cast<double>(rows);
+  cost::add_small_gemm(f, g, f[Term::row]);  // one GEMM of every row
   if (eager) {  // one step: the gather, the up-projection, one launch, taken as it is
     StepCounts s;
     s.gather = true;
     s.rows = f[Term::row];
+    s.small_rows = f[Term::small_gemm_row];
     if (one[Term::query] > 0) s.attention[0] = &one;
     s.overhead_us = eager->coefficient(Term::fixed_step);
     eager_layer(*eager, f, cost::eager_step(eager->coefficients, eager->host, s));

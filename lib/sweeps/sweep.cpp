@@ -149,8 +149,7 @@ Evaluated evaluate(const std::vector<Batch>& batches, const Setting& s, const Sw
     const cost::Geometry &g = c.geometry, &h = s.policy.guide->geometry;
     // The terms depend on the geometry alone; the clocks on the coefficients and host costs too.
     as_guide[k] = grid.eager ? s.policy.guide_eager && policies::same_pricing(c, *s.policy.guide, true)
-                             : g.heads == h.heads && g.sms == h.sms && g.blocks_per_sm == h.blocks_per_sm &&
-                                   g.tile_queries == h.tile_queries && g.scheduler == h.scheduler;
+                             : g.same_terms(h);
   }
   // The choice's terms (and clocks) for cost model k, where they are k's.
   auto chosen_terms = [&](size_t k) -> const cost::Features* {

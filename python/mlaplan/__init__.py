@@ -523,7 +523,7 @@ def cost_terms() -> list:
 
 def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
                   sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, max_chunks: int = 0,
-                  unbounded: bool = False, sm: int = 0, scheduler: str = "grid") -> dict:
+                  unbounded: bool = False, sm: int = 0, scheduler: str = "grid", small_gemm_rows: int = 0) -> dict:
     """What one layer's prefill of the batch does under the policy, counted in the cost model's terms
     ({coefficient name: count}), by the code `sweep --cost` runs: a layer's predicted time is the sum
     of coefficient x count. heads: the local heads (num_heads / TP); sms, blocks_per_sm, tile_queries:
@@ -533,17 +533,19 @@ def cost_features(cache_lengths, input_row_offsets, page_size: int, buffer_token
     below SM100 and SGLang's one-shot and absorbed paths take the whole context at once; see
     `engine_path`), and the dict's "path" key names it; 0 (the default): every policy's own loop.
     scheduler: how the attention kernel hands its blocks out, "grid" (FlashAttention-2), "sorted" or "sectioned"
-    (FlashAttention-3; docs/cost-model.md)."""
+    (FlashAttention-3; docs/cost-model.md). small_gemm_rows: a cost file's geometry.small_gemm_rows, the largest
+    up-projection counted in per_small_gemm_row_us (0, the default: none)."""
     cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
                                         buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,
                                         tile_queries=tile_queries, max_chunks=max_chunks, unbounded=unbounded, sm=sm,
-                                        scheduler=scheduler)
+                                        scheduler=scheduler, small_gemm_rows=small_gemm_rows)
     return _mlaplan.cost_features(cache, offsets, page, buffer, policy, *rest)
 
 
 def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token_size: int, policy: str, heads: int,
                   sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, max_chunks: int = 0,
-                  unbounded: bool = False, sm: int = 0, scheduler: str = "grid", pad_v: bool = False) -> dict:
+                  unbounded: bool = False, sm: int = 0, scheduler: str = "grid", pad_v: bool = False,
+                  small_gemm_rows: int = 0) -> dict:
     """The kernels one layer launches per kind ({gather, up_projection, concat, attention, merge, fill:
     count}) as eager time counts them on the executor's loop (the C++ `run`/`sweep --timing eager`
     run), for the batch, policy and path `cost_features` prices with the same arguments. pad_v: the
@@ -551,7 +553,7 @@ def cost_launches(cache_lengths, input_row_offsets, page_size: int, buffer_token
     cache, offsets, page, buffer, *rest = _batch_args(cache_lengths, input_row_offsets, policy, page_size=page_size,
                                         buffer_token_size=buffer_token_size, heads=heads, sms=sms, blocks_per_sm=blocks_per_sm,
                                         tile_queries=tile_queries, max_chunks=max_chunks, unbounded=unbounded, sm=sm,
-                                        scheduler=scheduler, pad_v=pad_v)
+                                        scheduler=scheduler, pad_v=pad_v, small_gemm_rows=small_gemm_rows)
     return _mlaplan.cost_launches(cache, offsets, page, buffer, policy, *rest)
 
 

@@ -81,8 +81,9 @@ double number_of(const nb::dict& d, const char* key, const char* what) {
 }
 
 cost::Geometry geometry_of(uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries,
-                           const std::string& scheduler) {
+                           const std::string& scheduler, uint64_t small_gemm_rows = 0) {
   cost::Geometry g{heads, sms, blocks_per_sm, tile_queries};
+  g.small_gemm_rows = small_gemm_rows;
   if (!cost::scheduler_named(scheduler, g.scheduler))
     throw InputError("scheduler: grid (FlashAttention-2's), sorted or sectioned (FlashAttention-3's), not " + scheduler);
   if (heads == 0 || sms == 0 || blocks_per_sm == 0 || tile_queries == 0)
@@ -105,8 +106,8 @@ void bind_cost(nb::module_& m) {
       "cost_features",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
-         uint32_t sm, const std::string& scheduler) {
-        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
+         uint32_t sm, const std::string& scheduler, uint64_t small_gemm_rows) {
+        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler, small_gemm_rows);
         const Batch b = cost_batch(cache, offsets, page_size, buffer_token_size, max_chunks);
         cost::Features f;
         const policies::EnginePath path = interruptible_if(
@@ -117,17 +118,18 @@ void bind_cost(nb::module_& m) {
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
       "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
-      "scheduler"_a = "grid",
+      "scheduler"_a = "grid", "small_gemm_rows"_a = 0,
       "A cost model's terms for one layer of the batch under the policy, keyed by coefficient name (max_chunks 0: as "
       "many as max needs; unbounded: a buffer holding the batch whole), on the path the engine dispatches it to on a GPU "
       "of compute capability sm (x10: 90, 100; with sm, a 'path' key names it; 0: the policy's loop); scheduler: how "
-      "the attention kernel hands out its blocks (grid: FlashAttention-2, sorted: FlashAttention-3).");
+      "the attention kernel hands out its blocks (grid: FlashAttention-2, sorted: FlashAttention-3); small_gemm_rows: "
+      "the cost file's geometry.small_gemm_rows (0: none).");
   m.def(
       "cost_launches",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          uint32_t heads, uint32_t sms, uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t max_chunks, bool unbounded,
-         uint32_t sm, const std::string& scheduler, bool pad_v) {
-        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
+         uint32_t sm, const std::string& scheduler, bool pad_v, uint64_t small_gemm_rows) {
+        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler, small_gemm_rows);
         const std::array<double, cost::kTerms> none{};
         cost::HostCosts host;
         host.pad_v = pad_v;
@@ -140,7 +142,7 @@ void bind_cost(nb::module_& m) {
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "heads"_a, "sms"_a = 132,
       "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "max_chunks"_a = 0, "unbounded"_a = false, "sm"_a = 0,
-      "scheduler"_a = "grid", "pad_v"_a = false,
+      "scheduler"_a = "grid", "pad_v"_a = false, "small_gemm_rows"_a = 0,
       "The kernels one layer launches, per kind ({gather, up_projection, concat, attention, merge, fill: count}), as "
       "eager time (run/sweep --timing eager) counts them on the executor's loop, for the batch, policy and path "
       "cost_features prices; pad_v: the up-projection pads V (FlashAttention-2), one more concat per step.");
@@ -148,11 +150,15 @@ void bind_cost(nb::module_& m) {
       "cost_eager",
       [](const HostU32& cache, const HostU32& offsets, uint32_t page_size, uint32_t buffer_token_size, const std::string& policy,
          const nb::dict& coefficients, const nb::dict& launch_us, bool pad_v, uint32_t heads, uint32_t sms,
-         uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t sm, const std::string& scheduler) {
-        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler);
+         uint32_t blocks_per_sm, uint32_t tile_queries, uint32_t sm, const std::string& scheduler, uint64_t small_gemm_rows) {
+        const cost::Geometry g = geometry_of(heads, sms, blocks_per_sm, tile_queries, scheduler, small_gemm_rows);
         std::array<double, cost::kTerms> c{};
-        for (size_t i = 0; i < cost::kTerms; ++i)
-          c[i] = number_of(coefficients, cost::coefficient_name(static_cast<cost::Term>(i)), "coefficients");
+        for (size_t i = 0; i < cost::kTerms; ++i) {
+          const auto t = static_cast<cost::Term>(i);
+          // A term added after a file's calibration may be left out (0), as the file reader takes it.
+          if (cost::optional_term(t) && !coefficients.contains(cost::coefficient_name(t))) continue;
+          c[i] = number_of(coefficients, cost::coefficient_name(t), "coefficients");
+        }
         cost::HostCosts host;
         host.pad_v = pad_v;
         for (size_t k = 0; k < cost::kLaunchKinds; ++k)
@@ -171,7 +177,7 @@ void bind_cost(nb::module_& m) {
       },
       "cache_lengths"_a, "input_row_offsets"_a, "page_size"_a, "buffer_token_size"_a, "policy"_a, "coefficients"_a,
       "launch_us"_a, "pad_v"_a, "heads"_a, "sms"_a = 132, "blocks_per_sm"_a = 1, "tile_queries"_a = 128, "sm"_a = 0,
-      "scheduler"_a = "grid",
+      "scheduler"_a = "grid", "small_gemm_rows"_a = 0,
       "One layer's eager time as `run --cost --timing eager` prices it, for the batch and policy on the path the engine "
       "takes on sm (as cost_features): the two clocks over its launches with the cost file's coefficients ({name: us}) "
       "and host costs ({kind: us per launch}); {eager_us, device_us (its launches' own), host_us (the host's dispatch), "
@@ -245,6 +251,7 @@ void bind_cost(nb::module_& m) {
         g["blocks_per_sm"] = c.geometry.blocks_per_sm;
         g["tile_queries"] = c.geometry.tile_queries;
         g["scheduler"] = cost::scheduler_name(c.geometry.scheduler);
+        g["small_gemm_rows"] = c.geometry.small_gemm_rows;
         d["geometry"] = g;
         cost::Features f;
         for (size_t i = 0; i < cost::kTerms; ++i) f.values[i] = c.coefficients[i];

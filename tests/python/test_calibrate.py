@@ -22,7 +22,8 @@ EXAMPLE = os.path.join(ROOT, "tests", "data", "cost", "deepseek-v3-tp8-example.j
 TRUE = {"per_batch_us": 40, "per_fixed_step_us": 20, "per_iteration_us": 100, "per_row_us": 0.02, "per_query_us": 0.01,
         "per_merged_query_us": 0.005, "per_mpair_us": 50, "per_idle_mpair_us": 40, "per_block_us": 0.05,
         "per_empty_block_us": 0.003, "per_sequence_us": 0.5,
-        "per_causal_block_us": 0}  # the grid scheduler's fit does not offer it (fit.SCHEDULER_TERMS)
+        "per_causal_block_us": 0,  # the grid scheduler's fit does not offer it (fit.SCHEDULER_TERMS)
+        "per_small_gemm_row_us": 0}  # every GEMM alike: the fit must not take the term up
 
 
 def synthetic(points, noise, seed=0, heads=16, timing="graph_ms", **grid):
@@ -40,7 +41,7 @@ def synthetic(points, noise, seed=0, heads=16, timing="graph_ms", **grid):
 def test_terms_are_named_in_file_order():
     names = [n for n, _ in mlaplan.cost_terms()]
     assert names[:3] == ["per_batch_us", "per_fixed_step_us", "per_iteration_us"]
-    assert len(names) == len(set(names)) == 12 and all(n.endswith("_us") for n in names)
+    assert len(names) == len(set(names)) == 13 and all(n.endswith("_us") for n in names)
 
 
 def test_features_by_hand():
@@ -229,6 +230,32 @@ def test_the_sectioned_fit_recovers_the_causal_blocks_cost():
     assert r.coefficients["per_causal_block_us"] == pytest.approx(0.03, rel=0.05)
     assert r.median_abs_error < 1e-6
     assert fit.fit_records(recs, 8, 132, geometries=[(128, 1)], scheduler="sorted").coefficients["per_causal_block_us"] == 0
+
+
+def test_the_fit_takes_the_small_gemm_term_only_where_the_times_have_it():
+    # Made-up times where every up-projection of at most 65,536 rows costs 0.01 us a row more (as on an H100
+    # at TP 1), the rest as TRUE: the fit finds the limit among its candidates and the cost, and writes both
+    # into the file; the same points timed without it leave the term unused (0, no limit), as TRUE's fit does.
+    true = dict(TRUE, per_small_gemm_row_us=0.01)
+    grid = make_grid(200, 11, 16, max_buffer=1 << 18)
+    with_it, without = [], []
+    for p in grid:
+        d = p.as_dict()
+        d["graph_ms"] = sum(true[k] * v for k, v in features(p, 16, small_gemm_rows=65536).items()) / 1e3
+        with_it.append(d)
+        d = p.as_dict()
+        d["graph_ms"] = sum(TRUE[k] * v for k, v in features(p, 16).items()) / 1e3
+        without.append(d)
+    r = fit.fit_records(with_it, 16, 132, geometries=[(128, 1)])
+    assert r.small_gemm_rows == 65536
+    assert r.coefficients["per_small_gemm_row_us"] == pytest.approx(0.01, rel=0.05)
+    assert r.coefficients["per_row_us"] == pytest.approx(TRUE["per_row_us"], rel=0.05)
+    assert r.median_abs_error < 1e-6
+    tried = r.summary()["small_gemm"]["tried"]
+    assert tried["65536"]["cross_validated_rms"] < tried["32768"]["cross_validated_rms"]
+    plain = fit.fit_records(without, 16, 132, geometries=[(128, 1)])
+    assert plain.small_gemm_rows == 0 and plain.coefficients["per_small_gemm_row_us"] == 0
+    assert "per_small_gemm_row_us" not in plain.not_identifiable  # an unused term is no news
 
 
 def test_workload_weight_pulls_the_fit_toward_the_workload_points():

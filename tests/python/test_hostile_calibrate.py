@@ -173,9 +173,9 @@ def test_every_file_the_fit_writes_is_one_mlaplan_reads(saved, tmp_path, capsys,
 
 
 def test_too_few_points_for_cross_validation_write_null_not_garbage(saved, tmp_path, capsys):
-    # 13 points: every fold's training set is smaller than the 12 terms; np.empty's bytes were reported.
+    # 14 points: every fold's training set is smaller than the 13 terms; np.empty's bytes were reported.
     doc = json.loads((saved / "m.json").read_text())
-    doc["records"] = doc["records"][:13]
+    doc["records"] = doc["records"][:14]
     (tmp_path / "m.json").write_text(json.dumps(doc))
     assert entry(["--refit", str(tmp_path / "m.json"), "-o", str(tmp_path / "c.json")]) == 0
     cost = json.loads((tmp_path / "c.json").read_text())

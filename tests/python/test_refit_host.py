@@ -28,7 +28,7 @@ def test_the_host_section_is_refitted_and_the_graph_fit_kept(tmp_path):
     old, new = json.load(open(SHIPPED)), json.loads(out.read_text())
     # The graph fit as it was, its scheduler (sorted) kept: the same coefficients, the terms added since at 0.
     added = {k: v for k, v in new["coefficients"].items() if k not in old["coefficients"]}
-    assert {k: new["coefficients"][k] for k in old["coefficients"]} == old["coefficients"] and added == {"per_causal_block_us": 0.0}
+    assert {k: new["coefficients"][k] for k in old["coefficients"]} == old["coefficients"] and added == {"per_causal_block_us": 0.0, "per_small_gemm_row_us": 0.0}
     assert new["geometry"] == old["geometry"] and "--scheduler sorted" in new["command"]
     assert new["host"]["fit"]["points"] == len(json.load(open(RUNS))["records"]) != old["host"]["fit"]["points"]
     assert new["host"]["launch_us"] != old["host"]["launch_us"]
@@ -60,7 +60,7 @@ def test_keep_pools_the_new_runs_with_the_files_own(tmp_path):
     # The graph fit is run again: the same coefficients, to the last bits a BLAS build may move (the terms
     # added since, which the grid scheduler's fit does not offer, at 0).
     added = {k: v for k, v in new["coefficients"].items() if k not in old["coefficients"]}
-    assert new["commit"] == "abc1234" and added == {"per_causal_block_us": 0.0}
+    assert new["commit"] == "abc1234" and added == {"per_causal_block_us": 0.0, "per_small_gemm_row_us": 0.0}
     assert {k: new["coefficients"][k] for k in old["coefficients"]} == pytest.approx(old["coefficients"], rel=1e-12)
     assert new["command"].split("--host-from ")[1].split(" -")[0].split() == earlier + [os.path.relpath(RUNS_FA2, ROOT)]
     sessions = new["host"]["fit"]["sessions"]

@@ -23,7 +23,7 @@ from typing import List, Optional
 from .. import _cli
 from .._cli import (CPU_WAIT_HELP, CPU_WAIT_S, KERNEL_TITLES, KERNELS, REHEAT_HELP, SETTLE_MS, UsageError, _count, _positive,
                     _positive_list, _seconds, claim_outputs, exit_with, write_output)
-from .fit import HOST_REPS
+from .fit import HOST_REPS, SMALL_GEMM_GAIN
 from .oneshot import DEFAULT_SECONDS
 from .options import Parser, given, refuse_given
 from .workloads import FIT_BATCHES, FIT_SEED, FIT_SPREAD, HELDOUT_SEED, WORKLOADS, parse_workloads
@@ -365,7 +365,10 @@ def summary(doc: dict, fit, host, timing: str) -> str:
     lines = [f"{doc['model']} TP {doc['tp']} on {doc['gpu']}: {fit.points} points, {timing} timing, geometry tile "
              f"{fit.tile_queries} x {fit.blocks_per_sm} per SM, {fit.scheduler} scheduler; |error| median "
              f"{100 * fit.median_abs_error:.1f}%, p90 {100 * fit.p90_abs_error:.1f}% (5-fold cross-validated {cv})"]
-    lines += [f"  {name:<22} {value:12.6g}  {fit.not_identifiable.get(name, '')}" for name, value in fit.coefficients.items()]
+    small = (f"on up-projections of at most {fit.small_gemm_rows:,} rows" if fit.small_gemm_rows
+             else f"unused: no GEMM size tried lowers the cross-validated error by {100 * SMALL_GEMM_GAIN:.0f}%")
+    lines += [f"  {name:<22} {value:12.6g}  {small if name == 'per_small_gemm_row_us' else fit.not_identifiable.get(name, '')}"
+              for name, value in fit.coefficients.items()]
     if host is None and timing == "graph":
         lines.append("no host section: the points were timed as graphs alone, so eager time (--timing eager, guided/eager) is "
                      "refused with this file; calibrate with --host to measure the host's dispatch too")

@@ -39,7 +39,7 @@ def cost_document(*, model: str, tp: int, dtype: str, heads: int, gpu: str, sms:
         "commit": commit,
         "command": command,
         "geometry": {"heads": heads, "sms": sms, "blocks_per_sm": fit.blocks_per_sm, "tile_queries": fit.tile_queries,
-                     "scheduler": fit.scheduler},
+                     "scheduler": fit.scheduler, **({"small_gemm_rows": fit.small_gemm_rows} if fit.small_gemm_rows else {})},
         "coefficients": fit.coefficients,
         "fit": fit.summary(),
     }

@@ -139,12 +139,15 @@ class FitResult:
     errors: List[float] = field(default_factory=list)
     scheduler: str = "grid"
     workload_weight: float = 1.0          # the weight of each workload-shaped point against a grid point's 1
+    small_gemm_rows: int = 0              # the largest up-projection priced as small (0: none; SMALL_GEMM_ROWS)
+    # Why the small-GEMM term is or is not used: each candidate's cross-validated figures.
+    small_gemm_trial: Dict[str, object] = field(default_factory=dict)
 
     def summary(self) -> dict:
         return {"points": self.points, "median_abs_error": self.median_abs_error, "p90_abs_error": self.p90_abs_error,
                 "max_abs_error": self.max_abs_error, "cross_validated_median_abs_error": self.cv_median_abs_error,
                 "cross_validated_p90_abs_error": self.cv_p90_abs_error, "not_identifiable": self.not_identifiable,
-                "workload_weight": self.workload_weight}
+                "workload_weight": self.workload_weight, **({"small_gemm": self.small_gemm_trial} if self.small_gemm_trial else {})}
 
 
 def _cross_validated(X: np.ndarray, y: np.ndarray, weights: np.ndarray, folds: int = 5, seed: int = 0) -> np.ndarray:
@@ -161,7 +164,8 @@ def _cross_validated(X: np.ndarray, y: np.ndarray, weights: np.ndarray, folds: i
 
 
 def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int,
-           scheduler: str = "grid", progress: Optional[Progress] = None, points=None) -> Tuple[np.ndarray, List[str]]:
+           scheduler: str = "grid", progress: Optional[Progress] = None, points=None,
+           small_gemm_rows: int = 0) -> Tuple[np.ndarray, List[str]]:
     """Each record's terms (a row) at the geometry. points: the records' batches, built once
     (record_points), where the caller prices them at several geometries."""
     from .grid import features
@@ -169,11 +173,56 @@ def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int
     names = term_names()
     rows = []
     for i, (p, sm) in enumerate(points or record_points(records)):
-        f = features(p, heads, sms, blocks, tile, sm, scheduler)
+        f = features(p, heads, sms, blocks, tile, sm, scheduler, small_gemm_rows)
         rows.append([f[n] for n in names])
         if progress:
             progress.tick(f"geometry {tile} x {blocks}, {i + 1} of {len(records)} points priced")
     return np.asarray(rows, dtype=np.float64), names
+
+
+# The small-GEMM term (per_small_gemm_row_us, docs/cost-model.md): up-projections of at most this many rows
+# tried as "small". On an H100 at DeepSeek-V3 TP 1, rows in up-projections past 64K rows cost 15 ns (12%)
+# less than in smaller ones, which priced its 128K- and 256K-row buffers 4-5% slow without the term.
+SMALL_GEMM_ROWS = (32768, 65536, 131072)
+# A candidate is used only where the points have GEMMs on both sides of it (this many points, and this
+# share of them, with a larger one) and it lowers the cross-validated RMS error by this much: the term
+# must be seen and must predict, not only fit. (The H100 TP 1 run: 27% lower at 64K; the H200 FA3 TP 8
+# measurements: 5% at any of the three, a smooth trend of a few percent of per_row_us, left out.)
+SMALL_GEMM_MIN_POINTS, SMALL_GEMM_MIN_SHARE, SMALL_GEMM_GAIN = 10, 0.05, 0.10
+
+
+def _cv_rms(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
+    e = _cross_validated(X, y, w)
+    ok = np.isfinite(e)
+    return float(np.sqrt(np.average(e[ok] ** 2, weights=w[ok]))) if ok.any() else float("inf")
+
+
+def _small_gemm_choice(records, heads, sms, tile, blocks, scheduler, points, X, y, w, c, e):
+    """(small_gemm_rows, X, c, e, trial): the fit with the candidate of SMALL_GEMM_ROWS that lowers the
+    cross-validated RMS error most, by at least SMALL_GEMM_GAIN, among those with GEMMs on both sides in
+    the points; else 0 and the fit as it was. trial: each candidate's figures, for the file's record."""
+    names = term_names()
+    j_row, j_small = names.index("per_row_us"), names.index("per_small_gemm_row_us")
+    base = _cv_rms(X, y, w)
+    finite = lambda v: v if np.isfinite(v) else None  # noqa: E731 - too few points for a fold: null, as the fit's figures
+    trial: Dict[str, object] = {"cross_validated_rms_without": finite(base), "tried": {}}
+    best = (base * (1 - SMALL_GEMM_GAIN), 0, X, c, e)
+    for rows in SMALL_GEMM_ROWS:
+        Xs, _ = design(records, heads, sms, tile, blocks, scheduler, None, points, rows)
+        Xs[:, [j for j, n in enumerate(names) if not offered(n, scheduler)]] = 0
+        larger = int(np.sum(Xs[:, j_row] - Xs[:, j_small] > 0.5))
+        entry: Dict[str, object] = {"points_with_a_larger_gemm": larger}
+        trial["tried"][str(rows)] = entry
+        if larger < max(SMALL_GEMM_MIN_POINTS, SMALL_GEMM_MIN_SHARE * len(y)) or larger == len(y):
+            entry["used"] = False
+            continue
+        rms = _cv_rms(Xs, y, w)
+        entry["cross_validated_rms"] = finite(rms)
+        if rms < best[0]:
+            cs = fit_coefficients(Xs, y, w)
+            best = (rms, rows, Xs, cs, relative_errors(Xs, y, cs))
+    trial["small_gemm_rows"] = best[1]
+    return best[1], best[2], best[3], best[4], trial  # without it, X's column is 0 (no GEMM is small): the term at 0
 
 
 def record_points(records: Sequence[dict]) -> list:
@@ -217,6 +266,7 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
             best = (rms, tile, blocks, X, c, e)
     _, tile, blocks, X, c, e = best
     names = term_names()
+    small, X, c, e, trial = _small_gemm_choice(usable, heads, sms, tile, blocks, scheduler, points, X, y, w, c, e)
     # A cost file holds at most MAX_COEFFICIENT per unit: past it the times are no layer's (a unit slip).
     for n, v in zip(names, c):
         if not v <= MAX_COEFFICIENT:
@@ -229,8 +279,9 @@ def fit_records(records: Sequence[dict], heads: int, sms: int, timing: str = "gr
         median_abs_error=float(np.median(np.abs(e))), p90_abs_error=float(np.quantile(np.abs(e), 0.9)),
         max_abs_error=float(np.max(np.abs(e))), cv_median_abs_error=cv_median,
         cv_p90_abs_error=cv_p90,
-        not_identifiable={n: why for n, why in identifiability(X, y, names, c).items() if offered(n, scheduler)},
-        errors=[float(v) for v in e], workload_weight=float(workload_weight))
+        not_identifiable={n: why for n, why in identifiability(X, y, names, c).items()
+                          if offered(n, scheduler) and (small or n != "per_small_gemm_row_us")},  # an unused term is no news
+        errors=[float(v) for v in e], workload_weight=float(workload_weight), small_gemm_rows=small, small_gemm_trial=trial)
 
 
 LAUNCH_KINDS = ("gather", "up_projection", "concat", "attention", "merge", "fill")  # executor.LAUNCH_KINDS, without torch
@@ -330,7 +381,7 @@ def fit_host(records: Sequence[dict], graph: FitResult, heads: int, sms: int, pa
         out = np.empty(len(points))
         for i, (p, sm, scale) in enumerate(points):
             out[i] = eager_us(p, graph.coefficients, {k: float(v) * scale for k, v in zip(LAUNCH_KINDS, h)}, pad_v, heads, sms,
-                              graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler)
+                              graph.blocks_per_sm, graph.tile_queries, sm, graph.scheduler, graph.small_gemm_rows)
             progress.tick(f"pricing {calls[0]}, {i + 1} of {len(points)} runs")
         return out / y - 1
 

@@ -107,23 +107,25 @@ def _named(call, policy: str):
 
 
 def features(p: Point, heads: int, sms: int = 132, blocks_per_sm: int = 1, tile_queries: int = 128, sm: int = 0,
-             scheduler: str = "grid") -> dict:
+             scheduler: str = "grid", small_gemm_rows: int = 0) -> dict:
     """The cost terms of the point as `sweep --cost` counts them (max: as many chunks as it needs), on
     the path its engine takes on a GPU of compute capability sm (90: SM90; 0: every policy's loop),
     the attention's blocks handed out by `scheduler` (grid: FlashAttention-2; sorted: FlashAttention-3)."""
     cache, offsets = p.arrays
     f = _named(lambda policy: cost_features(cache, offsets, p.page_size, p.buffer_tokens, policy, heads, sms, blocks_per_sm,
-                                            tile_queries, sm=sm, scheduler=scheduler), p.policy)
+                                            tile_queries, sm=sm, scheduler=scheduler, small_gemm_rows=small_gemm_rows),
+                   p.policy)
     return {k: v for k, v in f.items() if k != "path"}
 
 
 def eager_us(p: Point, coefficients: dict, launch_us: dict, pad_v: bool, heads: int, sms: int = 132, blocks_per_sm: int = 1,
-             tile_queries: int = 128, sm: int = 0, scheduler: str = "grid") -> float:
+             tile_queries: int = 128, sm: int = 0, scheduler: str = "grid", small_gemm_rows: int = 0) -> float:
     """The point's layer priced eagerly, as `run --cost --timing eager` prices it: the two clocks over
     its launches on the path `features` counts, with the coefficients and host costs given."""
     cache, offsets = p.arrays
     return _named(lambda policy: _mlaplan.cost_eager(cache, offsets, p.page_size, p.buffer_tokens, policy, coefficients, launch_us,
-                                                     pad_v, heads, sms, blocks_per_sm, tile_queries, sm, scheduler), p.policy)["eager_us"]
+                                                     pad_v, heads, sms, blocks_per_sm, tile_queries, sm, scheduler,
+                                                     small_gemm_rows), p.policy)["eager_us"]
 
 
 def record_sm(rec: dict) -> int:

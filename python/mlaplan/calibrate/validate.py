@@ -219,8 +219,10 @@ def predict_us(cost: dict, rec: dict, timing: str = "graph") -> float:
         h = cost["host"]
         scale = probe_scale(rec, h.get("probe_ms"), h.get("probe", "cpu"))  # the host's speed at this run against the file's
         return eager_us(p, cost["coefficients"], {k: v * scale for k, v in h["launch_us"].items()}, h["pad_v"], g["heads"],
-                        g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
-    f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"))
+                        g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"),
+                        g.get("small_gemm_rows", 0))
+    f = features(p, g["heads"], g["sms"], g["blocks_per_sm"], g["tile_queries"], record_sm(rec), g.get("scheduler", "grid"),
+                 g.get("small_gemm_rows", 0))
     return sum(cost["coefficients"].get(k, 0.0) * v for k, v in f.items())  # an optional term left out is 0
 
 

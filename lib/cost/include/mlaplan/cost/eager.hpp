@@ -90,6 +90,7 @@ struct StepCounts {
   bool gather = false;          // the step gathers cache rows (the new tokens' step takes its own rows)
   bool up_projection = true;    // the step up-projects rows (false: vLLM's final merge, a merge only)
   double rows = 0;              // rows gathered and up-projected
+  double small_rows = 0;        // of them, those of a small GEMM (Term::small_gemm_row): rows or 0
   const Features* attention[2] = {nullptr, nullptr};  // each attention launch's terms (its own terms only)
   double merged[2] = {0, 0};    // each merge's query rows (0: taken as it is, no merge)
   bool query_gather[2] = {false, false};  // the launch's query rows are gathered first (MAX's scattered ones)
@@ -112,7 +113,7 @@ inline double attention_us(const std::array<double, kTerms>& c, const Features& 
 // step gathers nothing.
 // Inline: a sweep runs it once per chunk of every batch and setting (eager timing's cost there).
 [[gnu::always_inline]] inline Clock eager_step(const std::array<double, kTerms>& c, const HostCosts& host, const StepCounts& s) {
-  const double row_us = c[static_cast<size_t>(Term::row)] * s.rows;
+  const double row_us = c[static_cast<size_t>(Term::row)] * s.rows + c[static_cast<size_t>(Term::small_gemm_row)] * s.small_rows;
   const uint32_t concats = s.up_projection ? 1 + host.pad_v : 0;
   uint32_t launches = (s.gather ? 1 : 0) + (s.up_projection ? 1 : 0) + concats;
   for (int i = 0; i < 2; ++i)

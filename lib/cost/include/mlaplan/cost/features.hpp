@@ -41,7 +41,16 @@ struct Geometry {
   uint32_t blocks_per_sm = 1;  // resident blocks per SM for the attention kernel
   uint32_t tile_queries = 128; // queries per block (kBlockM)
   Scheduler scheduler = Scheduler::grid;
+  // Up-projections (one GEMM: a chunk's rows, the new tokens', the whole context's) of at most this many
+  // rows also pay per_small_gemm_row_us a row: on an H100 at TP 1, larger ones ran 12% faster a row
+  // (docs/cost-model.md, "The terms"). 0: no GEMM is small (a file without the term).
+  uint64_t small_gemm_rows = 0;
 
+  // Two geometries count the same terms for every batch.
+  bool same_terms(const Geometry& o) const {
+    return heads == o.heads && sms == o.sms && blocks_per_sm == o.blocks_per_sm && tile_queries == o.tile_queries &&
+           scheduler == o.scheduler && small_gemm_rows == o.small_gemm_rows;
+  }
   double slots() const { return static_cast<double>(sms) * blocks_per_sm; }
   // A sequence's query tiles: a block computes every row of its tile, also the rows past the
   // sequence's last query. Tiles are powers of two in every kernel calibrated: a shift instead of a
@@ -66,11 +75,13 @@ enum class Term : uint8_t {
   empty_block,     // blocks of a launch's grid past a sequence's queries, which exit at once
   sequence,        // sequences of a launch that compute (queries and keys): FlashAttention-3's cost per sequence
   causal_block,    // blocks of a causal launch: each runs its diagonal key blocks masked
+  small_gemm_row,  // rows up-projected by a GEMM of at most Geometry::small_gemm_rows rows (also counted in row)
 };
-inline constexpr size_t kTerms = 12;
+inline constexpr size_t kTerms = 13;
 // Terms a cost file may leave out (taken as 0): those added after files without them were written.
 inline constexpr bool optional_term(Term t) {
-  return t == Term::block || t == Term::empty_block || t == Term::sequence || t == Term::causal_block;
+  return t == Term::block || t == Term::empty_block || t == Term::sequence || t == Term::causal_block ||
+         t == Term::small_gemm_row;
 }
 
 // FlashAttention-3 hands a causal sequence's tiles out one section of heads at a time, longest tile
@@ -98,6 +109,12 @@ struct Features {
   double operator[](Term t) const { return values[static_cast<size_t>(t)]; }
   Features& operator+=(const Features& o);
 };
+
+// One up-projection GEMM of `rows` rows, `times` alike, counted as small where it is (Geometry::small_gemm_rows);
+// its rows themselves are counted in Term::row where the caller counts them.
+inline void add_small_gemm(Features& f, const Geometry& g, double rows, double times = 1) {
+  if (rows > 0 && rows <= static_cast<double>(g.small_gemm_rows)) f[Term::small_gemm_row] += rows * times;
+}
 
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
 // causal (bottom-right aligned: the last query sees every key). The launch's blocks are (query tile,
