@@ -92,6 +92,26 @@ inline std::filesystem::path scratch(const std::string& name) {
   return p;
 }
 
+#ifdef MLAPLAN_COSTS_FROM_BIN
+// An install of the executable: <prefix>/bin/mlaplan, a copy, whose --gpu finds the cost files under
+// <prefix>/share/mlaplan/costs before the source tree's shipped ones (gpu_options.cpp's cost_roots).
+// costs_dir(prefix, gpu): that folder for the GPU, made; run_installed: `mlaplan args` by the copy.
+inline std::filesystem::path install_prefix(const std::string& name) {
+  const std::filesystem::path root = scratch(name);
+  std::filesystem::create_directories(root / "bin");
+  std::filesystem::copy_file(MLAPLAN_EXE, root / "bin" / "mlaplan");
+  return root;
+}
+inline std::filesystem::path costs_dir(const std::filesystem::path& root, const std::string& gpu) {
+  const std::filesystem::path dir = (root / "bin" / MLAPLAN_COSTS_FROM_BIN / gpu).lexically_normal();
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+inline CliResult run_installed(const std::filesystem::path& root, const std::string& args) {
+  return run_cli(args, "run_copy() { shift; exec '" + (root / "bin" / "mlaplan").string() + "' \"$@\"; }; run_copy");
+}
+#endif
+
 // `mlaplan args` exits 2 with exactly one line, "mlaplan: error: ...", that holds `needle`.
 inline void expect_bad_input(const std::string& args, const std::string& needle) {
   const auto r = run_cli(args);

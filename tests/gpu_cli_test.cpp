@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "cli_runner.hpp"
@@ -56,22 +57,23 @@ TEST(GpuCli, WithoutGpuTheAnswerNamesTheFilesGpu) {
       << rec.out;
 }
 
-// A shipped file that missed its own held-out targets (H100 DeepSeek-V3 TP 1) says so under its path
-// with --gpu, and in one warning with --cost; a file that passed says nothing.
+// A file that missed its own held-out targets (the H100 DeepSeek-V3 TP 1 file of 1d3e663, shipped until the
+// small-GEMM term) says so under its path where --gpu takes it (from an install's folder), and in one warning
+// with --cost; a file that passed says nothing.
 TEST(GpuCli, AFileThatMissedItsHeldOutCheckSaysSo) {
-  const std::string h100 = MLAPLAN_SOURCE_DIR "/costs/h100/";
-  const test::CliResult gpu = run_cli(kSmall + "--gpu h100 --model deepseek-v3 --tp 1");
+  const std::string missed = MLAPLAN_SOURCE_DIR "/docs/data/cost-validation/h100-2026-12-06/deepseek-v3-tp1-fa3-1d3e663-miss.json";
+  const std::filesystem::path root = test::install_prefix("heldout_missed");
+  std::filesystem::copy_file(missed, test::costs_dir(root, "h100") / "deepseek-v3-tp1-bf16-fa3.json");
+  const test::CliResult gpu = test::run_installed(root, kSmall + "--gpu h100 --model deepseek-v3 --tp 1");
   ASSERT_EQ(gpu.code, 0) << gpu.err;
   EXPECT_TRUE(has(gpu.out, "deepseek-v3-tp1-bf16-fa3.json\n          its held-out check missed the targets on coding-agent "
                            "(median 2.2% > 2%;"))
       << gpu.out;
   EXPECT_EQ(gpu.err, "");
-  const test::CliResult cost = run_cli(kSmall + "--cost " + h100 + "deepseek-v3-tp1-bf16-fa3.json --format json");
+  std::filesystem::remove_all(root);
+  const test::CliResult cost = run_cli(kSmall + "--cost " + missed + " --format json");
   ASSERT_EQ(cost.code, 0) << cost.err;
-  EXPECT_EQ(cost.err.rfind("mlaplan: warning: " + h100 + "deepseek-v3-tp1-bf16-fa3.json: its held-out check missed the targets "
-                           "on coding-agent (",
-                           0),
-            0u)
+  EXPECT_EQ(cost.err.rfind("mlaplan: warning: " + missed + ": its held-out check missed the targets on coding-agent (", 0), 0u)
       << cost.err;
   EXPECT_EQ(std::count(cost.err.begin(), cost.err.end(), '\n'), 1);
   EXPECT_TRUE(has(cost.out, "\"heldout_missed\": [\n        \"coding-agent (median 2.2% > 2%")) << cost.out;

@@ -30,12 +30,9 @@ const std::string kReadme = "sweep --gpu h100 --model deepseek-v3 --tp 8 --workl
 // A prefix holding a copy of the executable and, with `fused`, the shipped H100 file as the fused loop's
 // (its per-row cost, the up-projection's, halved).
 fs::path prefix(const std::string& name, bool fused) {
-  const fs::path root = mlaplan::test::scratch(name);
-  fs::create_directories(root / "bin");
-  fs::copy_file(MLAPLAN_EXE, root / "bin" / "mlaplan");
+  const fs::path root = mlaplan::test::install_prefix(name);
   if (fused) {
-    const fs::path dir = (root / "bin" / MLAPLAN_COSTS_FROM_BIN / "h100").lexically_normal();
-    fs::create_directories(dir);
+    const fs::path dir = mlaplan::test::costs_dir(root, "h100");
     json j = json::parse(std::ifstream(kEngineFile));
     j["kernels"]["up_projection"] = "fused";
     j["coefficients"]["per_row_us"] = j["coefficients"]["per_row_us"].get<double>() * 0.5;
@@ -44,10 +41,7 @@ fs::path prefix(const std::string& name, bool fused) {
   return root;
 }
 
-// `args` run by the prefix's copy: run_cli's shell line, its own executable shifted off for the copy.
-CliResult run_copy(const fs::path& root, const std::string& args) {
-  return run_cli(args, "run_copy() { shift; exec '" + (root / "bin" / "mlaplan").string() + "' \"$@\"; }; run_copy");
-}
+CliResult run_copy(const fs::path& root, const std::string& args) { return mlaplan::test::run_installed(root, args); }
 
 const json& group_of(const json& doc) { return doc["recommendation"]["groups"][0]; }
 
