@@ -59,7 +59,7 @@ class MaxChunk {
     StepCounts s;
     s.gather = true;
     s.rows = rows;
-    if (rows <= static_cast<double>(g_.small_gemm_rows)) s.small_rows = rows;
+    s.small_rows = cost::small_gemm(g_, rows);
     const Part* parts[2] = {&full_, &causal_};
     for (int i = 0; i < 2; ++i) {
       if (parts[i]->launch.queries() == 0) continue;

@@ -89,7 +89,7 @@ Clock chunk_clock(const EagerTime& e, const Geometry& g, double rows, const Feat
   StepCounts s;
   s.gather = true;
   s.rows = rows;
-  if (rows <= static_cast<double>(g.small_gemm_rows)) s.small_rows = rows;
+  s.small_rows = cost::small_gemm(g, rows);
   if (launch[Term::query] > 0) s.attention[0] = &launch;
   s.query_gather[0] = scattered && s.attention[0];
   s.merged[0] = merged;
@@ -124,9 +124,8 @@ uint64_t even_split_all_queries(const Batch& b, uint64_t share, const Geometry& 
   thread_local std::vector<Group> groups;
   groups.clear();
   // Each group of alike chunks kept for eager time, the sink, or where a chunk's up-projection may be a
-  // small GEMM (its rows decide; a buffer of at most small_gemm_rows rows makes only small ones).
-  const bool small_by_chunk = g.small_gemm_rows > 0;
-  const bool per_chunk = eager || sink || small_by_chunk;
+  // small GEMM (its rows decide).
+  const bool per_chunk = eager || sink || g.small_gemm_rows > 0;
   seqs.clear();
   const double t = g.tile_queries, full = t * static_cast<double>(share);  // a full-size sequence's block
   for (uint32_t i = 0; i < b.batch_size(); ++i) {

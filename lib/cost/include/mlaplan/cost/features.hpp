@@ -110,10 +110,14 @@ struct Features {
   Features& operator+=(const Features& o);
 };
 
-// One up-projection GEMM of `rows` rows, `times` alike, counted as small where it is (Geometry::small_gemm_rows);
-// its rows themselves are counted in Term::row where the caller counts them.
+// Of one up-projection GEMM of `rows` rows, those that count as small (Geometry::small_gemm_rows): all or none.
+inline double small_gemm(const Geometry& g, double rows) {
+  return rows > 0 && rows <= static_cast<double>(g.small_gemm_rows) ? rows : 0;
+}
+// The same GEMM, `times` alike, counted in Term::small_gemm_row; its rows themselves are counted in Term::row
+// where the caller counts them.
 inline void add_small_gemm(Features& f, const Geometry& g, double rows, double times = 1) {
-  if (rows > 0 && rows <= static_cast<double>(g.small_gemm_rows)) f[Term::small_gemm_row] += rows * times;
+  f[Term::small_gemm_row] += small_gemm(g, rows) * times;
 }
 
 // Counts one attention launch, one sequence at a time: its queries, its keys and whether the mask is
