@@ -55,6 +55,8 @@ def test_sweep_cost_of_the_wrong_type_names_it():
     ("cost_features", dict(heads=-1), ValueError, "^heads=-1"),
     ("cost_features", dict(scheduler="fifo"), ValueError, "^scheduler='fifo'"),
     ("cost_features", dict(policy="guided"), ValueError, "name the file: guided:COST.json$"),
+    ("cost_features", dict(small_gemm_rows=-1), ValueError, "^small_gemm_rows=-1"),
+    ("cost_launches", dict(small_gemm_rows="64K"), TypeError, "^small_gemm_rows: expected a whole number"),
     ("merges_per_query", dict(max_chunks=-1), ValueError, "^max_chunks=-1"),
     ("engine_path", dict(sm=1.5), TypeError, "^sm: expected a whole number"),
 ])
