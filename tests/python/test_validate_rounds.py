@@ -370,3 +370,37 @@ def test_the_probed_eager_timing_counts_each_phase(monkeypatch):
     assert 0.1 <= spent["settle"] < 0.6 and 3 * 0.06 <= spent["reheat"] < 3 * 0.06 + 0.5
     assert 3 * 0.002 <= spent["timed"] < 0.3
     assert spent["graph"] == spent["host"] == spent["cpu_wait"] == spent["inputs"] == 0
+
+
+def test_graph_time_is_measured_from_the_graphs_alone(tmp_path, monkeypatch):
+    """Checking a file by graph time, validate replays the graphs alone, as calibrate times its points: no
+    eager runs, host dispatch timing or wait for the CPU (half a TP 1 batch's time on an H100), unless
+    --host asks for them or eager time is compared."""
+    pytest.importorskip("torch", reason="validate measures with the executor, which needs torch")
+    pytest.importorskip("scipy", reason="validate ranks with scipy (pip install .[calibrate])")
+    import mlaplan.calibrate.measure as measure
+    from mlaplan.calibrate import validate
+
+    seen = []
+
+    def fake(p, *args, **kw):  # what measure_point was asked; a run's record without running it
+        seen.append(kw)
+        return dict(p.as_dict(), path="chunked", iterations=1, graph_ms=1.0, eager_ms=2.0 if kw["eager"] else None)
+
+    monkeypatch.setattr(measure, "measure_point", fake)
+    scen = tmp_path / "tiny.json"
+    scen.write_text(json.dumps({"scenarios": [{"name": "a", "page_size": 16, "buffer_token_size": 64, "max_chunks": 64,
+                                               "cache_lengths": [200, 40], "input_row_offsets": [0, 12, 20]}]}))
+    cost = os.path.join(ROOT, "costs", "h200", "deepseek-v3-tp8-bf16.json")  # graph-timed, with a host section
+    for i, (extra, eager) in enumerate((([], False), (["--host"], True), (["--timing", "eager"], True))):
+        seen.clear()
+        validate.main(["--cost", cost, "--scenarios", str(scen), "--device", "cpu", "--policy", "packed,max",
+                       "--buffer-tokens", "64,128", "--cpu-wait-s", "5", "-o", str(tmp_path / f"r{i}.md"), *extra])
+        assert len(seen) == 4, extra
+        for kw in seen:
+            assert kw["eager"] is eager and (kw["host_reps"] > 0) is eager and (kw["cpu_wait_s"] == 5) is eager, (extra, kw)
+            assert not kw["graph_first"] or eager, (extra, kw)
+    (tmp_path / "m.json").write_text(json.dumps({"format": "mlaplan-validation-measurements", "model": "deepseek-v3", "tp": 8,
+                                                 "records": [rec(2.0, 1.0, workload="w", scenario="s")]}))
+    r = run("--cost", cost, "--measured", str(tmp_path / "m.json"), "--host")  # nothing to measure: --host does nothing
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("mlaplan: error: --host:"), r.stderr

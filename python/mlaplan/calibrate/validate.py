@@ -36,12 +36,21 @@ MEASURED_FORMAT = "mlaplan-validation-measurements"
 DEFAULT_MODEL, DEFAULT_TP = "deepseek-v3", 8
 # What only measuring reads: with --measured, which measures nothing, each is refused rather than ignored.
 MEASURING = ("policy", "model", "tp", "buffer_tokens", "reps", "warmup", "rounds", "settle_ms", "cpu_wait_s", "reheat_ms",
-             "max_seconds", "batches", "device", "attention")
+             "max_seconds", "batches", "device", "attention", "host")
+
+
+EXAMPLES = """examples:
+  mlaplan gen --workload coding-agent --seed 81 --batches 4 -o held-out.json      (batches no fit saw)
+  python -m mlaplan.calibrate.validate --cost my-gpu.json --scenarios held-out.json --max-seconds 300
+  python -m mlaplan.calibrate.validate --cost my-gpu-eager.json --scenarios held-out.json --host --save runs.json
+  python -m mlaplan.calibrate.validate --cost my-gpu-eager.json --measured runs.json --timing eager -o report.md
+
+"""
 
 
 def parser() -> Parser:
     p = Parser(prog="python -m mlaplan.calibrate.validate", description=__doc__.split("\n\n")[1].replace("\n", " "),
-               epilog=__doc__.split("\n\n")[2].strip(), formatter_class=argparse.RawDescriptionHelpFormatter)
+               epilog=EXAMPLES + __doc__.split("\n\n")[2].strip(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cost", metavar="FILE.json", help="the cost file to check (without it: measure and --save only)")
     p.add_argument("--scenarios", nargs="+", action="extend", metavar="FILE.json", help="held-out batches, one file per workload (mlaplan gen)")
     p.add_argument("--buffer-tokens", type=_positive_list, default=[8192, 16384, 65536, 131072, 262144], metavar="N[,N...]",
@@ -61,6 +70,9 @@ def parser() -> Parser:
     p.add_argument("--measured", nargs="+", action="extend", metavar="FILE.json", help="measurements saved by --save, instead of measuring")
     p.add_argument("--save", metavar="FILE.json", help="write the measurements (atomically)")
     p.add_argument("--timing", choices=("eager", "graph"), help="which measured time to compare (default: the cost file's)")
+    p.add_argument("--host", action="store_true", default=None,  # None: whether it was given is seen (options.Parser)
+                   help="comparing graph time, also time each setting eagerly with the host's dispatch (what a later "
+                        "--timing eager or calibrate --host-from reads from --save); without --cost they always are")
     p.add_argument("-o", "--output", metavar="FILE.md", help="write the report (Markdown) to FILE instead of stdout")
     p.add_argument("--json", metavar="FILE.json", help="also write the report's figures as JSON")
     p.add_argument("--max-seconds", type=_seconds, metavar="S", help="stop measuring after S seconds (whole batches; with --rounds, whole rounds of a batch)")
@@ -110,9 +122,10 @@ def check_alike(cost_path: str, cost: dict, runs: Optional[str], model: str, tp:
                          f"for {name} (costs/)")
 
 
-def measure(args, cost: Optional[dict] = None) -> dict:
+def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
     """The held-out runs the options ask for; with the cost file to check, refused before any timing
-    where this machine's kernel or GPU is not the file's."""
+    where this machine's kernel or GPU is not the file's. eager False: on the GPU the graphs alone, no
+    eager runs, host dispatch timing or wait for the CPU (half a TP 1 batch's time on an H100)."""
     from .records import require_torch
 
     if not args.scenarios:
@@ -125,6 +138,7 @@ def measure(args, cost: Optional[dict] = None) -> dict:
     from .device_info import describe
     from .grid import Point, scenario_batches
     from ..prefill.attention import kernel_title
+    from .fit import HOST_REPS
     from .measure import AUTO_PATHS, combine_rounds, measure_point, replays_first
 
     engines = parse_engines(args.policy)
@@ -180,8 +194,9 @@ def measure(args, cost: Optional[dict] = None) -> dict:
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
                 rounds[buffer, engine].append(measure_point(
                     p, dims, dtype, device, args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms,
-                    graph_first=replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
-                    cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms, up_projection=up_projection))
+                    host_reps=HOST_REPS if eager else 0, eager=eager,
+                    graph_first=eager and replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
+                    cpu_wait_s=args.cpu_wait_s if eager else 0.0, reheat_ms=args.reheat_ms, up_projection=up_projection))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
@@ -501,13 +516,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         if cost:  # measure what the file prices unless told otherwise, and refuse a mismatch at once
             args.model, args.tp = args.model or cost["model"], args.tp or cost["tp"]
             check_alike(args.cost, cost, None, args.model, args.tp, None)
-        doc = measure(args, cost)
+        # Graph time compared: the graphs alone, as calibrate times its points, unless --host asks for more.
+        doc = measure(args, cost, eager=cost is None or args.host or _timing(args, cost) == "eager")
         records = doc["records"]
         if args.save:
             write_output(args.save, json_text(doc, args.save))
     if cost is None:
         return 0
-    timing = args.timing or cost.get("timing") or "eager"
+    timing = _timing(args, cost)
     if timing == "eager" and cost.get("timing") != "eager" and cost.get("host") is None:
         raise UsageError(f"{args.cost}: host: missing; eager time needs the host's dispatch costs: calibrate the file again "
                          f"(python -m mlaplan.calibrate --host measures them), or compare --timing graph")
@@ -526,6 +542,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_output(args.json, json_text(rep, args.json))
     write_output(args.output, markdown(rep, args.cost))
     return 0 if met(rep) else 1
+
+
+def _timing(args, cost: dict) -> str:
+    """The measured time the report compares: --timing, else the cost file's."""
+    return args.timing or cost.get("timing") or "eager"
 
 
 class NothingMeasured(UsageError):
