@@ -404,3 +404,24 @@ def test_graph_time_is_measured_from_the_graphs_alone(tmp_path, monkeypatch):
                                                  "records": [rec(2.0, 1.0, workload="w", scenario="s")]}))
     r = run("--cost", cost, "--measured", str(tmp_path / "m.json"), "--host")  # nothing to measure: --host does nothing
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("mlaplan: error: --host:"), r.stderr
+
+
+def test_batches_are_measured_a_workload_at_a_time_in_turn(tmp_path, monkeypatch):
+    """Each file's first batch, then each's second: a --max-seconds too short for them all measures some of
+    every workload (validate spent it all on the first file's batches, an H100 TP 1 check on 2 of 12)."""
+    pytest.importorskip("torch", reason="validate measures with the executor, which needs torch")
+    import mlaplan.calibrate.measure as measure
+    from mlaplan.calibrate import validate
+
+    seen = []
+    monkeypatch.setattr(measure, "measure_point", lambda p, *a, **kw: seen.append(p.cache) or dict(p.as_dict(), graph_ms=1.0))
+    files = []
+    for w, lengths in (("a", (100, 200)), ("b", (300, 400))):
+        files.append(tmp_path / f"{w}.json")
+        files[-1].write_text(json.dumps({"scenarios": [
+            {"name": f"{w}{i}", "page_size": 16, "buffer_token_size": 64, "max_chunks": 64, "cache_lengths": [n],
+             "input_row_offsets": [0, 8]} for i, n in enumerate(lengths)]}))
+    doc = validate.measure(validate.parser().parse_args(["--scenarios", *map(str, files), "--device", "cpu",
+                                                         "--policy", "packed", "--buffer-tokens", "64"]))
+    assert seen == [[100], [300], [200], [400]]
+    assert [r["scenario"] for r in doc["records"]] == ["a0", "a1", "b0", "b1"]  # saved in the files' order, as before

@@ -164,19 +164,24 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
     def out_of_time() -> bool:
         return args.max_seconds is not None and time.monotonic() - start > args.max_seconds
 
-    stopped = None  # the workload whose scenarios --max-seconds cut off
+    stopped = set()  # the workloads whose scenarios --max-seconds cut off
     from .._mlaplan import printable
 
-    for workload, i, s in scenario_batches(args.scenarios):
+    # Each file's first batch, then each's second...: a --max-seconds too short for every batch measures
+    # some of every workload, as calibrate's held-out check does, not only the first file's (sorted keeps
+    # the files' order within an index).
+    batches = list(scenario_batches(args.scenarios))  # in the files' order, as the runs are saved
+    for order in sorted(range(len(batches)), key=lambda j: batches[j][1]):
+        workload, i, s = batches[order]
         # The progress lines name them: the file's name and the scenario's, escaped as the CLI's.
         shown = printable(f"{workload} {s['name']}")
-        if workload == stopped or (args.batches is not None and i >= args.batches):
+        if workload in stopped or (args.batches is not None and i >= args.batches):
             continue
         # Not before the first batch: the time counts from the start, and a loaded host may spend it on
         # reading the batches.
         if records and out_of_time():
             print(f"validate: --max-seconds reached; {shown} and after not measured", file=sys.stderr)
-            stopped = workload
+            stopped.add(workload)
             continue
         settings = [(buffer, engine) for buffer in args.buffer_tokens for engine in engines]
         rounds = {k: [] for k in settings}
@@ -187,7 +192,7 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
                 # overrun by one round, not by the batch's remaining rounds.
                 print(f"validate: --max-seconds reached; {shown} measured in {r} of {args.rounds} rounds, "
                       f"the batches after it not", file=sys.stderr)
-                stopped = workload
+                stopped.add(workload)
                 break
             # Every other round backwards, so that a drift of the machine falls on every setting alike.
             for buffer, engine in settings if r % 2 == 0 else reversed(settings):
@@ -200,7 +205,7 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
-            records.append(rec)
+            records.append((order, rec))
         # Its time, so that a session can size --max-seconds, --reps and --rounds to its slot.
         taken, took = sum(len(v) for v in rounds.values()), time.monotonic() - batch_start
         print(f"validate: {shown} measured, {taken} runs in {took:.0f} s "
@@ -212,7 +217,8 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
             "dtype": "bf16" if dtype == torch.bfloat16 else "fp32", "date": datetime.date.today().isoformat(),
             "attention": kernel, "attention_title": kernel_title(kernel), "up_projection": up_projection,
             "settle_ms": args.settle_ms, "cpu_wait_s": args.cpu_wait_s, **({"reheat_ms": args.reheat_ms} if args.reheat_ms else {}),
-            **({"rounds": args.rounds} if args.rounds > 1 else {}), "records": records}
+            **({"rounds": args.rounds} if args.rounds > 1 else {}),
+            "records": [rec for _, rec in sorted(records, key=lambda r: r[0])]}
 
 
 def read_cost(path: str) -> dict:
