@@ -1,6 +1,6 @@
 """The fused merge kernel (prefill/merge.py) run by Triton's interpreter on the CPU, against the eager
-merge it replaces on the GPU: several rows a program, every head, so the edges are row counts off the
-block, head counts off a power of two, scattered state rows, and the sides without keys (LSE +inf or
+merge it replaces on the GPU: several rows and heads a program, so the edges are row counts off the
+block, head counts off a power of two or past one block, scattered state rows, and the sides without keys (LSE +inf or
 -inf, NaN in their output)."""
 import pytest
 import torch
@@ -20,6 +20,7 @@ def interpreter_cases():
         ("V3 TP 8 bf16, FA2's padded V", 16, 128, 192, 300, 121, torch.bfloat16),
         ("3 heads fp32 state", 3, 32, 32, 40, 17, torch.float32),
         ("one row", 5, 64, 64, 9, 1, torch.bfloat16),
+        ("40 heads, in blocks of 32", 40, 128, 128, 30, 11, torch.bfloat16),
         ("no rows", 4, 32, 32, 10, 0, torch.bfloat16),
     ):
         base_o = torch.randn(T, heads, dim, generator=g).to(dtype)
@@ -53,7 +54,7 @@ def interpreter_cases():
 
 def test_the_kernel_merges_as_the_eager_form():
     res = under_interpreter("test_merge", "interpreter_cases")
-    assert len(res) == 8
+    assert len(res) == 10
     for name, r in res.items():
         assert r["triton"] and not r["nan"] and r["lse_inf_same"] and r["changed"], (name, r)
         assert r["lse"] < 1e-5, (name, r)

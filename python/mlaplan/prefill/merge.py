@@ -36,10 +36,10 @@ if triton is not None:
         HEADS: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
         BLOCK_R: tl.constexpr, HAS_ROWS: tl.constexpr,
     ):
-        # BLOCK_R rows of the part, every head: a (row, head) pair a lane of j, its HEAD_DIM values along d.
+        # BLOCK_R rows of the part by BLOCK_H heads: a (row, head) pair a lane of j, its HEAD_DIM values along d.
         j = tl.arange(0, BLOCK_R * BLOCK_H)
         i = tl.program_id(0) * BLOCK_R + j // BLOCK_H
-        h = j % BLOCK_H
+        h = tl.program_id(1) * BLOCK_H + j % BLOCK_H
         valid = (i < n) & (h < HEADS)
         i = i.to(tl.int64)
         if HAS_ROWS:
@@ -69,8 +69,8 @@ if triton is not None:
         tl.store(lse_ptr + h * lse_sh + r * lse_st, tl.where(total == 0.0, -inf, m + tl.log(total)), mask=valid)
 
 
-# Elements of each operand a program of the merge moves: 2 rows of 16 heads x 128 at DeepSeek-V3 TP 8, 8 KB
-# of bf16, in 16-byte pieces for 4 warps. With a program a (row, head) of 128 values (131K programs for 8K
+# Elements of each operand a program of the merge moves: 2 rows of 16 heads x 128 at DeepSeek-V3 TP 8 (at TP 1,
+# one row of 32 of its 128 heads), 8 KB of bf16, in 16-byte pieces for 4 warps, 32 values a thread. With a program a (row, head) of 128 values (131K programs for 8K
 # queries) the merge ran at 2.6-2.9x its bytes' time in every loop on an H100 (7dbbb04's loops table).
 MERGE_TILE = 4096
 
@@ -80,9 +80,10 @@ def _merge_fused(o, lse, part_o, part_lse, rows: Rows) -> None:
     if n == 0:
         return
     has_rows = isinstance(rows, torch.Tensor)
-    block_h, block_d = triton.next_power_of_2(heads), triton.next_power_of_2(dim)
+    block_d = triton.next_power_of_2(dim)
+    block_h = min(triton.next_power_of_2(heads), max(1, MERGE_TILE // block_d))
     block_r = max(1, MERGE_TILE // (block_h * block_d))
-    _merge_kernel[(triton.cdiv(n, block_r),)](
+    _merge_kernel[(triton.cdiv(n, block_r), triton.cdiv(heads, block_h))](
         o, o.stride(0), o.stride(1), lse, lse.stride(0), lse.stride(1),
         part_o, part_o.stride(0), part_o.stride(1), part_lse, part_lse.stride(0), part_lse.stride(1),
         rows if has_rows else o, 0 if has_rows else rows.start, n,
