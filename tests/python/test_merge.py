@@ -1,7 +1,9 @@
-"""The fused merge kernel (prefill/merge.py) run by Triton's interpreter on the CPU, against the eager
-merge it replaces on the GPU: several rows and heads a program, so the edges are row counts off the
-block, head counts off a power of two or past one block, scattered state rows, and the sides without keys (LSE +inf or
--inf, NaN in their output)."""
+"""The fused merge kernels (prefill/merge.py) run by Triton's interpreter on the CPU, against the eager
+merge they replace on the GPU: the engines' (a (row, head) a program) and mlaplan's loop's (tiled: several
+rows and heads a program, so the edges are row counts off the block, head counts off a power of two or past
+one block), with scattered state rows, and the sides without keys (LSE +inf or -inf, NaN in their output)."""
+import itertools
+
 import pytest
 import torch
 
@@ -32,15 +34,16 @@ def interpreter_cases():
             part_lse[:, 5:9] = float("inf")  # FlashAttention's LSE for a sequence without keys
             part_lse[:, 2:4] = float("-inf")  # cuDNN's, with NaN in its output
             part[2:4] = float("nan")
-        for rows_name, rows in (("slice", slice(T - n, T)), ("indices", torch.randperm(T, generator=g)[:n])):
+        for (rows_name, rows), tiled in itertools.product(
+                (("slice", slice(T - n, T)), ("indices", torch.randperm(T, generator=g)[:n])), (True, False)):
             got = []
             for fused in (True, False):
                 o, lse = base_o.clone(), base_lse.clone()
-                merge_into(o, lse, part, part_lse, rows, fused=fused)
+                merge_into(o, lse, part, part_lse, rows, fused=fused, tiled=tiled)
                 got.append((o.float(), lse))
             (ko, kl), (eo, el) = got
             finite = torch.isfinite(el)
-            out[f"{name}, {rows_name}"] = {
+            out[f"{name}, {rows_name}, {'tiled' if tiled else 'a (row, head) a program'}"] = {
                 "o": float((ko - eo).abs().max()) if n else 0.0,
                 # The two float32 computations may round a bf16 state apart by one unit in its last place.
                 "within_ulp": bool(((ko - eo).abs() <= eo.abs() * 2.0 ** -7 + 1e-30).all()),
@@ -54,7 +57,7 @@ def interpreter_cases():
 
 def test_the_kernel_merges_as_the_eager_form():
     res = under_interpreter("test_merge", "interpreter_cases")
-    assert len(res) == 10
+    assert len(res) == 20
     for name, r in res.items():
         assert r["triton"] and not r["nan"] and r["lse_inf_same"] and r["changed"], (name, r)
         assert r["lse"] < 1e-5, (name, r)

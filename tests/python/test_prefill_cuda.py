@@ -3,6 +3,7 @@ replay and the profiler's parts. Skipped without a GPU. (FlashAttention-3: test_
 import os
 import subprocess
 import sys
+import itertools
 import json
 
 import numpy as np
@@ -44,11 +45,11 @@ def test_fused_merge_equals_eager_merge():
     part_lse[:, 5:9] = float("inf")  # FA2's LSE for a sequence without keys
     part_lse[:, 20:22] = float("-inf")  # cuDNN's, with NaN in its output
     part[20:22] = float("nan")
-    for rows in (slice(3, 3 + n), torch.randperm(T, device="cuda", generator=g)[:n]):
+    for rows, tiled in itertools.product((slice(3, 3 + n), torch.randperm(T, device="cuda", generator=g)[:n]), (False, True)):
         results = []
         for fused in (True, False):
             o, lse = base_o.clone(), base_lse.clone()
-            merge_into(o, lse, part, part_lse, rows, fused=fused)
+            merge_into(o, lse, part, part_lse, rows, fused=fused, tiled=tiled)
             results.append((o.float(), lse))
         assert torch.allclose(results[0][0], results[1][0], atol=1e-2)
         assert torch.allclose(results[0][1], results[1][1], atol=1e-5, equal_nan=False)

@@ -7,7 +7,7 @@ An LSE of +inf means the row had no keys (FlashAttention returns +inf there; vLL
 same thing) and is read as -inf; a side without keys adds nothing whatever its output holds (cuDNN
 leaves NaN there), and a row with no keys on either side becomes (0, -inf).
 
-On CUDA it is one fused Triton kernel (a program a few rows, all heads), as vLLM's merge_attn_states; on the
+On CUDA it is one fused Triton kernel, as vLLM's merge_attn_states is; on the
 CPU, or with fused=False (the eager form an engine without a fused kernel runs), plain torch ops.
 Both compute in float32 and store the state in its own dtype: bf16 as the engines keep it (each merge
 rounds it), or float32 (`--state fp32`: nothing rounds between merges), whatever the part's dtype.
@@ -29,7 +29,46 @@ except ImportError:  # the CPU-only installs: the eager form serves
 if triton is not None:
 
     @triton.jit
+    def _weights(s_lse, p_lse):
+        """Each side's weight over their sum (ws * inv, wp * inv), ws and wp themselves (0: a side without
+        keys, which adds nothing whatever its output holds), and the merged LSE."""
+        inf = float("inf")
+        p_lse = tl.where(p_lse == inf, -inf, p_lse)
+        s_lse = tl.where(s_lse == inf, -inf, s_lse)
+        m = tl.maximum(s_lse, p_lse)
+        m = tl.where(m == -inf, 0.0, m)
+        ws = tl.exp(s_lse - m)
+        wp = tl.exp(p_lse - m)
+        total = ws + wp
+        inv = tl.where(total == 0.0, 0.0, 1.0 / total)
+        return ws, wp, ws * inv, wp * inv, tl.where(total == 0.0, -inf, m + tl.log(total))
+
+    @triton.jit
     def _merge_kernel(
+        o_ptr, o_st, o_sh, lse_ptr, lse_sh, lse_st,
+        p_ptr, p_st, p_sh, plse_ptr, plse_sh, plse_st,
+        rows_ptr, row0,
+        HEAD_DIM: tl.constexpr, BLOCK: tl.constexpr, HAS_ROWS: tl.constexpr,
+    ):
+        # A program a (row, head), its HEAD_DIM values: the engines' loops, as their cost files were calibrated.
+        i = tl.program_id(0)
+        h = tl.program_id(1)
+        if HAS_ROWS:
+            r = tl.load(rows_ptr + i).to(tl.int64)
+        else:
+            r = row0 + i
+        ws, wp, fs, fp, new_lse = _weights(tl.load(lse_ptr + h * lse_sh + r * lse_st),
+                                           tl.load(plse_ptr + h * plse_sh + i * plse_st))
+        d = tl.arange(0, BLOCK)
+        keep = d < HEAD_DIM
+        so = tl.load(o_ptr + r * o_st + h * o_sh + d, mask=keep, other=0.0).to(tl.float32)
+        po = tl.load(p_ptr + i.to(tl.int64) * p_st + h * p_sh + d, mask=keep, other=0.0).to(tl.float32)
+        out = tl.where(ws > 0.0, so * fs, 0.0) + tl.where(wp > 0.0, po * fp, 0.0)
+        tl.store(o_ptr + r * o_st + h * o_sh + d, out.to(o_ptr.dtype.element_ty), mask=keep)
+        tl.store(lse_ptr + h * lse_sh + r * lse_st, new_lse)
+
+    @triton.jit
+    def _merge_tiled_kernel(
         o_ptr, o_st, o_sh, lse_ptr, lse_sh, lse_st,
         p_ptr, p_st, p_sh, plse_ptr, plse_sh, plse_st,
         rows_ptr, row0, n,
@@ -47,49 +86,44 @@ if triton is not None:
         else:
             r = row0 + i
         inf = float("inf")
-        p_lse = tl.load(plse_ptr + h * plse_sh + i * plse_st, mask=valid, other=-inf)
-        s_lse = tl.load(lse_ptr + h * lse_sh + r * lse_st, mask=valid, other=-inf)
-        p_lse = tl.where(p_lse == inf, -inf, p_lse)
-        s_lse = tl.where(s_lse == inf, -inf, s_lse)
-        m = tl.maximum(s_lse, p_lse)
-        m = tl.where(m == -inf, 0.0, m)
-        ws = tl.exp(s_lse - m)
-        wp = tl.exp(p_lse - m)
-        total = ws + wp
-        inv = tl.where(total == 0.0, 0.0, 1.0 / total)
+        ws, wp, fs, fp, new_lse = _weights(tl.load(lse_ptr + h * lse_sh + r * lse_st, mask=valid, other=-inf),
+                                           tl.load(plse_ptr + h * plse_sh + i * plse_st, mask=valid, other=-inf))
         d = tl.arange(0, BLOCK_D)
         keep = valid[:, None] & (d < HEAD_DIM)[None, :]
         at_o = o_ptr + (r * o_st + h * o_sh)[:, None] + d[None, :]
         so = tl.load(at_o, mask=keep, other=0.0).to(tl.float32)
         po = tl.load(p_ptr + (i * p_st + h * p_sh)[:, None] + d[None, :], mask=keep, other=0.0).to(tl.float32)
-        # A side without keys adds nothing, whatever its output holds (cuDNN leaves NaN there).
-        out = (tl.where((ws > 0.0)[:, None], so * (ws * inv)[:, None], 0.0)
-               + tl.where((wp > 0.0)[:, None], po * (wp * inv)[:, None], 0.0))
+        out = (tl.where((ws > 0.0)[:, None], so * fs[:, None], 0.0)
+               + tl.where((wp > 0.0)[:, None], po * fp[:, None], 0.0))
         tl.store(at_o, out.to(o_ptr.dtype.element_ty), mask=keep)
-        tl.store(lse_ptr + h * lse_sh + r * lse_st, tl.where(total == 0.0, -inf, m + tl.log(total)), mask=valid)
+        tl.store(lse_ptr + h * lse_sh + r * lse_st, new_lse, mask=valid)
 
 
-# Elements of each operand a program of the merge moves: 2 rows of 16 heads x 128 at DeepSeek-V3 TP 8 (at TP 1,
-# one row of 32 of its 128 heads), 8 KB of bf16, in 16-byte pieces for 4 warps, 32 values a thread. With a program a (row, head) of 128 values (131K programs for 8K
-# queries) the merge ran at 2.6-2.9x its bytes' time in every loop on an H100 (7dbbb04's loops table).
+# The tiled kernel's values a program, each operand: 2 rows of 16 heads x 128 at DeepSeek-V3 TP 8 (at TP 1, one
+# row and 32 heads), 8 KB of bf16 in 16-byte pieces, 32 values a thread of 4 warps. A program a (row, head), 131K
+# programs for 8K queries, ran the merge at 2.6-2.9x its bytes' time in every loop on an H100 (7dbbb04). The
+# engines' loops keep that kernel: their cost files were calibrated on it (vLLM's own CUDA merge is flat and
+# 16-byte vectorized, nearer the tiled one; moving the engines to it means calibrating their files again).
 MERGE_TILE = 4096
 
 
-def _merge_fused(o, lse, part_o, part_lse, rows: Rows) -> None:
+def _merge_fused(o, lse, part_o, part_lse, rows: Rows, tiled: bool = False) -> None:
     n, heads, dim = part_o.shape[0], part_o.shape[1], o.shape[2]
     if n == 0:
         return
     has_rows = isinstance(rows, torch.Tensor)
+    args = (o, o.stride(0), o.stride(1), lse, lse.stride(0), lse.stride(1),
+            part_o, part_o.stride(0), part_o.stride(1), part_lse, part_lse.stride(0), part_lse.stride(1),
+            rows if has_rows else o, 0 if has_rows else rows.start)
     block_d = triton.next_power_of_2(dim)
+    if not tiled:
+        _merge_kernel[(n, heads)](*args, HEAD_DIM=dim, BLOCK=block_d, HAS_ROWS=has_rows)
+        return
     block_h = min(triton.next_power_of_2(heads), max(1, MERGE_TILE // block_d))
     block_r = max(1, MERGE_TILE // (block_h * block_d))
-    _merge_kernel[(triton.cdiv(n, block_r), triton.cdiv(heads, block_h))](
-        o, o.stride(0), o.stride(1), lse, lse.stride(0), lse.stride(1),
-        part_o, part_o.stride(0), part_o.stride(1), part_lse, part_lse.stride(0), part_lse.stride(1),
-        rows if has_rows else o, 0 if has_rows else rows.start, n,
-        HEADS=heads, HEAD_DIM=dim, BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_R=block_r, HAS_ROWS=has_rows,
-        num_warps=4,
-    )
+    _merge_tiled_kernel[(triton.cdiv(n, block_r), triton.cdiv(heads, block_h))](
+        *args, n, HEADS=heads, HEAD_DIM=dim, BLOCK_H=block_h, BLOCK_D=block_d, BLOCK_R=block_r, HAS_ROWS=has_rows,
+        num_warps=4)
 
 
 def _merge_eager(o, lse, part_o, part_lse, rows: Rows) -> None:
@@ -113,9 +147,13 @@ def _merge_eager(o, lse, part_o, part_lse, rows: Rows) -> None:
 
 
 def merge_into(o: torch.Tensor, lse: torch.Tensor, part_o: torch.Tensor, part_lse: torch.Tensor, rows: Rows,
-               fused: Optional[bool] = None) -> None:
+               fused: Optional[bool] = None, tiled: bool = False) -> None:
     """Merges part (o [n, heads, >= D], lse [heads, n]) into rows of the state (o [T, heads, D], lse
-    [heads, T] float32), in place. rows: a slice of n rows, or a tensor of n row indices."""
+    [heads, T] float32), in place. rows: a slice of n rows, or a tensor of n row indices. tiled: the fused
+    kernel takes a few rows and heads a program (mlaplan's loop), not one (row, head) (the engines')."""
     if fused is None:
         fused = o.is_cuda and triton is not None
-    (_merge_fused if fused else _merge_eager)(o, lse, part_o, part_lse, rows)
+    if fused:
+        _merge_fused(o, lse, part_o, part_lse, rows, tiled)
+    else:
+        _merge_eager(o, lse, part_o, part_lse, rows)
