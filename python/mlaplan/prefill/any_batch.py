@@ -283,7 +283,7 @@ class AnyBatchLoop:
             fused_up_project(cache_flat, self.chunk_rows[c], w, d, k_out=k[:n], v_out=v[:n, :, : d.v_head],
                              check_rows=False, row_count=self.row_counts[c], kv_b_proj_scale=scale)
             out, lse = self._attend(k[:n], v[:n], self.cu_k[c], n, False, self.seqused_k[c])
-            merge_into(self.out, self.lse, out, lse, slice(0, t), tiled=True)
+            merge_into(self.out, self.lse, out, lse, slice(0, t))
 
     def _plan(self) -> None:
         if self._bound is not None:

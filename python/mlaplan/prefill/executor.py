@@ -251,7 +251,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
                 else:
                     o, l = states[step.target]
                     for a, (out, lse) in zip(step.attends, results):
-                        merge_into(o, l, out, lse, a.rows, p.fused_merge, tiled=p.k_buf is not None)
+                        merge_into(o, l, out, lse, a.rows, p.fused_merge)
                         _launched("merge", int(a.call.n_q > 0))  # the fused merge launches none for no rows
         if nvtx:
             torch.cuda.nvtx.range_pop()
@@ -259,7 +259,7 @@ def execute(p: Prepared, ranges: bool = False) -> Tuple[torch.Tensor, torch.Tens
         with annotate("final: merge", ranges, nvtx):
             o, l = states["out"]
             c_o, c_l = states["context"]
-            merge_into(o, l, c_o, c_l, slice(0, T), p.fused_merge, tiled=p.k_buf is not None)
+            merge_into(o, l, c_o, c_l, slice(0, T), p.fused_merge)
             _launched("merge", int(T > 0))
     if s.result not in states:  # a batch without new tokens: nothing attends
         return x.q.new_zeros((T, d.heads, d.v_head)), torch.full((d.heads, T), float("-inf"), device=x.device)
