@@ -182,7 +182,8 @@ def design(records: Sequence[dict], heads: int, sms: int, tile: int, blocks: int
 
 # The small-GEMM term (per_small_gemm_row_us, docs/cost-model.md): up-projections of at most this many rows
 # tried as "small". On an H100 at DeepSeek-V3 TP 1, rows in up-projections past 64K rows cost 15 ns (12%)
-# less than in smaller ones, which priced its 128K- and 256K-row buffers 4-5% slow without the term.
+# less than in smaller ones, which priced its 128K- and 256K-row buffers 4-5% slow without the term: the K
+# concat reading the GEMM's output, once that passes 2^31 elements (docs/cost-model.md, "Small GEMMs").
 SMALL_GEMM_ROWS = (32768, 65536, 131072)
 # A candidate is used only where the points have GEMMs on both sides of it (this many points, and this
 # share of them, with a larger one) and it lowers the cross-validated RMS error by this much: the term

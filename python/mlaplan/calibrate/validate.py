@@ -136,7 +136,7 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
     from ..prefill.model import model_dims
     from ..prefill.schedule import parse_engines
     from .device_info import describe
-    from .grid import Point, scenario_batches
+    from .grid import Point, grouped, scenario_batches, take_turns
     from ..prefill.attention import kernel_title
     from .fit import HOST_REPS
     from .measure import AUTO_PATHS, combine_rounds, measure_point, replays_first
@@ -167,12 +167,11 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
     stopped = set()  # the workloads whose scenarios --max-seconds cut off
     from .._mlaplan import printable
 
-    # Each file's first batch, then each's second...: a --max-seconds too short for every batch measures
-    # some of every workload, as calibrate's held-out check does, not only the first file's (sorted keeps
-    # the files' order within an index).
-    batches = list(scenario_batches(args.scenarios))  # in the files' order, as the runs are saved
-    for order in sorted(range(len(batches)), key=lambda j: batches[j][1]):
-        workload, i, s = batches[order]
+    # Each workload's first batch, then each's second...: a --max-seconds too short for every batch measures
+    # some of every workload, as calibrate's points take turns, not only the first file's. `order`: the
+    # batch's place in the files, where its runs are saved.
+    batches = list(enumerate(scenario_batches(args.scenarios)))
+    for order, (workload, i, s) in take_turns(grouped(batches, lambda b: b[1][0])):
         # The progress lines name them: the file's name and the scenario's, escaped as the CLI's.
         shown = printable(f"{workload} {s['name']}")
         if workload in stopped or (args.batches is not None and i >= args.batches):
