@@ -402,6 +402,33 @@ def test_measure_point_runs_the_executor_on_the_cpu():
     assert "even-split/vllm" in refused["refused"] and "eager_ms" not in refused
 
 
+def test_a_point_without_eager_runs_times_no_host_and_waits_for_no_cpu(monkeypatch):
+    """measure_point owns the rule that the graph alone has no host dispatch to time, no CPU to wait for
+    and no order of timings: with eager=False run_one is asked for none, whatever the caller passed;
+    with eager=True the caller's settings reach it."""
+    torch = pytest.importorskip("torch", reason="the executor needs torch")
+    from mlaplan.calibrate import measure
+    from mlaplan.calibrate.grid import Point
+    from mlaplan.prefill.model import model_dims
+
+    asked = []
+
+    def fake_run_one(*a, **kw):
+        asked.append(kw)
+        raise ValueError("stop here")  # recorded as a refusal: the arguments are what is checked
+
+    monkeypatch.setattr(measure, "run_one", fake_run_one)
+    dims = model_dims("deepseek-v2-lite", heads=2)
+    for eager in (False, True):
+        rec = measure.measure_point(Point([300], [20], 16, 128, "packed"), dims, torch.float32, torch.device("cpu"),
+                                    reps=1, warmup=0, kernel="flash", seed=3, host_reps=7, graph_first=True,
+                                    cpu_wait_s=5.0, eager=eager)
+        kw = asked.pop()
+        assert rec["refused"] == "stop here" and kw["eager"] is eager
+        # host_reps also needs a GPU (the CPU has no dispatch to tell apart), so it is 0 here either way
+        assert (kw["cpu_wait_s"], kw["graph_first"], kw["host_reps"]) == ((5.0, True, 0) if eager else (0.0, False, 0))
+
+
 def test_workload_points_take_turns():
     """Calibration measures the workloads' points in turn, each in its own order, so that a run cut
     short by --max-seconds has some of every workload (it once timed only the first file's)."""

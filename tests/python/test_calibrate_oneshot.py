@@ -330,7 +330,7 @@ def test_the_host_section_is_measured_with_host_only(tmp_path, monkeypatch):
         dev.device, dev.kernel, dev.torch = "cuda", "fa3", type("T", (), {"bfloat16": None})
         dev.measure_calibration(Point([300], [0, 20], 16, 8192, "packed", "short-chat", "s-0"), 0)
         k = seen.pop()
-        assert k["eager"] is eager and (k["host_reps"] > 0) is eager and (k["cpu_wait_s"] > 0) is eager, (argv, k)
+        assert k["eager"] is eager, (argv, k)  # what eager=False ignores is measure_point's rule (test_calibrate)
     monkeypatch.setattr(cal, "open_device", lambda args: FakeGpu(args))
     out = tmp_path / "host.json"
     assert cal.entry(["--model", "deepseek-v3", "--tp", "8", "--points", "20", "--no-check", "--host", "-o", str(out)]) == 0

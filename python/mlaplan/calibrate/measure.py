@@ -39,10 +39,13 @@ def measure_point(p: Point, dims: MlaDims, dtype, device, reps: int, warmup: int
     with host_reps the host's microseconds per launch of each kind in the timed eager runs
     (`host_launch_us`) and their issue time (`host_issue_ms`, prefill.host_clock). reheat_ms: on the
     GPU, the layer runs back to back that long after each dispatch probe, before its timed run.
-    eager=False: on the GPU, the graph alone (eager_ms None; give host_reps 0 too). up_projection "fused":
-    mlaplan's own loop (executor.prepare)."""
+    eager=False: on the GPU, the graph alone (eager_ms None); with no eager runs there is no host
+    dispatch to time, no CPU to wait for and no order of the two timings, so host_reps, cpu_wait_s and
+    graph_first are ignored. up_projection "fused": mlaplan's own loop (executor.prepare)."""
     rec = p.as_dict()
     cuda = torch.device(device).type == "cuda"
+    if not eager:
+        host_reps, cpu_wait_s, graph_first = 0, 0.0, False
     paths = ENGINE_PATHS if paths is None else paths
     try:
         with phases.phase("inputs"):

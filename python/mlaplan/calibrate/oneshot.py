@@ -273,8 +273,8 @@ class Device:
         # times twice the points in the budget (a DeepSeek-V3 TP 1 point on an H100: 1.4 s of 3.2 s).
         eager = heldout_eager(a)
         return measure_point(p, self.dims, self.torch.bfloat16, self.device, a.reps, a.warmup, self.kernel, a.seed + i,
-                             settle_ms=a.settle_ms, host_reps=a.host_reps if eager else 0, graph_first=replays_first(turn) and eager,
-                             cpu_wait_s=a.cpu_wait_s if eager else 0.0, reheat_ms=a.reheat_ms, eager=eager,
+                             settle_ms=a.settle_ms, host_reps=a.host_reps, graph_first=replays_first(turn),
+                             cpu_wait_s=a.cpu_wait_s, reheat_ms=a.reheat_ms, eager=eager,
                              up_projection=self.up_projection)
 
     def measure_heldout(self, p, i: int, group: int) -> dict:
@@ -284,10 +284,10 @@ class Device:
 
         a = self.args
         first = replays_first(ENGINES.index(p.policy), a.buffer_tokens.index(p.buffer_tokens), group)
-        eager = heldout_eager(a)
         return measure_point(p, self.dims, self.torch.bfloat16, self.device, self.heldout_reps, self.heldout_warmup, self.kernel,
-                             1000 + group, AUTO_PATHS, a.settle_ms, host_reps=HOST_REPS if eager else 0, graph_first=first and eager,
-                             cpu_wait_s=a.cpu_wait_s, reheat_ms=a.reheat_ms, eager=eager, up_projection=self.up_projection)
+                             1000 + group, AUTO_PATHS, a.settle_ms, host_reps=HOST_REPS, graph_first=first,
+                             cpu_wait_s=a.cpu_wait_s, reheat_ms=a.reheat_ms, eager=heldout_eager(a),
+                             up_projection=self.up_projection)
 
 
 def heldout_eager(args) -> bool:

@@ -198,9 +198,9 @@ def measure(args, cost: Optional[dict] = None, eager: bool = True) -> dict:
                 p = Point(list(s["cache_lengths"]), s["new"], int(s["page_size"]), buffer, engine)
                 rounds[buffer, engine].append(measure_point(
                     p, dims, dtype, device, args.reps, args.warmup, kernel, 1000 + i, AUTO_PATHS, args.settle_ms,
-                    host_reps=HOST_REPS if eager else 0, eager=eager,
-                    graph_first=eager and replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
-                    cpu_wait_s=args.cpu_wait_s if eager else 0.0, reheat_ms=args.reheat_ms, up_projection=up_projection))
+                    host_reps=HOST_REPS, eager=eager,
+                    graph_first=replays_first(engines.index(engine), args.buffer_tokens.index(buffer), i, r),
+                    cpu_wait_s=args.cpu_wait_s, reheat_ms=args.reheat_ms, up_projection=up_projection))
         for k in settings:
             rec = combine_rounds(rounds[k])
             rec.update(workload=workload, scenario=s["name"])
