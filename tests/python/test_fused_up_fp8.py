@@ -280,6 +280,26 @@ def gpu_compare(k, v, k_ref, v_ref, absdot):
 
 
 @base.needs_cuda
+def test_gpu_block_gemm_is_cublas_at_the_models_shape_and_right_at_every_row_count():
+    """The engines' FP8 GEMM (linear_fp8): at DeepSeek-V3 TP 8's kv_b_proj, cuBLAS's block-scaled GEMM where
+    this torch has it (a probe of another shape, [384, 256], once sent every FP8 loop to the float32
+    fallback on an H100), and within bf16 rounding of the dequantized product at every row count from 1 to
+    40 (cuBLAS refuses counts that are not a multiple of 4: those are padded)."""
+    g = torch.Generator(device="cuda").manual_seed(5)
+    w = torch.randn(V3.heads * (V3.qk_nope + V3.v_head), V3.kv_lora, device="cuda", generator=g) * 0.05
+    wq, ws = fu.quantize_kv_b_proj(w)
+    backend = fu.block_gemm_backend("cuda", *wq.shape)
+    if hasattr(torch, "_scaled_mm") and torch.cuda.get_device_capability() == (9, 0):
+        assert backend == "torch._scaled_mm", "cuBLAS's block GEMM is wrong or missing at DeepSeek-V3's shape"
+    for n in range(1, 41):
+        x = torch.randn(n, V3.kv_lora, device="cuda", generator=g).to(torch.bfloat16)
+        got = fu.linear_fp8(x, wq, ws).float()
+        want = fu._dequantized_mm(*fu.quantize_activation(x), wq, ws, torch.float32)
+        # one bf16 rounding of the output, and float32 sums in another order
+        assert torch.allclose(got, want, rtol=2.0 ** -7, atol=1e-3 * want.abs().max().item()), (n, backend)
+
+
+@base.needs_cuda
 def test_gpu_kernel_matches_the_reference_and_the_unfused_path():
     for n_rows in (1, 1000, 65536 + 37):
         lengths = [n_rows] if n_rows < 1000 else [n_rows - 700, 0, 700]

@@ -535,22 +535,25 @@ def reference_up_project_fp8(cache_flat: torch.Tensor, rows: torch.Tensor, kv_b_
     return assemble_kv(latent, kv, dims, k_out, v_out)
 
 
-_SCALED_MM: Dict[str, bool] = {}
+_SCALED_MM: Dict[Tuple[str, int, int], bool] = {}
 
 
-def block_gemm_backend(device) -> str:
-    """The block GEMM unfused_up_project_fp8 runs on device: "torch._scaled_mm" (cuBLAS's 1x128 by
-    128x128 block-scaled FP8 GEMM, as vLLM's CUTLASS or DeepGEMM path on Hopper) where this torch and GPU
-    run it and it agrees with the reference on a probe; else "float32 dequantized" (torch matmul of the
-    dequantized operands: the same values, not an engine's speed)."""
+def block_gemm_backend(device, n_cols: int = 4096, k: int = 512) -> str:
+    """The block GEMM unfused_up_project_fp8 runs on device for a kv_b_proj of [n_cols, k] (default
+    DeepSeek-V3 TP 8's): "torch._scaled_mm" (cuBLAS's 1x128 by 128x128 block-scaled FP8 GEMM, as vLLM's
+    CUTLASS or DeepGEMM path on Hopper) where this torch and GPU run it and it agrees with the dequantized
+    product on a probe of that shape; else "float32 dequantized" (torch matmul of the dequantized
+    operands: the same values, not an engine's speed). The probe is per shape: on an H100 with torch 2.11
+    cuBLAS's result is right at DeepSeek-V3's [4096, 512] and 45x off at [384, 256], so a probe of one
+    shape does not speak for another."""
     device = torch.device(device)
     if device.type != "cuda" or not hasattr(torch, "_scaled_mm"):
         return "float32 dequantized"
-    key = str(device)
+    key = (str(device), int(n_cols), int(k))
     if key not in _SCALED_MM:
         g = torch.Generator(device=device).manual_seed(0)
-        x = torch.randn(64, 256, device=device, generator=g)
-        w = torch.randn(384, 256, device=device, generator=g)
+        x = torch.randn(64, k, device=device, generator=g)
+        w = torch.randn(n_cols, k, device=device, generator=g)
         try:
             got = _scaled_mm(*quantize_activation(x), *quantize_kv_b_proj(w), torch.bfloat16)
             want = _dequantized_mm(*quantize_activation(x), *quantize_kv_b_proj(w), torch.float32)
@@ -567,9 +570,9 @@ def _scaled_mm(q, s, w, ws, out_dtype):
 
 
 def _block_gemm(q, s, w, ws, out_dtype):
-    """block_gemm_backend's GEMM; a row count cuBLAS refuses is padded to a multiple of 16 (vLLM pads its
-    CUTLASS call to 4 rows likewise), the padding's rows dropped."""
-    if block_gemm_backend(q.device) != "torch._scaled_mm":
+    """block_gemm_backend's GEMM; a row count cuBLAS refuses (on the H100, any not a multiple of 4) is
+    padded to a multiple of 16 (vLLM pads its CUTLASS call to 4 rows likewise), the padding's rows dropped."""
+    if block_gemm_backend(q.device, *w.shape) != "torch._scaled_mm":
         return _dequantized_mm(q, s, w, ws, out_dtype)
     try:
         return _scaled_mm(q, s, w, ws, out_dtype)
