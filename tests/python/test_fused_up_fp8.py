@@ -128,6 +128,22 @@ def test_reference_against_a_direct_blockwise_computation(dims):
     assert k2.data_ptr() == k_out.data_ptr() and torch.equal(k2, k) and torch.equal(v2, v)
 
 
+def test_the_block_gemm_is_chosen_at_the_weights_own_shape(monkeypatch):
+    """linear_fp8 asks block_gemm_backend about its own kv_b_proj's shape: cuBLAS's answer at one shape does
+    not hold at another (on an H100 it was right at [4096, 512] and 45x off at [384, 256]). The values are
+    the dequantized product's wherever the fallback runs."""
+    asked = []
+    real = fu.block_gemm_backend
+    monkeypatch.setattr(fu, "block_gemm_backend", lambda device, *shape: asked.append(shape) or real(device, *shape))
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(WIDE.heads * (WIDE.qk_nope + WIDE.v_head), WIDE.kv_lora, generator=g)
+    wq, ws = fu.quantize_kv_b_proj(w)
+    x = torch.randn(5, WIDE.kv_lora, generator=g).to(torch.bfloat16)
+    got = fu.linear_fp8(x, wq, ws)
+    assert asked == [tuple(wq.shape)]
+    assert torch.equal(got, fu._dequantized_mm(*fu.quantize_activation(x), wq, ws, torch.bfloat16))
+
+
 def test_without_the_kernel_the_fp8_call_is_the_reference():
     if fu._INTERPRET:
         pytest.skip("TRITON_INTERPRET=1 is set: the kernel runs on the CPU here (the interpreter's test covers it)")
