@@ -102,8 +102,8 @@ if triton is not None:
 # The tiled kernel's values a program, each operand: 2 rows of 16 heads x 128 at DeepSeek-V3 TP 8 (at TP 1, one
 # row and 32 heads), 8 KB of bf16 in 16-byte pieces, 32 values a thread of 4 warps. A program a (row, head), 131K
 # programs for 8K queries, ran the merge at 2.6-2.9x its bytes' time in every loop on an H100 (7dbbb04). Every
-# loop keeps that kernel until the tiled one is timed on a GPU: the cost files were calibrated on it (vLLM's own
-# CUDA merge is flat and 16-byte vectorized, nearer the tiled one; moving a loop to it means calibrating again).
+# loop keeps that kernel: on the H100 the tiled one was faster only at 8,192 rows (58-69 us against 83-102) and
+# slower at 128-4,096 (docs/data/prefill-fused-h100-2026-12-07), and the cost files were calibrated on it.
 MERGE_TILE = 4096
 
 
@@ -150,7 +150,7 @@ def merge_into(o: torch.Tensor, lse: torch.Tensor, part_o: torch.Tensor, part_ls
                fused: Optional[bool] = None, tiled: bool = False) -> None:
     """Merges part (o [n, heads, >= D], lse [heads, n]) into rows of the state (o [T, heads, D], lse
     [heads, T] float32), in place. rows: a slice of n rows, or a tensor of n row indices. tiled: the fused
-    kernel takes a few rows and heads a program, not one (row, head) (MERGE_TILE says why; not timed yet)."""
+    kernel takes a few rows and heads a program, not one (row, head) (MERGE_TILE says where it is faster)."""
     if fused is None:
         fused = o.is_cuda and triton is not None
     if fused:
