@@ -555,8 +555,9 @@ def block_gemm_backend(device, n_cols: int = 4096, k: int = 512) -> str:
         x = torch.randn(64, k, device=device, generator=g)
         w = torch.randn(n_cols, k, device=device, generator=g)
         try:
-            got = _scaled_mm(*quantize_activation(x), *quantize_kv_b_proj(w), torch.bfloat16)
-            want = _dequantized_mm(*quantize_activation(x), *quantize_kv_b_proj(w), torch.float32)
+            operands = (*quantize_activation(x), *quantize_kv_b_proj(w))
+            got = _scaled_mm(*operands, torch.bfloat16)
+            want = _dequantized_mm(*operands, torch.float32)
             _SCALED_MM[key] = bool(torch.allclose(got.float(), want, rtol=2e-2, atol=1e-2))
         except (RuntimeError, TypeError, ValueError):  # this torch or GPU lacks blockwise scaling
             _SCALED_MM[key] = False
