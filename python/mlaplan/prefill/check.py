@@ -28,6 +28,7 @@ from .inputs import PrefillInputs, host_page_table, random_inputs
 from .executor import state_dtype
 from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
+from .fused_up import block_gemm_backend
 from .reference import one_shot
 from .schedule import FUSED, POLICIES, build_schedule, engine_named, merge_stats, split_loop
 
@@ -178,8 +179,13 @@ def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
     """Every variant against one-shot attention. merge_bound: each query row within tolerance +
     MERGE_C * merges * u of its state's dtype (measure.merge_tolerance), else the flat tolerance.
     weights: kv_b_proj's (executor.WEIGHTS), one-shot's K and V made alike; under fp8 SGLang's absorbed
-    path, which takes bf16 halves of the weight into the queries, is left out."""
+    path, which takes bf16 halves of the weight into the queries, is left out; the engines' loops (not
+    +fused) are judged against one-shot attention with K and V from their own block GEMM where it is
+    cuBLAS's (one_shot's engine_gemm), mlaplan's fused loop against the exact product."""
     ref = one_shot(x, weights=weights)
+    engine_ref = ref
+    if weights == "fp8" and block_gemm_backend(x.device, *x.kv_b_proj.shape) != "float32 dequantized":
+        engine_ref = one_shot(x, weights=weights, engine_gemm=True)
     if weights == "fp8":  # SGLang's dispatch may pick its absorbed path (auto)
         variants = [(e, p) for e, p in variants
                     if not (split_loop(e)[0] == "even-split/sglang" and p.get("sglang_path", "auto") in ("auto", "absorbed"))]
@@ -196,8 +202,9 @@ def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
         o, l = execute(prepare(x, s, fused_merge, kernel, state, up_projection, weights))
         merges = s.merges_per_query(x.lengths.new_tokens)
         bound = merge_tolerance(tolerance, merges, st, x.device)
-        err, lse_err, flat_ok = errors(o, l, *ref, tolerance)
-        ok = errors(o, l, *ref, bound)[2] if merge_bound else flat_ok
+        r = ref if up_projection == "fused" else engine_ref
+        err, lse_err, flat_ok = errors(o, l, *r, tolerance)
+        ok = errors(o, l, *r, bound)[2] if merge_bound else flat_ok
         widened = bool(merge_bound and merges.size and (bound.max().item() >= 2 * tolerance))
         out.append(Judged(engine, s.path, err, lse_err, ok, flat_ok, *merge_stats(merges), widened))
     return out

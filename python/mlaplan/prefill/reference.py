@@ -10,29 +10,34 @@ import torch
 from .inputs import PrefillInputs, flat_rows, host_page_table
 
 
-def one_shot(x: PrefillInputs, max_scores: int = 1 << 28, weights: str = "bf16") -> Tuple[torch.Tensor, torch.Tensor]:
+def one_shot(x: PrefillInputs, max_scores: int = 1 << 28, weights: str = "bf16",
+             engine_gemm: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
     """(out [T, heads, v_head], lse [heads, T]) in float32. Queries go in blocks of at most
     max_scores / (heads * keys) rows, so a 256K-token context does not need its whole score matrix.
     weights="fp8": K and V as an FP8 kv_b_proj makes them (the executor's weights="fp8"): the weight's
-    128 x 128 blocks and each row's 128-column groups quantized to e4m3, then multiplied exactly."""
+    128 x 128 blocks and each row's 128-column groups quantized to e4m3, then multiplied exactly; with
+    engine_gemm, multiplied by the engines' block GEMM instead (fused_up.linear_fp8, as the executor's
+    unfused loops run it: cuBLAS's, whose sums within a block are at the tensor core's precision), so a
+    loop is judged apart from its GEMM's rounding, which fused_up.block_gemm_error_ok bounds."""
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")  # no TF32: the reference is float32 throughout
     try:
-        return _one_shot(x, max_scores, weights)
+        return _one_shot(x, max_scores, weights, engine_gemm)
     finally:
         torch.set_float32_matmul_precision(precision)
 
 
-def _one_shot(x: PrefillInputs, max_scores: int, weights: str) -> Tuple[torch.Tensor, torch.Tensor]:
+def _one_shot(x: PrefillInputs, max_scores: int, weights: str, engine_gemm: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     d, n = x.dims, x.lengths
     table = host_page_table(x)
     cache = x.kv_cache.view(-1, d.latent).float()
     w = x.kv_b_proj.float()
     fp8 = weights == "fp8"
     if fp8:  # the quantizers are defined once, with the kernel (fused_up); the products here are float32's
-        from .fused_up import dequantize, quantize_activation, quantize_kv_b_proj
+        from .fused_up import dequantize, linear_fp8, quantize_activation, quantize_kv_b_proj
 
-        w = dequantize(*quantize_kv_b_proj(x.kv_b_proj), torch.float32)
+        wq, ws = quantize_kv_b_proj(x.kv_b_proj)
+        w = dequantize(wq, ws, torch.float32)
     elif weights != "bf16":
         raise ValueError(f"weights: {weights!r}; choose bf16 or fp8")
     q_all = x.q.float()
@@ -44,8 +49,12 @@ def _one_shot(x: PrefillInputs, max_scores: int, weights: str) -> Tuple[torch.Te
             continue
         rows = torch.as_tensor(flat_rows(table, n.page_size, b, 0, total), device=x.device)
         latent = cache.index_select(0, rows)
-        lora = dequantize(*quantize_activation(latent[:, : d.kv_lora]), torch.float32) if fp8 else latent[:, : d.kv_lora]
-        kv = (lora @ w.t()).view(total, d.heads, d.qk_nope + d.v_head)
+        if fp8 and engine_gemm:  # the rows in the cache's dtype, as the executor gathers them
+            kv = linear_fp8(x.kv_cache.view(-1, d.latent).index_select(0, rows)[:, : d.kv_lora], wq, ws).float()
+        else:
+            lora = dequantize(*quantize_activation(latent[:, : d.kv_lora]), torch.float32) if fp8 else latent[:, : d.kv_lora]
+            kv = lora @ w.t()
+        kv = kv.view(total, d.heads, d.qk_nope + d.v_head)
         k = torch.cat((kv[..., : d.qk_nope], latent[:, None, d.kv_lora :].expand(-1, d.heads, -1)), dim=-1)
         v = kv[..., d.qk_nope :]
         k_h, v_h = k.transpose(0, 1), v.transpose(0, 1)  # [heads, total, D]
