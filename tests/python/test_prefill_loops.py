@@ -74,28 +74,39 @@ def test_fp8_weights_in_both_loops_match_their_one_shot():
         mp.one_shot(x, weights="fp4")
 
 
-def test_the_check_judges_an_engines_fp8_loop_against_its_own_block_gemm(monkeypatch):
+def test_an_engines_fp8_loop_is_judged_against_its_own_block_gemm(monkeypatch, tmp_path):
     """Where the engines' block GEMM is cuBLAS's (on an H100), its sums within a block are at the tensor
-    core's precision, so its K and V are not the exact product's: the check judges the engines' loops
-    against one-shot attention with K and V from that same GEMM (one_shot's engine_gemm), and mlaplan's
-    fused loop against the exact product. A GEMM 3% off stands in for cuBLAS here: judged against the
-    exact product its loops would fail; against their own GEMM they pass, as the fused loop does."""
+    core's precision, so its K and V are not the exact product's: the check and the command judge the
+    engines' loops against one-shot attention with K and V from that same GEMM (loop_references), and
+    mlaplan's fused loop against the exact product. A GEMM 3% off stands in for cuBLAS here: judged against
+    the exact product its loops fail; against their own GEMM they pass, as the fused loop does."""
+    import json
+
     import mlaplan.prefill.executor as ex
     import mlaplan.prefill.fused_up as fu
+    from mlaplan.prefill.__main__ import entry
+    from mlaplan.prefill.reference import loop_references
 
-    real = fu.linear_fp8
-    off = lambda x, w, s: (real(x, w, s).float() * 1.03).to(x.dtype)  # noqa: E731
+    off = lambda x, w, s: (fu._dequantized_mm(*fu.quantize_activation(x), w, s, torch.float32) * 1.03).to(x.dtype)  # noqa: E731
     monkeypatch.setattr(fu, "linear_fp8", off)
     monkeypatch.setattr(ex, "linear_fp8", off)
     dims = mp.model_dims("deepseek-v2-lite", heads=2)
     x = mp.random_inputs([300, 0, 90], [0, 20, 45, 60], 16, dims, torch.float32, "cpu", 5)
-    engine = mp.one_shot(x, weights="fp8", engine_gemm=True)
-    assert (engine[0] - mp.one_shot(x, weights="fp8")[0]).abs().max().item() > 1e-2
     variants = [("packed", {}), ("even-split", {}), ("packed+fused", {})]
-    monkeypatch.setattr(check, "block_gemm_backend", lambda device, *shape: "torch._scaled_mm")
-    judged = check.judge_batch(x, 64, TOL, variants, weights="fp8")
-    assert [j.engine for j in judged] == ["packed", "even-split", "packed+fused"] and all(j.ok for j in judged), judged
-    # Without it (the float32 fallback, the exact product) the same loops fail: the reference followed the GEMM.
-    monkeypatch.setattr(check, "block_gemm_backend", lambda device, *shape: "float32 dequantized")
-    judged = check.judge_batch(x, 64, TOL, variants, weights="fp8")
-    assert [j.ok for j in judged] == [False, False, True], judged
+    scenario = tmp_path / "b.json"
+    scenario.write_text(json.dumps({"page_size": 16, "buffer_token_size": 64, "max_chunks": 8,
+                                    "cache_lengths": [300, 0, 90], "input_row_offsets": [0, 20, 45, 60]}))
+    command = [str(scenario), "--device", "cpu", "--model", "deepseek-v2-lite", "--heads", "2", "--weights", "fp8", "--policy",
+               "packed,even-split,packed+fused", "--reps", "1", "--warmup", "0", "--no-graph", "--format", "json",
+               "-o", str(tmp_path / "out.json")]
+    for backend, want in (("torch._scaled_mm", [True, True, True]), ("float32 dequantized", [False, False, True])):
+        monkeypatch.setattr(fu, "block_gemm_backend", lambda device, *shape: backend)
+        refs = loop_references(x, "fp8")
+        assert (refs["unfused"] is refs["fused"]) == (backend == "float32 dequantized")
+        judged = check.judge_batch(x, 64, TOL, variants, weights="fp8")
+        assert [j.engine for j in judged] == ["packed", "even-split", "packed+fused"]
+        assert [j.ok for j in judged] == want, (backend, judged)
+    # The command's own check (its exit status) follows the same rule.
+    for backend, code in (("torch._scaled_mm", 0), ("float32 dequantized", 1)):
+        monkeypatch.setattr(fu, "block_gemm_backend", lambda device, *shape: backend)
+        assert entry(command) == code, backend

@@ -166,7 +166,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from . import measure as measure_mod
     from .inputs import random_inputs
     from .model import model_dims
-    from .reference import one_shot
+    from .reference import loop_references
     from .inputs import host_page_table
     from .executor import state_dtype
     from .schedule import build_schedule, parse_engines, split_loop
@@ -227,7 +227,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         n = x.lengths
         title = (f"{s['name']}: {n.batch_size} sequences, {int(n.cache.sum()):,} cached + {n.new_tokens:,} new tokens, "
                  f"page size {n.page_size}")
-        reference = None if args.no_check else one_shot(x, weights=args.weights)
+        references = None if args.no_check else loop_references(x, args.weights)
         runs = []
         for buffer in buffers_for(s):
             for engine in engines:
@@ -241,6 +241,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     runs.append(run)
                     continue
                 try:
+                    reference = None if references is None else references[up_projection]
                     measure_mod.run_one(x, sched, run, reference, tolerance, args.reps, args.warmup,
                                         not args.no_graph, args.merge == "fused" and device.type == "cuda", args.trace,
                                         args.nvtx, kernel, settle_ms=args.settle_ms, state=args.state,
@@ -256,7 +257,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 runs.append(run)
         batches.append({"scenario": s["name"], "title": title, "sequences": n.batch_size,
                         "cached_tokens": int(n.cache.sum()), "new_tokens": n.new_tokens, "runs": runs})
-        del x, reference
+        del x, references
     from .report import json_report, text_report
 
     header["policies"] = "; ".join(f"{e} = {policy_title(e)}" for e in engines)

@@ -28,8 +28,7 @@ from .inputs import PrefillInputs, host_page_table, random_inputs
 from .executor import state_dtype
 from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
-from .fused_up import block_gemm_backend
-from .reference import one_shot
+from .reference import loop_references
 from .schedule import FUSED, POLICIES, build_schedule, engine_named, merge_stats, split_loop
 
 # Every engine and mlaplan's own policy, and each of the other paths an engine can take, so all of
@@ -179,13 +178,10 @@ def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
     """Every variant against one-shot attention. merge_bound: each query row within tolerance +
     MERGE_C * merges * u of its state's dtype (measure.merge_tolerance), else the flat tolerance.
     weights: kv_b_proj's (executor.WEIGHTS), one-shot's K and V made alike; under fp8 SGLang's absorbed
-    path, which takes bf16 halves of the weight into the queries, is left out; the engines' loops (not
-    +fused) are judged against one-shot attention with K and V from their own block GEMM where it is
-    cuBLAS's (one_shot's engine_gemm), mlaplan's fused loop against the exact product."""
-    ref = one_shot(x, weights=weights)
-    engine_ref = ref
-    if weights == "fp8" and block_gemm_backend(x.device, *x.kv_b_proj.shape) != "float32 dequantized":
-        engine_ref = one_shot(x, weights=weights, engine_gemm=True)
+    path, which takes bf16 halves of the weight into the queries, is left out; each loop is judged against
+    its up-projection's one-shot (reference.loop_references: under fp8 the engines' loops against K and V
+    from their own block GEMM where it is cuBLAS's)."""
+    refs = loop_references(x, weights)
     if weights == "fp8":  # SGLang's dispatch may pick its absorbed path (auto)
         variants = [(e, p) for e, p in variants
                     if not (split_loop(e)[0] == "even-split/sglang" and p.get("sglang_path", "auto") in ("auto", "absorbed"))]
@@ -202,7 +198,7 @@ def judge_batch(x: PrefillInputs, buffer_tokens: int, tolerance: float, variants
         o, l = execute(prepare(x, s, fused_merge, kernel, state, up_projection, weights))
         merges = s.merges_per_query(x.lengths.new_tokens)
         bound = merge_tolerance(tolerance, merges, st, x.device)
-        r = ref if up_projection == "fused" else engine_ref
+        r = refs[up_projection]
         err, lse_err, flat_ok = errors(o, l, *r, tolerance)
         ok = errors(o, l, *r, bound)[2] if merge_bound else flat_ok
         widened = bool(merge_bound and merges.size and (bound.max().item() >= 2 * tolerance))

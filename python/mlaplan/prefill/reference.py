@@ -27,6 +27,21 @@ def one_shot(x: PrefillInputs, max_scores: int = 1 << 28, weights: str = "bf16",
         torch.set_float32_matmul_precision(precision)
 
 
+def loop_references(x: PrefillInputs, weights: str = "bf16"):
+    """{"fused": ..., "unfused": ...}: the one-shot attention each up-projection's loops are judged against
+    (schedule.split_loop's second name). Both are one_shot(x, weights=weights), the same tensors, unless
+    weights is fp8 and the engines' block GEMM is cuBLAS's (fused_up.block_gemm_backend), when the engines'
+    loops get K and V from that GEMM (engine_gemm) and mlaplan's fused loop the exact product."""
+    exact = one_shot(x, weights=weights)
+    engines = exact
+    if weights == "fp8":
+        from .fused_up import block_gemm_backend
+
+        if block_gemm_backend(x.device, *x.kv_b_proj.shape) != "float32 dequantized":
+            engines = one_shot(x, weights=weights, engine_gemm=True)
+    return {"fused": exact, "unfused": engines}
+
+
 def _one_shot(x: PrefillInputs, max_scores: int, weights: str, engine_gemm: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     d, n = x.dims, x.lengths
     table = host_page_table(x)
