@@ -64,8 +64,8 @@ def _one_shot(x: PrefillInputs, max_scores: int, weights: str, engine_gemm: bool
             continue
         rows = torch.as_tensor(flat_rows(table, n.page_size, b, 0, total), device=x.device)
         latent = cache.index_select(0, rows)
-        if fp8 and engine_gemm:  # the rows in the cache's dtype, as the executor gathers them
-            kv = linear_fp8(x.kv_cache.view(-1, d.latent).index_select(0, rows)[:, : d.kv_lora], wq, ws).float()
+        if fp8 and engine_gemm:  # the rows back in the cache's dtype (exact), as the executor gathers them
+            kv = linear_fp8(latent[:, : d.kv_lora].to(x.kv_cache.dtype), wq, ws).float()
         else:
             lora = dequantize(*quantize_activation(latent[:, : d.kv_lora]), torch.float32) if fp8 else latent[:, : d.kv_lora]
             kv = lora @ w.t()
