@@ -77,3 +77,33 @@ def test_the_eager_form_is_attention_over_the_whole():
     merge_into(o, lse, po, plse, slice(0, 1), fused=False)
     whole_o, whole_lse = attend(k, v)
     assert torch.allclose(o, whole_o, atol=1e-6) and torch.allclose(lse, whole_lse, atol=1e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the race it guards against is between "
+                    "the warps of one GPU program, which Triton's interpreter runs one at a time")
+def test_gpu_merge_in_place_gives_the_same_bits_every_time():
+    """The merge is in place: each (row, head)'s LSE is read by every warp of its program and stored by one thread.
+    Without a barrier between, a late warp sometimes weighed its part of the row by the merged LSE (an H100, the
+    waves plan: about 1 merge in 300). 200 merges of the same inputs, with LSEs far apart so that a wrong weight
+    moves the row by far more than a rounding: the same bits each time, within one unit of the eager form's."""
+    g = torch.Generator(device="cuda").manual_seed(3)
+    T, n, heads, dim = 4096, 2048, 16, 128
+    base_o = torch.randn(T, heads, dim, device="cuda", generator=g).to(torch.bfloat16)
+    base_lse = torch.randn(heads, T, device="cuda", generator=g) * 4
+    part = torch.randn(n, heads, dim, device="cuda", generator=g).to(torch.bfloat16)
+    part_lse = torch.randn(heads, n, device="cuda", generator=g) * 4
+    gathered = torch.randperm(T, device="cuda", generator=g)[:n]
+    for (rows_name, rows), tiled in itertools.product((("indices", gathered), ("slice", slice(T - n, T))), (False, True)):
+        eo, el = base_o.clone(), base_lse.clone()
+        merge_into(eo, el, part, part_lse, rows, fused=False)
+        runs = []
+        for _ in range(200):
+            o, lse = base_o.clone(), base_lse.clone()
+            merge_into(o, lse, part, part_lse, rows, fused=True, tiled=tiled)
+            runs.append((o, lse))
+        first_o, first_lse = runs[0]
+        case = f"{rows_name}, {'tiled' if tiled else 'a (row, head) a program'}"
+        assert ((first_o.float() - eo.float()).abs() <= eo.float().abs() * 2.0 ** -7 + 1e-30).all(), case
+        assert torch.allclose(first_lse, el, atol=1e-5, rtol=0), case
+        differing = sum(not (torch.equal(o, first_o) and torch.equal(lse, first_lse)) for o, lse in runs[1:])
+        assert differing == 0, f"{case}: {differing} of 199 merges of the same inputs differ from the first"
