@@ -82,10 +82,13 @@ def test_the_eager_form_is_attention_over_the_whole():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU: the race it guards against is between "
                     "the warps of one GPU program, which Triton's interpreter runs one at a time")
 def test_gpu_merge_in_place_gives_the_same_bits_every_time():
-    """The merge is in place: each (row, head)'s LSE is read by every warp of its program and stored by one thread.
-    Without a barrier between, a late warp sometimes weighed its part of the row by the merged LSE (an H100, the
-    waves plan: about 1 merge in 300). 200 merges of the same inputs, with LSEs far apart so that a wrong weight
-    moves the row by far more than a rounding: the same bits each time, within one unit of the eager form's."""
+    """The kernels on the GPU against the eager form (the interpreter test above runs programs one at a time), and
+    the same bits from 200 merges of the same inputs, with LSEs far apart so that a wrong weight moves a row by far
+    more than a rounding. The merge is in place: each (row, head)'s LSE is read by every warp of its program and
+    stored by one thread, and without the barrier between, a late warp sometimes weighed its part of the row by
+    the merged LSE. That race is rare (on an H100, 3 of 130 merges of the waves plan on one batch, each tried 8
+    times); this test did not catch it in two runs of the kernel without the barrier, so it guards the kernels'
+    values and determinism, and the race's evidence is in docs/data/prefill-merge-h100-2026-12-07."""
     g = torch.Generator(device="cuda").manual_seed(3)
     T, n, heads, dim = 4096, 2048, 16, 128
     base_o = torch.randn(T, heads, dim, device="cuda", generator=g).to(torch.bfloat16)
@@ -103,7 +106,10 @@ def test_gpu_merge_in_place_gives_the_same_bits_every_time():
             runs.append((o, lse))
         first_o, first_lse = runs[0]
         case = f"{rows_name}, {'tiled' if tiled else 'a (row, head) a program'}"
-        assert ((first_o.float() - eo.float()).abs() <= eo.float().abs() * 2.0 ** -7 + 1e-30).all(), case
+        # Within a rounding of the sum's terms (the eager merge of the magnitudes): a row's terms may cancel.
+        mo, ml = base_o.abs(), base_lse.clone()
+        merge_into(mo, ml, part.abs(), part_lse, rows, fused=False)
+        assert ((first_o.float() - eo.float()).abs() <= mo.float() * 2.0 ** -6).all(), case
         assert torch.allclose(first_lse, el, atol=1e-5, rtol=0), case
         differing = sum(not (torch.equal(o, first_o) and torch.equal(lse, first_lse)) for o, lse in runs[1:])
         assert differing == 0, f"{case}: {differing} of 199 merges of the same inputs differ from the first"
