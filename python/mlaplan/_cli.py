@@ -55,7 +55,16 @@ ENGINES = ("max", "packed", "even-split", "even-split/sglang", "packed/trtllm")
 # it out.
 OWN_POLICIES = ("waves",)
 POLICIES = ENGINES + OWN_POLICIES
-ALIASES = {"even-split/vllm": "even-split", "packed/vllm": "packed"}
+# The engines by their own names, as `mlaplan run --policy` takes them (lib/policies/engines.cpp): each the
+# policy its engine plans with; the executor follows SGLang's and TensorRT-LLM's dispatch on the GPU it runs on
+# (--sglang-path, --trtllm-path), as the CLI prices them on its cost file's GPU.
+ENGINE_NAMES = {"vllm": "packed", "sglang": "even-split/sglang", "trtllm": "packed/trtllm", "max": "max"}
+ALIASES = {"even-split/vllm": "even-split", "packed/vllm": "packed", **ENGINE_NAMES}
+# The list's words for several policies: all (every policy but guided, which needs its file), engines (the
+# four by name, as the CLI's) and variants (the engines' five by algorithm, as the CLI's).
+GROUPS = {"all": POLICIES, "engines": tuple(ENGINE_NAMES.values()), "variants": ENGINES}
+POLICY_CHOICES = (f"choose all, engines, variants or a comma list of {', '.join(ENGINE_NAMES)}, "
+                  f"{', '.join(p for p in POLICIES if p != 'max')}, guided:COST.json")
 
 
 def engine_named(name: str) -> str:
@@ -76,8 +85,7 @@ def engine_named(name: str) -> str:
             raise ValueError(str(e).replace("policy ", "--policy ", 1)) from None
         return key
     if key not in POLICIES:
-        raise ValueError(f"--policy {name}: unknown policy; choose all or a comma list of {', '.join(POLICIES)}, "
-                         f"guided:COST.json")
+        raise ValueError(f"--policy {name}: unknown policy; {POLICY_CHOICES}")
     return key
 
 

@@ -182,6 +182,39 @@ def test_hostile_inputs_name_the_argument(change, message):
         mp.prefill_attention(x, policy="packed", buffer_tokens=64)
 
 
+def test_engines_by_name_as_the_cli_takes_them():
+    """vllm, sglang, trtllm and max name the policy each engine plans with, as `mlaplan run --policy`
+    reads them (the C++ planner's tables are the same under either name); engines and variants are the
+    CLI's groups; +fused and repeats go as for any name."""
+    import numpy as np
+
+    import mlaplan
+    from mlaplan.prefill import schedule
+
+    four = ["packed", "even-split/sglang", "packed/trtllm", "max"]
+    assert schedule.parse_engines("vllm,SGLang,trtllm,max") == four
+    assert schedule.parse_engines("engines") == four
+    assert schedule.parse_engines("variants") == list(schedule.ENGINES)
+    assert schedule.parse_engines("vllm,packed,packed/vllm") == ["packed"]
+    assert schedule.parse_engines("engines+fused,vllm", loops=True) == [e + "+fused" for e in four] + ["packed"]
+    lengths, offsets = np.array([500, 0, 100, 3000], np.uint32), np.array([0, 9, 209, 229, 400], np.uint32)
+
+    def tables(name):
+        t = mlaplan.plan_policy(lengths, offsets, 128, 2048, 64, name).tables
+        return [np.asarray(getattr(t, f)) for f in ("buffer_row_offsets", "cache_offsets", "buffer_lengths")]
+
+    def same(a, b):
+        return all(x.shape == y.shape and np.array_equal(x, y) for x, y in zip(tables(a), tables(b)))
+
+    for name, policy in zip(("vllm", "sglang", "trtllm", "max"), four):
+        assert same(name, policy), name
+    # The batch tells the engines' variants apart, so the names above could not pass by chance.
+    assert not same("sglang", "even-split") and not same("trtllm", "packed")
+    with pytest.raises(ValueError, match="--policy vlm: unknown policy; choose all, engines, variants or a comma list "
+                                         "of vllm, sglang, trtllm, max, packed,"):
+        schedule.parse_engines("vlm")
+
+
 def test_hostile_lengths_and_policy():
     x = inputs([40, 0, 9], [5, 6, 7], 16)
     with pytest.raises(ValueError, match="--policy bogus: unknown policy"):

@@ -25,9 +25,11 @@ EPILOG = """examples:
   python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
   python -m mlaplan.prefill batch.json --tp 8 --buffer-tokens 8192,16384,65536,131072,262144 --format json -o runs.json
   python -m mlaplan.prefill scenarios/worked-example.json --model deepseek-v2-lite --device cpu --reps 0
-  python -m mlaplan.prefill batch.json --tp 8 --policy packed,packed+fused,packed/trtllm+fused --buffer-tokens 65536
+  python -m mlaplan.prefill batch.json --tp 8 --policy engines,vllm+fused --buffer-tokens 65536
 
-policies (the engine that runs each one's plan; docs/prefill.md):
+policies (the engine that runs each one's plan; docs/prefill.md). The engines by name, as mlaplan run takes them:
+vllm (packed), sglang (even-split/sglang), trtllm (packed/trtllm), max; engines: those four; variants: the
+five engines' policies below; all: those and waves.
   max                MAX: cache and new tokens streamed together, a position mask in the chunk holding new tokens
   packed             vLLM since PR 50613: each chunk's own requests attend it
   even-split         vLLM before PR 50613: every prefill attends every chunk
@@ -57,7 +59,9 @@ def parser() -> Parser:
     p.add_argument("--tp", type=_count(1, 1024), metavar="N", help="tensor-parallel ranks: local heads = num_attention_heads / TP (default 1)")
     p.add_argument("--heads", type=_count(1), metavar="N",
                    help="local heads, instead of num_attention_heads / TP (small CPU runs; at most the model's heads)")
-    p.add_argument("--policy", default="all", metavar="LIST", help="all (default) or a comma list of the policies below")
+    p.add_argument("--policy", default="all", metavar="LIST",
+                   help="all (default), engines, variants or a comma list of the policies below (vllm, sglang, trtllm, max: "
+                        "the engines by name)")
     p.add_argument("--buffer-tokens", type=_positive_list, metavar="N[,N...]",
                    help="buffer sizes in rows (default: each scenario's buffer_token_size)")
     p.add_argument("--max-chunks", type=_count(1, 1 << 20), metavar="N", help="cap MAX's chunks, as MAX does (default: as many as the batch needs)")

@@ -21,7 +21,7 @@ from .inputs import Lengths, flat_rows
 
 # The engines, mlaplan's own policies, their aliases and engine_named, which reads a name: in _cli, where
 # calibrate's and validate's saved runs are read without torch (docs/policies.md).
-from .._cli import ALIASES, ENGINES, OWN_POLICIES, POLICIES, engine_named  # noqa: F401
+from .._cli import ALIASES, ENGINES, GROUPS, OWN_POLICIES, POLICIES, POLICY_CHOICES, engine_named  # noqa: F401
 ENGINE_TITLES = {
     "max": "MAX",
     "packed": "vLLM, packed (since PR 50613)",
@@ -115,7 +115,7 @@ def _policy_items(text: str) -> List[str]:
     """The --policy list's items, stripped; an empty one refused as the CLI refuses it."""
     names = [t.strip() for t in text.split(",")]
     if not any(names):
-        raise ValueError("--policy: give all or a comma list of " + ", ".join(POLICIES))
+        raise ValueError("--policy: give a policy; " + POLICY_CHOICES)
     if not all(names):
         raise ValueError(f"--policy {text}: an empty item in the list; name a policy between each two commas, or remove "
                          f"the extra comma")
@@ -134,8 +134,9 @@ def split_loop(name: str) -> Tuple[str, str]:
 
 
 def parse_engines(text: str, loops: bool = False) -> List[str]:
-    """'all' or a comma list of engine names (docs/prefill.md); with `loops`, each may end in +fused
-    (all+fused: every policy so). ValueError names a bad one."""
+    """A comma list of policies, engines by name (vllm: packed) and the words all, engines and variants
+    (docs/prefill.md); with `loops`, each may end in +fused (all+fused: every policy so). ValueError names
+    a bad one."""
     names = _policy_items(text)
     out: List[str] = []
     for n in names:
@@ -146,7 +147,7 @@ def parse_engines(text: str, loops: bool = False) -> List[str]:
         if not base.strip():
             raise ValueError(f"--policy {n}: name the policy whose plan the fused loop runs, e.g. packed+fused or all+fused")
         try:
-            named = POLICIES if base.strip().lower() == "all" else (engine_named(base),)
+            named = GROUPS.get(base.strip().lower()) or (engine_named(base),)
         except ValueError as e:  # the item as given, suffix included
             raise ValueError(str(e).replace(f"--policy {base}:", f"--policy {n}:", 1)) from None
         for e in named:
