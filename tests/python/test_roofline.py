@@ -221,12 +221,17 @@ def test_the_report_sets_each_part_against_its_limit_within_120_columns():
     assert "~" in rows[1] and rows[1].split()[2] == "-"
     # The first table as it was: its header line and the peak only under it, not among the header's lines.
     assert any(line.split()[:3] == ["buffer", "policy", "path"] and line.endswith("TFLOP/s  max|err|") for line in lines)
-    assert lines.index("fastest: packed at 65,536 rows, 30.000 ms (2 iterations)") < at and not any(
+    assert lines.index("fastest: packed at 65,536 rows, 30.000 ms eager, 29.000 ms graph (2 iterations)") < at and not any(
         line.startswith("peak: {") for line in lines)
     doc = json.loads(json_report(header, [batch]))
     assert doc["peak"]["gemm_tflops"] == 762.3 and doc["batches"][0]["runs"][0]["parts_roofline_ms"] == limits
-    # Without a peak (--no-roofline, --reps 0): no second table.
-    assert "peak:" not in text_report({"tool": "mlaplan.prefill"}, [batch])
+    # Without a peak (--no-roofline): each part in ms alone, no limits.
+    bare = text_report({"tool": "mlaplan.prefill"}, [batch]).splitlines()
+    assert "peak:" not in "\n".join(bare)
+    at = bare.index("each part, ms (one profiled run):")
+    assert bare[at + 1].split() == ["buffer", "policy", "gather", "up-proj", "attn", "merge", "new"]
+    assert bare[at + 2].split() == ["65,536", "packed", "0.840", "1.170", "14.800", "0.300", "2.000"]
+    assert len(bare) == at + 5 and all(len(line) <= 120 for line in bare)  # packed, the long name, packed+fused
 
 
 def _cli(capsys, *extra):

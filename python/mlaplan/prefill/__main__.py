@@ -19,7 +19,7 @@ from .. import _cli
 from .._cli import (KERNELS, SETTLE_MS, Parser, UsageError, _count, _positive, _positive_list,  # noqa: F401
                     _seconds, claim_outputs, exit_with, write_output)
 from . import cpu_speed, merge
-from .schedule import SGLANG_PATHS, TRTLLM_PATHS
+from .schedule import SGLANG_PATHS, TRTLLM_PATHS, policy_title
 
 EPILOG = """examples:
   python -m mlaplan.prefill batch.json --model deepseek-v3 --tp 8 --policy all
@@ -270,15 +270,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_output(args.json, json_report(header, batches))
     write_output(args.output, text)
     return 3 if device_failed else 1 if failed else 0
-
-
-def policy_title(engine: str) -> str:
-    """What an executor policy name runs, in words (schedule.ENGINE_TITLES; +fused: in mlaplan's loop)."""
-    from .schedule import ENGINE_TITLES, split_loop
-
-    policy, up = split_loop(engine)
-    title = ENGINE_TITLES.get(policy, ENGINE_TITLES.get(policy.split(":")[0].split("/")[0], policy))
-    return title + (", in mlaplan's fused loop (gather, up-projection and K in one kernel)" if up == "fused" else "")
 
 
 def entry(argv: Optional[List[str]] = None, command=None, name: str = "prefill") -> int:

@@ -34,6 +34,7 @@ ENGINE_TITLES["guided"] = "mlaplan's guided (vLLM's packed loop, or one shot whe
 # mlaplan's own loop: NAME+fused runs NAME's plan with the up-projection fused with the gather and K's
 # layout (executor.prepare's up_projection="fused", fused_up.py).
 FUSED = "+fused"
+FUSED_TITLE = "in mlaplan's fused loop (gather, up-projection and K in one kernel)"
 SGLANG_PATHS = ("auto", "chunked", "one-shot", "absorbed")
 TRTLLM_PATHS = ("auto", "sm90", "sm100")
 # SGLang's defaults: SGLANG_CHUNKED_PREFIX_CACHE_THRESHOLD, and the one-shot path's token limit.
@@ -131,6 +132,13 @@ def policy_files(text: str) -> List[str]:
 def split_loop(name: str) -> Tuple[str, str]:
     """(the policy, the up-projection) a name runs: NAME+fused, NAME's plan in mlaplan's own loop."""
     return (name[: -len(FUSED)], "fused") if name.lower().endswith(FUSED) else (name, "unfused")
+
+
+def policy_title(name: str) -> str:
+    """What a policy name runs, in words (ENGINE_TITLES; +fused: in mlaplan's loop)."""
+    policy, up = split_loop(name)
+    title = ENGINE_TITLES.get(policy, ENGINE_TITLES.get(policy.split(":")[0].split("/")[0], policy))
+    return title + (", " + FUSED_TITLE if up == "fused" else "")
 
 
 def parse_engines(text: str, loops: bool = False) -> List[str]:
