@@ -2,6 +2,7 @@
 attention, the merge's handling of rows without keys, a planted off-by-one, and hostile inputs."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -461,6 +462,11 @@ def test_check_reports_merge_bound_runs():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "runs at small buffers (16-384 rows" in r.stdout and "runs judged by it" in r.stdout
     assert f"caught in {len(check.TABLE_VARIANTS)} of {len(check.TABLE_VARIANTS)} runs" in r.stdout
+    # The verdict in one last line, every line within 120 columns.
+    lines = r.stdout.splitlines()
+    assert re.fullmatch(rf"check: PASS: (\d+) of \1 runs within the merge bound of one-shot attention; the planted "
+                        rf"off-by-one caught in {len(check.TABLE_VARIANTS)} of {len(check.TABLE_VARIANTS)}", lines[-1]), lines[-1]
+    assert all(len(line) <= 120 for line in lines), max(lines, key=len)
 
 
 def test_report_shows_merges_per_query_and_the_state():

@@ -29,6 +29,7 @@ from .executor import state_dtype
 from .measure import MERGE_C, UNIT_ROUNDOFF, errors, merge_tolerance
 from .model import MlaDims
 from .reference import loop_references
+from .report import wrap
 from .schedule import FUSED, POLICIES, build_schedule, engine_named, merge_stats, split_loop
 
 # Every engine and mlaplan's own policy, and each of the other paths an engine can take, so all of
@@ -219,6 +220,11 @@ def planted_batch(dims: MlaDims, dtype, device, seed: int) -> PrefillInputs:
     return random_inputs([5, 9, 0, 7], [0, 3, 6, 8, 12], 1, dims, dtype, device, seed)
 
 
+def say(line: str) -> None:
+    """A line of the report within 120 columns (report.wrap), flushed: the check runs for minutes."""
+    print("\n".join(wrap(line)), flush=True)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from .__main__ import Parser, _count, _device, attention_kernel
     from .model import model_dims
@@ -278,7 +284,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if i < args.skip:
             continue
         if i and i % 25 == 0:
-            print(f"... {i} batches, {runs} runs, {failures} failing", flush=True)
+            say(f"... {i} batches, {runs} runs, {failures} failing")
         for b in (batch, small):
             if b is None:
                 continue
@@ -297,30 +303,37 @@ def main(argv: Optional[List[str]] = None) -> int:
                     most = (j.merges_max, f"batch {i}, {key} at {b.buffer_tokens} rows, max |error| {j.err:.3e}")
                 if not j.ok:
                     failures += 1
-                    print(f"FAIL batch {i}: {key} max |error| {j.err:.3e} > {tolerance} + {MERGE_C} x "
-                          f"{j.merges_max} merges x u: B={len(b.cache)} page {b.page_size} buffer {b.buffer_tokens} "
-                          f"cache {b.cache} new {b.new}")
+                    say(f"FAIL batch {i}: {key} max |error| {j.err:.3e} > {tolerance} + {MERGE_C} x "
+                        f"{j.merges_max} merges x u: B={len(b.cache)} page {b.page_size} buffer {b.buffer_tokens} "
+                        f"cache {b.cache} new {b.new}")
             del x
-    print(f"{args.batches - args.skip} random batches (of seed {args.seed}, from {args.skip}), {runs} runs, {dims.name} with {dims.heads} local heads, {dtype}, {device}"
-          f"{', ' + kernel_title(kernel) if device.type == 'cuda' else ''}, running state {str(state).replace('torch.', '')}:")
+    say(f"{args.batches - args.skip} random batches (seed {args.seed}, from {args.skip}), {runs} runs: {dims.name}, "
+        f"{dims.heads} local heads, {str(dtype).replace('torch.', '')}, running state {str(state).replace('torch.', '')}, "
+        f"on {device}")
+    if device.type == "cuda":
+        say(f"attention: {kernel_title(kernel)}")
+    say("worst max |error| of each engine and path:")
     for key, err in sorted(worst.items()):
-        print(f"  {key:34} worst max |error| {err:.3e}")
+        say(f"  {key:34} {err:.3e}")
     u = UNIT_ROUNDOFF[state]
-    print(f"runs at small buffers ({SMALL_BUFFERS[0]}-{SMALL_BUFFERS[1]} rows, one batch in {SMALL_SHARE}): {small_runs}; "
-          f"the most merges of a query row: {most[0]:,}{' (' + most[1] + ')' if most[1] else ''}")
-    print(f"merge bound: each query row within ({tolerance:g} + {MERGE_C:g} x merges x {u:.3g}) (1 + |ref|); "
-          f"runs judged by it (a row's allowance at least {tolerance:g}): {widened}, of them outside the flat "
-          f"{tolerance:g} (1 + |ref|): {needed}")
-    print(f"runs failing the merge bound: {failures}; "
-          f"runs with max |error| above {tolerance:g} (at |ref| > 0): {above}")
+    say(f"runs at small buffers ({SMALL_BUFFERS[0]}-{SMALL_BUFFERS[1]} rows, one batch in {SMALL_SHARE}): {small_runs}")
+    say(f"the most merges of a query row: {most[0]:,}{' (' + most[1] + ')' if most[1] else ''}")
+    say(f"merge bound: each query row within ({tolerance:g} + {MERGE_C:g} x merges x {u:.3g}) (1 + |ref|)")
+    say(f"runs judged by it (a row's allowance at least {tolerance:g}): {widened}, of them outside the flat "
+        f"{tolerance:g} (1 + |ref|): {needed}")
+    say(f"runs failing the merge bound: {failures}; runs with max |error| above {tolerance:g} (at |ref| > 0): {above}")
     with planted_off_by_one():
         planted = judge_batch(planted_batch(dims, dtype, device, args.seed), 8, tolerance, loops(TABLE_VARIANTS, device, dims, dtype),
                               kernel=kernel, state=args.state, weights=args.weights)
     missed = [f"{j.engine} ({j.path})" for j in planted if j.err is not None and j.ok]
     caught = sum(1 for j in planted if j.err is not None and not j.ok)
-    print(f"planted off-by-one in the tables (judged by the merge bound, at most "
-          f"{max((j.merges_max for j in planted), default=0)} merges a row): caught in {caught} of {caught + len(missed)} runs"
-          + (f"; MISSED by {', '.join(missed)}" if missed else ""))
+    say(f"planted off-by-one in the tables (judged by the merge bound, at most "
+        f"{max((j.merges_max for j in planted), default=0)} merges a row): caught in {caught} of {caught + len(missed)} runs"
+        + (f"; MISSED by {', '.join(missed)}" if missed else ""))
+    # The answer in one line, last, where a CI log's reader looks.
+    verdict = "FAIL" if failures or missed else "PASS"
+    say(f"check: {verdict}: {runs - failures} of {runs} runs within the merge bound of one-shot attention; the planted "
+        f"off-by-one caught in {caught} of {caught + len(missed)}")
     return 1 if failures or missed else 0
 
 

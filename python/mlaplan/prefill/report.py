@@ -161,7 +161,7 @@ def legend(policies: List[str]) -> str:
     return "policies: " + "; ".join(items)
 
 
-def _wrap(line: str) -> List[str]:
+def wrap(line: str) -> List[str]:
     """line within WIDTH, its continuations indented two more than it (a long path stays whole)."""
     indent = " " * (len(line) - len(line.lstrip(" ")) + 2)
     return textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [""]
@@ -174,11 +174,11 @@ def text_report(header: Dict[str, str], batches: List[dict]) -> str:
     out: List[str] = []
     for batch in batches:  # the answer first
         for line in [batch["title"]] + check_line(batch["runs"]) + finding(batch["runs"]):
-            out += _wrap(line)
+            out += wrap(line)
     out.append("")
     for k, v in header.items():  # what ran
         if not isinstance(v, dict):
-            out += _wrap(legend(policies) if k == "policies" and policies else f"{k}: {v}")
+            out += wrap(legend(policies) if k == "policies" and policies else f"{k}: {v}")
     out.append("q merges: the LSE merges of one query row's running state, the most and p99 over the batch's rows")
     for batch in batches:  # the details
         out += ["", batch["title"]] + runs_table(batch["runs"])
