@@ -11,8 +11,10 @@ import argparse
 import errno
 import os
 import re
+import shutil
 import signal
 import sys
+import textwrap
 import threading
 from typing import List, Optional
 
@@ -96,6 +98,15 @@ class UsageError(Exception):
 
 
 class Parser(argparse.ArgumentParser):
+    """The commands' parser: a bad value is one `mlaplan: error:` line (exit 2); the help within 120
+    columns, its description filled to 100 (the epilog's examples stay as written: RawDescriptionHelpFormatter)."""
+
+    def __init__(self, *args, description: Optional[str] = None, **kwargs):
+        # argparse wraps at the terminal's width; at most 120 columns, as every mlaplan table and help.
+        layout = kwargs.pop("formatter_class", argparse.HelpFormatter)
+        kwargs["formatter_class"] = lambda prog: layout(prog, width=min(shutil.get_terminal_size().columns, 120) - 2)
+        super().__init__(*args, description=textwrap.fill(description, 100) if description else description, **kwargs)
+
     def error(self, message: str):  # one line, exit 2, as the C++ tool does
         raise UsageError(message)
 

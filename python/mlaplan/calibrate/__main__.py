@@ -49,8 +49,8 @@ def parser() -> Parser:
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --host -o my-gpu-eager.json\n"
                       "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --loop fused -o my-gpu-fused.json\n"
                       "  python -m mlaplan.calibrate --model kimi-k2 --tp 8 --points 120 --measurements raw.json -o kimi.json\n"
-                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --points 150 --scenarios coding-agent.json short-chat.json "
-                      "--buffer-tokens 8192,65536 -o fa3.json\n"
+                      "  python -m mlaplan.calibrate --model deepseek-v3 --tp 8 --points 150 --scenarios coding-agent.json short-chat.json \\\n"
+                      "      --buffer-tokens 8192,65536 -o fa3.json\n"
                       "  python -m mlaplan.calibrate --refit raw.json --timing graph -o graph.json\n"
                       "  python -m mlaplan.calibrate --refit raw.json --host-from full-speed.json -o graph.json\n")
     p.add_argument("--model", default="deepseek-v3", metavar="NAME", help="a model preset (default deepseek-v3; docs/models.md)")

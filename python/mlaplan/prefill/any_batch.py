@@ -405,8 +405,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                            "graph for any batch).",
                epilog="examples:\n"
                       "  python -m mlaplan.prefill.any_batch docs/data/prefill-batches/coding-agent.json --tp 8\n"
-                      "  python -m mlaplan.prefill.any_batch docs/data/prefill-batches/coding-agent.json --buffer-tokens 65536 "
-                      "--attention fa3 --reps 5",
+                      "  python -m mlaplan.prefill.any_batch docs/data/prefill-batches/coding-agent.json --buffer-tokens 65536 \\\n"
+                      "      --attention fa3 --reps 5",
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario", metavar="SCENARIO.json", help="a file of one batch: the bucket is its size")
     p.add_argument("--model", default="deepseek-v3", help="a model preset (default deepseek-v3)")

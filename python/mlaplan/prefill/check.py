@@ -12,8 +12,10 @@ Exit status: 0 every run within the tolerance and the planted defect caught, 1 o
 """
 from __future__ import annotations
 
+import argparse
 import math
 import sys
+import textwrap
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
@@ -230,7 +232,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .model import model_dims
 
     # The commands' parser: a bad value is one `mlaplan: error:` line and exit 2.
-    p = Parser(prog="python -m mlaplan.prefill.check", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="python -m mlaplan.prefill.check", description=__doc__.split("\n\n")[0].replace("\n", " "),
+               epilog="examples:\n" + textwrap.indent(textwrap.dedent(__doc__.split("\n\n")[1]), "  ") + "\n\n"
+                      + __doc__.split("\n\n")[-1].strip().replace("Exit status", "exit status"),
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batches", type=_count(1), default=200, help="random batches to check (default 200)")
     p.add_argument("--seed", type=_count(0), default=1, help="the batches' random seed (default 1)")
     p.add_argument("--device", default="auto", metavar="DEV",
