@@ -155,9 +155,10 @@ std::vector<std::string> preamble(const BenchReport& r) {
 
 std::string format_bench_table(const BenchReport& report) {
   std::string out;
-  // The preamble quotes the --max command, its info answer and failure reasons: escaped for the terminal.
+  // The preamble quotes the --max command, its info answer and failure reasons: escaped for the terminal,
+  // and wrapped within 120 columns as the closing lines are.
   for (const std::string& line : preamble(report)) out += io::printable(line) + "\n";
-  return out + "\n" + table_of(report).aligned() + closing(report);
+  return io::wrap_lines(out) + "\n" + table_of(report).aligned() + closing(report);
 }
 
 std::string format_bench_markdown(const BenchReport& report) {
