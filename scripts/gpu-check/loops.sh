@@ -6,18 +6,21 @@
 # one-shot attention: the parts table and the roofline table in loops.log, the runs in loops.json; then
 # the check's 200 random batches, every variant in both loops, the planted defect caught; then FP8
 # kv_b_proj in both loops (loops-fp8.json) and 40 batches checked so. Reads
-# MLAPLAN_GUIDE (a cost file for guided; default: the shipped file of this GPU, if any).
+# MLAPLAN_GUIDE (a cost file for guided; default: the shipped file of this GPU, if any); guided+fused
+# chooses by the GPU's fused-loop file where one ships (on this batch at 16K-64K rows on the H100 both
+# files choose the same plans).
 
 loops_roofline() { (cd /tmp && PYTHONPATH=$site python3 -m pytest -q -rs -s "$source_dir/tests/python/test_roofline.py"); }
 
 loops_coding_agent() {
-  local gpu guide policies
+  local gpu dir guide fused policies
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-  case $gpu in *H100*) guide=$source_dir/costs/h100/deepseek-v3-tp8-bf16-fa3.json ;;
-               *H200*) guide=$source_dir/costs/h200/deepseek-v3-tp8-bf16-fa3.json ;; esac
-  guide=${MLAPLAN_GUIDE:-$guide}
+  case $gpu in *H100*) dir=$source_dir/costs/h100 ;; *H200*) dir=$source_dir/costs/h200 ;; esac
+  guide=${MLAPLAN_GUIDE:-${dir:+$dir/deepseek-v3-tp8-bf16-fa3.json}}
+  fused=${dir:+$dir/deepseek-v3-tp8-bf16-fa3-fused.json}
+  [[ -n $fused && -f $fused && -z ${MLAPLAN_GUIDE:-} ]] || fused=$guide
   policies=packed,even-split/sglang,packed/trtllm,packed+fused,max+fused,packed/trtllm+fused
-  [[ -n $guide && -f $guide ]] && policies+=",guided:$guide,guided:$guide+fused"
+  [[ -n $guide && -f $guide ]] && policies+=",guided:$guide,guided:$fused+fused"
   py -m mlaplan.prefill "$source_dir/docs/data/prefill-batches/coding-agent.json" --model deepseek-v3 --tp 8 \
     --attention fa3 --policy "$policies" --buffer-tokens 16384,32768,65536 --json "$log_dir/loops.json"
 }
