@@ -78,7 +78,7 @@ def engine_named(name: str) -> str:
         head, _, path = name.strip().partition(":")  # the cost file's path keeps its case
         if not path:
             raise ValueError(f"--policy {name}: guided chooses each batch's plan by a cost file; name it: "
-                             f"guided:COST.json (costs/h200/ has the H200 files)")
+                             f"guided:COST.json (costs/h100/ and costs/h200/ hold the shipped files)")
         key = f"{head.lower()}:{path}"
     if key.startswith(("waves/", "guided")):
         try:  # the planner reads the shape, and names what it takes
