@@ -339,7 +339,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     verdict = "FAIL" if failures or missed else "PASS"
     say(f"check: {verdict}: {runs - failures} of {runs} runs within the merge bound of one-shot attention; the planted "
         f"off-by-one caught in {caught} of {caught + len(missed)}")
-    return 1 if failures or missed else 0
+    return 1 if verdict == "FAIL" else 0
 
 
 if __name__ == "__main__":
