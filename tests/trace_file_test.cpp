@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -58,20 +59,28 @@ const Event* find(const std::vector<Event>& events, const std::string& name) {
   return nullptr;
 }
 
-json traced(const std::string& args) {
+// The trace of one command, and how long the whole command took by the test's own clock, in us.
+struct Traced {
+  json doc;
+  double wall_us;
+};
+
+Traced traced(const std::string& args) {
   const fs::path path = fs::temp_directory_path() / ("mlaplan_trace_" + std::to_string(::getpid()) + ".json");
   fs::remove(path);
+  const auto t0 = std::chrono::steady_clock::now();
   const auto r = run_cli(args + " --trace " + path.string());
+  const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.code, 0) << r.err;
-  const json doc = json::parse(mlaplan::test::slurp(path));  // throws on invalid JSON
+  Traced t{json::parse(mlaplan::test::slurp(path)), wall_us};  // throws on invalid JSON
   fs::remove(path);
-  return doc;
+  return t;
 }
 
 }  // namespace
 
 TEST(TraceFile, RunPhasesNestInsideTheRootInMicroseconds) {
-  const json doc = traced("run " MLAPLAN_SOURCE_DIR "/scenarios/worked-example.json --backend cpu -o /dev/null");
+  const json doc = traced("run " MLAPLAN_SOURCE_DIR "/scenarios/worked-example.json --backend cpu -o /dev/null").doc;
   const auto events = complete_events(doc);
   expect_nested(events);
   const Event* root = find(events, "mlaplan run");
@@ -89,8 +98,8 @@ TEST(TraceFile, RunPhasesNestInsideTheRootInMicroseconds) {
 }
 
 TEST(TraceFile, BenchTraceNestsSizesAndKernels) {
-  const json doc = traced("bench --sizes 4,64 --kernels cpu-fast --mode both --max-time 0.01 --min-samples 3 -o /dev/null");
-  const auto events = complete_events(doc);
+  const Traced t = traced("bench --sizes 4,64 --kernels cpu-fast --mode both --max-time 0.01 --min-samples 3 -o /dev/null");
+  const auto events = complete_events(t.doc);
   expect_nested(events);
   const Event* root = find(events, "mlaplan bench");
   const Event* size = find(events, "size 64");
@@ -98,15 +107,18 @@ TEST(TraceFile, BenchTraceNestsSizesAndKernels) {
   const Event* hot = find(events, "cpu-fast hot");
   ASSERT_TRUE(root && size && cold && hot);
   EXPECT_TRUE(size->ts >= root->ts && size->ts + size->dur <= root->ts + root->dur + 1e-6);
-  // --max-time 0.01 s per measurement: a hot measurement lasts about 10^4 us, not 10^1 or 10^7. (Not a
-  // cold one: its --min-samples 3 each first flush the last-level cache, which took 6.5 s under the
-  // sanitizers on a busy CI host.)
+  // Microseconds: the bench's root range lies within the command's wall time as the test clocked it,
+  // and is most of it (four measurements, the cold ones flushing the last-level cache, against one
+  // process start). Milliseconds or nanoseconds would be off by 1000. A measurement's own length is
+  // no test of the unit: it stops early once its samples agree (sample_stats.cpp), so it may last
+  // from a few plans to --max-time.
+  EXPECT_LE(root->dur, t.wall_us);
+  EXPECT_GE(root->dur, t.wall_us / 20) << "wall " << t.wall_us << " us";
   const Event* measure = nullptr;
   for (const Event& e : events)
     if (e.name == "measure" && e.ts >= hot->ts && e.ts <= hot->ts + hot->dur) measure = &e;
   ASSERT_NE(measure, nullptr);
-  EXPECT_GT(measure->dur, 5e3);
-  EXPECT_LT(measure->dur, 5e6);
+  EXPECT_GT(measure->dur, 0);
 }
 
 TEST(TraceFile, DeviceTimesGoOnTheirOwnTrackWithoutOverlap) {
