@@ -232,9 +232,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .model import model_dims
 
     # The commands' parser: a bad value is one `mlaplan: error:` line and exit 2.
-    p = Parser(prog="python -m mlaplan.prefill.check", description=__doc__.split("\n\n")[0].replace("\n", " "),
-               epilog="examples:\n" + textwrap.indent(textwrap.dedent(__doc__.split("\n\n")[1]), "  ") + "\n\n"
-                      + __doc__.split("\n\n")[-1].strip().replace("Exit status", "exit status"),
+    # The help is the module's docstring: its summary (Parser fills it), its examples and its exit statuses.
+    summary, examples, *_, statuses = __doc__.split("\n\n")
+    p = Parser(prog="python -m mlaplan.prefill.check", description=summary,
+               epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples), "  ") + "\n\n"
+                      + statuses.strip().replace("Exit status", "exit status"),
                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batches", type=_count(1), default=200, help="random batches to check (default 200)")
     p.add_argument("--seed", type=_count(0), default=1, help="the batches' random seed (default 1)")
